@@ -1,0 +1,55 @@
+//! Errors returned by the simulation API.
+
+use std::fmt;
+
+/// Everything that can go wrong when configuring or driving a simulation.
+///
+/// Each variant names the offending argument and, where there is one, its valid range, so that
+/// an engine layer can forward the message to its users as it is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Error {
+    /// An argument was outside its valid range (or not finite).
+    InvalidArgument { name: &'static str, value: String, valid: String },
+    /// An array had the wrong number of elements.
+    WrongLength { name: &'static str, expected: usize, actual: usize },
+    /// No GPU adapter could be found, or the device could not be created.
+    GpuUnavailable(String),
+    /// The GPU accepted the device but failed later (validation, lost device, map failure).
+    Gpu(String),
+}
+
+impl Error {
+    /// Builds an [`Error::InvalidArgument`] from anything printable.
+    pub fn invalid(name: &'static str, value: impl fmt::Display, valid: impl Into<String>) -> Self {
+        Error::InvalidArgument { name, value: value.to_string(), valid: valid.into() }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::InvalidArgument { name, value, valid } => {
+                write!(f, "invalid {name} = {value}: valid range is {valid}")
+            }
+            Error::WrongLength { name, expected, actual } => {
+                write!(f, "{name} has {actual} elements, expected {expected}")
+            }
+            Error::GpuUnavailable(why) => write!(f, "no usable GPU adapter: {why}"),
+            Error::Gpu(why) => write!(f, "GPU error: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Result type of the simulation API.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Checks that `value` is finite and within `min..=max`.
+pub fn check_range(name: &'static str, value: f32, min: f32, max: f32) -> Result<f32> {
+    if value.is_finite() && value >= min && value <= max {
+        Ok(value)
+    } else {
+        Err(Error::invalid(name, value, format!("{min} ..= {max}")))
+    }
+}

@@ -1,0 +1,147 @@
+//! The grid: `width × height` square cells in the local XZ plane, centred on the origin.
+//!
+//! Cell `(x, y)` covers local X from `(x − width/2)·cell_size` to `(x + 1 − width/2)·cell_size`
+//! and local Z likewise with `y`, so grid +x is local +X and grid +y ("south") is local +Z.
+
+use crate::error::{check_range, Error, Result};
+
+/// Largest supported side, in cells. 16384² cells already need ~3 GiB of state.
+pub const MAX_GRID_SIDE: u32 = 16384;
+/// Smallest supported side, in cells.
+pub const MIN_GRID_SIDE: u32 = 2;
+/// Valid cell sizes, in metres.
+pub const CELL_SIZE_RANGE: (f32, f32) = (1.0e-3, 1.0e4);
+
+/// Size and resolution of a simulation grid.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Grid {
+    /// Cells along local X, `2 ..= 16384`.
+    pub width: u32,
+    /// Cells along local Z, `2 ..= 16384`.
+    pub height: u32,
+    /// Side of a square cell, in metres, `0.001 ..= 10000`.
+    pub cell_size: f32,
+}
+
+impl Grid {
+    /// Validates and builds a grid.
+    pub fn new(width: u32, height: u32, cell_size: f32) -> Result<Self> {
+        for (name, side) in [("width", width), ("height", height)] {
+            if !(MIN_GRID_SIDE..=MAX_GRID_SIDE).contains(&side) {
+                return Err(Error::invalid(name, side, format!("{MIN_GRID_SIDE} ..= {MAX_GRID_SIDE} cells")));
+            }
+        }
+        check_range("cell_size", cell_size, CELL_SIZE_RANGE.0, CELL_SIZE_RANGE.1)?;
+        Ok(Grid { width, height, cell_size })
+    }
+
+    /// Number of cells.
+    #[inline]
+    pub fn cell_count(&self) -> usize {
+        self.width as usize * self.height as usize
+    }
+
+    /// Linear index of cell `(x, y)`, row-major.
+    #[inline]
+    pub fn index(&self, x: u32, y: u32) -> usize {
+        y as usize * self.width as usize + x as usize
+    }
+
+    /// Area of one cell, in m².
+    #[inline]
+    pub fn cell_area(&self) -> f32 {
+        self.cell_size * self.cell_size
+    }
+
+    /// Size of the whole grid in local X and Z, in metres.
+    pub fn extent(&self) -> [f32; 2] {
+        [self.width as f32 * self.cell_size, self.height as f32 * self.cell_size]
+    }
+
+    /// Local XZ position of the centre of cell `(x, y)`, in metres.
+    pub fn cell_centre(&self, x: u32, y: u32) -> [f32; 2] {
+        [
+            (x as f32 + 0.5 - self.width as f32 * 0.5) * self.cell_size,
+            (y as f32 + 0.5 - self.height as f32 * 0.5) * self.cell_size,
+        ]
+    }
+
+    /// Continuous cell coordinates of a local XZ point: cell `(x, y)` spans `[x, x+1) × [y, y+1)`.
+    pub fn local_to_grid(&self, local_x: f32, local_z: f32) -> [f32; 2] {
+        [
+            local_x / self.cell_size + self.width as f32 * 0.5,
+            local_z / self.cell_size + self.height as f32 * 0.5,
+        ]
+    }
+
+    /// Whether a local XZ point lies on the grid (edges included).
+    pub fn contains(&self, local_x: f32, local_z: f32) -> bool {
+        let [gx, gy] = self.local_to_grid(local_x, local_z);
+        gx >= 0.0 && gy >= 0.0 && gx <= self.width as f32 && gy <= self.height as f32
+    }
+
+    /// The cell containing a local XZ point, or `None` outside the grid.
+    pub fn cell_at(&self, local_x: f32, local_z: f32) -> Option<(u32, u32)> {
+        if !self.contains(local_x, local_z) {
+            return None;
+        }
+        let [gx, gy] = self.local_to_grid(local_x, local_z);
+        Some(((gx as u32).min(self.width - 1), (gy as u32).min(self.height - 1)))
+    }
+
+    /// Bilinear sample of a per-cell field at a local XZ point (cell values sit at cell
+    /// centres; the border half-cell is clamped). `None` outside the grid.
+    pub fn sample_bilinear<T: Copy>(
+        &self,
+        local_x: f32,
+        local_z: f32,
+        value: impl Fn(usize) -> T,
+        lerp: impl Fn(T, T, f32) -> T,
+    ) -> Option<T> {
+        if !self.contains(local_x, local_z) {
+            return None;
+        }
+        let [gx, gy] = self.local_to_grid(local_x, local_z);
+        let fx = (gx - 0.5).clamp(0.0, (self.width - 1) as f32);
+        let fy = (gy - 0.5).clamp(0.0, (self.height - 1) as f32);
+        let (x0, y0) = (fx.floor() as u32, fy.floor() as u32);
+        let (x1, y1) = ((x0 + 1).min(self.width - 1), (y0 + 1).min(self.height - 1));
+        let (tx, ty) = (fx - x0 as f32, fy - y0 as f32);
+        let top = lerp(value(self.index(x0, y0)), value(self.index(x1, y0)), tx);
+        let bottom = lerp(value(self.index(x0, y1)), value(self.index(x1, y1)), tx);
+        Some(lerp(top, bottom, ty))
+    }
+
+    /// Cells whose centres lie within `radius` metres of a local XZ point, with a smooth weight
+    /// `(1 − (r/R)²)²` that peaks at 1. When no centre is that close but the point is on the grid
+    /// (a radius under half a cell), the cell containing the point gets weight 1. A point off the
+    /// grid still reaches the cells its radius overlaps.
+    pub fn footprint(&self, local_x: f32, local_z: f32, radius: f32) -> Vec<(u32, f32)> {
+        let mut cells = Vec::new();
+        if radius > 0.0 && radius.is_finite() {
+            let [gx, gy] = self.local_to_grid(local_x, local_z);
+            let reach = radius / self.cell_size;
+            let x_lo = (gx - reach - 1.0).floor().max(0.0) as u32;
+            let y_lo = (gy - reach - 1.0).floor().max(0.0) as u32;
+            let x_hi = (gx + reach + 1.0).ceil().min(self.width as f32 - 1.0);
+            let y_hi = (gy + reach + 1.0).ceil().min(self.height as f32 - 1.0);
+            if x_hi >= 0.0 && y_hi >= 0.0 {
+                for y in y_lo..=y_hi as u32 {
+                    for x in x_lo..=x_hi as u32 {
+                        let [px, pz] = self.cell_centre(x, y);
+                        let r2 = ((px - local_x).powi(2) + (pz - local_z).powi(2)) / (radius * radius);
+                        if r2 < 1.0 {
+                            cells.push((self.index(x, y) as u32, (1.0 - r2) * (1.0 - r2)));
+                        }
+                    }
+                }
+            }
+        }
+        if cells.is_empty() {
+            if let Some((cx, cy)) = self.cell_at(local_x, local_z) {
+                cells.push((self.index(cx, cy) as u32, 1.0));
+            }
+        }
+        cells
+    }
+}

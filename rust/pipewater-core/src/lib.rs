@@ -1,0 +1,26 @@
+//! PipeWater's engine-agnostic water simulation: the eight-neighbour, bidirectional pipe model
+//! over a height field, with a CPU reference backend and a wgpu compute backend.
+//!
+//! Start with [`Simulation`]: build a [`State`] (or take one from [`scenarios`]), choose
+//! [`Params`], then call [`Simulation::advance`] each frame and query or edit between frames.
+//! The step itself is defined in [`pipes`].
+
+pub mod backend;
+pub mod error;
+pub mod grid;
+pub mod ledger;
+pub mod params;
+pub mod pipes;
+pub mod quanta;
+pub mod scenarios;
+pub mod simulation;
+pub mod state;
+
+pub use backend::{Backend, BackendKind};
+pub use error::{Error, Result};
+pub use grid::Grid;
+pub use ledger::MassLedger;
+pub use params::{Boundary, CrossSection, Edge, NeighbourMode, Params};
+pub use quanta::{DEPTH_QUANTUM, MAX_DEPTH};
+pub use simulation::{BackendPreference, FrameReport, Simulation, SourceId};
+pub use state::{Counters, Snapshot, State};

@@ -1,0 +1,238 @@
+//! The step, pipe by pipe: the definition every backend implements.
+//!
+//! Each cell owns four signed pipes, indexed by [`Pipe`]: E → (x+1, y), S → (x, y+1),
+//! SE → (x+1, y+1) and SW → (x−1, y+1). Positive flux leaves the owner. Together the owned pipes
+//! of all cells connect every cell with its eight neighbours, and each pipe is written by exactly
+//! one cell.
+//!
+//! One step of length `dt`:
+//! 1. **accelerate** ([`accelerate`]): `flux ← flux·(1−damping)^dt + dt·g·A/L·(η_owner − η_nbr)`;
+//! 2. **limit** ([`limit_factor`]): each cell scales its outflow by
+//!    `k = min(1, available / requested)`, so it can never go below zero;
+//! 3. **transfer** ([`pipe_quanta`]): every pipe moves `floor(|flux|·dt/(A·q)·k_drainer)` whole
+//!    quanta from the cell it drains to the other, and both cells apply that same integer.
+//!
+//! The GPU shaders in `shaders/` implement these functions operation for operation.
+
+use crate::params::{Boundary, CrossSection, NeighbourMode, Params};
+use crate::quanta::DEPTH_QUANTUM;
+use bytemuck::{Pod, Zeroable};
+
+/// The four pipes a cell owns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pipe {
+    /// To (x+1, y).
+    East = 0,
+    /// To (x, y+1).
+    South = 1,
+    /// To (x+1, y+1).
+    SouthEast = 2,
+    /// To (x−1, y+1).
+    SouthWest = 3,
+}
+
+/// Grid offset from owner to neighbour of each owned pipe, indexed by [`Pipe`].
+pub const PIPE_OFFSETS: [(i32, i32); 4] = [(1, 0), (0, 1), (1, 1), (-1, 1)];
+
+/// Whether pipe `p` (indexed by [`Pipe`]) is diagonal.
+#[inline]
+pub const fn is_diagonal(p: usize) -> bool {
+    p >= 2
+}
+
+/// Shrinks the water a cell offers to its outflows by 2⁻²⁰ of itself. The outflow sum and the
+/// limit factor are computed in `f32`; their combined rounding (under 10 ulp) stays below this
+/// margin, so the whole quanta a cell gives away never exceed the quanta it holds.
+pub const LIMIT_MARGIN: f32 = 1.0 - 1.0 / (1u32 << 20) as f32;
+
+/// Boundary codes used in [`StepConstants::boundary`].
+pub const BOUNDARY_WALL: u32 = 0;
+/// See [`BOUNDARY_WALL`].
+pub const BOUNDARY_OPEN: u32 = 1;
+/// See [`BOUNDARY_WALL`].
+pub const BOUNDARY_INFLOW: u32 = 2;
+
+/// Everything one step needs besides the fields, laid out for a WGSL uniform buffer.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
+pub struct StepConstants {
+    /// Grid width, cells.
+    pub width: u32,
+    /// Grid height, cells.
+    pub height: u32,
+    /// 1 for eight neighbours, 0 for four.
+    pub eight_neighbours: u32,
+    /// 1 for the depth-dependent cross-section, 0 for the classic constant one.
+    pub depth_dependent: u32,
+    /// Step length, s.
+    pub dt: f32,
+    /// Gravity, m/s².
+    pub gravity: f32,
+    /// Cell size, m.
+    pub cell_size: f32,
+    /// `(1 − damping)^dt`.
+    pub flux_decay: f32,
+    /// Classic cross-section depth, m.
+    pub pipe_depth: f32,
+    /// `dt / (cell_area · DEPTH_QUANTUM)`: converts a flux in m³/s into quanta per step.
+    pub flux_to_quanta: f32,
+    /// Width of an orthogonal pipe, m.
+    pub width_orth: f32,
+    /// Width of a diagonal pipe, m (0 in four-neighbour mode).
+    pub width_diag: f32,
+    /// Boundary code of each edge (North, East, South, West).
+    pub boundary: [u32; 4],
+    /// Quanta added to each cell of each inflow edge per step.
+    pub inflow_quanta: [i32; 4],
+}
+
+impl StepConstants {
+    /// Constants for a step of `dt` seconds on a `width × height` grid of `cell_size` metres.
+    /// `inflow_quanta` comes from the caller's inflow bookkeeping (see `Simulation`).
+    pub fn new(params: &Params, width: u32, height: u32, cell_size: f32, dt: f32, inflow_quanta: [i32; 4]) -> Self {
+        let [width_orth, width_diag] = params.pipe_widths(cell_size);
+        let boundary = params.boundaries.map(|b| match b {
+            Boundary::Wall => BOUNDARY_WALL,
+            Boundary::Open => BOUNDARY_OPEN,
+            Boundary::Inflow { .. } => BOUNDARY_INFLOW,
+        });
+        StepConstants {
+            width,
+            height,
+            eight_neighbours: (params.neighbours == NeighbourMode::Eight) as u32,
+            depth_dependent: (params.cross_section == CrossSection::DepthDependent) as u32,
+            dt,
+            gravity: params.gravity,
+            cell_size,
+            flux_decay: params.flux_decay(dt),
+            pipe_depth: params.pipe_depth,
+            flux_to_quanta: (dt as f64 / (cell_size as f64 * cell_size as f64 * DEPTH_QUANTUM as f64)) as f32,
+            width_orth,
+            width_diag,
+            boundary,
+            inflow_quanta,
+        }
+    }
+
+    /// Whether pipe `p` exists in this mode (diagonals only with eight neighbours).
+    #[inline]
+    pub fn pipe_active(&self, p: usize) -> bool {
+        !is_diagonal(p) || self.eight_neighbours != 0
+    }
+
+    /// Whether cell `(x, y)` has a neighbour through owned pipe `p`.
+    #[inline]
+    pub fn pipe_in_grid(&self, x: u32, y: u32, p: usize) -> bool {
+        let (dx, dy) = PIPE_OFFSETS[p];
+        let nx = x as i64 + dx as i64;
+        let ny = y as i64 + dy as i64;
+        nx >= 0 && ny >= 0 && nx < self.width as i64 && ny < self.height as i64
+    }
+}
+
+/// Depth of water over the face between two cells: the higher surface above the higher bed.
+/// Water below a ridge cannot cross it, and still water over uneven ground gives no flux.
+#[inline]
+pub fn face_depth(surface_a: f32, bed_a: f32, surface_b: f32, bed_b: f32) -> f32 {
+    (surface_a.max(surface_b) - bed_a.max(bed_b)).max(0.0)
+}
+
+/// Phase 1: the new flux of owned pipe `p` (m³/s, positive from owner `a` to neighbour `b`).
+#[inline]
+pub fn accelerate(c: &StepConstants, p: usize, flux: f32, surface_a: f32, bed_a: f32, surface_b: f32, bed_b: f32) -> f32 {
+    let diagonal = is_diagonal(p);
+    let width = if diagonal { c.width_diag } else { c.width_orth };
+    let length = if diagonal { c.cell_size * std::f32::consts::SQRT_2 } else { c.cell_size };
+    let depth = if c.depth_dependent != 0 { face_depth(surface_a, bed_a, surface_b, bed_b) } else { c.pipe_depth };
+    let conductance = c.gravity * width * depth / length;
+    flux * c.flux_decay + c.dt * conductance * (surface_a - surface_b)
+}
+
+/// Outflow of a cell through one open edge at critical flow, m³/s: `cell_size · d · √(g·d)`.
+#[inline]
+pub fn open_edge_outflow(c: &StepConstants, depth: f32) -> f32 {
+    c.cell_size * depth * (c.gravity * depth).sqrt()
+}
+
+/// Phase 2: the factor `k ∈ [0, 1]` that scales every outflow of a cell holding `depth_quanta`
+/// whose outflows request `requested` quanta this step.
+#[inline]
+pub fn limit_factor(depth_quanta: i32, requested: f32) -> f32 {
+    if requested > 0.0 {
+        (depth_quanta as f32 * LIMIT_MARGIN / requested).min(1.0)
+    } else {
+        1.0
+    }
+}
+
+/// Phase 3: whole quanta moved through a pipe of flux `flux` this step, signed like the flux,
+/// given the limit factor of the cell it drains. Both cells of the pipe call this with the same
+/// arguments, so they apply exactly the same amount.
+#[inline]
+pub fn pipe_quanta(flux_to_quanta: f32, flux: f32, k_drainer: f32) -> i32 {
+    let amount = ((flux * flux_to_quanta).abs() * k_drainer) as i32;
+    if flux < 0.0 {
+        -amount
+    } else {
+        amount
+    }
+}
+
+/// Number of open edges cell `(x, y)` lies on (corner cells can lie on two).
+#[inline]
+pub fn open_edge_count(c: &StepConstants, x: u32, y: u32) -> u32 {
+    let on_edge = [y == 0, x + 1 == c.width, y + 1 == c.height, x == 0];
+    (0..4).filter(|&e| on_edge[e] && c.boundary[e] == BOUNDARY_OPEN).count() as u32
+}
+
+/// Number of inflow-edge cells of edge `e` (0 North … 3 West) — the cells that receive
+/// `inflow_quanta[e]` each step.
+#[inline]
+pub fn edge_cell_count(width: u32, height: u32, e: usize) -> u32 {
+    if e % 2 == 0 {
+        width
+    } else {
+        height
+    }
+}
+
+/// Quanta per step that cell `(x, y)` receives from inflow edges.
+#[inline]
+pub fn inflow_for_cell(c: &StepConstants, x: u32, y: u32) -> i32 {
+    let on_edge = [y == 0, x + 1 == c.width, y + 1 == c.height, x == 0];
+    (0..4)
+        .filter(|&e| on_edge[e] && c.boundary[e] == BOUNDARY_INFLOW)
+        .map(|e| c.inflow_quanta[e])
+        .sum()
+}
+
+/// Discharge per metre of width at a cell (m²/s), from the eight pipe fluxes that touch it.
+///
+/// `outgoing[i]` is the flux leaving the cell towards `NEIGHBOUR_OFFSETS[i]`. A pipe of offset
+/// `(ox, oy)` carries its flux along a vector of length `|o|·dx`; averaging both pipes per
+/// direction gives `q = Σ F·o / (2·dx)`, exact for uniform flow in either neighbour mode.
+#[inline]
+pub fn discharge(cell_size: f32, outgoing: &[f32; 8]) -> [f32; 2] {
+    let mut q = [0.0f32; 2];
+    for (i, &(ox, oy)) in NEIGHBOUR_OFFSETS.iter().enumerate() {
+        q[0] += outgoing[i] * ox as f32;
+        q[1] += outgoing[i] * oy as f32;
+    }
+    let scale = 0.5 / cell_size;
+    [q[0] * scale, q[1] * scale]
+}
+
+/// The eight neighbour offsets in the order used by [`discharge`]: first the four owned pipes
+/// (E, S, SE, SW), then the four owned by neighbours, seen from this cell (W, N, NW, NE).
+pub const NEIGHBOUR_OFFSETS: [(i32, i32); 8] = [(1, 0), (0, 1), (1, 1), (-1, 1), (-1, 0), (0, -1), (-1, -1), (1, -1)];
+
+/// Below this depth (m) velocities are computed as if the water were this deep, so that a thin
+/// film with a little flux does not report absurd speeds.
+pub const VELOCITY_DEPTH_FLOOR: f32 = 0.005;
+
+/// Depth-averaged velocity (m/s) from a discharge and a depth.
+#[inline]
+pub fn velocity(q: [f32; 2], depth: f32) -> [f32; 2] {
+    let d = depth.max(VELOCITY_DEPTH_FLOOR);
+    [q[0] / d, q[1] / d]
+}

@@ -1,0 +1,499 @@
+//! [`Simulation`]: the one API engines drive, whatever the backend.
+//!
+//! It turns user-level requests (a frame of `delta` seconds, a volume of water at a point, a
+//! source with a rate) into the integer work of a backend, keeps the bookkeeping that must not
+//! depend on the backend (inflow and source remainders, the step plan), and answers queries
+//! from the newest snapshot.
+
+use crate::backend::cpu::CpuBackend;
+use crate::backend::{Backend, BackendKind, CellTerrain, CellWater, EditOutcome, FramePlan};
+use crate::error::{check_range, Error, Result};
+use crate::grid::Grid;
+use crate::ledger::MassLedger;
+use crate::params::{Boundary, CrossSection, Params};
+use crate::pipes::{edge_cell_count, StepConstants};
+use crate::quanta::{quantum_volume, DEPTH_QUANTUM, MAX_DEPTH_QUANTA};
+use crate::state::{Snapshot, State};
+use std::sync::Arc;
+
+/// Which backend to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BackendPreference {
+    /// The GPU when an adapter exists, else the CPU.
+    #[default]
+    Auto,
+    /// The GPU only: creating the simulation fails without an adapter.
+    Gpu,
+    /// The CPU only.
+    Cpu,
+}
+
+/// Largest volume one edit may add or remove, m³.
+pub const MAX_EDIT_VOLUME: f32 = 1.0e9;
+/// Largest source or drain rate, m³/s (magnitude).
+pub const MAX_SOURCE_RATE: f32 = 1.0e6;
+/// Largest terrain change of one edit, m (magnitude).
+pub const MAX_TERRAIN_DELTA: f32 = 1.0e4;
+/// Longest frame one `advance` accepts, s.
+pub const MAX_FRAME_DELTA: f32 = 10.0;
+
+/// Identifies a source or drain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SourceId(pub u32);
+
+#[derive(Debug, Clone)]
+struct Source {
+    id: SourceId,
+    /// Cells and their share of the rate (shares sum to 1).
+    cells: Vec<(u32, f64)>,
+    /// m³/s; negative drains.
+    rate: f32,
+    /// Quanta owed from earlier frames (the fractions that did not make a whole quantum).
+    carry: f64,
+}
+
+/// What one [`Simulation::advance`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct FrameReport {
+    /// Steps taken.
+    pub substeps: u32,
+    /// Length of each step, s.
+    pub step: f32,
+    /// Simulated time of the frame, s (less than asked when `max_substeps` capped it).
+    pub simulated: f32,
+    /// Simulated time the frame had to drop to stay stable, s.
+    pub dropped: f32,
+}
+
+/// A water simulation over one grid.
+pub struct Simulation {
+    grid: Grid,
+    params: Params,
+    backend: Box<dyn Backend>,
+    initial: State,
+    initial_total: i64,
+    sources: Vec<Source>,
+    next_source_id: u32,
+    inflow_carry: [f64; 4],
+    /// Depth (m) that edits may have added since the newest snapshot, for the step estimate.
+    pending_depth: f32,
+    frames: u64,
+    elapsed: f64,
+    last_report: FrameReport,
+    gpu_unavailable: Option<Error>,
+}
+
+impl Simulation {
+    /// Creates a simulation of `state` with `params` on the preferred backend.
+    pub fn new(state: State, params: Params, preference: BackendPreference) -> Result<Self> {
+        params.validate()?;
+        crate::state::check_terrain(&state.grid, &state.terrain)?;
+        if state.depth.len() != state.grid.cell_count() || state.flux.len() != state.grid.cell_count() {
+            return Err(Error::WrongLength { name: "depth", expected: state.grid.cell_count(), actual: state.depth.len() });
+        }
+        if let Some(i) = state.depth.iter().position(|&d| d < 0) {
+            return Err(Error::invalid("depth", format!("{} at cell {i}", state.depth[i]), format!("0 ..= {MAX_DEPTH_QUANTA} quanta")));
+        }
+        let (backend, gpu_unavailable) = create_backend(&state, preference)?;
+        let initial_total = state.total_quanta();
+        Ok(Simulation {
+            grid: state.grid,
+            params,
+            backend,
+            initial: state,
+            initial_total,
+            sources: Vec::new(),
+            next_source_id: 1,
+            inflow_carry: [0.0; 4],
+            pending_depth: 0.0,
+            frames: 0,
+            elapsed: 0.0,
+            last_report: FrameReport::default(),
+            gpu_unavailable,
+        })
+    }
+
+    /// Creates a simulation on the CPU backend.
+    pub fn cpu(state: State, params: Params) -> Result<Self> {
+        Simulation::new(state, params, BackendPreference::Cpu)
+    }
+
+    /// The grid.
+    pub fn grid(&self) -> Grid {
+        self.grid
+    }
+
+    /// The parameters in force.
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
+    /// Replaces the parameters after validating them; the state is kept.
+    pub fn set_params(&mut self, params: Params) -> Result<()> {
+        params.validate()?;
+        self.params = params;
+        Ok(())
+    }
+
+    /// Which backend runs.
+    pub fn backend_kind(&self) -> BackendKind {
+        self.backend.kind()
+    }
+
+    /// Description of the backend (threads, or adapter and driver).
+    pub fn backend_description(&self) -> String {
+        self.backend.description()
+    }
+
+    /// Why the GPU was not used when [`BackendPreference::Auto`] fell back to the CPU.
+    pub fn gpu_fallback_reason(&self) -> Option<&Error> {
+        self.gpu_unavailable.as_ref()
+    }
+
+    /// Simulated time since the start or the last reset, s.
+    pub fn elapsed(&self) -> f64 {
+        self.elapsed
+    }
+
+    /// Report of the last `advance`.
+    pub fn last_report(&self) -> FrameReport {
+        self.last_report
+    }
+
+    /// Volume of one depth quantum in one cell, m³.
+    pub fn quantum_volume(&self) -> f64 {
+        quantum_volume(self.grid.cell_size)
+    }
+
+    /// The longest stable step for the current state, s: `cfl · dx / (|u| + c)` where `c` is the
+    /// speed of small waves (`√(g·d_max)`, or `√(g·pipe_depth)` in classic mode), capped by
+    /// `max_step`.
+    pub fn stable_step(&mut self) -> f32 {
+        let (speed, depth) = self.backend.snapshot().map(|s| (s.max_speed, s.max_depth)).unwrap_or((0.0, 0.0));
+        let depth = match self.params.cross_section {
+            CrossSection::DepthDependent => depth + self.pending_depth,
+            CrossSection::Classic => self.params.pipe_depth,
+        };
+        let wave = speed + (self.params.gravity * depth).sqrt();
+        let stable = if wave > 0.0 { self.params.cfl * self.grid.cell_size / wave } else { f32::INFINITY };
+        stable.min(self.params.max_step)
+    }
+
+    /// Advances by `delta` seconds of simulated time, in as many equal steps as stability needs
+    /// (at most `max_substeps`; past that, time is dropped rather than stability).
+    pub fn advance(&mut self, delta: f32) -> Result<FrameReport> {
+        check_range("delta", delta, 0.0, MAX_FRAME_DELTA)?;
+        if delta == 0.0 {
+            return Ok(FrameReport::default());
+        }
+        let stable = self.stable_step();
+        let wanted = (delta / stable).ceil().max(1.0);
+        let substeps = (wanted.min(self.params.max_substeps as f32)) as u32;
+        let step = if wanted > self.params.max_substeps as f32 { stable } else { delta / substeps as f32 };
+        let report = FrameReport { substeps, step, simulated: step * substeps as f32, dropped: (delta - step * substeps as f32).max(0.0) };
+        self.run_steps(step, substeps)?;
+        self.last_report = report;
+        Ok(report)
+    }
+
+    /// Runs exactly `substeps` steps of `step` seconds, whatever their stability. For tests and
+    /// benchmarks that need a fixed step; games call [`Simulation::advance`].
+    pub fn run_steps(&mut self, step: f32, substeps: u32) -> Result<()> {
+        check_range("step", step, 1.0e-7, 10.0)?;
+        if substeps == 0 {
+            return Ok(());
+        }
+        let frame_time = step as f64 * substeps as f64;
+        let qv = self.quantum_volume();
+        let mut inflow_quanta = [0i32; 4];
+        for (e, boundary) in self.params.boundaries.iter().enumerate() {
+            if let Boundary::Inflow { rate } = *boundary {
+                let cells = edge_cell_count(self.grid.width, self.grid.height, e) as f64 * substeps as f64;
+                let owed = rate as f64 * frame_time / qv + self.inflow_carry[e];
+                let per_cell = (owed / cells).floor().clamp(0.0, MAX_DEPTH_QUANTA as f64);
+                inflow_quanta[e] = per_cell as i32;
+                self.inflow_carry[e] = owed - per_cell * cells;
+            } else {
+                self.inflow_carry[e] = 0.0;
+            }
+        }
+        let mut forcing = Vec::new();
+        for source in &mut self.sources {
+            let owed = source.rate as f64 * frame_time / qv + source.carry;
+            let mut planned = 0.0;
+            for &(cell, share) in &source.cells {
+                let per_step = (owed * share / substeps as f64).trunc().clamp(-(MAX_DEPTH_QUANTA as f64), MAX_DEPTH_QUANTA as f64);
+                if per_step != 0.0 {
+                    forcing.push(CellWater { cell, quanta: per_step as i32 });
+                    planned += per_step * substeps as f64;
+                }
+            }
+            source.carry = owed - planned;
+        }
+        let constants = StepConstants::new(&self.params, self.grid.width, self.grid.height, self.grid.cell_size, step, inflow_quanta);
+        self.backend.advance(&FramePlan { constants, substeps, forcing: &forcing })?;
+        self.frames += 1;
+        self.elapsed += frame_time;
+        self.pending_depth = 0.0;
+        Ok(())
+    }
+
+    /// Splits `quanta` over a footprint in proportion to its weights, exactly (largest remainder).
+    fn distribute(&self, footprint: &[(u32, f32)], quanta: i64) -> Vec<CellWater> {
+        let total_weight: f64 = footprint.iter().map(|&(_, w)| w as f64).sum();
+        let mut shares: Vec<(u32, i64, f64)> = footprint
+            .iter()
+            .map(|&(cell, w)| {
+                let exact = quanta as f64 * w as f64 / total_weight;
+                (cell, exact.floor() as i64, exact - exact.floor())
+            })
+            .collect();
+        let mut left = quanta - shares.iter().map(|s| s.1).sum::<i64>();
+        let mut order: Vec<usize> = (0..shares.len()).collect();
+        order.sort_by(|&a, &b| shares[b].2.total_cmp(&shares[a].2));
+        for &i in order.iter().cycle().take(shares.len() * 2) {
+            if left <= 0 {
+                break;
+            }
+            shares[i].1 += 1;
+            left -= 1;
+        }
+        shares.into_iter().map(|(cell, q, _)| CellWater { cell, quanta: q.min(MAX_DEPTH_QUANTA as i64) as i32 }).collect()
+    }
+
+    fn check_edit(&self, volume: f32, radius: f32) -> Result<()> {
+        check_range("volume", volume, 0.0, MAX_EDIT_VOLUME)?;
+        let [ex, ez] = self.grid.extent();
+        check_range("radius", radius, 0.0, ex.max(ez) * 2.0)?;
+        Ok(())
+    }
+
+    fn check_point(x: f32, z: f32) -> Result<()> {
+        if !(x.is_finite() && z.is_finite()) {
+            return Err(Error::invalid("position", format!("({x}, {z})"), "finite coordinates"));
+        }
+        Ok(())
+    }
+
+    /// Adds `volume` m³ of water around local point `(x, z)` within `radius` m. Returns the volume
+    /// that arrives: the request rounded to whole quanta (within one quantum volume), less only
+    /// what would overflow the maximum depth. 0 when the footprint misses the grid.
+    pub fn add_water(&mut self, x: f32, z: f32, volume: f32, radius: f32) -> Result<f64> {
+        Self::check_point(x, z)?;
+        self.check_edit(volume, radius)?;
+        let footprint = self.grid.footprint(x, z, radius);
+        if footprint.is_empty() || volume == 0.0 {
+            return Ok(0.0);
+        }
+        let quanta = (volume as f64 / self.quantum_volume()).round() as i64;
+        let cells = self.distribute(&footprint, quanta);
+        let peak = cells.iter().map(|c| c.quanta).max().unwrap_or(0);
+        self.pending_depth += peak as f32 * DEPTH_QUANTUM;
+        let requested: i64 = cells.iter().map(|c| c.quanta as i64).sum();
+        Ok(match self.backend.edit_water(&cells)? {
+            EditOutcome::Applied { added, .. } => added as f64,
+            EditOutcome::Queued => requested as f64,
+        } * self.quantum_volume())
+    }
+
+    /// Removes up to `volume` m³ of water around local point `(x, z)` within `radius` m, never
+    /// more than is there. Returns the volume removed (on a GPU backend, the volume the newest
+    /// snapshot says is there to remove; the ledger gets the exact figure from the device).
+    pub fn remove_water(&mut self, x: f32, z: f32, volume: f32, radius: f32) -> Result<f64> {
+        Self::check_point(x, z)?;
+        self.check_edit(volume, radius)?;
+        let footprint = self.grid.footprint(x, z, radius);
+        if footprint.is_empty() || volume == 0.0 {
+            return Ok(0.0);
+        }
+        let quanta = (volume as f64 / self.quantum_volume()).round() as i64;
+        let mut cells = self.distribute(&footprint, quanta);
+        for c in &mut cells {
+            c.quanta = -c.quanta;
+        }
+        Ok(match self.backend.edit_water(&cells)? {
+            EditOutcome::Applied { removed, .. } => removed as f64 * self.quantum_volume(),
+            EditOutcome::Queued => {
+                let snapshot = self.backend.snapshot();
+                cells
+                    .iter()
+                    .map(|c| {
+                        let there = snapshot.as_ref().map_or(0.0, |s| s.height[c.cell as usize][1] as f64 / DEPTH_QUANTUM as f64);
+                        (-c.quanta as f64).min(there.floor())
+                    })
+                    .sum::<f64>()
+                    * self.quantum_volume()
+            }
+        })
+    }
+
+    /// Raises (positive) or digs (negative) the terrain by up to `delta_height` m around local
+    /// point `(x, z)`, with a smooth falloff to zero at `radius`. Water depth is kept.
+    pub fn modify_terrain(&mut self, x: f32, z: f32, delta_height: f32, radius: f32) -> Result<()> {
+        Self::check_point(x, z)?;
+        check_range("delta_height", delta_height, -MAX_TERRAIN_DELTA, MAX_TERRAIN_DELTA)?;
+        self.check_edit(0.0, radius)?;
+        let cells: Vec<CellTerrain> =
+            self.grid.footprint(x, z, radius).into_iter().map(|(cell, w)| CellTerrain { cell, delta: delta_height * w }).collect();
+        self.backend.edit_terrain(&cells)
+    }
+
+    /// Replaces the terrain everywhere (validated), keeping the water depth.
+    pub fn set_terrain(&mut self, terrain: &[f32]) -> Result<()> {
+        crate::state::check_terrain(&self.grid, terrain)?;
+        self.backend.set_terrain(terrain)?;
+        self.initial.terrain.copy_from_slice(terrain);
+        Ok(())
+    }
+
+    /// Adds a source (`rate` > 0) or drain (`rate` < 0) of `|rate|` m³/s spread over the cells
+    /// within `radius` m of local point `(x, z)`. A drain never removes more than is there.
+    pub fn add_source(&mut self, x: f32, z: f32, rate: f32, radius: f32) -> Result<SourceId> {
+        Self::check_point(x, z)?;
+        check_range("rate", rate, -MAX_SOURCE_RATE, MAX_SOURCE_RATE)?;
+        self.check_edit(0.0, radius)?;
+        let footprint = self.grid.footprint(x, z, radius);
+        if footprint.is_empty() {
+            return Err(Error::invalid("position", format!("({x}, {z})"), "a point whose radius reaches the grid"));
+        }
+        let total: f64 = footprint.iter().map(|&(_, w)| w as f64).sum();
+        let id = SourceId(self.next_source_id);
+        self.next_source_id += 1;
+        self.sources.push(Source { id, cells: footprint.into_iter().map(|(c, w)| (c, w as f64 / total)).collect(), rate, carry: 0.0 });
+        Ok(id)
+    }
+
+    /// Changes the rate of a source, m³/s. False when no such source exists.
+    pub fn set_source_rate(&mut self, id: SourceId, rate: f32) -> Result<bool> {
+        check_range("rate", rate, -MAX_SOURCE_RATE, MAX_SOURCE_RATE)?;
+        Ok(self.sources.iter_mut().find(|s| s.id == id).map(|s| s.rate = rate).is_some())
+    }
+
+    /// Removes a source. False when no such source exists.
+    pub fn remove_source(&mut self, id: SourceId) -> bool {
+        let before = self.sources.len();
+        self.sources.retain(|s| s.id != id);
+        self.sources.len() != before
+    }
+
+    /// Ids of the sources and drains in place.
+    pub fn source_ids(&self) -> Vec<SourceId> {
+        self.sources.iter().map(|s| s.id).collect()
+    }
+
+    /// Restores the state the simulation was created with (terrain from the last
+    /// [`Simulation::set_terrain`]), zeroes the ledger and the clock. Sources are kept.
+    pub fn reset(&mut self) -> Result<()> {
+        self.backend.load(&self.initial)?;
+        self.initial_total = self.initial.total_quanta();
+        self.inflow_carry = [0.0; 4];
+        for s in &mut self.sources {
+            s.carry = 0.0;
+        }
+        self.elapsed = 0.0;
+        self.pending_depth = 0.0;
+        Ok(())
+    }
+
+    /// Replaces the whole state (a new terrain and water) and the reset point.
+    pub fn load(&mut self, state: State) -> Result<()> {
+        if state.grid != self.grid {
+            return Err(Error::invalid("state grid", format!("{:?}", state.grid), format!("{:?}", self.grid)));
+        }
+        crate::state::check_terrain(&self.grid, &state.terrain)?;
+        self.initial = state;
+        self.reset()
+    }
+
+    /// The newest snapshot (never blocks on a device).
+    pub fn snapshot(&mut self) -> Option<Arc<Snapshot>> {
+        self.backend.snapshot()
+    }
+
+    /// Reads the whole current state, waiting for the device if needed.
+    pub fn read_state(&mut self) -> Result<State> {
+        self.backend.read_state()
+    }
+
+    /// The ledger as of the current state (waits for the device if needed).
+    pub fn ledger(&mut self) -> Result<MassLedger> {
+        Ok(MassLedger { initial: self.initial_total, counters: self.backend.read_counters()? })
+    }
+
+    /// The ledger and total that belong to the newest snapshot (no waiting).
+    pub fn snapshot_ledger(&mut self) -> Option<(MassLedger, i64)> {
+        let s = self.backend.snapshot()?;
+        Some((MassLedger { initial: self.initial_total, counters: s.counters }, s.total_quanta))
+    }
+
+    /// Total water in the newest snapshot, m³.
+    pub fn total_water(&mut self) -> f64 {
+        self.backend.snapshot().map_or(0.0, |s| s.total_quanta as f64) * self.quantum_volume()
+    }
+
+    /// Water surface height (local Y, m) at local `(x, z)`: bilinear over the wet cells around
+    /// the point, the terrain height where all four are dry. `None` off the grid.
+    pub fn surface_height(&mut self, x: f32, z: f32) -> Option<f32> {
+        let s = self.backend.snapshot()?;
+        sample_surface(&s, x, z)
+    }
+
+    /// Water depth (m) at local `(x, z)`, bilinear. `None` off the grid.
+    pub fn depth(&mut self, x: f32, z: f32) -> Option<f32> {
+        let s = self.backend.snapshot()?;
+        self.grid.sample_bilinear(x, z, |i| s.height[i][1], lerp)
+    }
+
+    /// Terrain height (local Y, m) at local `(x, z)`, bilinear. `None` off the grid.
+    pub fn terrain_height(&mut self, x: f32, z: f32) -> Option<f32> {
+        let s = self.backend.snapshot()?;
+        self.grid.sample_bilinear(x, z, |i| s.height[i][2], lerp)
+    }
+
+    /// Depth-averaged flow velocity (local X, local Z; m/s) at local `(x, z)`, bilinear. `None`
+    /// off the grid.
+    pub fn flow_velocity(&mut self, x: f32, z: f32) -> Option<[f32; 2]> {
+        let s = self.backend.snapshot()?;
+        self.grid.sample_bilinear(x, z, |i| [s.flow[i][0], s.flow[i][1]], |a, b, t| [lerp(a[0], b[0], t), lerp(a[1], b[1], t)])
+    }
+}
+
+fn lerp(a: f32, b: f32, t: f32) -> f32 {
+    a + (b - a) * t
+}
+
+/// Surface height at a local point: bilinear weights over the four surrounding cells, dry cells
+/// left out so a shore does not lift the water; the terrain where all four are dry.
+pub fn sample_surface(s: &Snapshot, x: f32, z: f32) -> Option<f32> {
+    let g = s.grid;
+    let wet = g.sample_bilinear(x, z, |i| if s.height[i][3] > 0.0 { [s.height[i][0], 1.0] } else { [0.0, 0.0] }, |a, b, t| {
+        [lerp(a[0], b[0], t), lerp(a[1], b[1], t)]
+    })?;
+    if wet[1] > 1.0e-6 {
+        Some(wet[0] / wet[1])
+    } else {
+        g.sample_bilinear(x, z, |i| s.height[i][0], lerp)
+    }
+}
+
+/// The backend to run, and why the GPU is not used when `Auto` fell back to the CPU.
+fn create_backend(state: &State, preference: BackendPreference) -> Result<(Box<dyn Backend>, Option<Error>)> {
+    match preference {
+        BackendPreference::Cpu => Ok((Box::new(CpuBackend::new(state)), None)),
+        BackendPreference::Gpu => Ok((gpu_backend(state)?, None)),
+        BackendPreference::Auto => match gpu_backend(state) {
+            Ok(gpu) => Ok((gpu, None)),
+            Err(why) => Ok((Box::new(CpuBackend::new(state)), Some(why))),
+        },
+    }
+}
+
+#[cfg(feature = "gpu")]
+fn gpu_backend(state: &State) -> Result<Box<dyn Backend>> {
+    Ok(Box::new(crate::backend::gpu::GpuBackend::new(state)?))
+}
+
+#[cfg(not(feature = "gpu"))]
+fn gpu_backend(_state: &State) -> Result<Box<dyn Backend>> {
+    Err(Error::GpuUnavailable("pipewater-core was built without the `gpu` feature".into()))
+}

@@ -1,0 +1,46 @@
+//! `cargo xtask …`: the project's tasks.
+//!
+//! - `cargo xtask test`  — every test layer that exists (Rust, shaders, GDScript, headless Godot).
+//! - `cargo xtask bench` — cell-steps per second of each backend; see docs/BENCHMARKS.md.
+//! - `cargo xtask build` — builds the GDExtension and installs it into addons/pipe_water/bin/.
+//! - `cargo xtask demo`  — builds and launches the demo, or renders it headless without Godot.
+
+mod bench;
+mod build;
+mod demo;
+mod godot;
+mod test;
+mod util;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (task, rest) = match args.split_first() {
+        Some((task, rest)) => (task.as_str(), rest),
+        None => ("help", &[][..]),
+    };
+    let result = match task {
+        "test" => test::run(rest),
+        "bench" => bench::run(rest),
+        "build" => build::run(rest),
+        "demo" => demo::run(rest),
+        _ => {
+            eprintln!("usage: cargo xtask <test|bench|build|demo> [options]\n\n{}", HELP);
+            return if task == "help" || task == "--help" { ExitCode::SUCCESS } else { ExitCode::FAILURE };
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(why) => {
+            eprintln!("xtask {task}: {why}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+const HELP: &str = "\
+  test    run every test layer (cargo test, shader validation, gdtoolkit, headless Godot when GODOT is set)
+  bench   measure cell-steps per second: --backend cpu|gpu|all, --sizes 256,1024, --steps N
+  build   build the GDExtension (--release for release) and install it into addons/pipe_water/bin/
+  demo    build the addon and launch the demo with $GODOT, or render it headless into target/demo/";
