@@ -137,21 +137,51 @@ pub fn face_depth(surface_a: f32, bed_a: f32, surface_b: f32, bed_b: f32) -> f32
     (surface_a.max(surface_b) - bed_a.max(bed_b)).max(0.0)
 }
 
-/// Phase 1: the new flux of owned pipe `p` (m³/s, positive from owner `a` to neighbour `b`).
+/// Surface difference `η_a − η_b` (m) that drives a pipe, from beds (m) and depths (quanta).
+///
+/// The depth difference is taken in integers and the bed difference on its own, so the result is
+/// as precise at 1000 m as at 1 m. Differences within one quantum — the resolution of the depth
+/// itself — drive nothing, so a lake filled to a level stays exactly still.
 #[inline]
-pub fn accelerate(c: &StepConstants, p: usize, flux: f32, surface_a: f32, bed_a: f32, surface_b: f32, bed_b: f32) -> f32 {
+pub fn surface_drive(bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32) -> f32 {
+    let difference = (bed_a - bed_b) + (depth_a - depth_b) as f32 * DEPTH_QUANTUM;
+    difference - difference.clamp(-DEPTH_QUANTUM, DEPTH_QUANTUM)
+}
+
+/// Phase 1: the new flux of owned pipe `p` (m³/s, positive from owner `a` to neighbour `b`),
+/// from the old flux, the beds (m) and the depths (quanta) of both cells.
+#[inline]
+pub fn accelerate(c: &StepConstants, p: usize, flux: f32, bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32) -> f32 {
     let diagonal = is_diagonal(p);
     let width = if diagonal { c.width_diag } else { c.width_orth };
     let length = if diagonal { c.cell_size * std::f32::consts::SQRT_2 } else { c.cell_size };
-    let depth = if c.depth_dependent != 0 { face_depth(surface_a, bed_a, surface_b, bed_b) } else { c.pipe_depth };
+    let depth = if c.depth_dependent != 0 {
+        face_depth(bed_a + depth_a as f32 * DEPTH_QUANTUM, bed_a, bed_b + depth_b as f32 * DEPTH_QUANTUM, bed_b)
+    } else {
+        c.pipe_depth
+    };
     let conductance = c.gravity * width * depth / length;
-    flux * c.flux_decay + c.dt * conductance * (surface_a - surface_b)
+    flux * c.flux_decay + c.dt * conductance * surface_drive(bed_a, depth_a, bed_b, depth_b)
 }
 
 /// Outflow of a cell through one open edge at critical flow, m³/s: `cell_size · d · √(g·d)`.
 #[inline]
 pub fn open_edge_outflow(c: &StepConstants, depth: f32) -> f32 {
     c.cell_size * depth * (c.gravity * depth).sqrt()
+}
+
+/// Phase 2: quanta a cell's outflows request this step, from `leaving[i]`, the flux leaving the
+/// cell towards `NEIGHBOUR_OFFSETS[i]` (m³/s; zero for pipes that do not exist).
+///
+/// Only positive (outgoing) fluxes count. The sum pairs opposite directions and then axes with
+/// diagonals, `((E+W) + (S+N)) + ((SE+NW) + (SW+NE))`: every symmetry of the square maps this
+/// tree onto itself up to commutation, so a rotated or mirrored problem rounds identically and
+/// gives the exactly rotated or mirrored answer.
+#[inline]
+pub fn requested_quanta(flux_to_quanta: f32, leaving: &[f32; 8]) -> f32 {
+    let q = |i: usize| (leaving[i].max(0.0) * flux_to_quanta).abs();
+    // NEIGHBOUR_OFFSETS order: E, S, SE, SW, W, N, NW, NE.
+    ((q(0) + q(4)) + (q(1) + q(5))) + ((q(2) + q(6)) + (q(3) + q(7)))
 }
 
 /// Phase 2: the factor `k ∈ [0, 1]` that scales every outflow of a cell holding `depth_quanta`

@@ -3,7 +3,7 @@
 
 use super::{Backend, BackendKind, CellTerrain, CellWater, EditOutcome, FramePlan};
 use crate::error::{Error, Result};
-use crate::pipes::{accelerate, inflow_for_cell, limit_factor, open_edge_count, open_edge_outflow, pipe_quanta, StepConstants, PIPE_OFFSETS};
+use crate::pipes::{accelerate, inflow_for_cell, requested_quanta, limit_factor, open_edge_count, open_edge_outflow, pipe_quanta, StepConstants, PIPE_OFFSETS};
 use crate::quanta::{quanta_to_depth, MAX_DEPTH_QUANTA};
 use crate::state::{check_terrain, Counters, Snapshot, State, MAX_TERRAIN_ABS};
 use rayon::prelude::*;
@@ -15,8 +15,6 @@ pub struct CpuBackend {
     state: State,
     /// Unlimited fluxes after phase 1, read by phases 2 and 3.
     accelerated: Vec<[f32; 4]>,
-    /// Surface height per cell, refreshed at the start of each step.
-    surface: Vec<f32>,
     /// Limit factor per cell from phase 2.
     limit: Vec<f32>,
     counters: Counters,
@@ -31,7 +29,6 @@ impl CpuBackend {
         CpuBackend {
             state: state.clone(),
             accelerated: vec![[0.0; 4]; n],
-            surface: vec![0.0; n],
             limit: vec![1.0; n],
             counters: Counters::default(),
             frames: 0,
@@ -91,14 +88,10 @@ impl CpuBackend {
         self.counters.boundary_in += inflow.into_inner();
 
         let State { terrain, depth, flux, .. } = &mut self.state;
-        self.surface
-            .par_iter_mut()
-            .zip(terrain.par_iter().zip(depth.par_iter()))
-            .for_each(|(s, (&b, &d))| *s = b + quanta_to_depth(d));
 
         // Phase 1: accelerate every owned pipe from the surface difference across it.
-        let surface = &self.surface;
         let terrain: &[f32] = terrain;
+        let depth_before: &[i32] = depth;
         self.accelerated.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
             for (x, pipes) in row.iter_mut().enumerate() {
                 let i = y * w + x;
@@ -106,7 +99,7 @@ impl CpuBackend {
                     pipes[p] = if c.pipe_active(p) && c.pipe_in_grid(x as u32, y as u32, p) {
                         let (ox, oy) = PIPE_OFFSETS[p];
                         let j = (y as i64 + oy as i64) as usize * w + (x as i64 + ox as i64) as usize;
-                        accelerate(c, p, flux[i][p], surface[i], terrain[i], surface[j], terrain[j])
+                        accelerate(c, p, flux[i][p], terrain[i], depth_before[i], terrain[j], depth_before[j])
                     } else {
                         0.0
                     };
@@ -116,19 +109,15 @@ impl CpuBackend {
 
         // Phase 2: limit factor of each cell from everything that wants to leave it.
         let accelerated = &self.accelerated;
-        let depth_now: &[i32] = depth;
+        let depth_now: &[i32] = depth_before;
         self.limit.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
             for (x, k) in row.iter_mut().enumerate() {
                 let i = y * w + x;
-                let mut requested = 0.0f32;
+                let mut leaving = [0.0f32; 8];
                 for_each_pipe(c, w, h, x, y, |owned, j, p| {
-                    let owner = if owned { i } else { j };
-                    let f = accelerated[owner][p];
-                    let leaving = if owned { f } else { -f };
-                    if leaving > 0.0 {
-                        requested += (leaving * c.flux_to_quanta).abs();
-                    }
+                    leaving[if owned { p } else { p + 4 }] = if owned { accelerated[i][p] } else { -accelerated[j][p] };
                 });
+                let mut requested = requested_quanta(c.flux_to_quanta, &leaving);
                 let open = open_edge_count(c, x as u32, y as u32);
                 if open > 0 {
                     requested += (open_edge_outflow(c, quanta_to_depth(depth_now[i])) * open as f32 * c.flux_to_quanta).abs();
