@@ -1,0 +1,213 @@
+//! Edges (wall, open, inflow), sources and drains, and edits between steps.
+
+mod common;
+
+use common::*;
+use pipewater_core::scenarios;
+use pipewater_core::{Boundary, Edge, Error, Params, Simulation, State};
+
+/// Walls keep water in: a sloshing box loses and gains nothing.
+#[test]
+fn walls_keep_water_in() {
+    let g = grid(48, 48, 1.0);
+    let mut sim = Simulation::cpu(scenarios::dam_break(g, 10, 2.0, 0.2), Params::default()).unwrap();
+    let before = sim.read_state().unwrap().total_quanta();
+    let after = run_fixed(&mut sim, 0.02, 3000).total_quanta();
+    let counters = sim.ledger().unwrap().counters;
+    println!("walled box: {before} quanta before, {after} after 3000 steps; counters {counters:?}");
+    assert_eq!(before, after);
+    assert_eq!(counters.net(), 0);
+}
+
+/// An open edge drains a tilted domain: water runs down to the open east edge and leaves.
+#[test]
+fn open_edge_drains_a_tilted_domain() {
+    let g = grid(64, 16, 1.0);
+    let mut state = State::new(g);
+    for y in 0..g.height {
+        for x in 0..g.width {
+            state.terrain[g.index(x, y)] = 0.05 * (g.width - x) as f32;
+        }
+    }
+    state.fill_to_level(0.0);
+    state.depth.fill(pipewater_core::quanta::depth_to_quanta(0.2));
+    let mut params = Params::default();
+    params.boundaries[Edge::East as usize] = Boundary::Open;
+    let mut sim = Simulation::cpu(state, params).unwrap();
+    let qv = sim.quantum_volume();
+    let initial = sim.read_state().unwrap().total_quanta() as f64 * qv;
+    for _ in 0..600 {
+        sim.advance(1.0 / 30.0).unwrap();
+    }
+    let remaining = sim.read_state().unwrap().total_quanta() as f64 * qv;
+    let out = sim.ledger().unwrap().counters.boundary_out as f64 * qv;
+    println!("tilted domain: {initial:.3} m³ at the start, {remaining:.3} m³ after 20 s, {out:.3} m³ left through the open edge");
+    assert!(remaining < 0.05 * initial, "an open downhill edge drains at least 95 % in 20 s");
+    assert!((initial - remaining - out).abs() <= qv, "what left is what the ledger says left");
+}
+
+/// An inflow edge fills the domain at the given rate: after T seconds the domain holds rate·T.
+#[test]
+fn inflow_edge_fills_at_the_given_rate() {
+    /// The per-frame remainder is carried, so at most one quantum per edge cell per step is still
+    /// owed at any time: far below this relative error.
+    const TOLERANCE: f64 = 1.0e-6;
+    let g = grid(40, 30, 0.5);
+    let mut params = Params::default();
+    let rate = 2.5f32;
+    params.boundaries[Edge::West as usize] = Boundary::Inflow { rate };
+    let mut sim = Simulation::cpu(State::new(g), params).unwrap();
+    for _ in 0..300 {
+        sim.advance(1.0 / 60.0).unwrap();
+    }
+    let t = sim.elapsed();
+    let held = sim.read_state().unwrap().total_quanta() as f64 * sim.quantum_volume();
+    let expected = rate as f64 * t;
+    let error = (held - expected) / expected;
+    println!("inflow {rate} m³/s for {t:.4} s: domain holds {held:.6} m³, expected {expected:.6} m³, relative error {error:.2e}");
+    assert!(error.abs() < TOLERANCE);
+    let inland = sim.depth(-7.0, 0.0).unwrap();
+    println!("3 m in from the inflow edge the water is {inland:.3} m deep");
+    assert!(inland > 0.0, "the water has spread into the domain");
+}
+
+/// A source adds exactly its rate over time and a drain removes what is there, never more.
+#[test]
+fn sources_add_their_rate_and_drains_never_take_more_than_is_there() {
+    let g = grid(32, 32, 1.0);
+    let mut sim = Simulation::cpu(State::new(g), Params::default()).unwrap();
+    let qv = sim.quantum_volume();
+    let source = sim.add_source(-8.0, 0.0, 1.5, 3.0).unwrap();
+    for _ in 0..240 {
+        sim.advance(1.0 / 60.0).unwrap();
+    }
+    let added = sim.ledger().unwrap().counters.added as f64 * qv;
+    let t = sim.elapsed();
+    /// What a source has not delivered yet is carried to the next frame; at most one quantum per
+    /// footprint cell per step is owed at any time (a radius-3 m footprint has 29 cells, and these
+    /// frames take at most two steps).
+    const MAX_OWED_QUANTA: f64 = 29.0 * 2.0;
+    let owed = (1.5 * t - added) / qv;
+    println!("source 1.5 m³/s for {t:.3} s added {added:.6} m³ (expected {:.6}); {owed:.1} quanta still owed", 1.5 * t);
+    assert!((0.0..=MAX_OWED_QUANTA).contains(&owed));
+
+    assert!(sim.remove_source(source));
+    assert!(!sim.remove_source(source), "a removed source cannot be removed twice");
+    let held = sim.read_state().unwrap().total_quanta();
+    sim.add_source(0.0, 0.0, -1000.0, 40.0).unwrap();
+    for _ in 0..120 {
+        sim.advance(1.0 / 60.0).unwrap();
+    }
+    let state = sim.read_state().unwrap();
+    let removed = sim.ledger().unwrap().counters.removed;
+    println!("a 1000 m³/s drain over a domain holding {:.3} m³ removed {:.3} m³ and left {:.3} m³", held as f64 * qv, removed as f64 * qv, state.total_quanta() as f64 * qv);
+    assert_physical(&state, "after the drain");
+    assert_eq!(removed as i64 + state.total_quanta(), held, "the drain removed exactly what was there to remove");
+}
+
+/// `add_water` delivers the requested volume (to one quantum volume), and `remove_water` returns
+/// what it removed, never more than was there.
+#[test]
+fn add_water_delivers_the_volume_and_remove_water_returns_what_it_took() {
+    let g = grid(32, 32, 0.5);
+    let mut sim = Simulation::cpu(State::new(g), Params::default()).unwrap();
+    let qv = sim.quantum_volume();
+    for (volume, radius) in [(3.7f32, 2.0f32), (0.001, 0.1), (12.0, 0.0), (5.0, 6.0)] {
+        let before = sim.total_water();
+        let arrived = sim.add_water(1.0, -1.0, volume, radius).unwrap();
+        let after = sim.total_water();
+        println!("add {volume} m³ within {radius} m: {arrived:.9} m³ arrived, total {before:.6} → {after:.6}");
+        assert!((arrived - volume as f64).abs() <= qv, "arrived {arrived}");
+        assert!((after - before - arrived).abs() < 1e-9);
+    }
+    // Each footprint cell gives up to its weighted share of the request, never more than it holds.
+    let held = sim.total_water();
+    let taken = sim.remove_water(1.0, -1.0, 1000.0, 30.0).unwrap();
+    let left = sim.total_water();
+    println!("asked to remove 1000 m³ from {held:.6} m³: removed {taken:.6} m³, {left:.6} m³ left");
+    assert!((held - left - taken).abs() < 1e-9, "the returned volume is what left the grid");
+    assert!(taken <= held && taken > 0.0);
+    assert_physical(&sim.read_state().unwrap(), "after removal");
+    while sim.total_water() > 0.0 {
+        sim.remove_water(1.0, -1.0, 1000.0, 30.0).unwrap();
+    }
+    assert_eq!(sim.remove_water(1.0, -1.0, 1.0, 1.0).unwrap(), 0.0, "nothing to remove from a dry grid");
+}
+
+/// Digging and raising terrain keeps the water depth, so the surface follows the ground and the
+/// water then responds: a trench cut through a dam lets the lake out.
+#[test]
+fn terrain_edits_keep_depth_and_a_cut_dam_lets_the_lake_out() {
+    let g = grid(60, 20, 1.0);
+    let mut state = State::new(g);
+    for y in 0..g.height {
+        state.terrain[g.index(30, y)] = 3.0; // the dam
+    }
+    for y in 0..g.height {
+        for x in 0..30 {
+            state.depth[g.index(x, y)] = pipewater_core::quanta::depth_to_quanta(2.0);
+        }
+    }
+    let mut sim = Simulation::cpu(state, Params::default()).unwrap();
+    run_fixed(&mut sim, 0.02, 200);
+    let dry_side_before = sim.depth(10.0, 0.0).unwrap();
+    // (−14.5, 0.5) is the centre of cell (15, 10), where the edit's falloff is 1.
+    let depth_before = sim.depth(-14.5, 0.5).unwrap();
+    sim.modify_terrain(-14.5, 0.5, 0.5, 3.0).unwrap();
+    let depth_after = sim.depth(-14.5, 0.5).unwrap();
+    let terrain_after = sim.terrain_height(-14.5, 0.5).unwrap();
+    println!("raising the lake bed by 0.5 m: depth {depth_before:.4} → {depth_after:.4} m, terrain now {terrain_after:.3} m; beyond the dam {dry_side_before:.4} m");
+    assert_eq!(depth_before, depth_after, "a terrain edit keeps the depth");
+    assert!((terrain_after - 0.5).abs() < 1e-6);
+    assert_eq!(dry_side_before, 0.0, "the dam holds");
+    sim.modify_terrain(0.5, 0.0, -3.5, 4.0).unwrap(); // dig through the dam
+    run_fixed(&mut sim, 0.02, 600);
+    let dry_side_after = sim.depth(10.0, 0.0).unwrap();
+    println!("after digging through the dam: {dry_side_after:.3} m of water beyond it");
+    assert!(dry_side_after > 0.2);
+}
+
+/// `reset` restores the initial state and zeroes the ledger.
+#[test]
+fn reset_restores_the_initial_state() {
+    let g = grid(24, 24, 1.0);
+    let start = scenarios::water_column(g, 5.0, 1.0);
+    let mut sim = Simulation::cpu(start.clone(), Params::default()).unwrap();
+    sim.add_water(3.0, 3.0, 10.0, 2.0).unwrap();
+    run_fixed(&mut sim, 0.02, 100);
+    sim.reset().unwrap();
+    let state = sim.read_state().unwrap();
+    assert_eq!(state, start);
+    assert_eq!(sim.ledger().unwrap().counters.net(), 0);
+    assert_eq!(sim.elapsed(), 0.0);
+}
+
+/// Bad arguments give errors that name the argument and its range, and change nothing.
+#[test]
+fn bad_arguments_are_rejected_with_named_ranges() {
+    let g = grid(16, 16, 1.0);
+    let mut sim = Simulation::cpu(scenarios::flat_pool(g, 1.0), Params::default()).unwrap();
+    let before = sim.read_state().unwrap();
+    let cases: Vec<(&str, Result<(), Error>)> = vec![
+        ("volume", sim.add_water(0.0, 0.0, f32::NAN, 1.0).map(drop)),
+        ("volume", sim.add_water(0.0, 0.0, -1.0, 1.0).map(drop)),
+        ("radius", sim.add_water(0.0, 0.0, 1.0, 1.0e9).map(drop)),
+        ("position", sim.remove_water(f32::INFINITY, 0.0, 1.0, 1.0).map(drop)),
+        ("delta_height", sim.modify_terrain(0.0, 0.0, f32::NAN, 1.0)),
+        ("rate", sim.add_source(0.0, 0.0, f32::INFINITY, 1.0).map(drop)),
+        ("delta", sim.advance(-1.0).map(drop)),
+        ("delta", sim.advance(f32::NAN).map(drop)),
+        ("terrain", sim.set_terrain(&[0.0; 3])),
+        ("terrain", sim.set_terrain(&vec![f32::NAN; 256])),
+        ("gravity", sim.set_params(Params { gravity: -1.0, ..Params::default() })),
+        ("width", pipewater_core::Grid::new(0, 16, 1.0).map(drop)),
+        ("cell_size", pipewater_core::Grid::new(16, 16, 0.0).map(drop)),
+    ];
+    for (name, result) in cases {
+        let message = result.expect_err(name).to_string();
+        println!("{name}: {message}");
+        assert!(message.contains(name), "'{message}' names {name}");
+    }
+    assert_eq!(sim.read_state().unwrap(), before, "rejected calls change nothing");
+    assert_eq!(sim.depth(100.0, 0.0), None, "queries off the grid answer None");
+}
