@@ -9,9 +9,23 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Error {
     /// An argument was outside its valid range (or not finite).
-    InvalidArgument { name: &'static str, value: String, valid: String },
+    InvalidArgument {
+        /// Name of the argument, as the caller knows it.
+        name: &'static str,
+        /// The rejected value, printed.
+        value: String,
+        /// The valid range, printed.
+        valid: String,
+    },
     /// An array had the wrong number of elements.
-    WrongLength { name: &'static str, expected: usize, actual: usize },
+    WrongLength {
+        /// Name of the array.
+        name: &'static str,
+        /// Elements it must have.
+        expected: usize,
+        /// Elements it had.
+        actual: usize,
+    },
     /// No GPU adapter could be found, or the device could not be created.
     GpuUnavailable(String),
     /// The GPU accepted the device but failed later (validation, lost device, map failure).

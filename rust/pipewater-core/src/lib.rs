@@ -5,6 +5,8 @@
 //! [`Params`], then call [`Simulation::advance`] each frame and query or edit between frames.
 //! The step itself is defined in [`pipes`].
 
+#![warn(missing_docs)]
+
 pub mod backend;
 pub mod error;
 pub mod grid;

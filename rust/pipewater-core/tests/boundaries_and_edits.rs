@@ -211,3 +211,31 @@ fn bad_arguments_are_rejected_with_named_ranges() {
     assert_eq!(sim.read_state().unwrap(), before, "rejected calls change nothing");
     assert_eq!(sim.depth(100.0, 0.0), None, "queries off the grid answer None");
 }
+
+/// The river valley scenario works as a landscape: its spring's water runs down the valley and
+/// collects in the basin at the east end, and the diamond-square terrain is the same for the
+/// same seed and different for another.
+#[test]
+fn river_valley_carries_its_spring_into_the_basin() {
+    let g = grid(96, 64, 1.0);
+    let (state, spring) = scenarios::river_valley(g, 9, 8.0);
+    assert_eq!(scenarios::diamond_square(96, 64, 9, 0.5), scenarios::diamond_square(96, 64, 9, 0.5));
+    assert_ne!(scenarios::diamond_square(96, 64, 9, 0.5), scenarios::diamond_square(96, 64, 10, 0.5));
+    let mut sim = Simulation::cpu(state, Params::default()).unwrap();
+    sim.add_source(spring.x, spring.z, spring.rate, spring.radius).unwrap();
+    for _ in 0..60 * 60 {
+        sim.advance(1.0 / 30.0).unwrap();
+    }
+    let state = sim.read_state().unwrap();
+    let qv = sim.quantum_volume();
+    let east: i64 = (0..g.height).flat_map(|y| (g.width * 2 / 3..g.width).map(move |x| (x, y))).map(|(x, y)| state.depth[g.index(x, y)] as i64).sum();
+    let total = state.total_quanta();
+    println!(
+        "spring {:.2} m³/s for {:.0} s: {:.1} m³ in the domain, {:.1} m³ of it in the eastern third",
+        spring.rate,
+        sim.elapsed(),
+        total as f64 * qv,
+        east as f64 * qv
+    );
+    assert!(east as f64 > 0.3 * total as f64, "most of the spring's water has gone downstream");
+}

@@ -47,7 +47,12 @@ pub struct CellTerrain {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EditOutcome {
     /// Applied now: quanta really added and removed.
-    Applied { added: u64, removed: u64 },
+    Applied {
+        /// Quanta really added.
+        added: u64,
+        /// Quanta really removed.
+        removed: u64,
+    },
     /// Queued; applied before the next step on the device.
     Queued,
 }
