@@ -88,60 +88,80 @@ impl CpuBackend {
         self.counters.boundary_in += inflow.into_inner();
 
         let State { terrain, depth, flux, .. } = &mut self.state;
+        let eight = c.eight_neighbours != 0;
 
-        // Phase 1: accelerate every owned pipe from the surface difference across it.
+        // Phase 1: accelerate every owned pipe from the surface difference across it. Pipes that
+        // lead off the grid (or diagonals in four-neighbour mode) stay at zero.
         let terrain: &[f32] = terrain;
         let depth_before: &[i32] = depth;
+        let flux_before: &[[f32; 4]] = flux;
         self.accelerated.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
+            let below = y + 1 < h;
             for (x, pipes) in row.iter_mut().enumerate() {
                 let i = y * w + x;
-                for p in 0..4 {
-                    pipes[p] = if c.pipe_active(p) && c.pipe_in_grid(x as u32, y as u32, p) {
-                        let (ox, oy) = PIPE_OFFSETS[p];
-                        let j = (y as i64 + oy as i64) as usize * w + (x as i64 + ox as i64) as usize;
-                        accelerate(c, p, flux[i][p], terrain[i], depth_before[i], terrain[j], depth_before[j])
-                    } else {
-                        0.0
-                    };
+                let (b, d, f) = (terrain[i], depth_before[i], flux_before[i]);
+                let mut new = [0.0f32; 4];
+                if x + 1 < w {
+                    new[0] = accelerate(c, 0, f[0], b, d, terrain[i + 1], depth_before[i + 1]);
                 }
+                if below {
+                    let j = i + w;
+                    new[1] = accelerate(c, 1, f[1], b, d, terrain[j], depth_before[j]);
+                    if eight && x + 1 < w {
+                        new[2] = accelerate(c, 2, f[2], b, d, terrain[j + 1], depth_before[j + 1]);
+                    }
+                    if eight && x > 0 {
+                        new[3] = accelerate(c, 3, f[3], b, d, terrain[j - 1], depth_before[j - 1]);
+                    }
+                }
+                *pipes = new;
             }
         });
 
         // Phase 2: limit factor of each cell from everything that wants to leave it.
         let accelerated = &self.accelerated;
-        let depth_now: &[i32] = depth_before;
         self.limit.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
             for (x, k) in row.iter_mut().enumerate() {
                 let i = y * w + x;
-                let mut leaving = [0.0f32; 8];
-                for_each_pipe(c, w, h, x, y, |owned, j, p| {
-                    leaving[if owned { p } else { p + 4 }] = if owned { accelerated[i][p] } else { -accelerated[j][p] };
-                });
+                let leaving = leaving_fluxes(accelerated, w, x, y, i);
                 let mut requested = requested_quanta(c.flux_to_quanta, &leaving);
                 let open = open_edge_count(c, x as u32, y as u32);
                 if open > 0 {
-                    requested += (open_edge_outflow(c, quanta_to_depth(depth_now[i])) * open as f32 * c.flux_to_quanta).abs();
+                    requested += (open_edge_outflow(c, quanta_to_depth(depth_before[i])) * open as f32 * c.flux_to_quanta).abs();
                 }
-                *k = limit_factor(depth_now[i], requested);
+                *k = limit_factor(depth_before[i], requested);
             }
         });
 
-        // Phase 3: move whole quanta; both ends of a pipe compute the same integer.
+        // Phase 3: move whole quanta; both ends of a pipe compute the same integer from the same
+        // flux and the limit factor of the cell it drains. Owned pipes keep their limited flux.
         let limit = &self.limit;
         let outflow = AtomicU64::new(0);
+        let offsets = pipe_index_offsets(w);
         depth.par_chunks_mut(w).zip(flux.par_chunks_mut(w)).enumerate().for_each(|(y, (depth_row, flux_row))| {
             let mut left = 0u64;
             for x in 0..w {
                 let i = y * w + x;
                 let mut net: i64 = 0;
-                for_each_pipe(c, w, h, x, y, |owned, j, p| {
-                    let owner = if owned { i } else { j };
-                    let f = accelerated[owner][p];
-                    let drainer_is_owner = f > 0.0;
-                    let drainer = if drainer_is_owner == owned { i } else { j };
-                    let moved = pipe_quanta(c.flux_to_quanta, f, limit[drainer]) as i64;
-                    net += if owned { -moved } else { moved };
-                });
+                let mut kept = [0.0f32; 4];
+                for p in 0..4 {
+                    // Owned pipe p, from i to i + offset: zero when it does not exist.
+                    let f = accelerated[i][p];
+                    if f != 0.0 {
+                        let j = (i as isize + offsets[p]) as usize;
+                        let k = if f > 0.0 { limit[i] } else { limit[j] };
+                        net -= pipe_quanta(c.flux_to_quanta, f, k) as i64;
+                        kept[p] = f * k;
+                    }
+                    // The same pipe owned by the cell at i − offset, pointing here.
+                    if let Some(owner) = pipe_owner_towards(w, h, x, y, p) {
+                        let f = accelerated[owner][p];
+                        if f != 0.0 {
+                            let k = if f > 0.0 { limit[owner] } else { limit[i] };
+                            net += pipe_quanta(c.flux_to_quanta, f, k) as i64;
+                        }
+                    }
+                }
                 let open = open_edge_count(c, x as u32, y as u32);
                 if open > 0 {
                     let q = open_edge_outflow(c, quanta_to_depth(depth_row[x])) * open as f32;
@@ -152,17 +172,7 @@ impl CpuBackend {
                 let new = depth_row[x] as i64 + net;
                 debug_assert!(new >= 0, "cell {x},{y} went negative: {new}");
                 depth_row[x] = new as i32;
-                // Keep the limited flux: what the pipe could really carry.
-                for p in 0..4 {
-                    let f = accelerated[i][p];
-                    let k = if f > 0.0 { limit[i] } else if c.pipe_active(p) && c.pipe_in_grid(x as u32, y as u32, p) {
-                        let (ox, oy) = PIPE_OFFSETS[p];
-                        limit[(y as i64 + oy as i64) as usize * w + (x as i64 + ox as i64) as usize]
-                    } else {
-                        1.0
-                    };
-                    flux_row[x][p] = f * k;
-                }
+                flux_row[x] = kept;
             }
             outflow.fetch_add(left, Ordering::Relaxed);
         });
@@ -170,24 +180,41 @@ impl CpuBackend {
     }
 }
 
-/// Calls `visit(owned, other, pipe)` for each of the eight pipes of cell `(x, y)` that exist in
-/// this mode and lead to a cell on the grid: `owned` tells whether the cell owns the pipe,
-/// `other` is the index of the cell at its other end.
+/// Index offsets from a cell to the neighbour at the far end of each owned pipe.
 #[inline]
-fn for_each_pipe(c: &StepConstants, w: usize, h: usize, x: usize, y: usize, mut visit: impl FnMut(bool, usize, usize)) {
-    for p in 0..4 {
-        if !c.pipe_active(p) {
-            continue;
+fn pipe_index_offsets(w: usize) -> [isize; 4] {
+    PIPE_OFFSETS.map(|(ox, oy)| oy as isize * w as isize + ox as isize)
+}
+
+/// The cell that owns pipe `p` pointing at cell `(x, y)` — the one at `(x, y) − offset(p)` — if
+/// it is on the grid.
+#[inline]
+fn pipe_owner_towards(w: usize, h: usize, x: usize, y: usize, p: usize) -> Option<usize> {
+    let (ox, oy) = PIPE_OFFSETS[p];
+    let (nx, ny) = (x as isize - ox as isize, y as isize - oy as isize);
+    (nx >= 0 && ny >= 0 && (nx as usize) < w && (ny as usize) < h).then(|| ny as usize * w + nx as usize)
+}
+
+/// Flux leaving cell `i = (x, y)` towards each of its eight neighbours, in
+/// [`crate::pipes::NEIGHBOUR_OFFSETS`] order: its own four pipes, then the neighbours' pipes
+/// pointing at it, negated. Pipes that do not exist hold zero flux.
+#[inline]
+fn leaving_fluxes(accelerated: &[[f32; 4]], w: usize, x: usize, y: usize, i: usize) -> [f32; 8] {
+    let own = accelerated[i];
+    let mut leaving = [own[0], own[1], own[2], own[3], 0.0, 0.0, 0.0, 0.0];
+    if x > 0 {
+        leaving[4] = -accelerated[i - 1][0];
+    }
+    if y > 0 {
+        leaving[5] = -accelerated[i - w][1];
+        if x > 0 {
+            leaving[6] = -accelerated[i - w - 1][2];
         }
-        let (ox, oy) = PIPE_OFFSETS[p];
-        for (owned, sign) in [(true, 1i64), (false, -1i64)] {
-            let nx = x as i64 + sign * ox as i64;
-            let ny = y as i64 + sign * oy as i64;
-            if nx >= 0 && ny >= 0 && (nx as usize) < w && (ny as usize) < h {
-                visit(owned, ny as usize * w + nx as usize, p);
-            }
+        if x + 1 < w {
+            leaving[7] = -accelerated[i - w + 1][3];
         }
     }
+    leaving
 }
 
 impl Backend for CpuBackend {
