@@ -1,0 +1,204 @@
+//! The one wgpu device of the process, and the pipelines every GPU simulation shares.
+
+use super::shaders;
+use crate::error::{Error, Result};
+use parking_lot::Mutex;
+use std::sync::{Arc, OnceLock};
+
+/// Workgroup shape of the step passes, cells along x and y.
+///
+/// 32 × 8: a warp covers 32 consecutive cells of one row, so each load of a field is one
+/// contiguous segment, and the 8 rows give the neighbour reads of the rows above and below
+/// a good chance to hit the cache. `PIPEWATER_GPU_WORKGROUP=XxY` overrides it (benchmarks).
+pub const DEFAULT_WORKGROUP: [u32; 2] = [32, 8];
+
+/// Workgroup size of the edit passes (one invocation per edit).
+pub const EDIT_WORKGROUP: u32 = 64;
+
+/// Side of the square workgroup of the snapshot pass.
+pub const SNAPSHOT_WORKGROUP: u32 = 16;
+
+/// The shared device, its queue, and the compiled pipelines.
+pub struct GpuContext {
+    /// The device every simulation of the process runs on.
+    pub device: wgpu::Device,
+    /// Its queue.
+    pub queue: wgpu::Queue,
+    /// Adapter name, backend and driver, for descriptions and benchmark records.
+    pub adapter: wgpu::AdapterInfo,
+    /// Limits the device was created with.
+    pub limits: wgpu::Limits,
+    /// Workgroup shape of the step passes.
+    pub workgroup: [u32; 2],
+    /// Bind group layout of the step passes.
+    pub step_layout: wgpu::BindGroupLayout,
+    /// Phase 1 + 2.
+    pub accelerate_limit: wgpu::ComputePipeline,
+    /// Phase 3.
+    pub transfer: wgpu::ComputePipeline,
+    /// Bind group layout of the edit passes.
+    pub edit_layout: wgpu::BindGroupLayout,
+    /// Water edits, sources and drains.
+    pub apply_water: wgpu::ComputePipeline,
+    /// Terrain edits.
+    pub apply_terrain: wgpu::ComputePipeline,
+    /// Bind group layout of the snapshot pass.
+    pub snapshot_layout: wgpu::BindGroupLayout,
+    /// Snapshot texels and reductions.
+    pub texels: wgpu::ComputePipeline,
+    /// First error the device reported outside a call (validation, out of memory, device lost).
+    pub error: Arc<Mutex<Option<String>>>,
+}
+
+static CONTEXT: OnceLock<std::result::Result<Arc<GpuContext>, Error>> = OnceLock::new();
+
+impl GpuContext {
+    /// The process-wide context, created on first use. Without a usable adapter every call
+    /// returns the same [`Error::GpuUnavailable`], which says what was tried.
+    pub fn shared() -> Result<Arc<GpuContext>> {
+        CONTEXT.get_or_init(|| pollster::block_on(GpuContext::create()).map(Arc::new)).clone()
+    }
+
+    /// Fails with the device's first uncaptured error, if one occurred.
+    pub fn check(&self) -> Result<()> {
+        match self.error.lock().clone() {
+            Some(e) => Err(Error::Gpu(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// "name (device type, backend, driver info)".
+    pub fn adapter_description(&self) -> String {
+        let a = &self.adapter;
+        format!("{} ({:?}, {:?}, {} {})", a.name, a.device_type, a.backend, a.driver, a.driver_info).trim_end().to_string()
+    }
+
+    async fn create() -> Result<GpuContext> {
+        let backends = wgpu::Backends::from_env().unwrap_or(wgpu::Backends::PRIMARY);
+        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+        desc.backends = backends;
+        let instance = wgpu::Instance::new(desc);
+        let adapter = instance
+            .request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: wgpu::PowerPreference::HighPerformance,
+                force_fallback_adapter: false,
+                compatible_surface: None,
+                apply_limit_buckets: false,
+            })
+            .await
+            .map_err(|e| {
+                Error::GpuUnavailable(format!(
+                    "no wgpu adapter on backends {backends:?} ({e}); install a GPU driver with Vulkan support \
+                     (or Mesa's software Vulkan, package mesa-vulkan-drivers), or use the CPU backend"
+                ))
+            })?;
+        let adapter_info = adapter.get_info();
+        // Ask for everything the adapter offers: large grids need storage bindings beyond the
+        // WebGPU defaults (a 4096² flux field is 256 MiB).
+        let limits = adapter.limits();
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("pipewater"),
+                required_features: wgpu::Features::empty(),
+                required_limits: limits.clone(),
+                experimental_features: wgpu::ExperimentalFeatures::disabled(),
+                memory_hints: wgpu::MemoryHints::Performance,
+                trace: wgpu::Trace::Off,
+            })
+            .await
+            .map_err(|e| Error::GpuUnavailable(format!("adapter {} refused a device: {e}", adapter_info.name)))?;
+        let error = Arc::new(Mutex::new(None::<String>));
+        let sink = error.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            let mut slot = sink.lock();
+            if slot.is_none() {
+                *slot = Some(e.to_string());
+            }
+        }));
+        let workgroup = workgroup_from_env().unwrap_or(DEFAULT_WORKGROUP);
+        let limits = device.limits();
+        if workgroup[0] * workgroup[1] > limits.max_compute_invocations_per_workgroup {
+            return Err(Error::GpuUnavailable(format!("workgroup {workgroup:?} exceeds the adapter's limit")));
+        }
+
+        let storage = |binding: u32, read_only: bool| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer { ty: wgpu::BufferBindingType::Storage { read_only }, has_dynamic_offset: false, min_binding_size: None },
+            count: None,
+        };
+        let uniform = |binding: u32| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer { ty: wgpu::BufferBindingType::Uniform, has_dynamic_offset: false, min_binding_size: None },
+            count: None,
+        };
+        let layout = |label: &str, entries: &[wgpu::BindGroupLayoutEntry]| {
+            device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some(label), entries })
+        };
+        let step_layout = layout(
+            "step",
+            &[uniform(0), storage(1, true), storage(2, false), storage(3, false), storage(4, false), storage(5, false), storage(6, false)],
+        );
+        let edit_layout = layout("edits", &[storage(0, false), storage(1, false), storage(2, false), storage(3, true), storage(4, true)]);
+        let snapshot_layout =
+            layout("snapshot", &[uniform(0), storage(1, true), storage(2, true), storage(3, true), storage(4, false), storage(5, false), storage(6, false)]);
+
+        let module = |label: &str, source: &str| {
+            device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(label),
+                source: wgpu::ShaderSource::Wgsl(shaders::with_common(source).into()),
+            })
+        };
+        let step_module = module("step.wgsl", shaders::STEP);
+        let edit_module = module("edits.wgsl", shaders::EDITS);
+        let snapshot_module = module("snapshot.wgsl", shaders::SNAPSHOT);
+        let wg_constants = [("WG_X", workgroup[0] as f64), ("WG_Y", workgroup[1] as f64)];
+        let pipeline = |label: &str, bgl: &wgpu::BindGroupLayout, module: &wgpu::ShaderModule, entry: &str, constants: &[(&str, f64)]| {
+            let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some(label),
+                bind_group_layouts: &[Some(bgl)],
+                immediate_size: 0,
+            });
+            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(label),
+                layout: Some(&layout),
+                module,
+                entry_point: Some(entry),
+                compilation_options: wgpu::PipelineCompilationOptions { constants, zero_initialize_workgroup_memory: false },
+                cache: None,
+            })
+        };
+        let accelerate_limit = pipeline("accelerate_limit", &step_layout, &step_module, "accelerate_limit", &wg_constants);
+        let transfer = pipeline("transfer", &step_layout, &step_module, "transfer", &wg_constants);
+        let apply_water = pipeline("apply_water", &edit_layout, &edit_module, "apply_water", &[]);
+        let apply_terrain = pipeline("apply_terrain", &edit_layout, &edit_module, "apply_terrain", &[]);
+        let texels = pipeline("texels", &snapshot_layout, &snapshot_module, "texels", &[]);
+        let ctx = GpuContext {
+            device,
+            queue,
+            adapter: adapter_info,
+            limits,
+            workgroup,
+            step_layout,
+            accelerate_limit,
+            transfer,
+            edit_layout,
+            apply_water,
+            apply_terrain,
+            snapshot_layout,
+            texels,
+            error,
+        };
+        ctx.check().map_err(|e| Error::GpuUnavailable(format!("shaders failed to build on {}: {e}", ctx.adapter.name)))?;
+        Ok(ctx)
+    }
+}
+
+/// `PIPEWATER_GPU_WORKGROUP=XxY`, when set and well formed.
+fn workgroup_from_env() -> Option<[u32; 2]> {
+    let v = std::env::var("PIPEWATER_GPU_WORKGROUP").ok()?;
+    let (x, y) = v.split_once('x')?;
+    let (x, y) = (x.trim().parse().ok()?, y.trim().parse().ok()?);
+    (x > 0 && y > 0).then_some([x, y])
+}

@@ -1,0 +1,553 @@
+//! The wgpu backend: the step of [`crate::pipes`] as WGSL compute passes over storage buffers.
+//!
+//! * Fields live on the device: terrain (`f32`), depth (`i32` quanta), the persistent limited
+//!   flux (`vec4<f32>` per cell: E, S, SE, SW), and two per-step scratch fields — the
+//!   accelerated flux and the limit factor — that the transfer pass reads while the first pass
+//!   of the step has written them (see `shaders/step.wgsl`).
+//! * Each pipe is written by the one invocation of the cell that owns it, and both cells of a
+//!   pipe compute the same whole number of quanta from the same inputs, so mass is exact here
+//!   too: ledger counters are 64-bit integers kept with 32-bit atomics and a carry.
+//! * [`Backend::advance`] records every substep of a frame (forcing, accelerate + limit,
+//!   transfer) and the snapshot pass into one command buffer and submits it once. Edits are
+//!   queued as cell lists and applied by a pass at the start of the next submission; the grid is
+//!   uploaded only by `load` and `set_terrain`.
+//! * Readback is asynchronous: the snapshot pass writes the height and flow texels, the
+//!   totals and the CFL extremes; they are copied with the ledger into one of two staging
+//!   buffers, mapped with `map_async`, and picked up by [`Backend::snapshot`] without waiting.
+//!   See [`GPU_SNAPSHOT_LATENCY`].
+//! * All simulations of a process share one device ([`GpuContext::shared`]).
+
+mod context;
+pub mod shaders;
+
+pub use context::{GpuContext, DEFAULT_WORKGROUP, EDIT_WORKGROUP, SNAPSHOT_WORKGROUP};
+
+use super::{Backend, BackendKind, CellTerrain, CellWater, EditOutcome, FramePlan};
+use crate::error::{Error, Result};
+use crate::grid::Grid;
+use crate::params::Params;
+use crate::pipes::StepConstants;
+use crate::state::{check_terrain, Counters, Snapshot, State};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+/// Most frames submitted and not yet finished on the device. `advance` waits for the frame this
+/// many submissions back before submitting another, so a device slower than the frame rate
+/// cannot build an ever longer queue (and an ever older snapshot).
+pub const MAX_FRAMES_IN_FLIGHT: usize = 2;
+
+/// Frames between an `advance` and the snapshot that shows it: 0 when the device has finished
+/// the frame by the time `snapshot` is called (small grids, fast devices), at most
+/// [`MAX_FRAMES_IN_FLIGHT`] otherwise; 1 is typical in a game loop that queries right after
+/// advancing. `tests/gpu_readback.rs` measures it.
+pub const GPU_SNAPSHOT_LATENCY: u32 = MAX_FRAMES_IN_FLIGHT as u32;
+
+/// Bytes of the readback header: 4 ledger counters and 4 stats words (total lo/hi, largest
+/// speed, largest depth).
+const HEADER_BYTES: u64 = 48;
+
+/// Device memory traffic of one cell-step, bytes, counting each field element once per pass
+/// that reads or writes it (neighbour reads served by the caches):
+///
+/// * accelerate_limit reads terrain 4 + depth 4 + flux 16, writes accelerated 16 + limit 4 = 44;
+/// * transfer reads depth 4 + accelerated 16 + limit 4, writes depth 4 + flux 16 = 44.
+pub const BYTES_PER_CELL_STEP: u32 = 88;
+
+const SLOT_FREE: u32 = 0;
+const SLOT_PENDING: u32 = 1;
+const SLOT_READY: u32 = 2;
+const SLOT_FAILED: u32 = 3;
+
+/// One staging buffer of the readback ring.
+struct Slot {
+    buffer: wgpu::Buffer,
+    state: Arc<AtomicU32>,
+    /// Frame count the readback shows.
+    sequence: u64,
+    /// `load` generation it belongs to.
+    epoch: u64,
+}
+
+/// A list of edits on the device: `[count, 0, items…]`, grown by powers of two.
+struct EditList {
+    buffer: wgpu::Buffer,
+    capacity: usize,
+}
+
+impl EditList {
+    fn new(device: &wgpu::Device, label: &str, capacity: usize) -> Self {
+        let capacity = capacity.max(16).next_power_of_two();
+        let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: 8 + 8 * capacity as u64,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        EditList { buffer, capacity }
+    }
+
+    /// Uploads `items` (8-byte records); true when the buffer had to be replaced.
+    fn upload(&mut self, ctx: &GpuContext, label: &str, items: &[u8]) -> bool {
+        let count = items.len() / 8;
+        let grown = count > self.capacity;
+        if grown {
+            *self = EditList::new(&ctx.device, label, count);
+        }
+        let mut bytes = Vec::with_capacity(8 + items.len());
+        bytes.extend_from_slice(&(count as u32).to_le_bytes());
+        bytes.extend_from_slice(&0u32.to_le_bytes());
+        bytes.extend_from_slice(items);
+        ctx.queue.write_buffer(&self.buffer, 0, &bytes);
+        grown
+    }
+}
+
+/// The GPU backend.
+pub struct GpuBackend {
+    ctx: Arc<GpuContext>,
+    grid: Grid,
+    constants: StepConstants,
+    uniforms: wgpu::Buffer,
+    terrain: wgpu::Buffer,
+    depth: wgpu::Buffer,
+    flux: wgpu::Buffer,
+    counters: wgpu::Buffer,
+    stats: wgpu::Buffer,
+    height_texels: wgpu::Buffer,
+    flow_texels: wgpu::Buffer,
+    step_group: wgpu::BindGroup,
+    snapshot_group: wgpu::BindGroup,
+    water_edits: EditList,
+    forcing: EditList,
+    terrain_edits: EditList,
+    /// Edit passes' bind groups: (user water edits, terrain edits) and (forcing, terrain edits).
+    edit_groups: Option<[wgpu::BindGroup; 2]>,
+    pending_water: Vec<CellWater>,
+    pending_terrain: Vec<CellTerrain>,
+    slots: Vec<Slot>,
+    in_flight: VecDeque<wgpu::SubmissionIndex>,
+    /// Whether `snapshot` was asked for since the last readback was issued.
+    wanted: bool,
+    frames: u64,
+    epoch: u64,
+    latest: Option<Arc<Snapshot>>,
+}
+
+impl GpuBackend {
+    /// Creates the backend on the process-wide device and uploads `state`.
+    pub fn new(state: &State) -> Result<Self> {
+        let ctx = GpuContext::shared()?;
+        ctx.check()?;
+        let grid = state.grid;
+        let n = grid.cell_count() as u64;
+        let largest = n * 16;
+        let limits = &ctx.limits;
+        let staging_bytes = HEADER_BYTES + 32 * n;
+        if largest > limits.max_storage_buffer_binding_size as u64 || staging_bytes > limits.max_buffer_size {
+            return Err(Error::Gpu(format!(
+                "a {}x{} grid needs {largest}-byte storage bindings and {staging_bytes}-byte buffers; {} allows {} and {}",
+                grid.width, grid.height, ctx.adapter.name, limits.max_storage_buffer_binding_size, limits.max_buffer_size
+            )));
+        }
+        let device = &ctx.device;
+        use wgpu::BufferUsages as U;
+        let field = |label: &str, bytes: u64, extra: U| {
+            device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: bytes.max(16), usage: U::STORAGE | extra, mapped_at_creation: false })
+        };
+        let io = U::COPY_DST | U::COPY_SRC;
+        let uniforms = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("step constants"),
+            size: std::mem::size_of::<StepConstants>() as u64,
+            usage: U::UNIFORM | U::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let terrain = field("terrain", n * 4, io);
+        let depth = field("depth", n * 4, io);
+        let flux = field("flux", n * 16, io);
+        let accelerated = field("accelerated flux", n * 16, U::empty());
+        let limit = field("limit factor", n * 4, U::empty());
+        let counters = field("ledger counters", 32, io);
+        let stats = field("snapshot stats", 16, io);
+        let height_texels = field("height texels", n * 16, U::COPY_SRC);
+        let flow_texels = field("flow texels", n * 16, U::COPY_SRC);
+        let group = |layout: &wgpu::BindGroupLayout, label: &str, buffers: &[&wgpu::Buffer]| {
+            let entries: Vec<wgpu::BindGroupEntry> =
+                buffers.iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect();
+            device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(label), layout, entries: &entries })
+        };
+        let step_group = group(&ctx.step_layout, "step", &[&uniforms, &terrain, &depth, &flux, &accelerated, &limit, &counters]);
+        let snapshot_group =
+            group(&ctx.snapshot_layout, "snapshot", &[&uniforms, &terrain, &depth, &flux, &height_texels, &flow_texels, &stats]);
+        let slots = (0..2)
+            .map(|i| Slot {
+                buffer: device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(&format!("snapshot staging {i}")),
+                    size: staging_bytes,
+                    usage: U::MAP_READ | U::COPY_DST,
+                    mapped_at_creation: false,
+                }),
+                state: Arc::new(AtomicU32::new(SLOT_FREE)),
+                sequence: 0,
+                epoch: 0,
+            })
+            .collect();
+        let constants = StepConstants::new(&Params::default(), grid.width, grid.height, grid.cell_size, 0.0, [0; 4]);
+        let mut backend = GpuBackend {
+            water_edits: EditList::new(device, "water edits", 16),
+            forcing: EditList::new(device, "forcing", 16),
+            terrain_edits: EditList::new(device, "terrain edits", 16),
+            ctx: ctx.clone(),
+            grid,
+            constants,
+            uniforms,
+            terrain,
+            depth,
+            flux,
+            counters,
+            stats,
+            height_texels,
+            flow_texels,
+            step_group,
+            snapshot_group,
+            edit_groups: None,
+            pending_water: Vec::new(),
+            pending_terrain: Vec::new(),
+            slots,
+            in_flight: VecDeque::new(),
+            wanted: false,
+            frames: 0,
+            epoch: 0,
+            latest: None,
+        };
+        backend.upload(state)?;
+        Ok(backend)
+    }
+
+    /// The shared context this backend runs on.
+    pub fn context(&self) -> &Arc<GpuContext> {
+        &self.ctx
+    }
+
+    /// Waits until the device has finished everything submitted so far (tests, benchmarks).
+    pub fn sync(&mut self) -> Result<()> {
+        self.ctx.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: None }).map_err(|e| Error::Gpu(e.to_string()))?;
+        self.in_flight.clear();
+        self.ctx.check()
+    }
+
+    /// Replaces every field with `state`'s and zeroes the ledger: the one full upload.
+    fn upload(&mut self, state: &State) -> Result<()> {
+        let q = &self.ctx.queue;
+        q.write_buffer(&self.uniforms, 0, bytemuck::bytes_of(&self.constants));
+        q.write_buffer(&self.terrain, 0, bytemuck::cast_slice(&state.terrain));
+        q.write_buffer(&self.depth, 0, bytemuck::cast_slice(&state.depth));
+        q.write_buffer(&self.flux, 0, bytemuck::cast_slice(&state.flux));
+        q.write_buffer(&self.counters, 0, &[0u8; 32]);
+        self.pending_water.clear();
+        self.pending_terrain.clear();
+        self.frames = 0;
+        self.epoch += 1;
+        // The first snapshot comes from the state itself, so queries work before any readback.
+        self.latest = Some(Arc::new(state.snapshot(0, Counters::default())));
+        self.ctx.queue.submit([]);
+        self.ctx.check()
+    }
+
+    /// Uploads the queued edits and returns how many water and terrain edits the next
+    /// submission must apply.
+    fn prepare_edits(&mut self, forcing: &[CellWater]) -> (u32, u32, u32) {
+        let ctx = self.ctx.clone();
+        let mut grown = self.edit_groups.is_none();
+        let (w, t, f) = (self.pending_water.len() as u32, self.pending_terrain.len() as u32, forcing.len() as u32);
+        if w > 0 {
+            grown |= self.water_edits.upload(&ctx, "water edits", bytemuck::cast_slice(&self.pending_water));
+            self.pending_water.clear();
+        }
+        if t > 0 {
+            grown |= self.terrain_edits.upload(&ctx, "terrain edits", bytemuck::cast_slice(&self.pending_terrain));
+            self.pending_terrain.clear();
+        }
+        if f > 0 {
+            grown |= self.forcing.upload(&ctx, "forcing", bytemuck::cast_slice(forcing));
+        }
+        if grown {
+            let make = |list: &wgpu::Buffer, label: &str| {
+                let buffers = [&self.terrain, &self.depth, &self.counters, list, &self.terrain_edits.buffer];
+                let entries: Vec<wgpu::BindGroupEntry> =
+                    buffers.iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect();
+                ctx.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(label), layout: &ctx.edit_layout, entries: &entries })
+            };
+            self.edit_groups = Some([make(&self.water_edits.buffer, "water edits"), make(&self.forcing.buffer, "forcing")]);
+        }
+        (w, t, f)
+    }
+
+    /// Workgroups for an edit list of `count` entries (the shader strides over the rest).
+    fn edit_groups_for(&self, count: u32) -> u32 {
+        count.div_ceil(EDIT_WORKGROUP).clamp(1, self.ctx.limits.max_compute_workgroups_per_dimension.min(65535))
+    }
+
+    /// Records the queued edits into `pass`.
+    fn record_edits(&self, pass: &mut wgpu::ComputePass, water: u32, terrain: u32) {
+        let Some(groups) = &self.edit_groups else { return };
+        if terrain > 0 {
+            pass.set_pipeline(&self.ctx.apply_terrain);
+            pass.set_bind_group(0, &groups[0], &[]);
+            pass.dispatch_workgroups(self.edit_groups_for(terrain), 1, 1);
+        }
+        if water > 0 {
+            pass.set_pipeline(&self.ctx.apply_water);
+            pass.set_bind_group(0, &groups[0], &[]);
+            pass.dispatch_workgroups(self.edit_groups_for(water), 1, 1);
+        }
+    }
+
+    /// Submits the queued edits on their own (before a blocking read).
+    fn flush_edits(&mut self) -> Result<()> {
+        if self.pending_water.is_empty() && self.pending_terrain.is_empty() {
+            return Ok(());
+        }
+        let (w, t, _) = self.prepare_edits(&[]);
+        let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("edits") });
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("edits"), timestamp_writes: None });
+            self.record_edits(&mut pass, w, t);
+        }
+        self.ctx.queue.submit([encoder.finish()]);
+        self.ctx.check()
+    }
+
+    /// Copies `ranges` of device buffers into one mapped buffer and waits for it: for the
+    /// blocking reads only.
+    fn read_blocking(&mut self, ranges: &[(&wgpu::Buffer, u64)]) -> Result<Vec<u8>> {
+        self.flush_edits()?;
+        let total: u64 = ranges.iter().map(|r| r.1).sum();
+        let device = &self.ctx.device;
+        let staging = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("blocking read"),
+            size: total.max(4),
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("blocking read") });
+        let mut at = 0;
+        for &(buffer, size) in ranges {
+            encoder.copy_buffer_to_buffer(buffer, 0, &staging, at, size);
+            at += size;
+        }
+        let index = self.ctx.queue.submit([encoder.finish()]);
+        let state = Arc::new(AtomicU32::new(SLOT_PENDING));
+        let flag = state.clone();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| flag.store(if r.is_ok() { SLOT_READY } else { SLOT_FAILED }, Ordering::Release));
+        device.poll(wgpu::PollType::Wait { submission_index: Some(index), timeout: None }).map_err(|e| Error::Gpu(e.to_string()))?;
+        while state.load(Ordering::Acquire) == SLOT_PENDING {
+            device.poll(wgpu::PollType::Wait { submission_index: None, timeout: None }).map_err(|e| Error::Gpu(e.to_string()))?;
+        }
+        self.ctx.check()?;
+        if state.load(Ordering::Acquire) != SLOT_READY {
+            return Err(Error::Gpu("mapping a readback buffer failed".into()));
+        }
+        let bytes = staging.get_mapped_range(..).map_err(|e| Error::Gpu(e.to_string()))?[..total as usize].to_vec();
+        staging.unmap();
+        Ok(bytes)
+    }
+
+    /// Polls the device without waiting. With `consume`, turns the newest finished readback
+    /// into the current snapshot; otherwise only frees a staging buffer when none is free,
+    /// dropping the oldest finished readback (nobody asked for it).
+    fn harvest(&mut self, consume: bool) {
+        let _ = self.ctx.device.poll(wgpu::PollType::Poll);
+        let mut ready: Vec<usize> = Vec::new();
+        for (i, slot) in self.slots.iter().enumerate() {
+            match slot.state.load(Ordering::Acquire) {
+                SLOT_READY if slot.epoch == self.epoch => ready.push(i),
+                SLOT_READY => {
+                    slot.buffer.unmap();
+                    slot.state.store(SLOT_FREE, Ordering::Release);
+                }
+                SLOT_FAILED => slot.state.store(SLOT_FREE, Ordering::Release),
+                _ => {}
+            }
+        }
+        ready.sort_by_key(|&i| self.slots[i].sequence);
+        if consume {
+            if let Some(&newest) = ready.last() {
+                let slot = &self.slots[newest];
+                if self.latest.as_ref().is_none_or(|s| s.sequence <= slot.sequence) {
+                    if let Some(s) = self.decode(slot) {
+                        self.latest = Some(Arc::new(s));
+                    }
+                }
+            }
+            for &i in &ready {
+                self.slots[i].buffer.unmap();
+                self.slots[i].state.store(SLOT_FREE, Ordering::Release);
+            }
+        } else if !self.slots.iter().any(|s| s.state.load(Ordering::Acquire) == SLOT_FREE) {
+            if let Some(&oldest) = ready.first() {
+                self.slots[oldest].buffer.unmap();
+                self.slots[oldest].state.store(SLOT_FREE, Ordering::Release);
+            }
+        }
+    }
+
+    /// Builds a snapshot from a mapped staging buffer.
+    fn decode(&self, slot: &Slot) -> Option<Snapshot> {
+        let view = slot.buffer.get_mapped_range(..).ok()?;
+        let n = self.grid.cell_count();
+        let words: Vec<u32> = bytemuck::pod_collect_to_vec(&view[..HEADER_BYTES as usize]);
+        let wide = |k: usize| words[k] as u64 | (words[k + 1] as u64) << 32;
+        let counters = Counters { added: wide(0), removed: wide(2), boundary_in: wide(4), boundary_out: wide(6) };
+        let h = HEADER_BYTES as usize;
+        Some(Snapshot {
+            grid: self.grid,
+            sequence: slot.sequence,
+            height: bytemuck::pod_collect_to_vec(&view[h..h + 16 * n]),
+            flow: bytemuck::pod_collect_to_vec(&view[h + 16 * n..h + 32 * n]),
+            total_quanta: wide(8) as i64,
+            counters,
+            max_speed: f32::from_bits(words[10]),
+            max_depth: f32::from_bits(words[11]),
+        })
+    }
+
+    fn grid_groups(&self) -> (u32, u32) {
+        let [wx, wy] = self.ctx.workgroup;
+        (self.grid.width.div_ceil(wx), self.grid.height.div_ceil(wy))
+    }
+}
+
+impl Backend for GpuBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Gpu
+    }
+
+    fn description(&self) -> String {
+        format!("GPU: {}", self.ctx.adapter_description())
+    }
+
+    fn load(&mut self, state: &State) -> Result<()> {
+        if state.grid != self.grid {
+            *self = GpuBackend::new(state)?;
+            return Ok(());
+        }
+        self.upload(state)
+    }
+
+    fn edit_water(&mut self, cells: &[CellWater]) -> Result<EditOutcome> {
+        self.pending_water.extend_from_slice(cells);
+        Ok(EditOutcome::Queued)
+    }
+
+    fn edit_terrain(&mut self, cells: &[CellTerrain]) -> Result<()> {
+        self.pending_terrain.extend(cells.iter().filter(|c| c.delta.is_finite()));
+        Ok(())
+    }
+
+    fn set_terrain(&mut self, terrain: &[f32]) -> Result<()> {
+        check_terrain(&self.grid, terrain)?;
+        // Earlier terrain edits would be overwritten anyway.
+        self.pending_terrain.clear();
+        self.ctx.queue.write_buffer(&self.terrain, 0, bytemuck::cast_slice(terrain));
+        Ok(())
+    }
+
+    fn advance(&mut self, plan: &FramePlan) -> Result<()> {
+        self.ctx.check()?;
+        let g = self.grid;
+        if plan.constants.width != g.width || plan.constants.height != g.height {
+            return Err(Error::invalid("plan grid", format!("{}x{}", plan.constants.width, plan.constants.height), format!("{}x{}", g.width, g.height)));
+        }
+        // Back-pressure: never more than MAX_FRAMES_IN_FLIGHT frames queued on the device.
+        while self.in_flight.len() >= MAX_FRAMES_IN_FLIGHT {
+            let oldest = self.in_flight.pop_front().expect("non-empty");
+            self.ctx
+                .device
+                .poll(wgpu::PollType::Wait { submission_index: Some(oldest), timeout: None })
+                .map_err(|e| Error::Gpu(e.to_string()))?;
+        }
+        self.harvest(false);
+        self.constants = plan.constants;
+        self.ctx.queue.write_buffer(&self.uniforms, 0, bytemuck::bytes_of(&self.constants));
+        let (water, terrain, forcing) = self.prepare_edits(if plan.substeps > 0 { plan.forcing } else { &[] });
+        let readback = if self.wanted { self.slots.iter().position(|s| s.state.load(Ordering::Acquire) == SLOT_FREE) } else { None };
+
+        let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("frame") });
+        if readback.is_some() {
+            encoder.clear_buffer(&self.stats, 0, None);
+        }
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("frame"), timestamp_writes: None });
+            self.record_edits(&mut pass, water, terrain);
+            let (gx, gy) = self.grid_groups();
+            let forcing_groups = self.edit_groups_for(forcing);
+            for _ in 0..plan.substeps {
+                if forcing > 0 {
+                    pass.set_pipeline(&self.ctx.apply_water);
+                    pass.set_bind_group(0, &self.edit_groups.as_ref().expect("prepared")[1], &[]);
+                    pass.dispatch_workgroups(forcing_groups, 1, 1);
+                }
+                pass.set_pipeline(&self.ctx.accelerate_limit);
+                pass.set_bind_group(0, &self.step_group, &[]);
+                pass.dispatch_workgroups(gx, gy, 1);
+                pass.set_pipeline(&self.ctx.transfer);
+                pass.dispatch_workgroups(gx, gy, 1);
+            }
+            if readback.is_some() {
+                pass.set_pipeline(&self.ctx.texels);
+                pass.set_bind_group(0, &self.snapshot_group, &[]);
+                pass.dispatch_workgroups(g.width.div_ceil(SNAPSHOT_WORKGROUP), g.height.div_ceil(SNAPSHOT_WORKGROUP), 1);
+            }
+        }
+        self.frames += 1;
+        if let Some(k) = readback {
+            let n16 = g.cell_count() as u64 * 16;
+            let slot = &mut self.slots[k];
+            encoder.copy_buffer_to_buffer(&self.counters, 0, &slot.buffer, 0, 32);
+            encoder.copy_buffer_to_buffer(&self.stats, 0, &slot.buffer, 32, 16);
+            encoder.copy_buffer_to_buffer(&self.height_texels, 0, &slot.buffer, HEADER_BYTES, n16);
+            encoder.copy_buffer_to_buffer(&self.flow_texels, 0, &slot.buffer, HEADER_BYTES + n16, n16);
+            slot.sequence = self.frames;
+            slot.epoch = self.epoch;
+        }
+        let index = self.ctx.queue.submit([encoder.finish()]);
+        self.in_flight.push_back(index);
+        if let Some(k) = readback {
+            let slot = &self.slots[k];
+            slot.state.store(SLOT_PENDING, Ordering::Release);
+            let flag = slot.state.clone();
+            slot.buffer.map_async(wgpu::MapMode::Read, .., move |r| flag.store(if r.is_ok() { SLOT_READY } else { SLOT_FAILED }, Ordering::Release));
+            self.wanted = false;
+        }
+        let _ = self.ctx.device.poll(wgpu::PollType::Poll);
+        self.ctx.check()
+    }
+
+    fn snapshot(&mut self) -> Option<Arc<Snapshot>> {
+        self.wanted = true;
+        self.harvest(true);
+        self.latest.clone()
+    }
+
+    fn read_state(&mut self) -> Result<State> {
+        let n = self.grid.cell_count() as u64;
+        let (terrain, depth, flux) = (self.terrain.clone(), self.depth.clone(), self.flux.clone());
+        let bytes = self.read_blocking(&[(&terrain, n * 4), (&depth, n * 4), (&flux, n * 16)])?;
+        let n = n as usize;
+        Ok(State {
+            grid: self.grid,
+            terrain: bytemuck::pod_collect_to_vec(&bytes[..4 * n]),
+            depth: bytemuck::pod_collect_to_vec(&bytes[4 * n..8 * n]),
+            flux: bytemuck::pod_collect_to_vec(&bytes[8 * n..24 * n]),
+        })
+    }
+
+    fn read_counters(&mut self) -> Result<Counters> {
+        let counters = self.counters.clone();
+        let bytes = self.read_blocking(&[(&counters, 32)])?;
+        let words: Vec<u32> = bytemuck::pod_collect_to_vec(&bytes);
+        let wide = |k: usize| words[k] as u64 | (words[k + 1] as u64) << 32;
+        Ok(Counters { added: wide(0), removed: wide(2), boundary_in: wide(4), boundary_out: wide(6) })
+    }
+}

@@ -1,0 +1,21 @@
+//! The WGSL sources of the GPU backend: one file per pass family in `shaders/`, each compiled
+//! with `common.wgsl` (the constants struct and the helpers every pass shares) in front of it.
+
+/// Declarations shared by every pass family.
+pub const COMMON: &str = include_str!("../../../../../shaders/common.wgsl");
+/// Accelerate + limit, and transfer: the step of [`crate::pipes`].
+pub const STEP: &str = include_str!("../../../../../shaders/step.wgsl");
+/// Water and terrain edits, sources and drains.
+pub const EDITS: &str = include_str!("../../../../../shaders/edits.wgsl");
+/// Snapshot texels and the reductions (total water, largest depth and speed).
+pub const SNAPSHOT: &str = include_str!("../../../../../shaders/snapshot.wgsl");
+
+/// Every pass family by file name, as compiled: `common.wgsl` followed by the file.
+pub fn pass_families() -> [(&'static str, String); 3] {
+    [("step.wgsl", with_common(STEP)), ("edits.wgsl", with_common(EDITS)), ("snapshot.wgsl", with_common(SNAPSHOT))]
+}
+
+/// `common.wgsl` followed by `source`.
+pub fn with_common(source: &str) -> String {
+    format!("{COMMON}\n{source}")
+}

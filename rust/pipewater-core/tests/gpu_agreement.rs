@@ -1,0 +1,186 @@
+//! The GPU backend gives the CPU backend's answers on the core scenarios: after N steps the
+//! depths agree within a stated tolerance, and on the GPU depth stays non-negative and the
+//! mass identity holds exactly.
+//!
+//! Why not bit for bit: both backends run the same operations in the same order, but a GPU may
+//! fuse `a·b + c` into one rounding and divide to within 2.5 ulp. A flux one ulp apart can move
+//! one quantum (0.95 µm) more or less through a pipe in one step, and in moving water such
+//! differences spread and add up over the steps. They stay at the size of the rounding, far
+//! below anything visible, which is what the tolerances below bound.
+
+mod gpu_support;
+
+use gpu_support::*;
+use pipewater_core::scenarios;
+use pipewater_core::{Boundary, CrossSection, Edge, Grid, NeighbourMode, Params, Simulation};
+
+/// Largest depth difference allowed after a scenario, as a fraction of its deepest water:
+/// rounding moves single quanta (1e-6 m), and even a few thousand of them stay far below this.
+const MAX_DEPTH_DIFFERENCE: f32 = 2.0e-3;
+/// Largest mean depth difference, as a fraction of the deepest water.
+const MEAN_DEPTH_DIFFERENCE: f64 = 1.0e-4;
+/// Largest difference of total water, as a fraction of the total: only boundary outflow and
+/// clamped drains depend on the rounding; on walls the totals agree exactly.
+const TOTAL_DIFFERENCE: f64 = 1.0e-4;
+
+fn grid(w: u32, h: u32, dx: f32) -> Grid {
+    Grid::new(w, h, dx).expect("valid grid")
+}
+
+/// Runs `frames` frames of `steps` fixed steps on both, calling `between(frame, sim)` on each
+/// before every frame, then compares and checks the GPU's invariants.
+fn run_both(name: &str, cpu: &mut Simulation, gpu: &mut Simulation, dt: f32, frames: u32, steps: u32, between: impl Fn(u32, &mut Simulation)) {
+    for frame in 0..frames {
+        between(frame, cpu);
+        between(frame, gpu);
+        cpu.run_steps(dt, steps).unwrap();
+        gpu.run_steps(dt, steps).unwrap();
+    }
+    let reference = cpu.read_state().unwrap();
+    let state = gpu.read_state().unwrap();
+    assert_physical(&state, name);
+    let (actual, expected) = mass_identity(gpu);
+    let d = difference(&reference, &state);
+    let scale = d.depth_scale.max(1e-6);
+    println!(
+        "{name}: {} steps; depth max |Δ| {:.3e} m ({:.2e} of {:.3} m), mean |Δ| {:.3e} m; flux max |Δ| {:.3e} of {:.3e} m³/s; \
+         terrain max |Δ| {:.1e} m; totals CPU {} GPU {} quanta; GPU mass identity {actual} vs {expected}",
+        frames * steps,
+        d.max_depth,
+        d.max_depth / scale,
+        scale,
+        d.mean_depth,
+        d.max_flux,
+        d.flux_scale,
+        d.max_terrain,
+        d.totals.0,
+        d.totals.1
+    );
+    assert_eq!(actual, expected, "{name}: GPU mass identity broken by {} quanta", actual - expected);
+    assert!(d.max_depth / scale <= MAX_DEPTH_DIFFERENCE, "{name}: max depth difference {} m exceeds {MAX_DEPTH_DIFFERENCE} of {scale} m", d.max_depth);
+    assert!(d.mean_depth / scale as f64 <= MEAN_DEPTH_DIFFERENCE, "{name}: mean depth difference {} m", d.mean_depth);
+    let total_diff = (d.totals.0 - d.totals.1).unsigned_abs() as f64 / (d.totals.0.max(1) as f64);
+    assert!(total_diff <= TOTAL_DIFFERENCE, "{name}: totals differ by {total_diff}");
+    assert!(d.max_terrain <= 1e-5 * reference.terrain.iter().fold(1.0f32, |m, b| m.max(b.abs())), "{name}: terrain differs by {}", d.max_terrain);
+}
+
+#[test]
+fn dam_break_on_gpu_matches_cpu() {
+    if !gpu_or_skip("dam_break_on_gpu_matches_cpu") {
+        return;
+    }
+    let state = scenarios::dam_break(grid(96, 24, 0.5), 32, 1.0, 0.1);
+    let params = Params { damping: 0.0, ..Params::default() };
+    let (mut cpu, mut gpu) = pair(state, params);
+    run_both("dam break", &mut cpu, &mut gpu, 0.02, 10, 30, |_, _| {});
+}
+
+#[test]
+fn dam_break_in_classic_four_neighbour_mode_on_gpu_matches_cpu() {
+    if !gpu_or_skip("dam_break_in_classic_four_neighbour_mode_on_gpu_matches_cpu") {
+        return;
+    }
+    let state = scenarios::dam_break(grid(64, 48, 1.0), 20, 2.0, 0.0);
+    let params = Params { neighbours: NeighbourMode::Four, cross_section: CrossSection::Classic, pipe_depth: 0.5, damping: 0.1, ..Params::default() };
+    let (mut cpu, mut gpu) = pair(state, params);
+    run_both("classic 4-neighbour dam break", &mut cpu, &mut gpu, 0.05, 10, 30, |_, _| {});
+}
+
+#[test]
+fn lake_at_rest_on_gpu_stays_still_and_matches_cpu() {
+    if !gpu_or_skip("lake_at_rest_on_gpu_stays_still_and_matches_cpu") {
+        return;
+    }
+    let state = scenarios::rough_lake(grid(64, 64, 1.0), 7, 2.0, 1.2);
+    let initial = state.clone();
+    let (mut cpu, mut gpu) = pair(state, Params::default());
+    run_both("lake at rest", &mut cpu, &mut gpu, 0.05, 10, 30, |_, _| {});
+    let after = gpu.read_state().unwrap();
+    let moved = difference(&initial, &after);
+    println!("lake at rest: GPU depth moved at most {:.3e} m, largest flux {:.3e} m³/s", moved.max_depth, after.flux.iter().flatten().fold(0.0f32, |m, f| m.max(f.abs())));
+    // Still water must not start to move: no cell may change by more than a few quanta.
+    assert!(moved.max_depth <= 8.0 * pipewater_core::DEPTH_QUANTUM, "still lake moved by {} m on the GPU", moved.max_depth);
+}
+
+#[test]
+fn sources_and_drains_on_gpu_match_cpu() {
+    if !gpu_or_skip("sources_and_drains_on_gpu_match_cpu") {
+        return;
+    }
+    let g = grid(64, 40, 0.5);
+    let state = scenarios::flat_pool(g, 0.05);
+    let (mut cpu, mut gpu) = pair(state, Params::default());
+    for sim in [&mut cpu, &mut gpu] {
+        sim.add_source(-8.0, 0.0, 0.4, 2.0).unwrap();
+        sim.add_source(8.0, 3.0, -0.3, 1.5).unwrap();
+        // A drain stronger than what flows to it: it empties its cells and is clamped.
+        sim.add_source(10.0, -6.0, -2.0, 0.6).unwrap();
+    }
+    run_both("sources and drains", &mut cpu, &mut gpu, 0.03, 12, 20, |_, _| {});
+    let ledger = gpu.ledger().unwrap();
+    println!("sources and drains: GPU ledger {:?}", ledger.counters);
+    assert!(ledger.counters.added > 0 && ledger.counters.removed > 0);
+}
+
+#[test]
+fn open_and_inflow_boundaries_on_gpu_match_cpu() {
+    if !gpu_or_skip("open_and_inflow_boundaries_on_gpu_match_cpu") {
+        return;
+    }
+    let g = grid(80, 32, 0.5);
+    let state = scenarios::dam_break(g, 40, 0.6, 0.2);
+    let mut boundaries = [Boundary::Wall; 4];
+    boundaries[Edge::West as usize] = Boundary::Inflow { rate: 1.5 };
+    boundaries[Edge::East as usize] = Boundary::Open;
+    boundaries[Edge::South as usize] = Boundary::Open;
+    let params = Params { boundaries, ..Params::default() };
+    let (mut cpu, mut gpu) = pair(state, params);
+    run_both("open and inflow boundaries", &mut cpu, &mut gpu, 0.03, 10, 30, |_, _| {});
+    let c = gpu.ledger().unwrap().counters;
+    println!("open and inflow boundaries: GPU boundary in {} out {} quanta", c.boundary_in, c.boundary_out);
+    assert!(c.boundary_in > 0 && c.boundary_out > 0);
+}
+
+#[test]
+fn water_edits_on_gpu_match_cpu() {
+    if !gpu_or_skip("water_edits_on_gpu_match_cpu") {
+        return;
+    }
+    let state = scenarios::rough_lake(grid(48, 48, 1.0), 3, 1.5, 0.6);
+    let (mut cpu, mut gpu) = pair(state, Params::default());
+    run_both("water edits", &mut cpu, &mut gpu, 0.05, 12, 15, |frame, sim| {
+        let x = (frame as f32 * 3.7) % 30.0 - 15.0;
+        match frame % 3 {
+            0 => {
+                sim.add_water(x, -x * 0.5, 6.0, 3.0).unwrap();
+            }
+            1 => {
+                // More than is there: clamped on the device, counted exactly.
+                sim.remove_water(-x, 4.0, 50.0, 2.5).unwrap();
+            }
+            _ => {
+                sim.add_water(0.0, 0.0, 1.0, 0.3).unwrap();
+                sim.remove_water(0.0, 0.0, 0.4, 0.3).unwrap();
+            }
+        }
+    });
+}
+
+#[test]
+fn terrain_changes_on_gpu_match_cpu() {
+    if !gpu_or_skip("terrain_changes_on_gpu_match_cpu") {
+        return;
+    }
+    let state = scenarios::rough_lake(grid(48, 48, 1.0), 11, 2.0, 1.0);
+    let (mut cpu, mut gpu) = pair(state.clone(), Params::default());
+    // A new terrain everywhere first (water depth kept), then digs and raises between frames.
+    let tilted: Vec<f32> = state.terrain.iter().enumerate().map(|(i, b)| b + (i % 48) as f32 * 0.01).collect();
+    cpu.set_terrain(&tilted).unwrap();
+    gpu.set_terrain(&tilted).unwrap();
+    run_both("terrain changes", &mut cpu, &mut gpu, 0.05, 12, 15, |frame, sim| {
+        let x = (frame as f32 * 5.3) % 30.0 - 15.0;
+        sim.modify_terrain(x, 3.0, if frame % 2 == 0 { -0.8 } else { 0.5 }, 4.0).unwrap();
+        // Overlapping edits in one frame add up.
+        sim.modify_terrain(x + 1.0, 3.0, -0.3, 3.0).unwrap();
+    });
+}
