@@ -70,26 +70,29 @@ fn depth_with_inflow(p: vec2<i32>, i: u32) -> i32 {
     return d;
 }
 
-fn surface_of(p: vec2<i32>, i: u32) -> f32 {
-    return terrain[i] + f32(depth_with_inflow(p, i)) * DEPTH_QUANTUM;
-}
-
 // pipes.rs face_depth.
 fn face_depth(surface_a: f32, bed_a: f32, surface_b: f32, bed_b: f32) -> f32 {
     return max(max(surface_a, surface_b) - max(bed_a, bed_b), 0.0);
 }
 
+// pipes.rs surface_drive: eta_a - eta_b from beds (m) and depths (quanta), differences within
+// one quantum driving nothing.
+fn surface_drive(bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32) -> f32 {
+    let difference = (bed_a - bed_b) + f32(depth_a - depth_b) * DEPTH_QUANTUM;
+    return difference - clamp(difference, -DEPTH_QUANTUM, DEPTH_QUANTUM);
+}
+
 // pipes.rs accelerate.
-fn accelerate(p: u32, f: f32, surface_a: f32, bed_a: f32, surface_b: f32, bed_b: f32) -> f32 {
+fn accelerate(p: u32, f: f32, bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32) -> f32 {
     let diagonal = p >= 2u;
     let width = select(c.width_orth, c.width_diag, diagonal);
     let length = select(c.cell_size, c.cell_size * SQRT_2, diagonal);
     var d = c.pipe_depth;
     if c.depth_dependent != 0u {
-        d = face_depth(surface_a, bed_a, surface_b, bed_b);
+        d = face_depth(bed_a + f32(depth_a) * DEPTH_QUANTUM, bed_a, bed_b + f32(depth_b) * DEPTH_QUANTUM, bed_b);
     }
     let conductance = c.gravity * width * d / length;
-    return f * c.flux_decay + c.dt * conductance * (surface_a - surface_b);
+    return f * c.flux_decay + c.dt * conductance * surface_drive(bed_a, depth_a, bed_b, depth_b);
 }
 
 // Accelerated flux of pipe p owned by cell `owner` (index `io`), or 0 where the pipe does not
@@ -100,7 +103,7 @@ fn accelerated_pipe(owner: vec2<i32>, io: u32, p: u32) -> f32 {
         return 0.0;
     }
     let j = index_of(other);
-    return accelerate(p, flux[io][p], surface_of(owner, io), terrain[io], surface_of(other, j), terrain[j]);
+    return accelerate(p, flux[io][p], terrain[io], depth_with_inflow(owner, io), terrain[j], depth_with_inflow(other, j));
 }
 
 // pipes.rs open_edge_outflow.
