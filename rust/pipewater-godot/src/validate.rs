@@ -1,0 +1,214 @@
+//! Argument validation for the node's properties and methods.
+//!
+//! Every check returns the value in the simulation's types or a message that names the property
+//! or argument and its valid range; the node forwards the message with `godot_error!` and keeps
+//! its previous, valid state.
+
+use pipewater_core::grid::{CELL_SIZE_RANGE, MIN_GRID_SIDE};
+use pipewater_core::params::MAX_INFLOW_RATE;
+use pipewater_core::simulation::{MAX_EDIT_VOLUME, MAX_FRAME_DELTA, MAX_SOURCE_RATE, MAX_TERRAIN_DELTA};
+use pipewater_core::state::MAX_TERRAIN_ABS;
+
+/// Largest grid side the node accepts, cells. Larger grids need more than 256 MiB per output
+/// texture and a mesh no renderer draws at interactive rates.
+pub const MAX_NODE_GRID_SIDE: i64 = 4096;
+/// Largest time scale.
+pub const MAX_TIME_SCALE: f64 = 100.0;
+/// Valid gravity, m/s².
+pub const GRAVITY_RANGE: (f64, f64) = (0.0, 100.0);
+/// Valid damping, fraction of flux lost per second.
+pub const DAMPING_RANGE: (f64, f64) = (0.0, 1.0);
+/// Valid classic pipe depth, m.
+pub const PIPE_DEPTH_RANGE: (f64, f64) = (1.0e-3, 1.0e3);
+/// Valid longest step, s.
+pub const MAX_STEP_RANGE: (f64, f64) = (1.0e-4, 1.0);
+/// Valid Courant number.
+pub const COURANT_RANGE: (f64, f64) = (0.01, 1.0);
+/// Valid most substeps per frame.
+pub const MAX_SUBSTEPS_RANGE: (i64, i64) = (1, 100_000);
+/// Valid height scale of a heightmap, m per unit of pixel value.
+pub const HEIGHT_SCALE_RANGE: (f64, f64) = (-1.0e5, 1.0e5);
+
+/// Checks that `value` is finite and in `min ..= max`, and returns it as `f32`.
+pub fn float_in(name: &str, value: f64, min: f64, max: f64, unit: &str) -> Result<f32, String> {
+    if value.is_finite() && value >= min && value <= max {
+        Ok(value as f32)
+    } else {
+        // Limits print as f32 so that 0.001 reads 0.001, not its f64 widening.
+        Err(format!("{name} = {value} is out of range: valid range is {} ..= {}{unit}", min as f32, max as f32))
+    }
+}
+
+/// Checks that an integer is in `min ..= max`.
+pub fn int_in(name: &str, value: i64, min: i64, max: i64) -> Result<i64, String> {
+    if (min..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!("{name} = {value} is out of range: valid range is {min} ..= {max}"))
+    }
+}
+
+/// Grid size `(x, y)` in cells: each side `2 ..= 4096`.
+pub fn grid_size(x: i64, y: i64) -> Result<(u32, u32), String> {
+    let lo = MIN_GRID_SIDE as i64;
+    let x = int_in("grid_size.x", x, lo, MAX_NODE_GRID_SIDE)?;
+    let y = int_in("grid_size.y", y, lo, MAX_NODE_GRID_SIDE)?;
+    Ok((x as u32, y as u32))
+}
+
+/// Cell size, m.
+pub fn cell_size(value: f64) -> Result<f32, String> {
+    float_in("cell_size", value, CELL_SIZE_RANGE.0 as f64, CELL_SIZE_RANGE.1 as f64, " m")
+}
+
+/// A level or height in local metres (initial water level, height offset).
+pub fn local_height(name: &str, value: f64) -> Result<f32, String> {
+    let m = MAX_TERRAIN_ABS as f64;
+    float_in(name, value, -m, m, " m")
+}
+
+/// Time scale of the node.
+pub fn time_scale(value: f64) -> Result<f32, String> {
+    float_in("time_scale", value, 0.0, MAX_TIME_SCALE, "")
+}
+
+/// Inflow rate of one edge, m³/s.
+pub fn inflow_rate(name: &str, value: f64) -> Result<f32, String> {
+    float_in(name, value, 0.0, MAX_INFLOW_RATE as f64, " m³/s")
+}
+
+/// Checks a global position: all three components finite.
+pub fn position(method: &str, x: f32, y: f32, z: f32) -> Result<(), String> {
+    if x.is_finite() && y.is_finite() && z.is_finite() {
+        Ok(())
+    } else {
+        Err(format!("{method}: global_position = ({x}, {y}, {z}) is not finite: valid range is any finite point"))
+    }
+}
+
+/// Radius of an edit, m: `0 ..= 2 × the larger grid extent` (0 means the one cell under the point).
+pub fn radius(method: &str, value: f64, extent: [f32; 2]) -> Result<f32, String> {
+    let max = 2.0 * extent[0].max(extent[1]) as f64;
+    float_in(&format!("{method}: radius"), value, 0.0, max, " m (twice the grid's larger side)")
+}
+
+/// Volume of an edit, m³.
+pub fn volume(method: &str, value: f64) -> Result<f32, String> {
+    float_in(&format!("{method}: volume"), value, 0.0, MAX_EDIT_VOLUME as f64, " m³")
+}
+
+/// Rate of a source (positive) or drain (negative), m³/s.
+pub fn source_rate(method: &str, value: f64) -> Result<f32, String> {
+    let m = MAX_SOURCE_RATE as f64;
+    float_in(&format!("{method}: rate"), value, -m, m, " m³/s")
+}
+
+/// Terrain change of one edit, m.
+pub fn delta_height(value: f64) -> Result<f32, String> {
+    let m = MAX_TERRAIN_DELTA as f64;
+    float_in("modify_terrain: delta_height", value, -m, m, " m")
+}
+
+/// Frame length of a manual step, s.
+pub fn step_delta(value: f64) -> Result<f32, String> {
+    float_in("step: delta", value, 0.0, MAX_FRAME_DELTA as f64, " s")
+}
+
+/// A terrain array: exactly `width × height` finite heights within the core's limits.
+pub fn terrain_heights(heights: &[f32], width: u32, height: u32) -> Result<(), String> {
+    let expected = width as usize * height as usize;
+    if heights.len() != expected {
+        return Err(format!(
+            "terrain_heights has {} elements: it needs exactly grid_size.x × grid_size.y = {width} × {height} = {expected}",
+            heights.len()
+        ));
+    }
+    let m = MAX_TERRAIN_ABS;
+    if let Some((i, v)) = heights.iter().enumerate().find(|(_, v)| !v.is_finite() || v.abs() > m) {
+        return Err(format!("terrain_heights[{i}] = {v} is out of range: valid range is -{m} ..= {m} m"));
+    }
+    Ok(())
+}
+
+/// The frame time a physics frame asks of the simulation: `delta × time_scale`, capped at the
+/// longest frame the simulation accepts (a hitch of several seconds is then simulated as
+/// [`MAX_FRAME_DELTA`] rather than rejected). Non-finite or negative input gives 0.
+pub fn scaled_frame_delta(delta: f64, time_scale: f32) -> f32 {
+    let scaled = delta * time_scale as f64;
+    if scaled.is_finite() && scaled > 0.0 {
+        scaled.min(MAX_FRAME_DELTA as f64) as f32
+    } else {
+        0.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each bad value and the words its message must contain: the name and the range.
+    fn assert_rejected<T: std::fmt::Debug>(result: Result<T, String>, name: &str, range: &str) {
+        println!("{result:?}");
+        let message = result.expect_err("a bad value must be rejected");
+        assert!(message.contains(name), "message names `{name}`: {message}");
+        assert!(message.contains(range), "message gives the range `{range}`: {message}");
+    }
+
+    #[test]
+    fn grid_sizes_outside_2_to_4096_are_rejected_with_the_axis_named() {
+        assert_eq!(grid_size(2, 4096), Ok((2, 4096)));
+        assert_rejected(grid_size(0, 64), "grid_size.x", "2 ..= 4096");
+        assert_rejected(grid_size(-5, 64), "grid_size.x", "2 ..= 4096");
+        assert_rejected(grid_size(64, 1), "grid_size.y", "2 ..= 4096");
+        assert_rejected(grid_size(64, 100_000), "grid_size.y", "2 ..= 4096");
+    }
+
+    #[test]
+    fn cell_size_rejects_zero_negative_nan_and_infinity() {
+        assert_eq!(cell_size(0.5), Ok(0.5));
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, 1.0e9] {
+            assert_rejected(cell_size(bad), "cell_size", "0.001 ..= 10000 m");
+        }
+    }
+
+    #[test]
+    fn edit_arguments_reject_nan_negative_and_huge_values() {
+        let extent = [64.0, 32.0];
+        assert_eq!(radius("add_water", 3.0, extent), Ok(3.0));
+        assert_rejected(radius("add_water", 1.0e6, extent), "add_water: radius", "0 ..= 128");
+        assert_rejected(radius("add_water", -1.0, extent), "radius", "0 ..= 128");
+        assert_rejected(volume("add_water", f64::NAN), "add_water: volume", "0 ..= 1000000000");
+        assert_rejected(volume("remove_water", -2.0), "remove_water: volume", "0 ..= ");
+        assert_rejected(source_rate("add_source", f64::INFINITY), "add_source: rate", "-1000000 ..= 1000000");
+        assert_rejected(delta_height(f64::NAN), "delta_height", "-10000 ..= 10000");
+        assert_rejected(step_delta(11.0), "step: delta", "0 ..= 10");
+        assert_rejected(position("get_height", f32::NAN, 0.0, 0.0), "global_position", "finite");
+    }
+
+    #[test]
+    fn parameters_reject_values_outside_their_documented_ranges() {
+        assert_rejected(time_scale(-1.0), "time_scale", "0 ..= 100");
+        assert_rejected(inflow_rate("inflow_rate_north", -3.0), "inflow_rate_north", "0 ..= 1000000");
+        assert_rejected(local_height("initial_water_level", f64::NAN), "initial_water_level", "1000000 m");
+        assert_rejected(float_in("gravity", 1.0e3, GRAVITY_RANGE.0, GRAVITY_RANGE.1, " m/s²"), "gravity", "0 ..= 100");
+        assert_rejected(int_in("max_substeps", 0, MAX_SUBSTEPS_RANGE.0, MAX_SUBSTEPS_RANGE.1), "max_substeps", "1 ..= 100000");
+    }
+
+    #[test]
+    fn terrain_arrays_of_the_wrong_length_or_with_nan_are_rejected() {
+        assert_eq!(terrain_heights(&[0.0; 6], 3, 2), Ok(()));
+        assert_rejected(terrain_heights(&[0.0; 5], 3, 2), "terrain_heights has 5 elements", "3 × 2 = 6");
+        assert_rejected(terrain_heights(&[0.0, 1.0, f32::NAN, 0.0, 0.0, 0.0], 3, 2), "terrain_heights[2]", "1000000 m");
+        assert_rejected(terrain_heights(&[0.0, 1.0e7, 0.0, 0.0, 0.0, 0.0], 3, 2), "terrain_heights[1]", "1000000 m");
+    }
+
+    #[test]
+    fn physics_frame_delta_is_scaled_capped_and_never_nan() {
+        let cases = [(0.016, 2.0, 0.032f32), (5.0, 4.0, 10.0), (f64::NAN, 1.0, 0.0), (-1.0, 1.0, 0.0), (0.016, 0.0, 0.0)];
+        for (delta, scale, expected) in cases {
+            let got = scaled_frame_delta(delta, scale);
+            println!("delta {delta} × time_scale {scale} -> {got}, expected {expected}");
+            assert!((got - expected).abs() < 1.0e-6);
+        }
+    }
+}
