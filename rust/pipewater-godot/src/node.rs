@@ -334,8 +334,11 @@ impl INode3D for PipeWater {
         }
     }
 
-    fn ready(&mut self) {
+    fn enter_tree(&mut self) {
         self.base_mut().add_to_group("pipe_water");
+    }
+
+    fn ready(&mut self) {
         self.ensure_sim();
         self.update_outputs();
     }

@@ -1,12 +1,137 @@
 //! GDScript checks (gdtoolkit) and the headless Godot tests.
+//!
+//! gdtoolkit is a Python package: `python3 -m pip install 'gdtoolkit==4.*'` provides the
+//! `gdlint` and `gdparse` commands used here (.ci/run installs it).
+
+use crate::util::root;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The pip requirement that provides `gdlint` and `gdparse`.
+const GDTOOLKIT: &str = "gdtoolkit==4.*";
+/// Printed by `godot_project/tests/run_tests.gd` when every test passed.
+const PASS_LINE: &str = "PIPEWATER TESTS PASSED";
+/// Output that means a test run went wrong even if Godot exited with 0: GDScript errors and
+/// Rust panics reported by godot-rust.
+const FAILURE_MARKERS: [&str; 3] = ["SCRIPT ERROR", "[panic", "Parse Error"];
 
 /// Lints and parses every GDScript file of the addon and the demo with gdtoolkit.
 pub fn check_gdscript() -> Result<(), String> {
+    let root = root();
+    let mut files = Vec::new();
+    collect_gdscript(&root.join("addons/pipe_water"), &mut files)?;
+    collect_gdscript(&root.join("godot_project"), &mut files)?;
+    files.sort();
+    if files.is_empty() {
+        println!("gdtoolkit: no GDScript files");
+        return Ok(());
+    }
+    let relative: Vec<String> =
+        files.iter().map(|f| f.strip_prefix(&root).unwrap_or(f).to_string_lossy().into_owned()).collect();
+    for tool in ["gdparse", "gdlint"] {
+        let mut command = Command::new(tool);
+        command.args(&relative).current_dir(&root);
+        eprintln!("$ {tool} <{} files>", relative.len());
+        let status = command.status().map_err(|e| {
+            format!("could not run {tool} ({e}): install gdtoolkit with `python3 -m pip install '{GDTOOLKIT}'`")
+        })?;
+        if !status.success() {
+            return Err(format!("{tool} found problems in the GDScript files (exit {status})"));
+        }
+    }
+    println!("gdtoolkit: {} GDScript files parse and lint cleanly", files.len());
+    Ok(())
+}
+
+/// `.gd` files under `dir`, leaving out Godot's cache and the linked copy of the addon.
+fn collect_gdscript(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), String> {
+    if !dir.is_dir() {
+        return Ok(());
+    }
+    for entry in std::fs::read_dir(dir).map_err(|e| format!("reading {}: {e}", dir.display()))? {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if path.is_dir() {
+            let linked_addon = name == "addons" && dir.ends_with("godot_project");
+            if !name.starts_with('.') && !linked_addon {
+                collect_gdscript(&path, files)?;
+            }
+        } else if name.ends_with(".gd") {
+            files.push(path);
+        }
+    }
     Ok(())
 }
 
 /// Runs `godot_project/tests/` headless with the binary in `GODOT`; one SKIP line without it.
+///
+/// Builds and installs the debug library, imports the project once (so that Godot registers the
+/// extension and the script classes), then runs `res://tests/run_tests.gd` with a fixed 60 Hz
+/// clock so that simulated seconds do not cost real ones.
 pub fn run_headless_tests() -> Result<(), String> {
-    println!("SKIP: Godot headless tests (not written yet)");
+    let godot = match std::env::var("GODOT") {
+        Ok(g) if !g.trim().is_empty() => g,
+        _ => {
+            println!("SKIP: headless Godot tests (set GODOT to a Godot 4.3+ binary to run godot_project/tests/)");
+            return Ok(());
+        }
+    };
+    crate::build::build_and_install(false)?;
+    let project = root().join("godot_project");
+    let import = Command::new(&godot)
+        .args(["--headless", "--path"])
+        .arg(&project)
+        .arg("--import")
+        .output()
+        .map_err(|e| format!("could not start GODOT={godot}: {e}"))?;
+    if !import.status.success() {
+        eprintln!("{}{}", String::from_utf8_lossy(&import.stdout), String::from_utf8_lossy(&import.stderr));
+        return Err(format!("importing the project failed ({})", import.status));
+    }
+    eprintln!("$ {godot} --headless --path godot_project --fixed-fps 60 -s res://tests/run_tests.gd");
+    let output = Command::new(&godot)
+        .args(["--headless", "--path"])
+        .arg(&project)
+        .args(["--fixed-fps", "60", "-s", "res://tests/run_tests.gd"])
+        .output()
+        .map_err(|e| format!("could not start GODOT={godot}: {e}"))?;
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    println!("{text}");
+    verdict(output.status.success(), &text)
+}
+
+/// Whether a headless run passed: exit 0, the pass line printed, no script error or panic.
+fn verdict(exited_ok: bool, output: &str) -> Result<(), String> {
+    if let Some(marker) = FAILURE_MARKERS.iter().find(|m| output.contains(*m)) {
+        return Err(format!("headless Godot tests: the output contains `{marker}`"));
+    }
+    if !exited_ok {
+        return Err("headless Godot tests failed (non-zero exit)".into());
+    }
+    if !output.contains(PASS_LINE) {
+        return Err(format!("headless Godot tests did not print `{PASS_LINE}`"));
+    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_headless_run_passes_only_with_exit_0_the_pass_line_and_no_script_error() {
+        let good = format!("ok 1\nERROR: PipeWater: cell_size = -1 is out of range\n{PASS_LINE}\n");
+        let cases = [
+            (true, good.clone(), true),
+            (false, good.clone(), false),
+            (true, "ok 1\n".to_string(), false),
+            (true, format!("SCRIPT ERROR: Invalid call\n{PASS_LINE}"), false),
+            (true, format!("ERROR: [panic src/node.rs:10]\n{PASS_LINE}"), false),
+        ];
+        for (exit_ok, output, expected) in cases {
+            let got = verdict(exit_ok, &output);
+            println!("exit ok {exit_ok}, output {output:?} -> {got:?}");
+            assert_eq!(got.is_ok(), expected);
+        }
+    }
 }
