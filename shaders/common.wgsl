@@ -63,3 +63,133 @@ fn add_depth_clamped(a: i32, b: i32) -> i32 {
     }
     return max(a + b, 0);
 }
+
+// ---- The model of pipes.rs, one function per Rust function, constants passed as `c`. ----
+
+fn cell_in_grid(c: StepConstants, p: vec2<i32>) -> bool {
+    return p.x >= 0 && p.y >= 0 && p.x < i32(c.width) && p.y < i32(c.height);
+}
+
+fn pipe_active(c: StepConstants, p: u32) -> bool {
+    return p < 2u || c.eight_neighbours != 0u;
+}
+
+// pipes.rs inflow_for_cell.
+fn inflow_for_cell(c: StepConstants, p: vec2<i32>) -> i32 {
+    var q = 0;
+    if p.y == 0 && c.boundary.x == BOUNDARY_INFLOW { q += c.inflow_quanta.x; }
+    if p.x == i32(c.width) - 1 && c.boundary.y == BOUNDARY_INFLOW { q += c.inflow_quanta.y; }
+    if p.y == i32(c.height) - 1 && c.boundary.z == BOUNDARY_INFLOW { q += c.inflow_quanta.z; }
+    if p.x == 0 && c.boundary.w == BOUNDARY_INFLOW { q += c.inflow_quanta.w; }
+    return q;
+}
+
+// Depth (quanta) of cell p once this step's inflow has entered, from its stored depth `d`.
+fn with_inflow(c: StepConstants, p: vec2<i32>, d: i32) -> i32 {
+    if any(c.boundary == vec4<u32>(BOUNDARY_INFLOW)) {
+        let q = inflow_for_cell(c, p);
+        if q > 0 {
+            return add_depth_clamped(d, q);
+        }
+    }
+    return d;
+}
+
+// pipes.rs open_edge_count.
+fn open_edge_count(c: StepConstants, p: vec2<i32>) -> u32 {
+    var n = 0u;
+    if p.y == 0 && c.boundary.x == BOUNDARY_OPEN { n += 1u; }
+    if p.x == i32(c.width) - 1 && c.boundary.y == BOUNDARY_OPEN { n += 1u; }
+    if p.y == i32(c.height) - 1 && c.boundary.z == BOUNDARY_OPEN { n += 1u; }
+    if p.x == 0 && c.boundary.w == BOUNDARY_OPEN { n += 1u; }
+    return n;
+}
+
+// pipes.rs face_depth.
+fn face_depth(surface_a: f32, bed_a: f32, surface_b: f32, bed_b: f32) -> f32 {
+    return max(max(surface_a, surface_b) - max(bed_a, bed_b), 0.0);
+}
+
+// pipes.rs surface_drive: eta_a - eta_b from beds (m) and depths (quanta), differences within
+// one quantum driving nothing.
+fn surface_drive(bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32) -> f32 {
+    let difference = (bed_a - bed_b) + f32(depth_a - depth_b) * DEPTH_QUANTUM;
+    return difference - clamp(difference, -DEPTH_QUANTUM, DEPTH_QUANTUM);
+}
+
+// pipes.rs accelerate.
+fn accelerate(c: StepConstants, p: u32, f: f32, bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32) -> f32 {
+    let diagonal = p >= 2u;
+    let width = select(c.width_orth, c.width_diag, diagonal);
+    let length = select(c.cell_size, c.cell_size * SQRT_2, diagonal);
+    var d = c.pipe_depth;
+    if c.depth_dependent != 0u {
+        d = face_depth(bed_a + f32(depth_a) * DEPTH_QUANTUM, bed_a, bed_b + f32(depth_b) * DEPTH_QUANTUM, bed_b);
+    }
+    let conductance = c.gravity * width * d / length;
+    return f * c.flux_decay + c.dt * conductance * surface_drive(bed_a, depth_a, bed_b, depth_b);
+}
+
+// pipes.rs open_edge_outflow.
+fn open_edge_outflow(c: StepConstants, d: f32) -> f32 {
+    return c.cell_size * d * sqrt(c.gravity * d);
+}
+
+// pipes.rs pipe_quanta.
+fn pipe_quanta(flux_to_quanta: f32, f: f32, k_drainer: f32) -> i32 {
+    let amount = i32(abs(f * flux_to_quanta) * k_drainer);
+    return select(amount, -amount, f < 0.0);
+}
+
+// pipes.rs requested_quanta, summed in the same tree.
+fn requested_quanta(flux_to_quanta: f32, leaving: array<f32, 8>) -> f32 {
+    var q: array<f32, 8>;
+    for (var n = 0u; n < 8u; n++) {
+        q[n] = abs(max(leaving[n], 0.0) * flux_to_quanta);
+    }
+    return ((q[0] + q[4]) + (q[1] + q[5])) + ((q[2] + q[6]) + (q[3] + q[7]));
+}
+
+// pipes.rs limit_factor.
+fn limit_factor(depth_quanta: i32, requested: f32) -> f32 {
+    if requested > 0.0 {
+        return min(f32(depth_quanta) * LIMIT_MARGIN / requested, 1.0);
+    }
+    return 1.0;
+}
+
+// Whole quanta a cell holding `d` gives away with limit factor k: the sum the transfer will
+// subtract. Stops counting once past `d`.
+fn quanta_given(flux_to_quanta: f32, leaving: array<f32, 8>, open_flux: f32, k: f32, d: i32) -> u32 {
+    var total = u32(pipe_quanta(flux_to_quanta, open_flux, k));
+    for (var n = 0u; n < 8u; n++) {
+        if leaving[n] > 0.0 && total <= u32(d) {
+            total += u32(pipe_quanta(flux_to_quanta, leaving[n], k));
+        }
+    }
+    return total;
+}
+
+// Phase 2 for a cell holding `d` quanta (after inflow) at grid position `cell`, whose pipes carry
+// `leaving[n]` towards NEIGHBOUR_OFFSETS[n]: the limit factor k.
+//
+// LIMIT_MARGIN covers the CPU's correctly rounded division; a GPU may divide less exactly. The
+// whole quanta the transfer will move are checked and k shrunk until they fit, so positivity
+// never rests on the driver's rounding. (The check passes at once unless the division was off.)
+fn cell_limit(c: StepConstants, cell: vec2<i32>, d: i32, leaving: array<f32, 8>) -> f32 {
+    var requested = requested_quanta(c.flux_to_quanta, leaving);
+    let open = open_edge_count(c, cell);
+    var open_flux = 0.0;
+    if open > 0u {
+        open_flux = open_edge_outflow(c, f32(d) * DEPTH_QUANTUM) * f32(open);
+        requested += abs(open_flux * c.flux_to_quanta);
+    }
+    var k = limit_factor(d, requested);
+    for (var tries = 0; tries < 4 && quanta_given(c.flux_to_quanta, leaving, open_flux, k, d) > u32(d); tries++) {
+        k *= LIMIT_MARGIN;
+    }
+    if quanta_given(c.flux_to_quanta, leaving, open_flux, k, d) > u32(d) {
+        k = 0.0;
+    }
+    return k;
+}

@@ -7,6 +7,7 @@
 //! one quantum (0.95 µm) more or less through a pipe in one step, and in moving water such
 //! differences spread and add up over the steps. They stay at the size of the rounding, far
 //! below anything visible, which is what the tolerances below bound.
+#![cfg(feature = "gpu")]
 
 mod gpu_support;
 

@@ -1,5 +1,6 @@
 //! Without a usable adapter the GPU backend fails with a clear error, `Auto` falls back to the
 //! CPU and says why. (Own test binary: the adapter choice is made once per process.)
+#![cfg(feature = "gpu")]
 
 #[cfg(feature = "gpu")]
 #[test]

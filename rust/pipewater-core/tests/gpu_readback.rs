@@ -1,6 +1,7 @@
 //! The GPU backend's CPU mirror: `snapshot` never waits for the device, lags `advance` by at
 //! most `GPU_SNAPSHOT_LATENCY` frames, and holds texels, totals and ledger of one instant that
 //! agree with the state read back at that instant. All simulations share one device.
+#![cfg(feature = "gpu")]
 
 mod gpu_support;
 

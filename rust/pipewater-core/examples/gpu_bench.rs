@@ -1,0 +1,131 @@
+//! GPU benchmark: cell-steps per second of the wgpu backend across grid sizes, next to the
+//! device's own copy bandwidth measured with wgpu, so the step's share of DRAM bandwidth can be
+//! stated. Prints Markdown rows for docs/BENCHMARKS.md.
+//!
+//! `cargo run --release -p pipewater-core --example gpu_bench -- [--sizes 512,1024] [--seconds 2]
+//! [--steps 200] [--four]`. `PIPEWATER_GPU_WORKGROUP=XxY` picks the workgroup shape.
+
+#[cfg(not(feature = "gpu"))]
+fn main() {
+    eprintln!("gpu_bench needs the `gpu` feature");
+}
+
+#[cfg(feature = "gpu")]
+mod bench {
+    use pipewater_core::backend::gpu::{GpuBackend, GpuContext, BYTES_PER_CELL_STEP};
+    use pipewater_core::backend::{Backend, FramePlan};
+    use pipewater_core::pipes::StepConstants;
+    use pipewater_core::{scenarios, Grid, NeighbourMode, Params};
+    use std::time::Instant;
+
+    fn arg<T: std::str::FromStr>(args: &[String], name: &str) -> Option<T> {
+        args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok())
+    }
+
+    /// Device-to-device copy bandwidth, bytes/s (read + write), from `reps` copies of `bytes`
+    /// recorded into one submission.
+    fn copy_bandwidth(ctx: &GpuContext, bytes: u64, reps: u32) -> f64 {
+        let make = |label| {
+            ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: bytes,
+                usage: wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        };
+        let (a, b) = (make("copy a"), make("copy b"));
+        let run = |reps: u32| {
+            let mut encoder = ctx.device.create_command_encoder(&Default::default());
+            for r in 0..reps {
+                let (src, dst) = if r % 2 == 0 { (&a, &b) } else { (&b, &a) };
+                encoder.copy_buffer_to_buffer(src, 0, dst, 0, bytes);
+            }
+            let t = Instant::now();
+            ctx.queue.submit([encoder.finish()]);
+            ctx.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: None }).expect("poll");
+            t.elapsed().as_secs_f64()
+        };
+        run(2);
+        let seconds = run(reps);
+        2.0 * bytes as f64 * reps as f64 / seconds
+    }
+
+    /// Cell-steps per second on a `side²` grid: frames of `steps` substeps until `seconds` passed.
+    fn measure(side: u32, mode: NeighbourMode, steps: u32, seconds: f64) -> Result<(f64, f64), String> {
+        let grid = Grid::new(side, side, 1.0).map_err(|e| e.to_string())?;
+        // The scenario of `cargo xtask bench`: a rough lake with a raised block of water.
+        let mut state = scenarios::rough_lake(grid, 42, 4.0, 2.0);
+        for y in side / 4..side / 2 {
+            for x in side / 4..side / 2 {
+                state.depth[grid.index(x, y)] += pipewater_core::quanta::depth_to_quanta(1.5);
+            }
+        }
+        let params = Params { neighbours: mode, ..Params::default() };
+        let constants = StepConstants::new(&params, side, side, 1.0, 0.02, [0; 4]);
+        let mut gpu = GpuBackend::new(&state).map_err(|e| e.to_string())?;
+        let plan = FramePlan { constants, substeps: steps, forcing: &[] };
+        gpu.advance(&plan).map_err(|e| e.to_string())?;
+        gpu.sync().map_err(|e| e.to_string())?;
+        let start = Instant::now();
+        let mut total = 0u64;
+        while start.elapsed().as_secs_f64() < seconds || total < 2 * steps as u64 {
+            gpu.advance(&plan).map_err(|e| e.to_string())?;
+            total += steps as u64;
+        }
+        gpu.sync().map_err(|e| e.to_string())?;
+        let elapsed = start.elapsed().as_secs_f64();
+        let after = gpu.read_state().map_err(|e| e.to_string())?;
+        if after.depth.iter().any(|&d| d < 0) {
+            return Err("negative depth".into());
+        }
+        Ok((total as f64 * grid.cell_count() as f64 / elapsed, elapsed * 1e3 / total as f64))
+    }
+
+    pub fn main() {
+        let args: Vec<String> = std::env::args().collect();
+        let sizes: Vec<u32> = arg::<String>(&args, "--sizes")
+            .map(|s| s.split(',').filter_map(|v| v.trim().parse().ok()).collect())
+            .unwrap_or_else(|| vec![512, 1024, 2048, 4096]);
+        let seconds: f64 = arg(&args, "--seconds").unwrap_or(2.0);
+        let steps: u32 = arg(&args, "--steps").unwrap_or(200);
+        let copy_mib: u64 = arg(&args, "--copy-mib").unwrap_or(512);
+        let mode = if args.iter().any(|a| a == "--four") { NeighbourMode::Four } else { NeighbourMode::Eight };
+        let ctx = match GpuContext::shared() {
+            Ok(ctx) => ctx,
+            Err(e) => {
+                eprintln!("gpu_bench: {e}");
+                std::process::exit(2);
+            }
+        };
+        println!("adapter: {}", ctx.adapter_description());
+        println!("workgroup: {}x{}", ctx.workgroup[0], ctx.workgroup[1]);
+        let bandwidth = copy_bandwidth(&ctx, copy_mib << 20, 20);
+        println!("device-to-device copy: {:.1} GB/s (read + write, {copy_mib} MiB buffers)", bandwidth / 1e9);
+        println!("bytes per cell-step (model): {BYTES_PER_CELL_STEP}");
+        println!();
+        println!("| grid | neighbours | G cell-steps/s | ms/step | effective GB/s | of copy bandwidth |");
+        println!("|---|---|---|---|---|---|");
+        for side in sizes {
+            match measure(side, mode, steps, seconds) {
+                Ok((rate, ms)) => {
+                    let bytes = rate * BYTES_PER_CELL_STEP as f64;
+                    println!(
+                        "| {side}² | {} | {:.3} | {:.4} | {:.0} | {:.0}% |",
+                        if mode == NeighbourMode::Eight { 8 } else { 4 },
+                        rate / 1e9,
+                        ms,
+                        bytes / 1e9,
+                        100.0 * bytes / bandwidth
+                    );
+                }
+                Err(e) => println!("| {side}² | – | failed: {e} | | | |"),
+            }
+        }
+    }
+
+}
+
+#[cfg(feature = "gpu")]
+fn main() {
+    bench::main();
+}
