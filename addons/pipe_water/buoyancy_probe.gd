@@ -29,7 +29,7 @@ extends Node3D
 @export_range(1.0, 2000.0, 1.0, "or_greater", "suffix:kg/m³") var fluid_density: float = 1000.0
 ## Drag toward the water's velocity per second, as a fraction of this probe's share of the mass
 ## (share = mass / number of probes on the body). 0 disables drag and drift.
-@export_range(0.0, 20.0, 0.01, "or_greater", "suffix:1/s") var drag: float = 2.0
+@export_range(0.0, 20.0, 0.01, "or_greater", "suffix:1/s") var drag: float = 4.0
 ## When false the probe applies no force.
 @export var enabled: bool = true
 

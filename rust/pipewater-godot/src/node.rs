@@ -96,6 +96,9 @@ pub enum WaterBoundary {
 /// `flux_texture`: R = velocity along local +X (m/s), G = velocity along local +Z (m/s), B = speed
 /// (m/s), A = discharge per metre of width (m²/s).
 ///
+/// The node joins the group `pipe_water` when it enters the tree (`BuoyancyProbe` finds it
+/// there).
+///
 /// **Outside the grid** `get_height` and `get_terrain_height` return `-INF` (test with
 /// `is_inf()` or `is_inside()`), `get_depth` returns `0.0` and `get_flow_velocity` returns
 /// `Vector3.ZERO`; edits there do nothing.
@@ -464,6 +467,38 @@ impl PipeWater {
         }
         self.terrain_heights = value;
         self.needs_terrain = true;
+    }
+
+    /// Sets `terrain_heights` from an image: its red channel (or luminance) × `height_scale` +
+    /// `height_offset` (m), resampled (bilinear) to `grid_size`. Works where textures keep no
+    /// image (headless servers). Returns false, keeping the terrain, when the image is empty,
+    /// cannot be decompressed, or gives heights outside ±1e6 m.
+    #[func]
+    fn set_terrain_from_image(&mut self, image: Option<Gd<Image>>, height_scale: f64, height_offset: f64) -> bool {
+        let Some(image) = image else {
+            self.reject("set_terrain_from_image: image is null: pass an Image".into());
+            return false;
+        };
+        let (lo, hi) = validate::HEIGHT_SCALE_RANGE;
+        let Some(scale) = self.accept(validate::float_in("set_terrain_from_image: height_scale", height_scale, lo, hi, " m")) else {
+            return false;
+        };
+        let Some(offset) = self.accept(validate::local_height("set_terrain_from_image: height_offset", height_offset)) else {
+            return false;
+        };
+        let Ok((w, h)) = validate::grid_size(self.grid_size.x as i64, self.grid_size.y as i64) else { return false };
+        let Ok(grid) = Grid::new(w, h, self.cell_size as f32) else { return false };
+        match prepared_image(&image).and_then(|copy| image_terrain(copy, grid, scale, offset)) {
+            Ok(terrain) => {
+                self.terrain_heights = PackedFloat32Array::from(terrain.as_slice());
+                self.needs_terrain = true;
+                true
+            }
+            Err(why) => {
+                self.reject(format!("set_terrain_from_image: {why}"));
+                false
+            }
+        }
     }
 
     /// The current terrain heights (local m, row-major), edits included: the terrain of the
@@ -1240,6 +1275,11 @@ fn source_id(id: i64) -> Option<SourceId> {
 /// The texture's image, checked to be non-empty and uncompressed (or decompressible).
 fn readable_image(texture: &Gd<Texture2D>) -> Result<Gd<Image>, String> {
     let image = texture.get_image().ok_or("the texture has no image data (is it a GPU-only texture?)")?;
+    prepared_image(&image)
+}
+
+/// A copy of `image` that can be converted: non-empty and uncompressed (or decompressible).
+fn prepared_image(image: &Gd<Image>) -> Result<Gd<Image>, String> {
     if image.is_empty() || image.get_width() < 1 || image.get_height() < 1 {
         return Err("the image is empty: valid heightmaps have at least 1×1 pixels".into());
     }
@@ -1247,7 +1287,10 @@ fn readable_image(texture: &Gd<Texture2D>) -> Result<Gd<Image>, String> {
     if copy.is_compressed() {
         copy.decompress();
         if copy.is_compressed() {
-            return Err(format!("the image is compressed ({:?}) and cannot be decompressed: use an uncompressed (e.g. R8, RF, RGBA8) image", copy.get_format()));
+            return Err(format!(
+                "the image is compressed ({:?}) and cannot be decompressed: use an uncompressed (e.g. L8, R8, RF, RGBA8) image",
+                copy.get_format()
+            ));
         }
     }
     Ok(copy)
@@ -1255,7 +1298,11 @@ fn readable_image(texture: &Gd<Texture2D>) -> Result<Gd<Image>, String> {
 
 /// Terrain heights for `grid` from a heightmap texture (red channel, resampled to the grid).
 fn heightmap_terrain(texture: &Gd<Texture2D>, grid: Grid, scale: f32, offset: f32) -> Result<Vec<f32>, String> {
-    let mut image = readable_image(texture)?;
+    image_terrain(readable_image(texture)?, grid, scale, offset)
+}
+
+/// Terrain heights for `grid` from a prepared image copy (red channel, resampled to the grid).
+fn image_terrain(mut image: Gd<Image>, grid: Grid, scale: f32, offset: f32) -> Result<Vec<f32>, String> {
     image.clear_mipmaps();
     image.convert(Format::RF);
     if image.get_width() != grid.width as i32 || image.get_height() != grid.height as i32 {

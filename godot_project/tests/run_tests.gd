@@ -1,0 +1,335 @@
+extends SceneTree
+## Headless tests of the PipeWater addon.
+##
+## Run from the repository root (cargo xtask test does this when GODOT is set):
+## [codeblock]
+## $GODOT --headless --path godot_project --import
+## $GODOT --headless --path godot_project --fixed-fps 60 -s res://tests/run_tests.gd
+## [/codeblock]
+## Every check prints the property it states and the figures it compares. The run ends with
+## PIPEWATER TESTS PASSED (exit code 0) or PIPEWATER TESTS FAILED (exit code 1). Checks that feed
+## bad arguments expect Godot errors starting with "PipeWater:" in the output.
+
+## Heights and depths read back within this (m): queries are bilinear over f32 cell values.
+const HEIGHT_TOLERANCE := 1.0e-3
+## Volumes agree within this (m³): edits round to whole depth quanta of 2⁻²⁰ m per cell.
+const VOLUME_TOLERANCE := 1.0e-3
+## A floating body settles within this of its predicted height (m) after six seconds.
+const FLOAT_TOLERANCE := 0.05
+## ...and moves vertically slower than this (m/s).
+const SETTLED_SPEED := 0.05
+const PROBE_SCRIPT_PATH := "res://addons/pipe_water/buoyancy_probe.gd"
+
+var _failures: int = 0
+var _checks: int = 0
+
+
+func _initialize() -> void:
+	_run.call_deferred()
+
+
+func _run() -> void:
+	print("PipeWater headless tests, Godot %s" % Engine.get_version_info().string)
+	if not ClassDB.class_exists(&"PipeWater"):
+		_check(false, "the PipeWater class is registered (is the library in addons/pipe_water/bin?)")
+		_finish()
+		return
+	await _test_pool_height_honours_the_global_transform()
+	await _test_rotated_node_maps_global_points_to_its_grid()
+	await _test_add_and_remove_water_change_the_total_by_their_volume()
+	await _test_sources_and_drains()
+	await _test_textures_have_the_documented_size_and_format()
+	await _test_terrain_from_image_and_digging()
+	await _test_backend_choice_falls_back_without_crashing()
+	await _test_bad_arguments_are_rejected_and_state_stays_safe()
+	await _test_probe_body_floats_at_its_predicted_depth()
+	await _test_probe_body_sinks_where_there_is_no_water()
+	_finish()
+
+
+func _finish() -> void:
+	if _failures == 0:
+		print("%d checks passed" % _checks)
+		print("PIPEWATER TESTS PASSED")
+		quit(0)
+	else:
+		print("%d of %d checks failed" % [_failures, _checks])
+		print("PIPEWATER TESTS FAILED")
+		quit(1)
+
+
+func _check(ok: bool, statement: String) -> void:
+	_checks += 1
+	if ok:
+		print("ok   - %s" % statement)
+	else:
+		_failures += 1
+		print("FAIL - %s" % statement)
+
+
+func _near(actual: float, expected: float, tolerance: float, statement: String) -> void:
+	var ok: bool = is_finite(actual) and absf(actual - expected) <= tolerance
+	_check(ok, "%s: got %.6f, expected %.6f ± %g" % [statement, actual, expected, tolerance])
+
+
+## A PipeWater on the CPU backend over flat ground, filled to [param level], in the tree.
+func _make_water(size: Vector2i, level: float, origin: Vector3) -> PipeWater:
+	var water: PipeWater = ClassDB.instantiate(&"PipeWater")
+	water.backend = PipeWater.BACKEND_CPU
+	water.grid_size = size
+	water.cell_size = 1.0
+	water.initial_water_level = level
+	water.show_mesh = false
+	water.position = origin
+	root.add_child(water)
+	water.rebuild()
+	await process_frame
+	return water
+
+
+func _free(node: Node) -> void:
+	node.queue_free()
+	await process_frame
+
+
+func _test_pool_height_honours_the_global_transform() -> void:
+	print("-- a 2 m pool on flat ground, node at (10, 5, -3)")
+	var water: PipeWater = await _make_water(Vector2i(32, 32), 2.0, Vector3(10, 5, -3))
+	var inside := Vector3(12.3, 0.0, -1.7)
+	_near(water.get_height(inside), 7.0, HEIGHT_TOLERANCE, "get_height is the global Y of the surface")
+	_near(water.get_depth(inside), 2.0, HEIGHT_TOLERANCE, "get_depth is the pool depth")
+	_near(water.get_terrain_height(inside), 5.0, HEIGHT_TOLERANCE, "terrain is the node's Y")
+	_near(water.get_flow_velocity(inside).length(), 0.0, 1.0e-6, "still water has no flow velocity")
+	_check(water.is_inside(inside), "is_inside is true over the grid")
+	var outside := Vector3(100.0, 0.0, 0.0)
+	var h: float = water.get_height(outside)
+	_check(is_inf(h) and h < 0.0, "get_height outside the grid is -INF (got %f)" % h)
+	_check(is_inf(water.get_terrain_height(outside)), "get_terrain_height outside is -INF")
+	_near(water.get_depth(outside), 0.0, 0.0, "get_depth outside the grid is 0")
+	_check(water.get_flow_velocity(outside) == Vector3.ZERO, "get_flow_velocity outside is ZERO")
+	_check(not water.is_inside(outside), "is_inside is false off the grid")
+	_near(water.get_total_water(), 32.0 * 32.0 * 2.0, VOLUME_TOLERANCE, "total water is area × depth")
+	await _free(water)
+
+
+func _test_rotated_node_maps_global_points_to_its_grid() -> void:
+	print("-- terrain sloping along local +X, node rotated 90° about Y")
+	var water: PipeWater = await _make_water(Vector2i(32, 32), -10.0, Vector3.ZERO)
+	var heights := PackedFloat32Array()
+	for y in 32:
+		for x in 32:
+			heights.append(0.1 * x)
+	water.terrain_heights = heights
+	water.rotation = Vector3(0.0, PI / 2.0, 0.0)
+	water.rebuild()
+	# Rotating +90° about Y maps local +X to global -Z: global (0, 0, -5) is local (5, 0, 0),
+	# whose continuous cell x is 5 + 16 - 0.5 = 20.5, so the terrain there is 2.05 m.
+	_near(water.get_terrain_height(Vector3(0, 0, -5)), 2.05, HEIGHT_TOLERANCE, "rotated lookup")
+	_check(water.get_terrain_heights().size() == 32 * 32, "one height a cell")
+	_near(water.get_terrain_heights()[31], 3.1, 1.0e-6, "terrain_heights[31] reads back as set")
+	await _free(water)
+
+
+func _test_add_and_remove_water_change_the_total_by_their_volume() -> void:
+	print("-- add_water and remove_water in a 1 m pool (CPU backend)")
+	var water: PipeWater = await _make_water(Vector2i(40, 40), 1.0, Vector3.ZERO)
+	var before: float = water.get_total_water()
+	var added: float = water.add_water(Vector3(3, 0, -2), 10.0, 3.0)
+	var after_add: float = water.get_total_water()
+	_near(added, 10.0, VOLUME_TOLERANCE, "add_water returns the requested 10 m³")
+	_near(after_add - before, 10.0, VOLUME_TOLERANCE, "total grows by the requested 10 m³")
+	var removed: float = water.remove_water(Vector3(-4, 0, 4), 6.0, 2.5)
+	var after_remove: float = water.get_total_water()
+	_near(removed, 6.0, VOLUME_TOLERANCE, "remove_water returns the 6 m³ taken")
+	_near(after_add - after_remove, removed, VOLUME_TOLERANCE, "total shrinks by what was removed")
+	var greedy: float = water.remove_water(Vector3(0, 0, 0), 1.0e6, 0.0)
+	_near(greedy, 1.0, VOLUME_TOLERANCE, "remove_water never takes more than the cell holds (1 m³)")
+	for i in 30:
+		water.step(1.0 / 30.0)
+	var ledger: Dictionary = water.get_water_ledger()
+	_near(ledger["total"], ledger["expected"], VOLUME_TOLERANCE, "ledger: total = expected")
+	_near(water.get_total_water(), after_remove - greedy, VOLUME_TOLERANCE, "walls keep the water")
+	var off_grid: float = water.add_water(Vector3(500, 0, 500), 5.0, 1.0)
+	_near(off_grid, 0.0, 0.0, "add_water off the grid adds nothing")
+	await _free(water)
+
+
+func _test_sources_and_drains() -> void:
+	print("-- a 2 m³/s source for one second, then a drain")
+	var water: PipeWater = await _make_water(Vector2i(24, 24), 1.0, Vector3.ZERO)
+	water.paused = true
+	var before: float = water.get_total_water()
+	var id: int = water.add_source(Vector3(2, 0, 2), 2.0, 2.0)
+	_check(id >= 1, "add_source returns an id ≥ 1 (got %d)" % id)
+	water.step(1.0)
+	_near(water.get_total_water() - before, 2.0, VOLUME_TOLERANCE, "source adds rate × time")
+	_check(water.remove_source(id), "remove_source(id) is true once")
+	_check(not water.remove_source(id), "remove_source(id) is false the second time")
+	var drain: int = water.add_drain(Vector3(-2, 0, -2), 1.5, 2.0)
+	var mid: float = water.get_total_water()
+	water.step(1.0)
+	_near(mid - water.get_total_water(), 1.5, VOLUME_TOLERANCE, "drain removes rate × time")
+	_check(water.get_source_ids() == PackedInt64Array([drain]), "get_source_ids lists the drain")
+	await _free(water)
+
+
+func _test_textures_have_the_documented_size_and_format() -> void:
+	print("-- height_texture and flux_texture")
+	var water: PipeWater = await _make_water(Vector2i(48, 20), 1.5, Vector3.ZERO)
+	for texture: ImageTexture in [water.height_texture, water.flux_texture]:
+		_check(texture != null, "the texture exists")
+		if texture == null:
+			continue
+		var size := Vector2i(texture.get_width(), texture.get_height())
+		_check(size == Vector2i(48, 20), "texture size %s equals grid_size (48, 20)" % size)
+		_check(texture.get_format() == Image.FORMAT_RGBAF, "format %d is FORMAT_RGBAF (%d)" % [
+				texture.get_format(), Image.FORMAT_RGBAF])
+	var same: Texture2D = water.height_texture
+	water.grid_size = Vector2i(16, 12)
+	water.rebuild()
+	_check(water.height_texture == same, "the texture object survives a rebuild")
+	_check(water.height_texture.get_width() == 16 and water.height_texture.get_height() == 12,
+			"after a rebuild the texture follows grid_size (16, 12)")
+	var image: Image = water.height_texture.get_image()
+	if image == null:
+		print("note - this renderer keeps no texture images; texel contents not read back")
+	else:
+		var texel: Color = image.get_pixel(3, 4)
+		_near(texel.r, 1.5, HEIGHT_TOLERANCE, "height_texture R is the surface height")
+		_near(texel.g, 1.5, HEIGHT_TOLERANCE, "height_texture G is the depth")
+		_near(texel.b, 0.0, HEIGHT_TOLERANCE, "height_texture B is the terrain height")
+		_near(texel.a, 1.0, 0.0, "height_texture A is 1 for a wet cell")
+	await _free(water)
+
+
+func _test_terrain_from_image_and_digging() -> void:
+	print("-- terrain from an L8 image, then digging")
+	var water: PipeWater = await _make_water(Vector2i(8, 8), -100.0, Vector3.ZERO)
+	var bytes := PackedByteArray()
+	for y in 8:
+		for x in 8:
+			bytes.append(x * 32)
+	var image := Image.create_from_data(8, 8, false, Image.FORMAT_L8, bytes)
+	_check(water.set_terrain_from_image(image, 10.0, 1.0), "set_terrain_from_image accepts L8")
+	water.rebuild()
+	# Cell (x, y) has value x·32/255; its centre is at local x = x + 0.5 - 4.
+	var expected: float = 1.0 + 10.0 * (5 * 32) / 255.0
+	_near(water.get_terrain_height(Vector3(1.5, 0, 0.5)), expected, HEIGHT_TOLERANCE, "cell 5 height")
+	var before: float = water.get_terrain_height(Vector3(0.5, 0, 0.5))
+	_check(water.modify_terrain(Vector3(0.5, 0, 0.5), -2.0, 3.0), "modify_terrain accepts a dig")
+	var after: float = water.get_terrain_height(Vector3(0.5, 0, 0.5))
+	_near(before - after, 2.0, 0.3, "digging lowers the ground at the centre by about 2 m")
+	await _free(water)
+
+
+func _test_backend_choice_falls_back_without_crashing() -> void:
+	print("-- backend = BACKEND_GPU, then BACKEND_AUTO")
+	var water: PipeWater = await _make_water(Vector2i(16, 16), 1.0, Vector3.ZERO)
+	for choice: int in [PipeWater.BACKEND_GPU, PipeWater.BACKEND_AUTO]:
+		water.backend = choice
+		_check(water.rebuild(), "the simulation builds with backend %d" % choice)
+		var active: int = water.active_backend
+		_check(active == PipeWater.BACKEND_GPU or active == PipeWater.BACKEND_CPU,
+				"active_backend is GPU or CPU (got %d: %s)" % [active, water.get_backend_description()])
+		water.step(0.1)
+	await _free(water)
+
+
+func _test_bad_arguments_are_rejected_and_state_stays_safe() -> void:
+	print("-- bad arguments (each should print a PipeWater error)")
+	var water: PipeWater = await _make_water(Vector2i(20, 20), 2.0, Vector3.ZERO)
+	var total: float = water.get_total_water()
+	var bad_properties: Array = [
+		["cell_size", -1.0], ["cell_size", 0.0], ["cell_size", NAN], ["cell_size", INF],
+		["grid_size", Vector2i(0, 5)], ["grid_size", Vector2i(100000, 8)],
+		["gravity", NAN], ["damping", 2.0], ["time_scale", -1.0], ["max_substeps", 0],
+		["max_step", 0.0], ["courant", 5.0], ["pipe_depth", -1.0], ["inflow_rate_north", -1.0],
+		["initial_water_level", INF], ["height_scale", NAN],
+		["terrain_heights", PackedFloat32Array([1.0, 2.0])],
+		["heightmap", ImageTexture.new()],
+	]
+	for case: Array in bad_properties:
+		var property: String = case[0]
+		var before: Variant = water.get(property)
+		water.clear_last_error()
+		water.set(property, case[1])
+		var message: String = water.get_last_error()
+		_check(water.get(property) == before and message.contains(property),
+				"%s = %s is rejected, value kept, error names it: \"%s\"" % [property, case[1], message])
+	var nan_point := Vector3(NAN, 0, 0)
+	_near(water.add_water(nan_point, 1.0, 1.0), 0.0, 0.0, "add_water at a NaN position adds 0")
+	_near(water.add_water(Vector3.ZERO, -1.0, 1.0), 0.0, 0.0, "add_water of a negative volume adds 0")
+	_near(water.add_water(Vector3.ZERO, NAN, 1.0), 0.0, 0.0, "add_water of a NaN volume adds 0")
+	_near(water.add_water(Vector3.ZERO, 1.0, 1.0e9), 0.0, 0.0, "add_water with a huge radius adds 0")
+	_near(water.remove_water(Vector3.ZERO, INF, 1.0), 0.0, 0.0, "remove_water of INF removes 0")
+	_check(water.add_source(Vector3.ZERO, INF, 1.0) == -1, "add_source with rate INF returns -1")
+	_check(water.add_source(Vector3(900, 0, 0), 1.0, 1.0) == -1, "add_source off the grid is -1")
+	_check(not water.modify_terrain(Vector3.ZERO, NAN, 1.0), "modify_terrain by NaN is refused")
+	_check(water.step(-1.0) == 0 and water.step(NAN) == 0, "step(-1) and step(NaN) do nothing")
+	_check(not water.set_terrain_from_image(Image.new(), 1.0, 0.0), "an empty image is refused")
+	var h: float = water.get_height(nan_point)
+	_check(is_inf(h), "get_height at a NaN position is -INF (got %f)" % h)
+	water.step(0.5)
+	var after: float = water.get_total_water()
+	_near(after, total, VOLUME_TOLERANCE, "after all that the water is unchanged and not NaN")
+	_near(water.get_height(Vector3(1, 0, 1)), 2.0, HEIGHT_TOLERANCE, "and the pool is still 2 m")
+	await _free(water)
+
+
+## A 100 kg box carried by four probes of 0.05 m³ and radius 0.25 m, drag 8/s (damping ratio
+## about 0.3, so six seconds settle it to well under a millimetre).
+func _make_boat(at: Vector3) -> RigidBody3D:
+	var probe_script: GDScript = load(PROBE_SCRIPT_PATH)
+	var body := RigidBody3D.new()
+	body.mass = 100.0
+	var shape := CollisionShape3D.new()
+	var box := BoxShape3D.new()
+	box.size = Vector3(1.2, 0.5, 1.2)
+	shape.shape = box
+	body.add_child(shape)
+	for corner: Vector3 in [Vector3(0.5, 0, 0.5), Vector3(-0.5, 0, 0.5), Vector3(0.5, 0, -0.5),
+			Vector3(-0.5, 0, -0.5)]:
+		var probe: Node3D = probe_script.new()
+		probe.set("volume", 0.05)
+		probe.set("radius", 0.25)
+		probe.set("drag", 8.0)
+		probe.position = corner
+		body.add_child(probe)
+	body.position = at
+	return body
+
+
+func _test_probe_body_floats_at_its_predicted_depth() -> void:
+	print("-- a 100 kg body on four 0.05 m³ probes in a still 3 m pool")
+	var water: PipeWater = await _make_water(Vector2i(24, 24), 3.0, Vector3.ZERO)
+	var boat: RigidBody3D = _make_boat(Vector3(0.3, 4.0, -0.2))
+	root.add_child(boat)
+	for i in 360:
+		await physics_frame
+	# Submersion = mass / (density × total volume) = 100 / (1000 × 0.2) = 0.5: the probes'
+	# centres (at the body's origin height) sit at the surface.
+	var surface: float = water.get_height(boat.global_position)
+	print("surface %.4f m, body at %.4f m, vertical speed %.4f m/s" % [
+			surface, boat.global_position.y, boat.linear_velocity.y])
+	_near(boat.global_position.y, surface, FLOAT_TOLERANCE, "the body floats with probes half in")
+	_check(absf(boat.linear_velocity.y) < SETTLED_SPEED,
+			"the body has settled (|vy| = %.4f < %.2f m/s)" % [absf(boat.linear_velocity.y),
+			SETTLED_SPEED])
+	_check(not is_nan(water.get_total_water()), "the water stays finite")
+	await _free(boat)
+	await _free(water)
+
+
+func _test_probe_body_sinks_where_there_is_no_water() -> void:
+	print("-- the same body over a dry grid falls freely")
+	var water: PipeWater = await _make_water(Vector2i(24, 24), -1.0, Vector3.ZERO)
+	var boat: RigidBody3D = _make_boat(Vector3(0.0, 2.0, 0.0))
+	root.add_child(boat)
+	for i in 60:
+		await physics_frame
+	# Free fall for one second drops 4.9 m; buoyancy would have held it near the ground at 0.
+	print("after 1 s the body is at %.3f m" % boat.global_position.y)
+	var y: float = boat.global_position.y
+	_check(y < -2.0, "the body fell below -2 m (at %.3f)" % y)
+	await _free(boat)
+	await _free(water)
