@@ -12,7 +12,7 @@ fn main() {
 
 #[cfg(feature = "gpu")]
 mod bench {
-    use pipewater_core::backend::gpu::{GpuBackend, GpuContext, BYTES_PER_CELL_STEP};
+    use pipewater_core::backend::gpu::{GpuBackend, GpuContext};
     use pipewater_core::backend::{Backend, FramePlan};
     use pipewater_core::pipes::StepConstants;
     use pipewater_core::{scenarios, Grid, NeighbourMode, Params};
@@ -101,14 +101,14 @@ mod bench {
         println!("workgroup: {}x{}", ctx.workgroup[0], ctx.workgroup[1]);
         let bandwidth = copy_bandwidth(&ctx, copy_mib << 20, 20);
         println!("device-to-device copy: {:.1} GB/s (read + write, {copy_mib} MiB buffers)", bandwidth / 1e9);
-        println!("bytes per cell-step (model): {BYTES_PER_CELL_STEP}");
+        println!("kernel: {:?}, bytes per cell-step (model): {}", ctx.kernel, ctx.kernel.bytes_per_cell_step());
         println!();
         println!("| grid | neighbours | G cell-steps/s | ms/step | effective GB/s | of copy bandwidth |");
         println!("|---|---|---|---|---|---|");
         for side in sizes {
             match measure(side, mode, steps, seconds) {
                 Ok((rate, ms)) => {
-                    let bytes = rate * BYTES_PER_CELL_STEP as f64;
+                    let bytes = rate * ctx.kernel.bytes_per_cell_step() as f64;
                     println!(
                         "| {side}² | {} | {:.3} | {:.4} | {:.0} | {:.0}% |",
                         if mode == NeighbourMode::Eight { 8 } else { 4 },

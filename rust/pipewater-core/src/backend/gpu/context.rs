@@ -15,6 +15,40 @@ pub const DEFAULT_WORKGROUP: [u32; 2] = [32, 8];
 /// Workgroup size of the edit passes (one invocation per edit).
 pub const EDIT_WORKGROUP: u32 = 64;
 
+/// Tile of the fused step (`shaders/step_tiled.wgsl`), cells along x and y: one invocation
+/// per cell, so also its workgroup shape.
+pub const TILE: [u32; 2] = [32, 8];
+
+/// Workgroup memory the fused step needs, bytes: a 36 × 12 region of terrain, depth, pipes and
+/// limit factors.
+pub const TILED_WORKGROUP_BYTES: u32 = 36 * 12 * (4 + 4 + 16 + 4);
+
+/// Which step kernel runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepKernel {
+    /// One pass per step over tiles in workgroup memory (`step_tiled.wgsl`); the default.
+    Tiled,
+    /// Two passes per step, accelerate + limit then transfer (`step.wgsl`): the reference GPU
+    /// path, chosen with `PIPEWATER_GPU_KERNEL=two-pass` or where workgroup memory is short.
+    TwoPass,
+}
+
+impl StepKernel {
+    /// Device memory traffic of one cell-step, bytes, each field element counted once per pass
+    /// that reads or writes it (neighbour and halo reads served by the caches):
+    ///
+    /// * two passes: accelerate_limit reads terrain 4 + depth 4 + flux 16 and writes
+    ///   accelerated 16 + limit 4; transfer reads depth 4 + accelerated 16 + limit 4 and writes
+    ///   depth 4 + flux 16: 88 bytes;
+    /// * tiled: reads terrain 4 + depth 4 + flux 16, writes depth 4 + flux 16: 44 bytes.
+    pub fn bytes_per_cell_step(self) -> u32 {
+        match self {
+            StepKernel::Tiled => 44,
+            StepKernel::TwoPass => 88,
+        }
+    }
+}
+
 /// Side of the square workgroup of the snapshot pass.
 pub const SNAPSHOT_WORKGROUP: u32 = 16;
 
@@ -32,6 +66,12 @@ pub struct GpuContext {
     pub workgroup: [u32; 2],
     /// Bind group layout of the step passes.
     pub step_layout: wgpu::BindGroupLayout,
+    /// The step kernel in use.
+    pub kernel: StepKernel,
+    /// Bind group layout of the fused step.
+    pub tiled_layout: wgpu::BindGroupLayout,
+    /// The fused step.
+    pub step_tiled: wgpu::ComputePipeline,
     /// Phase 1 + 2.
     pub accelerate_limit: wgpu::ComputePipeline,
     /// Phase 3.
@@ -140,6 +180,10 @@ impl GpuContext {
             "step",
             &[uniform(0), storage(1, true), storage(2, false), storage(3, false), storage(4, false), storage(5, false), storage(6, false)],
         );
+        let tiled_layout = layout(
+            "step tiled",
+            &[uniform(0), storage(1, true), storage(2, true), storage(3, true), storage(4, false), storage(5, false), storage(6, false)],
+        );
         let edit_layout = layout("edits", &[storage(0, false), storage(1, false), storage(2, false), storage(3, true), storage(4, true)]);
         let snapshot_layout =
             layout("snapshot", &[uniform(0), storage(1, true), storage(2, true), storage(3, true), storage(4, false), storage(5, false), storage(6, false)]);
@@ -151,6 +195,7 @@ impl GpuContext {
             })
         };
         let step_module = module("step.wgsl", shaders::STEP);
+        let tiled_module = module("step_tiled.wgsl", shaders::STEP_TILED);
         let edit_module = module("edits.wgsl", shaders::EDITS);
         let snapshot_module = module("snapshot.wgsl", shaders::SNAPSHOT);
         let wg_constants = [("WG_X", workgroup[0] as f64), ("WG_Y", workgroup[1] as f64)];
@@ -171,6 +216,12 @@ impl GpuContext {
         };
         let accelerate_limit = pipeline("accelerate_limit", &step_layout, &step_module, "accelerate_limit", &wg_constants);
         let transfer = pipeline("transfer", &step_layout, &step_module, "transfer", &wg_constants);
+        let step_tiled = pipeline("step_tiled", &tiled_layout, &tiled_module, "step_tiled", &[]);
+        let tiled_fits = limits.max_compute_workgroup_storage_size >= TILED_WORKGROUP_BYTES
+            && limits.max_compute_invocations_per_workgroup >= TILE[0] * TILE[1]
+            && limits.max_compute_workgroup_size_x >= TILE[0];
+        let two_pass_asked = std::env::var("PIPEWATER_GPU_KERNEL").is_ok_and(|v| v == "two-pass");
+        let kernel = if tiled_fits && !two_pass_asked { StepKernel::Tiled } else { StepKernel::TwoPass };
         let apply_water = pipeline("apply_water", &edit_layout, &edit_module, "apply_water", &[]);
         let apply_terrain = pipeline("apply_terrain", &edit_layout, &edit_module, "apply_terrain", &[]);
         let texels = pipeline("texels", &snapshot_layout, &snapshot_module, "texels", &[]);
@@ -180,6 +231,9 @@ impl GpuContext {
             adapter: adapter_info,
             limits,
             workgroup,
+            kernel,
+            tiled_layout,
+            step_tiled,
             step_layout,
             accelerate_limit,
             transfer,

@@ -1,9 +1,11 @@
 //! The wgpu backend: the step of [`crate::pipes`] as WGSL compute passes over storage buffers.
 //!
-//! * Fields live on the device: terrain (`f32`), depth (`i32` quanta), the persistent limited
-//!   flux (`vec4<f32>` per cell: E, S, SE, SW), and two per-step scratch fields — the
-//!   accelerated flux and the limit factor — that the transfer pass reads while the first pass
-//!   of the step has written them (see `shaders/step.wgsl`).
+//! * Fields live on the device: terrain (`f32`), depth (`i32` quanta) and the persistent
+//!   limited flux (`vec4<f32>` per cell: E, S, SE, SW). Depth and flux exist twice and
+//!   ping-pong: the fused step (`shaders/step_tiled.wgsl`, one pass per step) reads one copy
+//!   while it writes the other. The two-pass reference kernel (`shaders/step.wgsl`) works in
+//!   place on the current copy with two scratch fields, the accelerated flux and the limit
+//!   factor, which its second pass reads after the first has written them.
 //! * Each pipe is written by the one invocation of the cell that owns it, and both cells of a
 //!   pipe compute the same whole number of quanta from the same inputs, so mass is exact here
 //!   too: ledger counters are 64-bit integers kept with 32-bit atomics and a carry.
@@ -20,7 +22,7 @@
 mod context;
 pub mod shaders;
 
-pub use context::{GpuContext, DEFAULT_WORKGROUP, EDIT_WORKGROUP, SNAPSHOT_WORKGROUP};
+pub use context::{GpuContext, StepKernel, DEFAULT_WORKGROUP, EDIT_WORKGROUP, SNAPSHOT_WORKGROUP, TILE};
 
 use super::{Backend, BackendKind, CellTerrain, CellWater, EditOutcome, FramePlan};
 use crate::error::{Error, Result};
@@ -47,12 +49,6 @@ pub const GPU_SNAPSHOT_LATENCY: u32 = MAX_FRAMES_IN_FLIGHT as u32;
 /// speed, largest depth).
 const HEADER_BYTES: u64 = 48;
 
-/// Device memory traffic of one cell-step, bytes, counting each field element once per pass
-/// that reads or writes it (neighbour reads served by the caches):
-///
-/// * accelerate_limit reads terrain 4 + depth 4 + flux 16, writes accelerated 16 + limit 4 = 44;
-/// * transfer reads depth 4 + accelerated 16 + limit 4, writes depth 4 + flux 16 = 44.
-pub const BYTES_PER_CELL_STEP: u32 = 88;
 
 const SLOT_FREE: u32 = 0;
 const SLOT_PENDING: u32 = 1;
@@ -110,19 +106,25 @@ pub struct GpuBackend {
     constants: StepConstants,
     uniforms: wgpu::Buffer,
     terrain: wgpu::Buffer,
-    depth: wgpu::Buffer,
-    flux: wgpu::Buffer,
+    /// Depth and flux, twice: `current` indexes the copy that holds the state.
+    depth: [wgpu::Buffer; 2],
+    flux: [wgpu::Buffer; 2],
+    current: usize,
     counters: wgpu::Buffer,
     stats: wgpu::Buffer,
     height_texels: wgpu::Buffer,
     flow_texels: wgpu::Buffer,
-    step_group: wgpu::BindGroup,
-    snapshot_group: wgpu::BindGroup,
+    /// Per current copy: the two-pass step (in place), the fused step (to the other copy), the
+    /// snapshot.
+    step_groups: [wgpu::BindGroup; 2],
+    tiled_groups: [wgpu::BindGroup; 2],
+    snapshot_groups: [wgpu::BindGroup; 2],
     water_edits: EditList,
     forcing: EditList,
     terrain_edits: EditList,
-    /// Edit passes' bind groups: (user water edits, terrain edits) and (forcing, terrain edits).
-    edit_groups: Option<[wgpu::BindGroup; 2]>,
+    /// Edit passes' bind groups per current copy: (user water edits, terrain edits) and
+    /// (forcing, terrain edits).
+    edit_groups: Option<[[wgpu::BindGroup; 2]; 2]>,
     pending_water: Vec<CellWater>,
     pending_terrain: Vec<CellTerrain>,
     slots: Vec<Slot>,
@@ -163,10 +165,12 @@ impl GpuBackend {
             mapped_at_creation: false,
         });
         let terrain = field("terrain", n * 4, io);
-        let depth = field("depth", n * 4, io);
-        let flux = field("flux", n * 16, io);
-        let accelerated = field("accelerated flux", n * 16, U::empty());
-        let limit = field("limit factor", n * 4, U::empty());
+        let depth = [field("depth 0", n * 4, io), field("depth 1", n * 4, io)];
+        let flux = [field("flux 0", n * 16, io), field("flux 1", n * 16, io)];
+        // Scratch of the two-pass kernel only.
+        let two_pass = ctx.kernel == StepKernel::TwoPass;
+        let accelerated = field("accelerated flux", if two_pass { n * 16 } else { 16 }, U::empty());
+        let limit = field("limit factor", if two_pass { n * 4 } else { 16 }, U::empty());
         let counters = field("ledger counters", 32, io);
         let stats = field("snapshot stats", 16, io);
         let height_texels = field("height texels", n * 16, U::COPY_SRC);
@@ -176,9 +180,11 @@ impl GpuBackend {
                 buffers.iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect();
             device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(label), layout, entries: &entries })
         };
-        let step_group = group(&ctx.step_layout, "step", &[&uniforms, &terrain, &depth, &flux, &accelerated, &limit, &counters]);
-        let snapshot_group =
-            group(&ctx.snapshot_layout, "snapshot", &[&uniforms, &terrain, &depth, &flux, &height_texels, &flow_texels, &stats]);
+        let step_groups = [0, 1].map(|k| group(&ctx.step_layout, "step", &[&uniforms, &terrain, &depth[k], &flux[k], &accelerated, &limit, &counters]));
+        let tiled_groups =
+            [0, 1].map(|k| group(&ctx.tiled_layout, "step tiled", &[&uniforms, &terrain, &depth[k], &flux[k], &depth[1 - k], &flux[1 - k], &counters]));
+        let snapshot_groups =
+            [0, 1].map(|k| group(&ctx.snapshot_layout, "snapshot", &[&uniforms, &terrain, &depth[k], &flux[k], &height_texels, &flow_texels, &stats]));
         let slots = (0..2)
             .map(|i| Slot {
                 buffer: device.create_buffer(&wgpu::BufferDescriptor {
@@ -204,12 +210,14 @@ impl GpuBackend {
             terrain,
             depth,
             flux,
+            current: 0,
             counters,
             stats,
             height_texels,
             flow_texels,
-            step_group,
-            snapshot_group,
+            step_groups,
+            tiled_groups,
+            snapshot_groups,
             edit_groups: None,
             pending_water: Vec::new(),
             pending_terrain: Vec::new(),
@@ -241,8 +249,9 @@ impl GpuBackend {
         let q = &self.ctx.queue;
         q.write_buffer(&self.uniforms, 0, bytemuck::bytes_of(&self.constants));
         q.write_buffer(&self.terrain, 0, bytemuck::cast_slice(&state.terrain));
-        q.write_buffer(&self.depth, 0, bytemuck::cast_slice(&state.depth));
-        q.write_buffer(&self.flux, 0, bytemuck::cast_slice(&state.flux));
+        self.current = 0;
+        q.write_buffer(&self.depth[0], 0, bytemuck::cast_slice(&state.depth));
+        q.write_buffer(&self.flux[0], 0, bytemuck::cast_slice(&state.flux));
         q.write_buffer(&self.counters, 0, &[0u8; 32]);
         self.pending_water.clear();
         self.pending_terrain.clear();
@@ -272,13 +281,14 @@ impl GpuBackend {
             grown |= self.forcing.upload(&ctx, "forcing", bytemuck::cast_slice(forcing));
         }
         if grown {
-            let make = |list: &wgpu::Buffer, label: &str| {
-                let buffers = [&self.terrain, &self.depth, &self.counters, list, &self.terrain_edits.buffer];
+            let make = |k: usize, list: &wgpu::Buffer, label: &str| {
+                let buffers = [&self.terrain, &self.depth[k], &self.counters, list, &self.terrain_edits.buffer];
                 let entries: Vec<wgpu::BindGroupEntry> =
                     buffers.iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect();
                 ctx.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(label), layout: &ctx.edit_layout, entries: &entries })
             };
-            self.edit_groups = Some([make(&self.water_edits.buffer, "water edits"), make(&self.forcing.buffer, "forcing")]);
+            self.edit_groups =
+                Some([0, 1].map(|k| [make(k, &self.water_edits.buffer, "water edits"), make(k, &self.forcing.buffer, "forcing")]));
         }
         (w, t, f)
     }
@@ -291,6 +301,7 @@ impl GpuBackend {
     /// Records the queued edits into `pass`.
     fn record_edits(&self, pass: &mut wgpu::ComputePass, water: u32, terrain: u32) {
         let Some(groups) = &self.edit_groups else { return };
+        let groups = &groups[self.current];
         if terrain > 0 {
             pass.set_pipeline(&self.ctx.apply_terrain);
             pass.set_bind_group(0, &groups[0], &[]);
@@ -482,21 +493,33 @@ impl Backend for GpuBackend {
             self.record_edits(&mut pass, water, terrain);
             let (gx, gy) = self.grid_groups();
             let forcing_groups = self.edit_groups_for(forcing);
+            let (tx, ty) = (g.width.div_ceil(TILE[0]), g.height.div_ceil(TILE[1]));
             for _ in 0..plan.substeps {
+                let k = self.current;
                 if forcing > 0 {
                     pass.set_pipeline(&self.ctx.apply_water);
-                    pass.set_bind_group(0, &self.edit_groups.as_ref().expect("prepared")[1], &[]);
+                    pass.set_bind_group(0, &self.edit_groups.as_ref().expect("prepared")[k][1], &[]);
                     pass.dispatch_workgroups(forcing_groups, 1, 1);
                 }
-                pass.set_pipeline(&self.ctx.accelerate_limit);
-                pass.set_bind_group(0, &self.step_group, &[]);
-                pass.dispatch_workgroups(gx, gy, 1);
-                pass.set_pipeline(&self.ctx.transfer);
-                pass.dispatch_workgroups(gx, gy, 1);
+                match self.ctx.kernel {
+                    StepKernel::Tiled => {
+                        pass.set_pipeline(&self.ctx.step_tiled);
+                        pass.set_bind_group(0, &self.tiled_groups[k], &[]);
+                        pass.dispatch_workgroups(tx, ty, 1);
+                        self.current = 1 - k;
+                    }
+                    StepKernel::TwoPass => {
+                        pass.set_pipeline(&self.ctx.accelerate_limit);
+                        pass.set_bind_group(0, &self.step_groups[k], &[]);
+                        pass.dispatch_workgroups(gx, gy, 1);
+                        pass.set_pipeline(&self.ctx.transfer);
+                        pass.dispatch_workgroups(gx, gy, 1);
+                    }
+                }
             }
             if readback.is_some() {
                 pass.set_pipeline(&self.ctx.texels);
-                pass.set_bind_group(0, &self.snapshot_group, &[]);
+                pass.set_bind_group(0, &self.snapshot_groups[self.current], &[]);
                 pass.dispatch_workgroups(g.width.div_ceil(SNAPSHOT_WORKGROUP), g.height.div_ceil(SNAPSHOT_WORKGROUP), 1);
             }
         }
@@ -532,7 +555,7 @@ impl Backend for GpuBackend {
 
     fn read_state(&mut self) -> Result<State> {
         let n = self.grid.cell_count() as u64;
-        let (terrain, depth, flux) = (self.terrain.clone(), self.depth.clone(), self.flux.clone());
+        let (terrain, depth, flux) = (self.terrain.clone(), self.depth[self.current].clone(), self.flux[self.current].clone());
         let bytes = self.read_blocking(&[(&terrain, n * 4), (&depth, n * 4), (&flux, n * 16)])?;
         let n = n as usize;
         Ok(State {

@@ -5,14 +5,16 @@
 pub const COMMON: &str = include_str!("../../../../../shaders/common.wgsl");
 /// Accelerate + limit, and transfer: the step of [`crate::pipes`].
 pub const STEP: &str = include_str!("../../../../../shaders/step.wgsl");
+/// The same step fused into one pass per step over tiles held in workgroup memory.
+pub const STEP_TILED: &str = include_str!("../../../../../shaders/step_tiled.wgsl");
 /// Water and terrain edits, sources and drains.
 pub const EDITS: &str = include_str!("../../../../../shaders/edits.wgsl");
 /// Snapshot texels and the reductions (total water, largest depth and speed).
 pub const SNAPSHOT: &str = include_str!("../../../../../shaders/snapshot.wgsl");
 
 /// Every pass family by file name, as compiled: `common.wgsl` followed by the file.
-pub fn pass_families() -> [(&'static str, String); 3] {
-    [("step.wgsl", with_common(STEP)), ("edits.wgsl", with_common(EDITS)), ("snapshot.wgsl", with_common(SNAPSHOT))]
+pub fn pass_families() -> [(&'static str, String); 4] {
+    [("step.wgsl", with_common(STEP)), ("step_tiled.wgsl", with_common(STEP_TILED)), ("edits.wgsl", with_common(EDITS)), ("snapshot.wgsl", with_common(SNAPSHOT))]
 }
 
 /// `common.wgsl` followed by `source`.
