@@ -260,7 +260,7 @@ pub struct PipeWater {
 
     /// Water surface, depth, terrain and wetness per cell (`Image.FORMAT_RGBAF`, `grid_size`
     /// texels; layout in the class description). Read-only; the same object for the node's
-    /// lifetime, its image replaced when the grid changes.
+    /// lifetime (never null), its image replaced when the grid changes.
     #[var(no_set)]
     height_texture: Option<Gd<ImageTexture>>,
     /// Flow velocity, speed and discharge per cell (`Image.FORMAT_RGBAF`, `grid_size` texels;
@@ -269,6 +269,8 @@ pub struct PipeWater {
     flux_texture: Option<Gd<ImageTexture>>,
 
     sim: Option<Simulation>,
+    /// The last build failed; not retried until a property asks for a rebuild.
+    build_failed: bool,
     needs_rebuild: bool,
     needs_terrain: bool,
     needs_params: bool,
@@ -319,9 +321,12 @@ impl INode3D for PipeWater {
             active_backend: WaterBackend::Auto,
             show_mesh: true,
             water_material: None,
-            height_texture: None,
-            flux_texture: None,
+            // Created now so that materials can take them before the first build; their images
+            // are set (and replaced when the grid changes) by the node.
+            height_texture: Some(ImageTexture::new_gd()),
+            flux_texture: Some(ImageTexture::new_gd()),
             sim: None,
+            build_failed: false,
             needs_rebuild: true,
             needs_terrain: false,
             needs_params: false,
@@ -1083,12 +1088,17 @@ impl PipeWater {
 
     /// Builds or updates the simulation from the properties. False when none can run.
     fn ensure_sim(&mut self) -> bool {
-        if self.needs_rebuild || self.sim.is_none() {
+        let changed = self.needs_terrain || self.needs_params;
+        if self.needs_rebuild || (self.sim.is_none() && (!self.build_failed || changed)) {
             self.needs_rebuild = false;
             self.needs_terrain = false;
             self.needs_params = false;
             self.build();
+            self.build_failed = self.sim.is_none();
             return self.sim.is_some();
+        }
+        if self.sim.is_none() {
+            return false;
         }
         if self.needs_terrain {
             self.needs_terrain = false;
