@@ -190,15 +190,18 @@ func _test_textures_have_the_documented_size_and_format() -> void:
 	_check(water.height_texture == same, "the texture object survives a rebuild")
 	_check(water.height_texture.get_width() == 16 and water.height_texture.get_height() == 12,
 			"after a rebuild the texture follows grid_size (16, 12)")
-	var image: Image = water.height_texture.get_image()
-	if image == null:
-		print("note - this renderer keeps no texture images; texel contents not read back")
-	else:
+	# The image the node uploads (the texture's own copy may live only on the GPU).
+	var image: Image = water.get_height_image()
+	_check(image != null and image.get_size() == Vector2i(16, 12), "get_height_image is 16×12")
+	if image != null:
+		_check(image.get_format() == Image.FORMAT_RGBAF, "the uploaded image is FORMAT_RGBAF")
 		var texel: Color = image.get_pixel(3, 4)
 		_near(texel.r, 1.5, HEIGHT_TOLERANCE, "height_texture R is the surface height")
 		_near(texel.g, 1.5, HEIGHT_TOLERANCE, "height_texture G is the depth")
 		_near(texel.b, 0.0, HEIGHT_TOLERANCE, "height_texture B is the terrain height")
 		_near(texel.a, 1.0, 0.0, "height_texture A is 1 for a wet cell")
+	var flux: Image = water.get_flux_image()
+	_check(flux != null and flux.get_pixel(3, 4).b == 0.0, "flux B (speed) is 0 in still water")
 	await _free(water)
 
 

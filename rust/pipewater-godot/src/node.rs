@@ -814,6 +814,19 @@ impl PipeWater {
         d
     }
 
+    /// The image last copied into `height_texture` (same size, format and layout), for CPU-side
+    /// use such as minimaps. Owned by the node and overwritten each frame: duplicate it to keep it.
+    #[func]
+    fn get_height_image(&self) -> Option<Gd<Image>> {
+        self.height_image.clone()
+    }
+
+    /// The image last copied into `flux_texture`. Owned by the node; duplicate it to keep it.
+    #[func]
+    fn get_flux_image(&self) -> Option<Gd<Image>> {
+        self.flux_image.clone()
+    }
+
     /// Description of the running backend (GPU adapter and driver, or CPU threads).
     #[func]
     fn get_backend_description(&mut self) -> GString {
