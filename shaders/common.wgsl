@@ -185,11 +185,13 @@ fn cell_limit(c: StepConstants, cell: vec2<i32>, d: i32, leaving: array<f32, 8>)
         requested += abs(open_flux * c.flux_to_quanta);
     }
     var k = limit_factor(d, requested);
-    for (var tries = 0; tries < 4 && quanta_given(c.flux_to_quanta, leaving, open_flux, k, d) > u32(d); tries++) {
+    var tries = 0;
+    while quanta_given(c.flux_to_quanta, leaving, open_flux, k, d) > u32(d) {
+        if tries == 4 {
+            return 0.0;
+        }
         k *= LIMIT_MARGIN;
-    }
-    if quanta_given(c.flux_to_quanta, leaving, open_flux, k, d) > u32(d) {
-        k = 0.0;
+        tries++;
     }
     return k;
 }

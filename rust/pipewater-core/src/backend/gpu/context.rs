@@ -194,8 +194,24 @@ impl GpuContext {
                 source: wgpu::ShaderSource::Wgsl(shaders::with_common(source).into()),
             })
         };
-        let step_module = module("step.wgsl", shaders::STEP);
-        let tiled_module = module("step_tiled.wgsl", shaders::STEP_TILED);
+        // The step kernels run without naga's injected bounds checks and loop counters (see
+        // docs/BENCHMARKS.md for what they cost): every index they form is a grid cell checked against the
+        // grid's size (or a workgroup-memory slot of a fixed region), and every loop is bounded. `PIPEWATER_GPU_CHECKED=1` keeps the checks for debugging.
+        let checked = std::env::var("PIPEWATER_GPU_CHECKED").is_ok_and(|v| v == "1");
+        let trusted = |label: &str, source: &str| {
+            let desc = wgpu::ShaderModuleDescriptor { label: Some(label), source: wgpu::ShaderSource::Wgsl(shaders::with_common(source).into()) };
+            if checked {
+                device.create_shader_module(desc)
+            } else {
+                // SAFETY: the step shaders index storage buffers only at cells inside the grid
+                // (every neighbour is tested with `cell_in_grid` first) and workgroup arrays
+                // only inside their fixed region; every loop has a small fixed bound. The
+                // buffers are sized for the grid in `GpuBackend::new`.
+                unsafe { device.create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked()) }
+            }
+        };
+        let step_module = trusted("step.wgsl", shaders::STEP);
+        let tiled_module = trusted("step_tiled.wgsl", shaders::STEP_TILED);
         let edit_module = module("edits.wgsl", shaders::EDITS);
         let snapshot_module = module("snapshot.wgsl", shaders::SNAPSHOT);
         let wg_constants = [("WG_X", workgroup[0] as f64), ("WG_Y", workgroup[1] as f64)];

@@ -478,7 +478,9 @@ impl Backend for GpuBackend {
                 .poll(wgpu::PollType::Wait { submission_index: Some(oldest), timeout: None })
                 .map_err(|e| Error::Gpu(e.to_string()))?;
         }
-        self.harvest(false);
+        // Pick up finished readbacks now if snapshots are wanted, so that a staging buffer is
+        // free for this frame without dropping the newest finished one.
+        self.harvest(self.wanted);
         self.constants = plan.constants;
         self.ctx.queue.write_buffer(&self.uniforms, 0, bytemuck::bytes_of(&self.constants));
         let (water, terrain, forcing) = self.prepare_edits(if plan.substeps > 0 { plan.forcing } else { &[] });
