@@ -14,8 +14,8 @@ use godot::classes::{
 };
 use godot::prelude::*;
 use pipewater_core::{
-    BackendKind, BackendPreference, Boundary, CrossSection, Error as CoreError, Grid, NeighbourMode, Params, Simulation, Snapshot, SourceId,
-    State,
+    BackendKind, BackendPreference, Boundary, CrossSection, Error as CoreError, Grid, NeighbourMode, Params, Simulation, Snapshot,
+    SourceId, State,
 };
 use std::sync::Arc;
 use std::time::Instant;
@@ -1048,33 +1048,22 @@ impl PipeWater {
     }
 
     fn params(&self) -> Params {
-        let boundary = |mode: WaterBoundary, rate: f64| match mode {
-            WaterBoundary::Wall => Boundary::Wall,
-            WaterBoundary::Open => Boundary::Open,
-            WaterBoundary::Inflow => Boundary::Inflow { rate: rate as f32 },
-        };
-        Params {
-            gravity: self.gravity as f32,
-            damping: self.damping as f32,
-            neighbours: match self.neighbour_mode {
-                WaterNeighbours::Four => NeighbourMode::Four,
-                WaterNeighbours::Eight => NeighbourMode::Eight,
-            },
-            cross_section: match self.cross_section {
-                WaterCrossSection::Classic => CrossSection::Classic,
-                WaterCrossSection::DepthDependent => CrossSection::DepthDependent,
-            },
-            pipe_depth: self.pipe_depth as f32,
+        core_params(&ParamInputs {
+            gravity: self.gravity,
+            damping: self.damping,
+            neighbours: self.neighbour_mode,
+            cross_section: self.cross_section,
+            pipe_depth: self.pipe_depth,
             boundaries: [
-                boundary(self.boundary_north, self.inflow_rate_north),
-                boundary(self.boundary_east, self.inflow_rate_east),
-                boundary(self.boundary_south, self.inflow_rate_south),
-                boundary(self.boundary_west, self.inflow_rate_west),
+                (self.boundary_north, self.inflow_rate_north),
+                (self.boundary_east, self.inflow_rate_east),
+                (self.boundary_south, self.inflow_rate_south),
+                (self.boundary_west, self.inflow_rate_west),
             ],
-            cfl: self.courant as f32,
-            max_step: self.max_step as f32,
-            max_substeps: self.max_substeps.clamp(1, 100_000) as u32,
-        }
+            courant: self.courant,
+            max_step: self.max_step,
+            max_substeps: self.max_substeps,
+        })
     }
 
     /// Terrain for `grid` from `terrain_heights`, else the heightmap, else flat ground at 0.
@@ -1198,8 +1187,11 @@ impl PipeWater {
                 self.reject(format!("could not create a {w}×{h} RGBAF image for the textures"));
                 continue;
             };
-            let (image_slot, texture_slot) =
-                if which == 0 { (&mut self.height_image, &mut self.height_texture) } else { (&mut self.flux_image, &mut self.flux_texture) };
+            let (image_slot, texture_slot) = if which == 0 {
+                (&mut self.height_image, &mut self.height_texture)
+            } else {
+                (&mut self.flux_image, &mut self.flux_texture)
+            };
             match texture_slot {
                 Some(texture) => texture.set_image(&image),
                 None => *texture_slot = ImageTexture::create_from_image(&image),
@@ -1216,9 +1208,10 @@ impl PipeWater {
             return;
         }
         let (w, h) = (snapshot.grid.width as i32, snapshot.grid.height as i32);
-        for (texels, image, texture) in
-            [(&snapshot.height, &mut self.height_image, &mut self.height_texture), (&snapshot.flow, &mut self.flux_image, &mut self.flux_texture)]
-        {
+        for (texels, image, texture) in [
+            (&snapshot.height, &mut self.height_image, &mut self.height_texture),
+            (&snapshot.flow, &mut self.flux_image, &mut self.flux_texture),
+        ] {
             let (Some(image), Some(texture)) = (image.as_mut(), texture.as_mut()) else { continue };
             let bytes = PackedByteArray::from(texel_bytes(texels));
             let same_size = image.get_width() == w && image.get_height() == h;
@@ -1291,6 +1284,46 @@ impl PipeWater {
     }
 }
 
+/// The node's simulation properties, as Godot holds them.
+struct ParamInputs {
+    gravity: f64,
+    damping: f64,
+    neighbours: WaterNeighbours,
+    cross_section: WaterCrossSection,
+    pipe_depth: f64,
+    /// Mode and inflow rate of the north (−Z), east (+X), south (+Z) and west (−X) edges.
+    boundaries: [(WaterBoundary, f64); 4],
+    courant: f64,
+    max_step: f64,
+    max_substeps: i64,
+}
+
+/// The core's parameters for the node's properties (edges in [`pipewater_core::Edge`] order).
+fn core_params(p: &ParamInputs) -> Params {
+    let boundary = |(mode, rate): (WaterBoundary, f64)| match mode {
+        WaterBoundary::Wall => Boundary::Wall,
+        WaterBoundary::Open => Boundary::Open,
+        WaterBoundary::Inflow => Boundary::Inflow { rate: rate as f32 },
+    };
+    Params {
+        gravity: p.gravity as f32,
+        damping: p.damping as f32,
+        neighbours: match p.neighbours {
+            WaterNeighbours::Four => NeighbourMode::Four,
+            WaterNeighbours::Eight => NeighbourMode::Eight,
+        },
+        cross_section: match p.cross_section {
+            WaterCrossSection::Classic => CrossSection::Classic,
+            WaterCrossSection::DepthDependent => CrossSection::DepthDependent,
+        },
+        pipe_depth: p.pipe_depth as f32,
+        boundaries: p.boundaries.map(boundary),
+        cfl: p.courant as f32,
+        max_step: p.max_step as f32,
+        max_substeps: p.max_substeps.clamp(1, 100_000) as u32,
+    }
+}
+
 fn source_id(id: i64) -> Option<SourceId> {
     u32::try_from(id).ok().map(SourceId)
 }
@@ -1333,4 +1366,74 @@ fn image_terrain(mut image: Gd<Image>, grid: Grid, scale: f32, offset: f32) -> R
     }
     let bytes = image.get_data();
     terrain_from_rf_bytes(bytes.as_slice(), grid.width, grid.height, scale, offset)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pipewater_core::Edge;
+
+    fn defaults() -> ParamInputs {
+        let p = Params::default();
+        ParamInputs {
+            gravity: p.gravity as f64,
+            damping: p.damping as f64,
+            neighbours: WaterNeighbours::default(),
+            cross_section: WaterCrossSection::default(),
+            pipe_depth: p.pipe_depth as f64,
+            boundaries: [(WaterBoundary::default(), 0.0); 4],
+            courant: p.cfl as f64,
+            max_step: p.max_step as f64,
+            max_substeps: p.max_substeps as i64,
+        }
+    }
+
+    #[test]
+    fn the_node_defaults_give_the_core_defaults() {
+        let params = core_params(&defaults());
+        println!("node defaults -> {params:?}");
+        assert_eq!(params, Params::default());
+        assert_eq!(params.validate(), Ok(()));
+    }
+
+    #[test]
+    fn boundary_properties_map_to_their_edges_with_the_inflow_rate() {
+        let mut inputs = defaults();
+        inputs.boundaries =
+            [(WaterBoundary::Open, 9.0), (WaterBoundary::Inflow, 2.5), (WaterBoundary::Wall, 7.0), (WaterBoundary::Inflow, 0.0)];
+        let b = core_params(&inputs).boundaries;
+        println!("north/east/south/west properties -> {b:?}");
+        assert_eq!(b[Edge::North as usize], Boundary::Open);
+        assert_eq!(b[Edge::East as usize], Boundary::Inflow { rate: 2.5 });
+        assert_eq!(b[Edge::South as usize], Boundary::Wall);
+        assert_eq!(b[Edge::West as usize], Boundary::Inflow { rate: 0.0 });
+    }
+
+    #[test]
+    fn mode_enums_map_to_the_core_modes() {
+        let mut inputs = defaults();
+        inputs.neighbours = WaterNeighbours::Four;
+        inputs.cross_section = WaterCrossSection::Classic;
+        let p = core_params(&inputs);
+        println!("FOUR, CLASSIC -> {:?}, {:?}", p.neighbours, p.cross_section);
+        assert_eq!((p.neighbours, p.cross_section), (NeighbourMode::Four, CrossSection::Classic));
+    }
+
+    #[test]
+    fn godot_enum_values_match_the_documented_constants() {
+        let values = [
+            (WaterBackend::Auto as i64, PipeWater::BACKEND_AUTO),
+            (WaterBackend::Gpu as i64, PipeWater::BACKEND_GPU),
+            (WaterBackend::Cpu as i64, PipeWater::BACKEND_CPU),
+            (WaterNeighbours::Four as i64, PipeWater::NEIGHBOURS_FOUR),
+            (WaterNeighbours::Eight as i64, PipeWater::NEIGHBOURS_EIGHT),
+            (WaterCrossSection::Classic as i64, PipeWater::CROSS_SECTION_CLASSIC),
+            (WaterCrossSection::DepthDependent as i64, PipeWater::CROSS_SECTION_DEPTH_DEPENDENT),
+            (WaterBoundary::Wall as i64, PipeWater::BOUNDARY_WALL),
+            (WaterBoundary::Open as i64, PipeWater::BOUNDARY_OPEN),
+            (WaterBoundary::Inflow as i64, PipeWater::BOUNDARY_INFLOW),
+        ];
+        println!("(enum value, constant): {values:?}");
+        assert!(values.iter().all(|(a, b)| a == b));
+    }
 }

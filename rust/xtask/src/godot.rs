@@ -26,15 +26,14 @@ pub fn check_gdscript() -> Result<(), String> {
         println!("gdtoolkit: no GDScript files");
         return Ok(());
     }
-    let relative: Vec<String> =
-        files.iter().map(|f| f.strip_prefix(&root).unwrap_or(f).to_string_lossy().into_owned()).collect();
+    let relative: Vec<String> = files.iter().map(|f| f.strip_prefix(&root).unwrap_or(f).to_string_lossy().into_owned()).collect();
     for tool in ["gdparse", "gdlint"] {
         let mut command = Command::new(tool);
         command.args(&relative).current_dir(&root);
         eprintln!("$ {tool} <{} files>", relative.len());
-        let status = command.status().map_err(|e| {
-            format!("could not run {tool} ({e}): install gdtoolkit with `python3 -m pip install '{GDTOOLKIT}'`")
-        })?;
+        let status = command
+            .status()
+            .map_err(|e| format!("could not run {tool} ({e}): install gdtoolkit with `python3 -m pip install '{GDTOOLKIT}'`"))?;
         if !status.success() {
             return Err(format!("{tool} found problems in the GDScript files (exit {status})"));
         }
