@@ -44,6 +44,8 @@ func _run() -> void:
 	await _test_bad_arguments_are_rejected_and_state_stays_safe()
 	await _test_probe_body_floats_at_its_predicted_depth()
 	await _test_probe_body_sinks_where_there_is_no_water()
+	await _test_probe_body_drifts_with_the_current()
+	await _test_signals_are_emitted()
 	_finish()
 
 
@@ -335,4 +337,48 @@ func _test_probe_body_sinks_where_there_is_no_water() -> void:
 	var y: float = boat.global_position.y
 	_check(y < -2.0, "the body fell below -2 m (at %.3f)" % y)
 	await _free(boat)
+	await _free(water)
+
+
+func _test_probe_body_drifts_with_the_current() -> void:
+	print("-- a channel fed at -X (inflow 5 m³/s) and open at +X carries the body along +X")
+	var water: PipeWater = ClassDB.instantiate(&"PipeWater")
+	water.backend = PipeWater.BACKEND_CPU
+	water.grid_size = Vector2i(48, 6)
+	water.initial_water_level = 1.0
+	water.show_mesh = false
+	water.boundary_west = PipeWater.BOUNDARY_INFLOW
+	water.inflow_rate_west = 5.0
+	water.boundary_east = PipeWater.BOUNDARY_OPEN
+	root.add_child(water)
+	# Small waves travel at √(g·1 m) ≈ 3.1 m/s: after 2.5 s the inflow front has passed x = -18,
+	# 6 m from the fed edge, and the current behind it runs at about q / d ≈ 0.8 m/s.
+	for i in 150:
+		await physics_frame
+	var boat: RigidBody3D = _make_boat(Vector3(-18.0, 1.0, 0.0))
+	root.add_child(boat)
+	for i in 180:
+		await physics_frame
+	var flow: Vector3 = water.get_flow_velocity(boat.global_position)
+	var moved: float = boat.global_position.x + 18.0
+	print("flow at the body %s m/s; body moved %.3f m along X, vx %.3f m/s" % [
+			flow, moved, boat.linear_velocity.x])
+	_check(flow.x > 0.05, "the water flows along +X (%.3f m/s)" % flow.x)
+	_check(moved > 0.2 and boat.linear_velocity.x > 0.0,
+			"the body drifts along +X with it (moved %.3f m)" % moved)
+	await _free(boat)
+	await _free(water)
+
+
+func _test_signals_are_emitted() -> void:
+	print("-- simulation_rebuilt and simulation_reset")
+	var water: PipeWater = await _make_water(Vector2i(8, 8), 1.0, Vector3.ZERO)
+	var seen: Array = []
+	water.simulation_rebuilt.connect(func(active: int) -> void: seen.append("rebuilt %d" % active))
+	water.simulation_reset.connect(func() -> void: seen.append("reset"))
+	water.rebuild()
+	water.reset()
+	print("signals seen: %s" % [seen])
+	_check(seen == ["rebuilt %d" % PipeWater.BACKEND_CPU, "reset"],
+			"rebuild() emits simulation_rebuilt(BACKEND_CPU), reset() emits simulation_reset")
 	await _free(water)
