@@ -39,8 +39,8 @@ fn random_case(seed: u64) -> (State, Params) {
     let params = Params {
         gravity: rng.range(1.0, 30.0),
         damping: rng.range(0.0, 1.0),
-        neighbours: if rng.next_u64() % 2 == 0 { NeighbourMode::Four } else { NeighbourMode::Eight },
-        cross_section: if rng.next_u64() % 2 == 0 { CrossSection::Classic } else { CrossSection::DepthDependent },
+        neighbours: if rng.next_u64().is_multiple_of(2) { NeighbourMode::Four } else { NeighbourMode::Eight },
+        cross_section: if rng.next_u64().is_multiple_of(2) { CrossSection::Classic } else { CrossSection::DepthDependent },
         pipe_depth: rng.range(0.01, 3.0),
         boundaries: [boundary(rng.next_u64()), boundary(rng.next_u64()), boundary(rng.next_u64()), boundary(rng.next_u64())],
         cfl: rng.range(0.1, 0.9),

@@ -146,7 +146,7 @@ impl GpuBackend {
         let largest = n * 16;
         let limits = &ctx.limits;
         let staging_bytes = HEADER_BYTES + 32 * n;
-        if largest > limits.max_storage_buffer_binding_size as u64 || staging_bytes > limits.max_buffer_size {
+        if largest > limits.max_storage_buffer_binding_size || staging_bytes > limits.max_buffer_size {
             return Err(Error::Gpu(format!(
                 "a {}x{} grid needs {largest}-byte storage bindings and {staging_bytes}-byte buffers; {} allows {} and {}",
                 grid.width, grid.height, ctx.adapter.name, limits.max_storage_buffer_binding_size, limits.max_buffer_size
