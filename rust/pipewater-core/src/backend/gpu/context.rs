@@ -15,13 +15,16 @@ pub const DEFAULT_WORKGROUP: [u32; 2] = [32, 8];
 /// Workgroup size of the edit passes (one invocation per edit).
 pub const EDIT_WORKGROUP: u32 = 64;
 
-/// Tile of the fused step (`shaders/step_tiled.wgsl`), cells along x and y: one invocation
-/// per cell, so also its workgroup shape.
+/// Tile of the fused step (`shaders/step_tiled.wgsl`), cells along x and y; must match its
+/// `TILE_X` and `TILE_Y` (`ROWS` cells per invocation; 1 measured fastest).
 pub const TILE: [u32; 2] = [32, 8];
 
-/// Workgroup memory the fused step needs, bytes: a 36 × 12 region of terrain, depth, pipes and
-/// limit factors.
-pub const TILED_WORKGROUP_BYTES: u32 = 36 * 12 * (4 + 4 + 16 + 4);
+/// Invocations per workgroup of the fused step.
+pub const TILED_INVOCATIONS: u32 = 32 * 8;
+
+/// Workgroup memory the fused step needs, bytes: the tile and a two-cell halo of terrain,
+/// depth, pipes and limit factors.
+pub const TILED_WORKGROUP_BYTES: u32 = (TILE[0] + 4) * (TILE[1] + 4) * (4 + 4 + 16 + 4);
 
 /// Which step kernel runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -234,7 +237,7 @@ impl GpuContext {
         let transfer = pipeline("transfer", &step_layout, &step_module, "transfer", &wg_constants);
         let step_tiled = pipeline("step_tiled", &tiled_layout, &tiled_module, "step_tiled", &[]);
         let tiled_fits = limits.max_compute_workgroup_storage_size >= TILED_WORKGROUP_BYTES
-            && limits.max_compute_invocations_per_workgroup >= TILE[0] * TILE[1]
+            && limits.max_compute_invocations_per_workgroup >= TILED_INVOCATIONS
             && limits.max_compute_workgroup_size_x >= TILE[0];
         let two_pass_asked = std::env::var("PIPEWATER_GPU_KERNEL").is_ok_and(|v| v == "two-pass");
         let kernel = if tiled_fits && !two_pass_asked { StepKernel::Tiled } else { StepKernel::TwoPass };
