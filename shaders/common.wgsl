@@ -118,9 +118,33 @@ fn surface_drive(bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32) -> f32 {
 }
 
 // pipes.rs accelerate.
-fn accelerate(c: StepConstants, p: u32, f: f32, bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32) -> f32 {
+// pipes.rs pipe_width: orthogonal pipes along an edge of the grid are widened by dx/6 per edge
+// in eight-neighbour mode, for the diagonals missing beyond the edge.
+fn pipe_width(c: StepConstants, p: u32, owner: vec2<i32>) -> f32 {
+    if p >= 2u {
+        return c.width_diag;
+    }
+    var width = c.width_orth;
+    if c.eight_neighbours != 0u {
+        var low = owner.x == 0;
+        var high = u32(owner.x) + 1u == c.width;
+        if p == 0u {
+            low = owner.y == 0;
+            high = u32(owner.y) + 1u == c.height;
+        }
+        if low {
+            width += c.cell_size / 6.0;
+        }
+        if high {
+            width += c.cell_size / 6.0;
+        }
+    }
+    return width;
+}
+
+fn accelerate(c: StepConstants, p: u32, owner: vec2<i32>, f: f32, bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32) -> f32 {
     let diagonal = p >= 2u;
-    let width = select(c.width_orth, c.width_diag, diagonal);
+    let width = pipe_width(c, p, owner);
     let length = select(c.cell_size, c.cell_size * SQRT_2, diagonal);
     var d = c.pipe_depth;
     if c.depth_dependent != 0u {

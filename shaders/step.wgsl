@@ -43,7 +43,7 @@ fn accelerated_pipe(owner: vec2<i32>, io: u32, p: u32) -> f32 {
         return 0.0;
     }
     let j = index_of(other);
-    return accelerate(c, p, flux[io][p], terrain[io], depth_with_inflow(owner, io), terrain[j], depth_with_inflow(other, j));
+    return accelerate(c, p, owner, flux[io][p], terrain[io], depth_with_inflow(owner, io), terrain[j], depth_with_inflow(other, j));
 }
 
 @compute @workgroup_size(WG_X, WG_Y)

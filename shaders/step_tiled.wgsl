@@ -95,7 +95,7 @@ fn step_tiled(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
                 let lo = l + pipe_offset(p);
                 if pipe_active(c, p) && in_region(lo) && cell_in_grid(c, g + pipe_offset(p)) {
                     let o = region_index(lo);
-                    acc[p] = accelerate(c, p, old[p], s_bed[r], s_depth[r], s_bed[o], s_depth[o]);
+                    acc[p] = accelerate(c, p, g, old[p], s_bed[r], s_depth[r], s_bed[o], s_depth[o]);
                 }
             }
         }

@@ -148,12 +148,37 @@ pub fn surface_drive(bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32) -> f32 
     difference - difference.clamp(-DEPTH_QUANTUM, DEPTH_QUANTUM)
 }
 
-/// Phase 1: the new flux of owned pipe `p` (m³/s, positive from owner `a` to neighbour `b`),
-/// from the old flux, the beds (m) and the depths (quanta) of both cells.
+/// Width of owned pipe `p` of cell `(x, y)`, m.
+///
+/// With eight neighbours, flow along an edge of the grid would see too little conductance: the
+/// total across any line, `w_orth + √2·w_diag = dx` per row, counts half of the diagonals on each
+/// side of a row, and an edge row has none beyond the edge. Its orthogonal pipes along the edge
+/// are widened by the missing share, `dx/6` per edge, which restores the total exactly.
 #[inline]
-pub fn accelerate(c: &StepConstants, p: usize, flux: f32, bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32) -> f32 {
+pub fn pipe_width(c: &StepConstants, p: usize, x: u32, y: u32) -> f32 {
+    if is_diagonal(p) {
+        return c.width_diag;
+    }
+    let mut width = c.width_orth;
+    if c.eight_neighbours != 0 {
+        let (low, high) = if p == Pipe::East as usize { (y == 0, y + 1 == c.height) } else { (x == 0, x + 1 == c.width) };
+        if low {
+            width += c.cell_size / 6.0;
+        }
+        if high {
+            width += c.cell_size / 6.0;
+        }
+    }
+    width
+}
+
+/// Phase 1: the new flux of owned pipe `p` of cell `a = (x, y)` (m³/s, positive from `a` to its
+/// neighbour `b`), from the old flux, the beds (m) and the depths (quanta) of both cells.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn accelerate(c: &StepConstants, p: usize, x: u32, y: u32, flux: f32, bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32) -> f32 {
     let diagonal = is_diagonal(p);
-    let width = if diagonal { c.width_diag } else { c.width_orth };
+    let width = pipe_width(c, p, x, y);
     let length = if diagonal { c.cell_size * std::f32::consts::SQRT_2 } else { c.cell_size };
     let depth = if c.depth_dependent != 0 {
         face_depth(bed_a + depth_a as f32 * DEPTH_QUANTUM, bed_a, bed_b + depth_b as f32 * DEPTH_QUANTUM, bed_b)

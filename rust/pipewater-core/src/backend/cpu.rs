@@ -102,16 +102,16 @@ impl CpuBackend {
                 let (b, d, f) = (terrain[i], depth_before[i], flux_before[i]);
                 let mut new = [0.0f32; 4];
                 if x + 1 < w {
-                    new[0] = accelerate(c, 0, f[0], b, d, terrain[i + 1], depth_before[i + 1]);
+                    new[0] = accelerate(c, 0, x as u32, y as u32, f[0], b, d, terrain[i + 1], depth_before[i + 1]);
                 }
                 if below {
                     let j = i + w;
-                    new[1] = accelerate(c, 1, f[1], b, d, terrain[j], depth_before[j]);
+                    new[1] = accelerate(c, 1, x as u32, y as u32, f[1], b, d, terrain[j], depth_before[j]);
                     if eight && x + 1 < w {
-                        new[2] = accelerate(c, 2, f[2], b, d, terrain[j + 1], depth_before[j + 1]);
+                        new[2] = accelerate(c, 2, x as u32, y as u32, f[2], b, d, terrain[j + 1], depth_before[j + 1]);
                     }
                     if eight && x > 0 {
-                        new[3] = accelerate(c, 3, f[3], b, d, terrain[j - 1], depth_before[j - 1]);
+                        new[3] = accelerate(c, 3, x as u32, y as u32, f[3], b, d, terrain[j - 1], depth_before[j - 1]);
                     }
                 }
                 *pipes = new;
