@@ -110,13 +110,7 @@ mod bench {
     /// Cell-steps per second on a `side²` grid: frames of `steps` substeps until `seconds` passed.
     fn measure(side: u32, mode: NeighbourMode, steps: u32, seconds: f64) -> Result<(f64, f64), String> {
         let grid = Grid::new(side, side, 1.0).map_err(|e| e.to_string())?;
-        // The scenario of `cargo xtask bench`: a rough lake with a raised block of water.
-        let mut state = scenarios::rough_lake(grid, 42, 4.0, 2.0);
-        for y in side / 4..side / 2 {
-            for x in side / 4..side / 2 {
-                state.depth[grid.index(x, y)] += pipewater_core::quanta::depth_to_quanta(1.5);
-            }
-        }
+        let state = scenarios::benchmark_lake(grid);
         let params = Params { neighbours: mode, ..Params::default() };
         let constants = StepConstants::new(&params, side, side, 1.0, 0.02, [0; 4]);
         let mut gpu = GpuBackend::new(&state).map_err(|e| e.to_string())?;

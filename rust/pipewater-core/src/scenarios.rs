@@ -127,6 +127,19 @@ pub fn rough_lake(grid: Grid, seed: u64, relief: f32, level: f32) -> State {
     state
 }
 
+/// The benchmark scene: a 4 m-relief fractal lake filled to 2 m with a 1.5 m block of water
+/// raised over the second quarter of each axis, so that fronts, limiting and still water all
+/// occur. Both backends' benchmarks measure this state.
+pub fn benchmark_lake(grid: Grid) -> State {
+    let mut state = rough_lake(grid, 42, 4.0, 2.0);
+    for y in grid.height / 4..grid.height / 2 {
+        for x in grid.width / 4..grid.width / 2 {
+            state.depth[grid.index(x, y)] += depth_to_quanta(1.5);
+        }
+    }
+    state
+}
+
 /// A source in a scenario: where (local XZ, m), how much (m³/s) and how wide (m).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SourceSpec {
@@ -165,4 +178,89 @@ pub fn river_valley(grid: Grid, seed: u64, relief: f32) -> (State, SourceSpec) {
     let [sx, sz] = grid.cell_centre(grid.width / 12, grid.height / 2);
     let spec = SourceSpec { x: sx, z: sz, rate: relief * grid.cell_size * grid.cell_size * 0.5, radius: grid.cell_size * 2.5 };
     (state, spec)
+}
+
+/// The demo's landscape: what `cargo xtask demo` renders headless and what the Godot demo
+/// (`godot_project/demo/landscape.gd`, a line-by-line port) builds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DemoLandscape {
+    /// Terrain, with the reservoir behind the dam and the lake already filled.
+    pub state: State,
+    /// The spring at the head of the valley.
+    pub source: SourceSpec,
+    /// Local X, Z (m) of the dam's crest on the river's centre line: dig here to breach it.
+    pub dam: [f32; 2],
+    /// Height (local Y, m) of the dam's crest on the centre line, noise left out.
+    pub dam_crest: f32,
+    /// Water level of the reservoir behind the dam, local Y, m.
+    pub reservoir_level: f32,
+    /// Water level of the lake in the basin below the dam, local Y, m.
+    pub lake_level: f32,
+}
+
+/// Where across the grid (`v`, 0..1 along local +Z) the river's centre line runs at `u` (0..1
+/// along local +X).
+pub fn demo_centre_line(u: f32) -> f32 {
+    0.5 + 0.12 * (u * std::f32::consts::TAU).sin()
+}
+
+/// Fraction of the grid's width (local X) where the dam stands.
+pub const DEMO_DAM_U: f32 = 0.52;
+
+/// Terrain height of the demo landscape at `(u, v)` (0..1 across the grid) in units of the
+/// relief, before noise: a valley falling along +X, a dam of terrain across it at
+/// [`DEMO_DAM_U`] and a basin for a lake further down.
+pub fn demo_shape(u: f32, v: f32) -> f32 {
+    let centre = demo_centre_line(u);
+    let across = ((v - centre).abs() * 2.5).min(1.0);
+    let slope = 0.40 * (1.0 - u);
+    let banks = across.powf(1.5) * 0.6;
+    let t = ((u - DEMO_DAM_U) / 0.035).abs().min(1.0);
+    let dam = 0.16 * (1.0 - t * t) * (1.0 - t * t);
+    let basin_r = ((u - 0.82).hypot(v - demo_centre_line(0.82)) / 0.16).min(1.0);
+    let basin = -0.28 * (1.0 - basin_r) * (1.0 - basin_r);
+    slope + banks + dam + basin
+}
+
+/// The demo landscape on `grid`: a river valley falling along local +X with a spring at its head
+/// (`0.6 · relief · cell_size²` m³/s), a dam of terrain across the valley at [`DEMO_DAM_U`] of the
+/// width holding back a reservoir (filled to `0.12 · relief` above the valley floor at the dam,
+/// 0.04·relief under the crest), and a lake (filled to height 0) in a basin below. Hills from
+/// [`diamond_square`] with `seed` and `roughness` add `0.08 · relief` of noise. Terrain spans
+/// about `relief` m. Deterministic: the same arguments give the same state everywhere.
+pub fn demo_landscape(grid: Grid, seed: u64, roughness: f32, relief: f32) -> DemoLandscape {
+    let noise = diamond_square(grid.width, grid.height, seed, roughness);
+    let (w, h) = (grid.width as f32, grid.height as f32);
+    let mut terrain = vec![0.0f32; grid.cell_count()];
+    for y in 0..grid.height {
+        for x in 0..grid.width {
+            let (u, v) = ((x as f32 + 0.5) / w, (y as f32 + 0.5) / h);
+            let i = grid.index(x, y);
+            terrain[i] = relief * (demo_shape(u, v) + 0.08 * noise[i]);
+        }
+    }
+    let floor_at_dam = 0.40 * (1.0 - DEMO_DAM_U);
+    let reservoir_level = relief * (floor_at_dam + 0.12);
+    let lake_level = 0.0;
+    let mut state = State { terrain, ..State::new(grid) };
+    for y in 0..grid.height {
+        for x in 0..grid.width {
+            let u = (x as f32 + 0.5) / w;
+            let i = grid.index(x, y);
+            let level = if u < DEMO_DAM_U { reservoir_level } else { lake_level };
+            state.depth[i] = depth_to_quanta((level - state.terrain[i]).max(0.0));
+        }
+    }
+    let to_local = |u: f32, v: f32| [(u - 0.5) * w * grid.cell_size, (v - 0.5) * h * grid.cell_size];
+    let source_u = 0.06;
+    let [sx, sz] = to_local(source_u, demo_centre_line(source_u));
+    let source = SourceSpec { x: sx, z: sz, rate: 0.6 * relief * grid.cell_size * grid.cell_size, radius: grid.cell_size * 3.0 };
+    DemoLandscape {
+        state,
+        source,
+        dam: to_local(DEMO_DAM_U, demo_centre_line(DEMO_DAM_U)),
+        dam_crest: relief * (floor_at_dam + 0.16),
+        reservoir_level,
+        lake_level,
+    }
 }

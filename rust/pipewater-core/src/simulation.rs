@@ -276,18 +276,24 @@ impl Simulation {
         Ok(())
     }
 
-    /// Adds `volume` m³ of water around local point `(x, z)` within `radius` m. Returns the volume
-    /// that arrives: the request rounded to whole quanta (within one quantum volume), less only
-    /// what would overflow the maximum depth. 0 when the footprint misses the grid.
-    pub fn add_water(&mut self, x: f32, z: f32, volume: f32, radius: f32) -> Result<f64> {
+    /// Validates a water edit and splits `volume` (rounded to whole quanta) over the footprint of
+    /// radius `radius` around local `(x, z)`. `None` when there is nothing to do.
+    fn water_edit_cells(&self, x: f32, z: f32, volume: f32, radius: f32) -> Result<Option<Vec<CellWater>>> {
         Self::check_point(x, z)?;
         self.check_edit(volume, radius)?;
         let footprint = self.grid.footprint(x, z, radius);
         if footprint.is_empty() || volume == 0.0 {
-            return Ok(0.0);
+            return Ok(None);
         }
         let quanta = (volume as f64 / self.quantum_volume()).round() as i64;
-        let cells = self.distribute(&footprint, quanta);
+        Ok(Some(self.distribute(&footprint, quanta)))
+    }
+
+    /// Adds `volume` m³ of water around local point `(x, z)` within `radius` m. Returns the volume
+    /// that arrives: the request rounded to whole quanta (within one quantum volume), less only
+    /// what would overflow the maximum depth. 0 when the footprint misses the grid.
+    pub fn add_water(&mut self, x: f32, z: f32, volume: f32, radius: f32) -> Result<f64> {
+        let Some(cells) = self.water_edit_cells(x, z, volume, radius)? else { return Ok(0.0) };
         let peak = cells.iter().map(|c| c.quanta).max().unwrap_or(0);
         self.pending_depth += peak as f32 * DEPTH_QUANTUM;
         let requested: i64 = cells.iter().map(|c| c.quanta as i64).sum();
@@ -301,14 +307,7 @@ impl Simulation {
     /// more than is there. Returns the volume removed (on a GPU backend, the volume the newest
     /// snapshot says is there to remove; the ledger gets the exact figure from the device).
     pub fn remove_water(&mut self, x: f32, z: f32, volume: f32, radius: f32) -> Result<f64> {
-        Self::check_point(x, z)?;
-        self.check_edit(volume, radius)?;
-        let footprint = self.grid.footprint(x, z, radius);
-        if footprint.is_empty() || volume == 0.0 {
-            return Ok(0.0);
-        }
-        let quanta = (volume as f64 / self.quantum_volume()).round() as i64;
-        let mut cells = self.distribute(&footprint, quanta);
+        let Some(mut cells) = self.water_edit_cells(x, z, volume, radius)? else { return Ok(0.0) };
         for c in &mut cells {
             c.quanta = -c.quanta;
         }

@@ -60,12 +60,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
 /// Times one backend, size and mode; returns (cell-steps per second, ns per step, description).
 fn measure(preference: BackendPreference, side: u32, mode: NeighbourMode, steps_per_frame: u32, seconds: f64) -> Result<(f64, f64, String), String> {
     let grid = Grid::new(side, side, 1.0).map_err(|e| e.to_string())?;
-    let mut state = scenarios::rough_lake(grid, 42, 4.0, 2.0);
-    for y in side / 4..side / 2 {
-        for x in side / 4..side / 2 {
-            state.depth[grid.index(x, y)] += pipewater_core::quanta::depth_to_quanta(1.5);
-        }
-    }
+    let state = scenarios::benchmark_lake(grid);
     let params = Params { neighbours: mode, ..Params::default() };
     let mut sim = Simulation::new(state, params, preference).map_err(|e| e.to_string())?;
     let dt = 0.02;
