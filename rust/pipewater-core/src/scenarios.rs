@@ -212,21 +212,31 @@ pub const DEMO_DAM_U: f32 = 0.52;
 /// [`DEMO_DAM_U`] and a basin for a lake further down.
 pub fn demo_shape(u: f32, v: f32) -> f32 {
     let centre = demo_centre_line(u);
-    let across = ((v - centre).abs() * 2.5).min(1.0);
-    let slope = 0.40 * (1.0 - u);
-    let banks = across.powf(1.5) * 0.6;
+    let across = ((v - centre).abs() * 4.0).min(1.0);
+    let slope = DEMO_SLOPE * (1.0 - u);
+    let banks = 0.7 * ((across - 0.15).max(0.0) / 0.85).powf(1.5);
     let t = ((u - DEMO_DAM_U) / 0.035).abs().min(1.0);
-    let dam = 0.16 * (1.0 - t * t) * (1.0 - t * t);
+    let dam = DEMO_DAM_HEIGHT * (1.0 - t * t) * (1.0 - t * t);
     let basin_r = ((u - 0.82).hypot(v - demo_centre_line(0.82)) / 0.16).min(1.0);
-    let basin = -0.28 * (1.0 - basin_r) * (1.0 - basin_r);
+    let basin = -0.3 * (1.0 - basin_r) * (1.0 - basin_r);
     slope + banks + dam + basin
 }
 
+/// Fall of the valley floor from the west edge to the east edge, in units of the relief.
+pub const DEMO_SLOPE: f32 = 0.30;
+/// Height of the dam above the valley floor, in units of the relief.
+pub const DEMO_DAM_HEIGHT: f32 = 0.22;
+/// Depth of the reservoir at the dam, in units of the relief (the crest is higher by
+/// `DEMO_DAM_HEIGHT − DEMO_RESERVOIR_DEPTH`).
+pub const DEMO_RESERVOIR_DEPTH: f32 = 0.17;
+/// Amplitude of the diamond-square hills, in units of the relief.
+pub const DEMO_NOISE: f32 = 0.05;
+
 /// The demo landscape on `grid`: a river valley falling along local +X with a spring at its head
 /// (`0.6 · relief · cell_size²` m³/s), a dam of terrain across the valley at [`DEMO_DAM_U`] of the
-/// width holding back a reservoir (filled to `0.12 · relief` above the valley floor at the dam,
-/// 0.04·relief under the crest), and a lake (filled to height 0) in a basin below. Hills from
-/// [`diamond_square`] with `seed` and `roughness` add `0.08 · relief` of noise. Terrain spans
+/// width holding back a reservoir (filled [`DEMO_RESERVOIR_DEPTH`]` · relief` above the valley
+/// floor at the dam, below its crest), and a lake (filled to height 0) in a basin below. Hills from
+/// [`diamond_square`] with `seed` and `roughness` add [`DEMO_NOISE`]` · relief` of noise. Terrain spans
 /// about `relief` m. Deterministic: the same arguments give the same state everywhere.
 pub fn demo_landscape(grid: Grid, seed: u64, roughness: f32, relief: f32) -> DemoLandscape {
     let noise = diamond_square(grid.width, grid.height, seed, roughness);
@@ -236,11 +246,11 @@ pub fn demo_landscape(grid: Grid, seed: u64, roughness: f32, relief: f32) -> Dem
         for x in 0..grid.width {
             let (u, v) = ((x as f32 + 0.5) / w, (y as f32 + 0.5) / h);
             let i = grid.index(x, y);
-            terrain[i] = relief * (demo_shape(u, v) + 0.08 * noise[i]);
+            terrain[i] = relief * (demo_shape(u, v) + DEMO_NOISE * noise[i]);
         }
     }
-    let floor_at_dam = 0.40 * (1.0 - DEMO_DAM_U);
-    let reservoir_level = relief * (floor_at_dam + 0.12);
+    let floor_at_dam = DEMO_SLOPE * (1.0 - DEMO_DAM_U);
+    let reservoir_level = relief * (floor_at_dam + DEMO_RESERVOIR_DEPTH);
     let lake_level = 0.0;
     let mut state = State { terrain, ..State::new(grid) };
     for y in 0..grid.height {
@@ -259,7 +269,7 @@ pub fn demo_landscape(grid: Grid, seed: u64, roughness: f32, relief: f32) -> Dem
         state,
         source,
         dam: to_local(DEMO_DAM_U, demo_centre_line(DEMO_DAM_U)),
-        dam_crest: relief * (floor_at_dam + 0.16),
+        dam_crest: relief * (floor_at_dam + DEMO_DAM_HEIGHT),
         reservoir_level,
         lake_level,
     }

@@ -8,6 +8,7 @@
 mod bench;
 mod build;
 mod demo;
+mod demo_render;
 mod godot;
 mod test;
 mod util;
