@@ -1,0 +1,254 @@
+extends Node3D
+## The PipeWater demo: a river valley with a dam of terrain, a reservoir behind it and a lake
+## below, a boat on the reservoir. Dig through the dam and watch the boat ride the flood.
+##
+## The terrain is the landscape of [code]cargo xtask demo[/code] (see landscape.gd), generated
+## from [member terrain_seed] and [member roughness], or read from [member heightmap_image].
+
+enum Tool { ADD_WATER, REMOVE_WATER, DIG, RAISE }
+
+const Landscape := preload("res://demo/landscape.gd")
+const BoatScene := preload("res://demo/boat.tscn")
+const TOOL_NAMES: Array[String] = ["add water", "remove water", "dig", "raise terrain"]
+
+@export_group("Terrain")
+## Seed of the diamond-square hills.
+@export var terrain_seed: int = 7
+## Roughness of the hills, 0..1.
+@export_range(0.0, 1.0, 0.01) var roughness: float = 0.55
+## Height span of the terrain, m.
+@export_range(1.0, 200.0, 0.1, "suffix:m") var relief: float = 20.0
+## A heightmap image (red channel 0..1 × relief) to use instead of the generated landscape. The
+## river's spring and the dam's position then follow the generated layout.
+@export var heightmap_image: Texture2D
+@export_group("Grid")
+## Cells along X and Z.
+@export var grid_size := Vector2i(256, 256)
+## Side of a cell, m.
+@export_range(0.1, 10.0, 0.01, "suffix:m") var cell_size: float = 1.0
+@export_group("Tools")
+## Water added or removed per second while the button is held, m³/s.
+@export var water_rate: float = 60.0
+## Terrain raised or dug per second at the centre of the brush, m/s.
+@export var dig_rate: float = 4.0
+## Radius of the brush, m.
+@export var brush_radius: float = 5.0
+
+var landscape := Landscape.new()
+var tool: Tool = Tool.ADD_WATER
+var source_id: int = -1
+
+var _collision_dirty: bool = false
+var _collision_timer: float = 0.0
+
+@onready var water: PipeWater = $PipeWater
+@onready var terrain_mesh: MeshInstance3D = $Terrain
+@onready var terrain_shape: CollisionShape3D = $Ground/Shape
+@onready var camera: Camera3D = $Camera
+@onready var panel: Label = $Hud/Panel/Text
+@onready var boats: Node3D = $Boats
+
+
+func _ready() -> void:
+	landscape.generate(grid_size, cell_size, terrain_seed, roughness, relief)
+	water.grid_size = grid_size
+	water.cell_size = cell_size
+	water.initial_water_level = landscape.lake_level
+	water.boundary_east = PipeWater.BOUNDARY_OPEN
+	if heightmap_image != null and heightmap_image.get_image() != null:
+		water.set_terrain_from_image(heightmap_image.get_image(), relief, 0.0)
+	else:
+		water.terrain_heights = landscape.heights
+	water.rebuild()
+	_fill_reservoir()
+	var here: Vector2 = landscape.source_position
+	source_id = water.add_source(to_world(here), landscape.source_rate, landscape.source_radius)
+	_setup_terrain_mesh()
+	_update_collision()
+	var dam: Vector2 = landscape.dam_position
+	camera.set("target", to_world(dam) + Vector3(0.0, landscape.dam_crest, 0.0))
+	drop_boat(to_world(dam - Vector2(0.08 * grid_size.x * cell_size, 0.0)))
+
+
+## Global position of a local grid point (x, z) at height 0.
+func to_world(local_xz: Vector2) -> Vector3:
+	return water.global_transform * Vector3(local_xz.x, 0.0, local_xz.y)
+
+
+## Adds the reservoir's water cell by cell (the node fills only up to one level; the lake's).
+func _fill_reservoir() -> void:
+	var heights: PackedFloat32Array = water.get_terrain_heights()
+	var level: float = landscape.reservoir_level
+	var area: float = cell_size * cell_size
+	for y in grid_size.y:
+		for x in grid_size.x:
+			if (x + 0.5) / grid_size.x >= Landscape.DAM_U:
+				continue
+			var depth: float = level - heights[y * grid_size.x + x]
+			if depth > 0.0:
+				var local := Vector2((x + 0.5 - grid_size.x * 0.5) * cell_size,
+						(y + 0.5 - grid_size.y * 0.5) * cell_size)
+				water.add_water(to_world(local), depth * area, 0.0)
+
+
+func _setup_terrain_mesh() -> void:
+	var plane := PlaneMesh.new()
+	plane.size = Vector2(grid_size) * cell_size
+	plane.subdivide_width = mini(grid_size.x - 1, 1023)
+	plane.subdivide_depth = mini(grid_size.y - 1, 1023)
+	terrain_mesh.mesh = plane
+	terrain_mesh.transform = water.transform
+	var material := terrain_mesh.material_override as ShaderMaterial
+	if material != null:
+		material.set_shader_parameter("height_texture", water.height_texture)
+		material.set_shader_parameter("grid_size", Vector2(grid_size))
+		material.set_shader_parameter("cell_size", cell_size)
+		material.set_shader_parameter("low_height", -0.2 * relief)
+		material.set_shader_parameter("high_height", relief)
+	# The shader moves vertices up and down; keep the mesh from being culled.
+	var extent := Vector2(grid_size) * cell_size
+	terrain_mesh.custom_aabb = AABB(Vector3(-extent.x / 2.0, -10.0 * relief, -extent.y / 2.0),
+			Vector3(extent.x, 20.0 * relief, extent.y))
+
+
+## Ground collision for the boats: a height map shape with one vertex per cell centre.
+func _update_collision() -> void:
+	var shape := terrain_shape.shape as HeightMapShape3D
+	if shape == null:
+		shape = HeightMapShape3D.new()
+		terrain_shape.shape = shape
+	shape.map_width = grid_size.x
+	shape.map_depth = grid_size.y
+	shape.map_data = water.get_terrain_heights()
+	terrain_shape.transform = water.transform.scaled_local(Vector3(cell_size, 1.0, cell_size))
+	_collision_dirty = false
+
+
+## Drops a boat just above the water (or ground) at a global position.
+func drop_boat(at: Vector3) -> RigidBody3D:
+	var boat: RigidBody3D = BoatScene.instantiate()
+	var surface: float = water.get_height(at)
+	if is_inf(surface):
+		surface = 0.0
+	boat.position = Vector3(at.x, surface + 1.0, at.z)
+	boat.rotation.y = randf() * TAU
+	boats.add_child(boat)
+	return boat
+
+
+## Restores the landscape, the reservoir and one boat.
+func reset_demo() -> void:
+	water.reset()
+	_fill_reservoir()
+	for boat in boats.get_children():
+		boat.queue_free()
+	var dam: Vector2 = landscape.dam_position
+	drop_boat(to_world(dam - Vector2(0.08 * grid_size.x * cell_size, 0.0)))
+	_update_collision()
+
+
+func _unhandled_input(event: InputEvent) -> void:
+	var key := event as InputEventKey
+	if key == null or not key.pressed or key.echo:
+		return
+	match key.physical_keycode:
+		KEY_1:
+			tool = Tool.ADD_WATER
+		KEY_2:
+			tool = Tool.REMOVE_WATER
+		KEY_3:
+			tool = Tool.DIG
+		KEY_4:
+			tool = Tool.RAISE
+		KEY_B:
+			var hit: Variant = pick()
+			if hit != null:
+				drop_boat(hit)
+		KEY_R:
+			reset_demo()
+		KEY_P, KEY_SPACE:
+			water.paused = not water.paused
+		KEY_H, KEY_F1:
+			$Hud/Panel.visible = not $Hud/Panel.visible
+
+
+func _process(delta: float) -> void:
+	if Input.is_mouse_button_pressed(MOUSE_BUTTON_LEFT):
+		var hit: Variant = pick()
+		if hit != null:
+			apply_tool(hit, delta)
+	_collision_timer += delta
+	if _collision_dirty and _collision_timer > 0.25:
+		_collision_timer = 0.0
+		_update_collision()
+	_update_panel()
+
+
+## Applies the current tool at a global position for delta seconds.
+func apply_tool(at: Vector3, delta: float) -> void:
+	match tool:
+		Tool.ADD_WATER:
+			water.add_water(at, water_rate * delta, brush_radius)
+		Tool.REMOVE_WATER:
+			water.remove_water(at, water_rate * delta, brush_radius)
+		Tool.DIG:
+			water.modify_terrain(at, -dig_rate * delta, brush_radius)
+			_collision_dirty = true
+		Tool.RAISE:
+			water.modify_terrain(at, dig_rate * delta, brush_radius)
+			_collision_dirty = true
+
+
+## The global point under the mouse on the water surface or the ground, or null: steps along the
+## camera ray until it passes below the surface, then bisects.
+func pick() -> Variant:
+	var mouse: Vector2 = get_viewport().get_mouse_position()
+	var origin: Vector3 = camera.project_ray_origin(mouse)
+	var direction: Vector3 = camera.project_ray_normal(mouse)
+	var top: float = water.global_position.y + 2.0 * relief
+	var travelled: float = 0.0
+	if origin.y > top and direction.y < 0.0:
+		travelled = (origin.y - top) / -direction.y
+	var step: float = 2.0 * cell_size
+	var previous: float = travelled
+	while travelled < 3000.0:
+		var point: Vector3 = origin + direction * travelled
+		var surface: float = water.get_height(point)
+		if not is_inf(surface) and point.y <= surface:
+			var lo: float = previous
+			var hi: float = travelled
+			for i in 8:
+				var mid: float = 0.5 * (lo + hi)
+				var p: Vector3 = origin + direction * mid
+				var h: float = water.get_height(p)
+				if not is_inf(h) and p.y <= h:
+					hi = mid
+				else:
+					lo = mid
+			var hit: Vector3 = origin + direction * hi
+			return Vector3(hit.x, water.get_height(hit), hit.z)
+		previous = travelled
+		travelled += step
+	return null
+
+
+func _update_panel() -> void:
+	var stats: Dictionary = water.get_frame_stats()
+	var step_ms: float = stats.get("step_usec", 0) / 1000.0
+	var texture_ms: float = stats.get("texture_usec", 0) / 1000.0
+	var backend: String = "GPU" if water.active_backend == PipeWater.BACKEND_GPU else "CPU"
+	var lines := PackedStringArray([
+		"PipeWater demo%s" % ("   [PAUSED]" if water.paused else ""),
+		"",
+		"Left mouse: %s   (1 add water, 2 remove, 3 dig, 4 raise)" % TOOL_NAMES[tool],
+		"Right mouse drag: orbit   wheel: zoom   W A S D Q E: move",
+		"B: drop a boat   R: reset   P / Space: pause   H: hide panel",
+		"",
+		"FPS %d" % Engine.get_frames_per_second(),
+		"Simulation %.2f ms + textures %.2f ms per frame (%d substeps)" % [step_ms, texture_ms,
+				stats.get("substeps", 0)],
+		"Grid %d × %d cells of %.2f m" % [grid_size.x, grid_size.y, cell_size],
+		"Backend %s: %s" % [backend, water.get_backend_description()],
+		"Total water %.1f m³   boats %d" % [water.get_total_water(), boats.get_child_count()],
+	])
+	panel.text = "\n".join(lines)

@@ -1,0 +1,97 @@
+extends SceneTree
+## Headless smoke test of the demo scene (res://demo/main.tscn).
+##
+## Run from the repository root (cargo xtask demo --smoke does this when GODOT is set):
+## [codeblock]
+## $GODOT --headless --path godot_project --import
+## $GODOT --headless --path godot_project --fixed-fps 60 -s res://tests/test_demo_smoke.gd
+## [/codeblock]
+## Loads the main scene, runs 300 frames, and checks that water moved below the spring, that the
+## boat stayed afloat and that the water stayed finite. Ends with DEMO SMOKE TEST PASSED (exit
+## code 0) or DEMO SMOKE TEST FAILED (exit code 1), like tests/run_tests.gd.
+
+const MAIN_SCENE := "res://demo/main.tscn"
+const FRAMES := 300
+## Depth change (m) below the spring that counts as water having moved: a thousand depth quanta.
+const MOVED_DEPTH := 1.0e-3
+## The boat's origin stays within this of the water surface (m): its probes sit at the waterline
+## when it floats, and it may bob.
+const AFLOAT_TOLERANCE := 1.5
+
+var _failures: int = 0
+var _checks: int = 0
+
+
+func _initialize() -> void:
+	_run.call_deferred()
+
+
+func _run() -> void:
+	print("PipeWater demo smoke test, Godot %s" % Engine.get_version_info().string)
+	if not ClassDB.class_exists(&"PipeWater"):
+		_check(false, "the PipeWater class is registered (is the library in addons/pipe_water/bin?)")
+		_finish()
+		return
+	var scene: PackedScene = load(MAIN_SCENE)
+	_check(scene != null, "%s loads" % MAIN_SCENE)
+	if scene == null:
+		_finish()
+		return
+	var main: Node3D = scene.instantiate()
+	root.add_child(main)
+	await process_frame
+	var water: PipeWater = main.get("water")
+	var landscape: RefCounted = main.get("landscape")
+	var spring: Vector2 = landscape.get("source_position")
+	var cell: float = main.get("cell_size")
+	var below: Vector3 = main.call("to_world", spring + Vector2(6.0 * cell, 0.0))
+	var depth_before: float = water.get_depth(below)
+	var total_before: float = water.get_total_water()
+	print("backend: %s" % water.get_backend_description())
+	print("frame 1: depth %.4f m at %s below the spring, total water %.1f m³" % [depth_before,
+			below, total_before])
+	for i in FRAMES:
+		await process_frame
+	var depth_after: float = water.get_depth(below)
+	var total_after: float = water.get_total_water()
+	print("frame %d: depth %.4f m below the spring, total water %.1f m³" % [FRAMES + 1,
+			depth_after, total_after])
+	_check(absf(depth_after - depth_before) > MOVED_DEPTH,
+			"water moved below the spring (depth %.4f -> %.4f m, change > %g m)" % [depth_before,
+			depth_after, MOVED_DEPTH])
+	_check(is_finite(total_after) and total_after > total_before,
+			"the spring added water and the total is finite (%.1f -> %.1f m³)" % [total_before,
+			total_after])
+	var boats: Node = main.get_node("Boats")
+	_check(boats.get_child_count() >= 1, "a boat is in the scene")
+	for boat: RigidBody3D in boats.get_children():
+		var at: Vector3 = boat.global_position
+		var surface: float = water.get_height(at)
+		var ground: float = water.get_terrain_height(at)
+		print("boat at %s, water surface %.3f m, ground %.3f m" % [at, surface, ground])
+		_check(is_finite(at.y) and absf(at.y - surface) < AFLOAT_TOLERANCE and surface > ground,
+				"the boat floats: |%.3f - %.3f| < %.1f m over water (ground %.3f m)" % [at.y,
+				surface, AFLOAT_TOLERANCE, ground])
+	main.queue_free()
+	await process_frame
+	_finish()
+
+
+func _finish() -> void:
+	if _failures == 0:
+		print("%d checks passed" % _checks)
+		print("DEMO SMOKE TEST PASSED")
+		quit(0)
+	else:
+		print("%d of %d checks failed" % [_failures, _checks])
+		print("DEMO SMOKE TEST FAILED")
+		quit(1)
+
+
+func _check(ok: bool, statement: String) -> void:
+	_checks += 1
+	if ok:
+		print("ok   - %s" % statement)
+	else:
+		_failures += 1
+		print("FAIL - %s" % statement)
