@@ -4,7 +4,8 @@
 //!
 //! Godot is looked up in the `GODOT` variable, then as `godot4` and `godot` on `PATH`.
 //! `--headless` forces the headless run; `--out DIR`, `--size N`, `--seed N`, `--seconds S`
-//! and `--backend auto|gpu|cpu` tune it.
+//! and `--backend auto|gpu|cpu` tune it. `--smoke` builds the debug library and runs the demo
+//! scene's headless smoke test (`godot_project/tests/test_demo_smoke.gd`) with `GODOT`.
 
 use crate::demo_render::{flow_map, shaded_terrain, write_png};
 use crate::util::root;
@@ -126,11 +127,13 @@ impl HeadlessReport {
 pub fn run(args: &[String]) -> Result<(), String> {
     let mut options = HeadlessOptions::default();
     let mut force_headless = false;
+    let mut smoke = false;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{arg} needs a value"));
         match arg.as_str() {
             "--headless" => force_headless = true,
+            "--smoke" => smoke = true,
             "--out" => options.out = PathBuf::from(value()?),
             "--size" => options.side = value()?.parse().map_err(|e| format!("--size: {e}"))?,
             "--seed" => options.seed = value()?.parse().map_err(|e| format!("--seed: {e}"))?,
@@ -149,6 +152,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
             }
             other => return Err(format!("unknown option {other}: usage `cargo xtask demo [--headless] [--out DIR] [--size N] [--seed N] [--seconds S] [--backend auto|gpu|cpu]`")),
         }
+    }
+    if smoke {
+        let godot = find_godot().ok_or("--smoke needs a Godot 4.3+ binary: set GODOT")?;
+        crate::build::build_and_install(false)?;
+        return run_smoke_test(&godot);
     }
     if !force_headless {
         if let Some(godot) = find_godot() {
@@ -203,6 +211,51 @@ fn launch(godot: &Path) -> Result<(), String> {
     } else {
         Err(format!("Godot exited with {status}"))
     }
+}
+
+/// Printed by `godot_project/tests/test_demo_smoke.gd` when every check passed.
+const SMOKE_PASS_LINE: &str = "DEMO SMOKE TEST PASSED";
+/// Output that means the smoke test went wrong even if Godot exited with 0: GDScript errors,
+/// engine errors and Rust panics.
+const SMOKE_FAILURE_MARKERS: [&str; 4] = ["SCRIPT ERROR", "[panic", "Parse Error", "ERROR:"];
+
+/// Imports the project and runs the demo scene's smoke test headless with a fixed 60 Hz clock.
+/// The library must already be installed in `addons/pipe_water/bin/`.
+fn run_smoke_test(godot: &Path) -> Result<(), String> {
+    let project = root().join("godot_project");
+    let import = Command::new(godot)
+        .args(["--headless", "--path"])
+        .arg(&project)
+        .arg("--import")
+        .output()
+        .map_err(|e| format!("could not start {}: {e}", godot.display()))?;
+    if !import.status.success() {
+        return Err(format!("importing godot_project failed ({})", import.status));
+    }
+    eprintln!("$ {} --headless --path godot_project --fixed-fps 60 -s res://tests/test_demo_smoke.gd", godot.display());
+    let output = Command::new(godot)
+        .args(["--headless", "--path"])
+        .arg(&project)
+        .args(["--fixed-fps", "60", "-s", "res://tests/test_demo_smoke.gd"])
+        .output()
+        .map_err(|e| format!("could not start {}: {e}", godot.display()))?;
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    println!("{text}");
+    smoke_verdict(output.status.success(), &text)
+}
+
+/// Whether a smoke run passed: exit 0, the pass line printed, no error of any kind printed.
+fn smoke_verdict(exited_ok: bool, output: &str) -> Result<(), String> {
+    if let Some(marker) = SMOKE_FAILURE_MARKERS.iter().find(|m| output.contains(*m)) {
+        return Err(format!("demo smoke test: the output contains `{marker}`"));
+    }
+    if !exited_ok {
+        return Err("demo smoke test failed (non-zero exit)".into());
+    }
+    if !output.contains(SMOKE_PASS_LINE) {
+        return Err(format!("demo smoke test did not print `{SMOKE_PASS_LINE}`"));
+    }
+    Ok(())
 }
 
 /// Runs the demo scenario headless: the reservoir fills from the spring, the dam is dug through,
@@ -316,6 +369,41 @@ fn ledger_total(sim: &mut Simulation) -> Result<f64, String> {
 mod tests {
     use super::*;
     use crate::demo_render::Picture;
+
+    #[test]
+    fn a_smoke_run_passes_only_with_exit_0_the_pass_line_and_no_error_printed() {
+        let good = format!("ok   - water moved\n{SMOKE_PASS_LINE}\n");
+        let cases = [
+            (true, good.clone(), true),
+            (false, good.clone(), false),
+            (true, "ok   - water moved\n".to_string(), false),
+            (true, format!("ERROR: PipeWater: radius out of range\n{SMOKE_PASS_LINE}"), false),
+            (true, format!("SCRIPT ERROR: Invalid call\n{SMOKE_PASS_LINE}"), false),
+        ];
+        for (exit_ok, output, expected) in cases {
+            let got = smoke_verdict(exit_ok, &output);
+            println!("exit ok {exit_ok}, output {output:?} -> {got:?}");
+            assert_eq!(got.is_ok(), expected);
+        }
+    }
+
+    /// Loads the demo scene in headless Godot, runs 300 frames and checks water moved, the boat
+    /// floats and nothing printed an error. Runs when `GODOT` is set and the debug library is
+    /// installed (`cargo xtask build`); `cargo xtask demo --smoke` builds it first.
+    #[test]
+    fn the_demo_scene_runs_300_frames_headless_with_water_moving_and_the_boat_afloat() {
+        let Some(godot) = std::env::var_os("GODOT").filter(|g| !g.is_empty()) else {
+            println!("SKIP: demo smoke test (set GODOT to a Godot 4.3+ binary)");
+            return;
+        };
+        let bin = root().join("addons/pipe_water/bin");
+        let installed = std::fs::read_dir(&bin).map(|d| d.flatten().any(|e| e.file_name().to_string_lossy().contains(".debug."))).unwrap_or(false);
+        if !installed {
+            println!("SKIP: demo smoke test (no debug library in {}: run `cargo xtask build` or `cargo xtask demo --smoke`)", bin.display());
+            return;
+        }
+        run_smoke_test(Path::new(&godot)).expect("the demo smoke test passes");
+    }
 
     /// Depth (m) that counts as flooded below the dam: ten times the surface a dry cell keeps.
     const FLOODED: f32 = 0.01;
