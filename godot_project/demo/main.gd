@@ -35,7 +35,7 @@ const TOOL_NAMES: Array[String] = ["add water", "remove water", "dig", "raise te
 @export var brush_radius: float = 5.0
 
 var landscape := Landscape.new()
-var tool: Tool = Tool.ADD_WATER
+var current_tool: Tool = Tool.ADD_WATER
 var source_id: int = -1
 
 var _collision_dirty: bool = false
@@ -153,13 +153,13 @@ func _unhandled_input(event: InputEvent) -> void:
 		return
 	match key.physical_keycode:
 		KEY_1:
-			tool = Tool.ADD_WATER
+			current_tool = Tool.ADD_WATER
 		KEY_2:
-			tool = Tool.REMOVE_WATER
+			current_tool = Tool.REMOVE_WATER
 		KEY_3:
-			tool = Tool.DIG
+			current_tool = Tool.DIG
 		KEY_4:
-			tool = Tool.RAISE
+			current_tool = Tool.RAISE
 		KEY_B:
 			var hit: Variant = pick()
 			if hit != null:
@@ -186,7 +186,7 @@ func _process(delta: float) -> void:
 
 ## Applies the current tool at a global position for delta seconds.
 func apply_tool(at: Vector3, delta: float) -> void:
-	match tool:
+	match current_tool:
 		Tool.ADD_WATER:
 			water.add_water(at, water_rate * delta, brush_radius)
 		Tool.REMOVE_WATER:
@@ -240,7 +240,7 @@ func _update_panel() -> void:
 	var lines := PackedStringArray([
 		"PipeWater demo%s" % ("   [PAUSED]" if water.paused else ""),
 		"",
-		"Left mouse: %s   (1 add water, 2 remove, 3 dig, 4 raise)" % TOOL_NAMES[tool],
+		"Left mouse: %s   (1 add water, 2 remove, 3 dig, 4 raise)" % TOOL_NAMES[current_tool],
 		"Right mouse drag: orbit   wheel: zoom   W A S D Q E: move",
 		"B: drop a boat   R: reset   P / Space: pause   H: hide panel",
 		"",
