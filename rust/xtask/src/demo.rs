@@ -219,33 +219,15 @@ const SMOKE_PASS_LINE: &str = "DEMO SMOKE TEST PASSED";
 /// engine errors and Rust panics.
 const SMOKE_FAILURE_MARKERS: [&str; 4] = ["SCRIPT ERROR", "[panic", "Parse Error", "ERROR:"];
 
-/// Imports the project and runs the demo scene's smoke test headless with a fixed 60 Hz clock.
-/// The library must already be installed in `addons/pipe_water/bin/`.
+/// Runs the demo scene's smoke test headless (the library must already be installed in
+/// `addons/pipe_water/bin/`).
 fn run_smoke_test(godot: &Path) -> Result<(), String> {
-    let project = root().join("godot_project");
-    let import = Command::new(godot)
-        .args(["--headless", "--path"])
-        .arg(&project)
-        .arg("--import")
-        .output()
-        .map_err(|e| format!("could not start {}: {e}", godot.display()))?;
-    if !import.status.success() {
-        return Err(format!("importing godot_project failed ({})", import.status));
-    }
-    eprintln!("$ {} --headless --path godot_project --fixed-fps 60 -s res://tests/test_demo_smoke.gd", godot.display());
-    let output = Command::new(godot)
-        .args(["--headless", "--path"])
-        .arg(&project)
-        .args(["--fixed-fps", "60", "-s", "res://tests/test_demo_smoke.gd"])
-        .output()
-        .map_err(|e| format!("could not start {}: {e}", godot.display()))?;
-    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-    println!("{text}");
-    smoke_verdict(output.status.success(), &text)
+    let (exited_ok, text) = crate::godot::run_project_script(godot, "res://tests/test_demo_smoke.gd")?;
+    smoke_verdict(exited_ok, &text)
 }
 
 /// Whether a smoke run passed: exit 0, the pass line printed, no error of any kind printed.
-fn smoke_verdict(exited_ok: bool, output: &str) -> Result<(), String> {
+pub fn smoke_verdict(exited_ok: bool, output: &str) -> Result<(), String> {
     if let Some(marker) = SMOKE_FAILURE_MARKERS.iter().find(|m| output.contains(*m)) {
         return Err(format!("demo smoke test: the output contains `{marker}`"));
     }
@@ -385,24 +367,6 @@ mod tests {
             println!("exit ok {exit_ok}, output {output:?} -> {got:?}");
             assert_eq!(got.is_ok(), expected);
         }
-    }
-
-    /// Loads the demo scene in headless Godot, runs 300 frames and checks water moved, the boat
-    /// floats and nothing printed an error. Runs when `GODOT` is set and the debug library is
-    /// installed (`cargo xtask build`); `cargo xtask demo --smoke` builds it first.
-    #[test]
-    fn the_demo_scene_runs_300_frames_headless_with_water_moving_and_the_boat_afloat() {
-        let Some(godot) = std::env::var_os("GODOT").filter(|g| !g.is_empty()) else {
-            println!("SKIP: demo smoke test (set GODOT to a Godot 4.3+ binary)");
-            return;
-        };
-        let bin = root().join("addons/pipe_water/bin");
-        let installed = std::fs::read_dir(&bin).map(|d| d.flatten().any(|e| e.file_name().to_string_lossy().contains(".debug."))).unwrap_or(false);
-        if !installed {
-            println!("SKIP: demo smoke test (no debug library in {}: run `cargo xtask build` or `cargo xtask demo --smoke`)", bin.display());
-            return;
-        }
-        run_smoke_test(Path::new(&godot)).expect("the demo smoke test passes");
     }
 
     /// Depth (m) that counts as flooded below the dam: ten times the surface a dry cell keeps.

@@ -71,33 +71,44 @@ pub fn run_headless_tests() -> Result<(), String> {
     let godot = match std::env::var("GODOT") {
         Ok(g) if !g.trim().is_empty() => g,
         _ => {
-            println!("SKIP: headless Godot tests (set GODOT to a Godot 4.3+ binary to run godot_project/tests/)");
+            println!("SKIP: headless Godot tests (set GODOT to a Godot 4.3+ binary to run godot_project/tests/: the node tests and the demo smoke test)");
             return Ok(());
         }
     };
     crate::build::build_and_install(false)?;
+    let godot = Path::new(&godot);
+    let (exited_ok, text) = run_project_script(godot, "res://tests/run_tests.gd")?;
+    verdict(exited_ok, &text)?;
+    let (exited_ok, text) = run_project_script(godot, "res://tests/test_demo_smoke.gd")?;
+    crate::demo::smoke_verdict(exited_ok, &text)
+}
+
+/// Imports `godot_project` with `godot`, then runs `script` in it headless on a fixed 60 Hz clock.
+/// Returns whether Godot exited with 0, and everything it printed (also echoed).
+pub fn run_project_script(godot: &Path, script: &str) -> Result<(bool, String), String> {
     let project = root().join("godot_project");
-    let import = Command::new(&godot)
+    let import = Command::new(godot)
         .args(["--headless", "--path"])
         .arg(&project)
         .arg("--import")
         .output()
-        .map_err(|e| format!("could not start GODOT={godot}: {e}"))?;
+        .map_err(|e| format!("could not start {}: {e}", godot.display()))?;
     if !import.status.success() {
         eprintln!("{}{}", String::from_utf8_lossy(&import.stdout), String::from_utf8_lossy(&import.stderr));
         return Err(format!("importing the project failed ({})", import.status));
     }
-    eprintln!("$ {godot} --headless --path godot_project --fixed-fps 60 -s res://tests/run_tests.gd");
-    let output = Command::new(&godot)
+    eprintln!("$ {} --headless --path godot_project --fixed-fps 60 -s {script}", godot.display());
+    let output = Command::new(godot)
         .args(["--headless", "--path"])
         .arg(&project)
-        .args(["--fixed-fps", "60", "-s", "res://tests/run_tests.gd"])
+        .args(["--fixed-fps", "60", "-s", script])
         .output()
-        .map_err(|e| format!("could not start GODOT={godot}: {e}"))?;
+        .map_err(|e| format!("could not start {}: {e}", godot.display()))?;
     let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     println!("{text}");
-    verdict(output.status.success(), &text)
+    Ok((output.status.success(), text))
 }
+
 
 /// Whether a headless run passed: exit 0, the pass line printed, no script error or panic.
 fn verdict(exited_ok: bool, output: &str) -> Result<(), String> {
