@@ -77,8 +77,10 @@ pub struct Simulation {
     sources: Vec<Source>,
     next_source_id: u32,
     inflow_carry: [f64; 4],
-    /// Depth (m) that edits may have added since the newest snapshot, for the step estimate.
-    pending_depth: f32,
+    /// Largest depth (m) that edits, sources and inflow may have added to one cell: since the last
+    /// frame, during the last frame, and during the one before. A GPU snapshot can be two frames
+    /// old, so the step estimate adds all three to the snapshot's deepest water.
+    recent_gain: [f32; 3],
     frames: u64,
     elapsed: f64,
     last_report: FrameReport,
@@ -107,7 +109,7 @@ impl Simulation {
             sources: Vec::new(),
             next_source_id: 1,
             inflow_carry: [0.0; 4],
-            pending_depth: 0.0,
+            recent_gain: [0.0; 3],
             frames: 0,
             elapsed: 0.0,
             last_report: FrameReport::default(),
@@ -172,7 +174,7 @@ impl Simulation {
     /// advection term, so the flow speed does not enter. Capped by `max_step`.
     pub fn stable_step(&mut self) -> f32 {
         let depth = match self.params.cross_section {
-            CrossSection::DepthDependent => self.backend.snapshot().map_or(0.0, |s| s.max_depth) + self.pending_depth,
+            CrossSection::DepthDependent => self.backend.snapshot().map_or(0.0, |s| s.max_depth) + self.recent_gain.iter().sum::<f32>(),
             CrossSection::Classic => self.params.pipe_depth,
         };
         let wave = (self.params.gravity * depth).sqrt();
@@ -235,7 +237,8 @@ impl Simulation {
         self.backend.advance(&FramePlan { constants, substeps, forcing: &forcing })?;
         self.frames += 1;
         self.elapsed += frame_time;
-        self.pending_depth = 0.0;
+        let per_step_gain = forcing.iter().map(|f| f.quanta.max(0)).max().unwrap_or(0) as f32 + inflow_quanta.iter().map(|&q| q as f32).sum::<f32>();
+        self.recent_gain = [0.0, self.recent_gain[0] + per_step_gain * substeps as f32 * DEPTH_QUANTUM, self.recent_gain[1]];
         Ok(())
     }
 
@@ -295,7 +298,7 @@ impl Simulation {
     pub fn add_water(&mut self, x: f32, z: f32, volume: f32, radius: f32) -> Result<f64> {
         let Some(cells) = self.water_edit_cells(x, z, volume, radius)? else { return Ok(0.0) };
         let peak = cells.iter().map(|c| c.quanta).max().unwrap_or(0);
-        self.pending_depth += peak as f32 * DEPTH_QUANTUM;
+        self.recent_gain[0] += peak as f32 * DEPTH_QUANTUM;
         let requested: i64 = cells.iter().map(|c| c.quanta as i64).sum();
         Ok(match self.backend.edit_water(&cells)? {
             EditOutcome::Applied { added, .. } => added as f64,
@@ -391,7 +394,7 @@ impl Simulation {
             s.carry = 0.0;
         }
         self.elapsed = 0.0;
-        self.pending_depth = 0.0;
+        self.recent_gain = [0.0; 3];
         Ok(())
     }
 
