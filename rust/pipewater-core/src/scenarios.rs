@@ -2,6 +2,7 @@
 
 use crate::grid::Grid;
 use crate::quanta::depth_to_quanta;
+use crate::simulation::basin_fill;
 use crate::state::State;
 
 /// A small deterministic random generator (SplitMix64), so scenarios are the same everywhere.
@@ -206,6 +207,9 @@ pub fn demo_centre_line(u: f32) -> f32 {
 
 /// Fraction of the grid's width (local X) where the dam stands.
 pub const DEMO_DAM_U: f32 = 0.52;
+/// Fraction of the grid's width where the reservoir is filled from, on the river's centre line
+/// upstream of the dam.
+pub const DEMO_RESERVOIR_U: f32 = 0.44;
 
 /// Terrain height of the demo landscape at `(u, v)` (0..1 across the grid) in units of the
 /// relief, before noise: a valley falling along +X, a dam of terrain across it at
@@ -234,8 +238,8 @@ pub const DEMO_NOISE: f32 = 0.05;
 
 /// The demo landscape on `grid`: a river valley falling along local +X with a spring at its head
 /// (`0.6 · relief · cell_size²` m³/s), a dam of terrain across the valley at [`DEMO_DAM_U`] of the
-/// width holding back a reservoir (filled [`DEMO_RESERVOIR_DEPTH`]` · relief` above the valley
-/// floor at the dam, below its crest), and a lake (filled to height 0) in a basin below. Hills from
+/// width holding back a reservoir (the basin behind it filled, from [`DEMO_RESERVOIR_U`], to
+/// [`DEMO_RESERVOIR_DEPTH`]` · relief` above the valley floor at the dam, below its crest), and a lake (filled to height 0) in a basin below. Hills from
 /// [`diamond_square`] with `seed` and `roughness` add [`DEMO_NOISE`]` · relief` of noise. Terrain spans
 /// about `relief` m. Deterministic: the same arguments give the same state everywhere.
 pub fn demo_landscape(grid: Grid, seed: u64, roughness: f32, relief: f32) -> DemoLandscape {
@@ -253,13 +257,12 @@ pub fn demo_landscape(grid: Grid, seed: u64, roughness: f32, relief: f32) -> Dem
     let reservoir_level = relief * (floor_at_dam + DEMO_RESERVOIR_DEPTH);
     let lake_level = 0.0;
     let mut state = State { terrain, ..State::new(grid) };
-    for y in 0..grid.height {
-        for x in 0..grid.width {
-            let u = (x as f32 + 0.5) / w;
-            let i = grid.index(x, y);
-            let level = if u < DEMO_DAM_U { reservoir_level } else { lake_level };
-            state.depth[i] = depth_to_quanta((level - state.terrain[i]).max(0.0));
-        }
+    // The lake: the valley above the dam lies higher than the lake's level everywhere.
+    state.fill_to_level(lake_level);
+    // The reservoir: the basin behind the dam, filled as `Simulation::fill_basin` would.
+    let start = (((DEMO_RESERVOIR_U * w) as u32).min(grid.width - 1), ((demo_centre_line(DEMO_RESERVOIR_U) * h) as u32).min(grid.height - 1));
+    for cell in basin_fill(&state, start, reservoir_level, true) {
+        state.depth[cell.cell as usize] += cell.quanta;
     }
     let to_local = |u: f32, v: f32| [(u - 0.5) * w * grid.cell_size, (v - 0.5) * h * grid.cell_size];
     let source_u = 0.06;

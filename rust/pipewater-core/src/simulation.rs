@@ -10,10 +10,10 @@ use crate::backend::{Backend, BackendKind, CellTerrain, CellWater, EditOutcome, 
 use crate::error::{check_range, Error, Result};
 use crate::grid::Grid;
 use crate::ledger::MassLedger;
-use crate::params::{Boundary, CrossSection, Params};
+use crate::params::{Boundary, CrossSection, NeighbourMode, Params};
 use crate::pipes::{edge_cell_count, StepConstants};
 use crate::quanta::{quantum_volume, DEPTH_QUANTUM, MAX_DEPTH_QUANTA};
-use crate::state::{Snapshot, State};
+use crate::state::{Snapshot, State, MAX_TERRAIN_ABS};
 use std::sync::Arc;
 
 /// Which backend to run.
@@ -330,6 +330,37 @@ impl Simulation {
         })
     }
 
+    /// Fills the basin around local point `(x, z)` with still water up to `level` (local Y, m),
+    /// as if water were poured there until its surface stood at `level`: every cell reachable
+    /// from the point's cell through cells whose terrain lies below `level` (diagonal steps
+    /// included in eight-neighbour mode, where water takes them too) gets water up to that
+    /// surface. Water is only added, never removed. Returns the volume added, m³ (0 when the
+    /// point's ground is at or above `level`).
+    ///
+    /// Reads the current state, waiting for the device on a GPU backend: meant for setting up a
+    /// level or answering a player's action, not for every frame. A basin that reaches an open
+    /// edge fills and then drains through it.
+    pub fn fill_basin(&mut self, x: f32, z: f32, level: f32) -> Result<f64> {
+        Self::check_point(x, z)?;
+        check_range("level", level, -MAX_TERRAIN_ABS, MAX_TERRAIN_ABS)?;
+        let Some((cx, cy)) = self.grid.cell_at(x, z) else {
+            return Err(Error::invalid("position", format!("({x}, {z})"), "a point over the grid"));
+        };
+        let state = self.backend.read_state()?;
+        let diagonal = self.params.neighbours == NeighbourMode::Eight;
+        let cells = basin_fill(&state, (cx, cy), level, diagonal);
+        if cells.is_empty() {
+            return Ok(0.0);
+        }
+        let peak = cells.iter().map(|c| c.quanta).max().unwrap_or(0);
+        self.recent_gain[0] += peak as f32 * DEPTH_QUANTUM;
+        let requested: i64 = cells.iter().map(|c| c.quanta as i64).sum();
+        Ok(match self.backend.edit_water(&cells)? {
+            EditOutcome::Applied { added, .. } => added as f64,
+            EditOutcome::Queued => requested as f64,
+        } * self.quantum_volume())
+    }
+
     /// Raises (positive) or digs (negative) the terrain by up to `delta_height` m around local
     /// point `(x, z)`, with a smooth falloff to zero at `radius`. Water depth is kept.
     pub fn modify_terrain(&mut self, x: f32, z: f32, delta_height: f32, radius: f32) -> Result<()> {
@@ -463,6 +494,47 @@ impl Simulation {
 
 fn lerp(a: f32, b: f32, t: f32) -> f32 {
     a + (b - a) * t
+}
+
+/// The water a basin fill adds: for every cell connected to `start` through cells whose terrain
+/// lies below `level` (four or eight neighbours), the whole quanta that raise its surface to
+/// `level`. Cells already at or above `level` add nothing but still connect the basin.
+pub fn basin_fill(state: &State, start: (u32, u32), level: f32, diagonal: bool) -> Vec<CellWater> {
+    let grid = state.grid;
+    let (w, h) = (grid.width as i64, grid.height as i64);
+    let below = |i: usize| state.terrain[i] < level;
+    let first = grid.index(start.0, start.1);
+    if !below(first) {
+        return Vec::new();
+    }
+    // Orthogonal steps first, so that the first four are the four-neighbour set.
+    const STEPS: [(i64, i64); 8] = [(1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (-1, 1), (1, -1), (-1, -1)];
+    let steps = if diagonal { &STEPS[..] } else { &STEPS[..4] };
+    let mut seen = vec![false; grid.cell_count()];
+    let mut stack = vec![(start.0 as i64, start.1 as i64)];
+    seen[first] = true;
+    let mut cells = Vec::new();
+    while let Some((x, y)) = stack.pop() {
+        let i = grid.index(x as u32, y as u32);
+        // f64: a level 1e6 m above a cell is 2^40 quanta, past f32's exact integers.
+        let target = ((level as f64 - state.terrain[i] as f64) / DEPTH_QUANTUM as f64).floor().min(MAX_DEPTH_QUANTA as f64) as i64;
+        let add = target - state.depth[i] as i64;
+        if add > 0 {
+            cells.push(CellWater { cell: i as u32, quanta: add as i32 });
+        }
+        for &(dx, dy) in steps {
+            let (nx, ny) = (x + dx, y + dy);
+            if nx < 0 || ny < 0 || nx >= w || ny >= h {
+                continue;
+            }
+            let n = grid.index(nx as u32, ny as u32);
+            if !seen[n] && below(n) {
+                seen[n] = true;
+                stack.push((nx, ny));
+            }
+        }
+    }
+    cells
 }
 
 /// Surface height at a local point: bilinear weights over the four surrounding cells, dry cells
