@@ -38,6 +38,7 @@ func _run() -> void:
 	await _test_rotated_node_maps_global_points_to_its_grid()
 	await _test_add_and_remove_water_change_the_total_by_their_volume()
 	await _test_sources_and_drains()
+	await _test_fill_basin_fills_one_basin_to_a_level()
 	await _test_textures_have_the_documented_size_and_format()
 	await _test_terrain_from_image_and_digging()
 	await _test_backend_choice_falls_back_without_crashing()
@@ -71,7 +72,7 @@ func _check(ok: bool, statement: String) -> void:
 
 func _near(actual: float, expected: float, tolerance: float, statement: String) -> void:
 	var ok: bool = is_finite(actual) and absf(actual - expected) <= tolerance
-	_check(ok, "%s: got %.6f, expected %.6f ± %g" % [statement, actual, expected, tolerance])
+	_check(ok, "%s: got %.6f, expected %.6f ± %s" % [statement, actual, expected, tolerance])
 
 
 ## A PipeWater on the CPU backend over flat ground, filled to [param level], in the tree.
@@ -204,6 +205,43 @@ func _test_textures_have_the_documented_size_and_format() -> void:
 		_near(texel.a, 1.0, 0.0, "height_texture A is 1 for a wet cell")
 	var flux: Image = water.get_flux_image()
 	_check(flux != null and flux.get_pixel(3, 4).b == 0.0, "flux B (speed) is 0 in still water")
+	water.update_textures = false
+	water.add_water(Vector3(0.5, 0, 0.5), 50.0, 3.0)
+	water.step(0.1)
+	await process_frame
+	var frozen: float = water.get_height_image().get_pixel(8, 6).g
+	var queried: float = water.get_depth(Vector3(0.5, 0, 0.5))
+	_near(frozen, 1.5, HEIGHT_TOLERANCE, "update_textures off: the texture keeps the old depth")
+	_check(queried > 1.6, "update_textures off: queries still see the added water (%.3f m)" % queried)
+	water.update_textures = true
+	await physics_frame
+	await process_frame
+	var thawed: float = water.get_height_image().get_pixel(8, 6).g
+	_check(thawed > 1.6, "update_textures on again: the texture shows it (%.3f m)" % thawed)
+	await _free(water)
+
+
+func _test_fill_basin_fills_one_basin_to_a_level() -> void:
+	print("-- fill_basin: two 16 × 16 m pits split by a 3 m wall, node at Y = 5")
+	var water: PipeWater = await _make_water(Vector2i(36, 16), -10.0, Vector3(0, 5, 0))
+	var heights := PackedFloat32Array()
+	for y in 16:
+		for x in 36:
+			heights.append(3.0 if x >= 16 and x < 20 else 0.0)
+	water.terrain_heights = heights
+	water.rebuild()
+	# Local x of cell column c is c + 0.5 - 18; the west pit is columns 0..15.
+	var added: float = water.fill_basin(Vector3(-10.0, 7.0, 0.5))
+	_near(added, 16.0 * 16.0 * 2.0, VOLUME_TOLERANCE, "fill_basin to global Y 7 adds 16 × 16 × 2 m³")
+	await process_frame
+	_near(water.get_height(Vector3(-10.0, 0, 0.5)), 7.0, HEIGHT_TOLERANCE,
+			"the west pit stands at Y 7")
+	_near(water.get_depth(Vector3(10.0, 0, 0.5)), 0.0, 0.0, "the wall keeps the east pit dry")
+	_near(water.fill_basin(Vector3(0.0, 7.0, 0.5)), 0.0, 0.0,
+			"a fill started on the wall adds nothing")
+	_near(water.fill_basin(Vector3(500.0, 7.0, 0.5)), 0.0, 0.0, "a fill off the grid adds nothing")
+	var ledger: Dictionary = water.get_water_ledger()
+	_near(ledger["total"], ledger["expected"], VOLUME_TOLERANCE, "ledger: total = expected")
 	await _free(water)
 
 
@@ -270,6 +308,8 @@ func _test_bad_arguments_are_rejected_and_state_stays_safe() -> void:
 	_check(water.add_source(Vector3.ZERO, INF, 1.0) == -1, "add_source with rate INF returns -1")
 	_check(water.add_source(Vector3(900, 0, 0), 1.0, 1.0) == -1, "add_source off the grid is -1")
 	_check(not water.modify_terrain(Vector3.ZERO, NAN, 1.0), "modify_terrain by NaN is refused")
+	_near(water.fill_basin(nan_point), 0.0, 0.0, "fill_basin at a NaN position adds 0")
+	_near(water.fill_basin(Vector3(0, 3.0e6, 0)), 0.0, 0.0, "fill_basin to a level of 3e6 m adds 0")
 	_check(water.step(-1.0) == 0 and water.step(NAN) == 0, "step(-1) and step(NaN) do nothing")
 	_check(not water.set_terrain_from_image(Image.new(), 1.0, 0.0), "an empty image is refused")
 	var h: float = water.get_height(nan_point)

@@ -18,6 +18,12 @@ pub const OUTSIDE_HEIGHT: f32 = f32::NEG_INFINITY;
 /// Global position → local `(x, z)` of the node, `None` when the transform cannot be inverted
 /// or the position is not finite.
 pub fn global_to_local(global_transform: &Transform3D, global: Vector3) -> Option<[f32; 2]> {
+    global_to_local_point(global_transform, global).map(|p| [p.x, p.z])
+}
+
+/// Global position → the node's local position, `None` when the transform cannot be inverted or
+/// the position is not finite.
+pub fn global_to_local_point(global_transform: &Transform3D, global: Vector3) -> Option<Vector3> {
     if !global.is_finite() || !global_transform.is_finite() {
         return None;
     }
@@ -26,10 +32,7 @@ pub fn global_to_local(global_transform: &Transform3D, global: Vector3) -> Optio
         return None;
     }
     let local = global_transform.affine_inverse() * global;
-    if !local.is_finite() {
-        return None;
-    }
-    Some([local.x, local.z])
+    local.is_finite().then_some(local)
 }
 
 /// Global Y of the local point `(x, height, z)`.

@@ -4,13 +4,14 @@
 //! and [`crate::validate`]; this file converts types, forwards errors and owns the Godot
 //! resources (textures, the optional surface mesh).
 
-use crate::mapping::{global_to_local, local_height_to_global, local_velocity_to_global, OUTSIDE_HEIGHT};
+use crate::mapping::{global_to_local, global_to_local_point, local_height_to_global, local_velocity_to_global, OUTSIDE_HEIGHT};
 use crate::texels::{terrain_from_rf_bytes, texel_bytes};
 use crate::validate;
 use godot::classes::image::Format;
 use godot::classes::node::InternalMode;
+use godot::classes::notify::Node3DNotification;
 use godot::classes::{
-    Engine, INode3D, Image, ImageTexture, Material, MeshInstance3D, Node3D, PlaneMesh, ResourceLoader, Shader, ShaderMaterial, Texture2D,
+    Engine, INode3D, Image, ImageTexture, Material, Mesh, MeshInstance3D, Node3D, PlaneMesh, ResourceLoader, Shader, ShaderMaterial, Texture2D,
 };
 use godot::prelude::*;
 use pipewater_core::{
@@ -257,6 +258,14 @@ pub struct PipeWater {
     #[export]
     #[var(set)]
     water_material: Option<Gd<Material>>,
+    /// When true (the default), `height_texture` and `flux_texture` follow the simulation every
+    /// frame. Turn it off when nothing draws them (a game with its own water rendering, a
+    /// server): the node then skips the per-frame copy of both textures (about 32 bytes a cell,
+    /// the largest part of its main-thread cost on big grids) and, on the GPU, reads back only
+    /// when a query asks. The helper mesh freezes while it is off.
+    #[export]
+    #[var]
+    update_textures: bool,
 
     /// Water surface, depth, terrain and wetness per cell (`Image.FORMAT_RGBAF`, `grid_size`
     /// texels; layout in the class description). Read-only; the same object for the node's
@@ -320,6 +329,7 @@ impl INode3D for PipeWater {
             backend: WaterBackend::Auto,
             active_backend: WaterBackend::Auto,
             show_mesh: true,
+            update_textures: true,
             water_material: None,
             // Created now so that materials can take them before the first build; their images
             // are set (and replaced when the grid changes) by the node.
@@ -344,6 +354,18 @@ impl INode3D for PipeWater {
 
     fn enter_tree(&mut self) {
         self.base_mut().add_to_group("pipe_water");
+    }
+
+    fn on_notification(&mut self, what: Node3DNotification) {
+        if what == Node3DNotification::PREDELETE {
+            // Detach the surface's mesh and material while its render instance still exists,
+            // so that no renderer update meets an instance whose mesh is already gone (Godot's
+            // headless renderer reports that as an error when the node is freed).
+            if let Some(mut mesh_instance) = self.mesh_instance.take().filter(|m| m.is_instance_valid()) {
+                mesh_instance.set_material_override(Option::<&Gd<Material>>::None);
+                mesh_instance.set_mesh(Option::<&Gd<Mesh>>::None);
+            }
+        }
     }
 
     fn ready(&mut self) {
@@ -875,6 +897,39 @@ impl PipeWater {
         self.core_result("remove_water", result).unwrap_or(0.0)
     }
 
+    /// Fills the basin under `global_position` with still water whose surface stands at the
+    /// position's height, as if water were poured there until it reached it: every cell
+    /// connected to that point through ground lower than the surface gets water up to it
+    /// (diagonal steps included in eight-neighbour mode). Water is only added. Returns the volume
+    /// added, m³; 0 when the ground there is at or above the surface, the point is off the grid,
+    /// or an argument is rejected. The quick way to make a lake in a valley or a pond in a pit,
+    /// where `initial_water_level` would flood every basin below that level.
+    ///
+    /// It reads the whole current state, waiting for the GPU: meant for setting up a level or
+    /// answering a player's action, not for every frame.
+    #[func]
+    fn fill_basin(&mut self, global_position: Vector3) -> f64 {
+        let Some((t, xz)) = self.local_point("fill_basin", global_position) else {
+            return 0.0;
+        };
+        let Some(local) = global_to_local_point(&t, global_position) else {
+            return 0.0;
+        };
+        let limit = pipewater_core::state::MAX_TERRAIN_ABS as f64;
+        let level = self.accept(validate::float_in("fill_basin: global_position (height in the node's space)", local.y as f64, -limit, limit, " m"));
+        let Some(level) = level else {
+            return 0.0;
+        };
+        let Some(sim) = self.sim.as_mut() else {
+            return 0.0;
+        };
+        if !sim.grid().contains(xz[0], xz[1]) {
+            return 0.0;
+        }
+        let result = sim.fill_basin(xz[0], xz[1], level);
+        self.core_result("fill_basin", Some(result)).unwrap_or(0.0)
+    }
+
     /// Adds a source of `rate` m³/s (`-1e6 ..= 1e6`; negative drains) spread over `radius` m
     /// around `global_position`. Returns its id (≥ 1), or -1 when rejected (off the grid, bad
     /// argument). Sources survive `reset()` but not a rebuild.
@@ -1202,6 +1257,10 @@ impl PipeWater {
 
     /// Copies the newest snapshot into the textures when it changed.
     fn update_outputs(&mut self) {
+        if !self.update_textures {
+            self.texture_usec = 0;
+            return;
+        }
         let started = Instant::now();
         let Some(snapshot) = self.sim.as_mut().and_then(|s| s.snapshot()) else { return };
         if self.shown.as_ref().is_some_and(|shown| Arc::ptr_eq(shown, &snapshot)) {
@@ -1242,7 +1301,11 @@ impl PipeWater {
             self.mesh_instance = Some(mesh_instance);
         }
         let [ex, ez] = grid.extent();
-        let mut plane = PlaneMesh::new_gd();
+        // Reshape the plane already shown rather than swapping in a new one: fewer renderer
+        // resources churned on every rebuild, and Godot's headless renderer reports an error
+        // when a replaced mesh's instance is freed.
+        let existing = self.mesh_instance.as_ref().and_then(|m| m.get_mesh()).and_then(|m| m.try_cast::<PlaneMesh>().ok());
+        let mut plane = existing.unwrap_or_else(PlaneMesh::new_gd);
         plane.set_size(Vector2::new(ex, ez));
         plane.set_subdivide_width((grid.width - 1).min(MAX_MESH_SUBDIVISIONS) as i32);
         plane.set_subdivide_depth((grid.height - 1).min(MAX_MESH_SUBDIVISIONS) as i32);
