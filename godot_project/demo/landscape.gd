@@ -20,6 +20,8 @@ const RESERVOIR_DEPTH := 0.17
 const NOISE := 0.05
 ## Where along the valley (fraction of the width) the spring is.
 const SOURCE_U := 0.06
+## Where along the valley the reservoir is filled from, upstream of the dam.
+const RESERVOIR_U := 0.44
 
 # SplitMix64 constants as signed 64-bit integers (GDScript ints wrap on overflow).
 const _GOLDEN := -7046029254386353131
@@ -30,7 +32,8 @@ const _MIX2 := -7723592293110705685
 var heights := PackedFloat32Array()
 ## Water level of the reservoir behind the dam, local Y (m).
 var reservoir_level: float = 0.0
-## Water level of the lake (local Y, m): every cell below it downstream of the dam starts filled.
+## Water level of the lake (local Y, m): every cell below it starts filled (all of them lie
+## downstream of the dam).
 var lake_level: float = 0.0
 ## Height of the dam's crest on the river's centre line (local Y, m), noise left out.
 var dam_crest: float = 0.0
@@ -38,6 +41,8 @@ var dam_crest: float = 0.0
 var dam_position := Vector2.ZERO
 ## Local X, Z (m) of the spring.
 var source_position := Vector2.ZERO
+## Local X, Z (m) of the point on the river's centre line the reservoir is filled from.
+var reservoir_start := Vector2.ZERO
 ## Rate of the spring, m³/s.
 var source_rate: float = 0.0
 ## Radius of the spring, m.
@@ -83,16 +88,10 @@ func generate(size: Vector2i, cell_size: float, seed_value: int, roughness: floa
 	var extent := Vector2(size) * cell_size
 	dam_position = Vector2((DAM_U - 0.5) * extent.x, (centre_line(DAM_U) - 0.5) * extent.y)
 	source_position = Vector2((SOURCE_U - 0.5) * extent.x, (centre_line(SOURCE_U) - 0.5) * extent.y)
+	reservoir_start = Vector2((RESERVOIR_U - 0.5) * extent.x,
+			(centre_line(RESERVOIR_U) - 0.5) * extent.y)
 	source_rate = 0.6 * relief * cell_size * cell_size
 	source_radius = 3.0 * cell_size
-
-
-## Water depth (m) the scenario starts with in cell (x, y): the reservoir upstream of the dam,
-## the lake downstream.
-func initial_depth(size: Vector2i, x: int, y: int) -> float:
-	var u: float = (x + 0.5) / size.x
-	var level: float = reservoir_level if u < DAM_U else lake_level
-	return maxf(level - heights[y * size.x + x], 0.0)
 
 
 ## Diamond-square heights in [0, 1] on a (2ⁿ+1)² lattice covering width × height, cropped to

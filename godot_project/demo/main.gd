@@ -70,25 +70,23 @@ func _ready() -> void:
 	drop_boat(to_world(dam - Vector2(0.08 * grid_size.x * cell_size, 0.0)))
 
 
+func _notification(what: int) -> void:
+	if what == NOTIFICATION_PREDELETE and is_instance_valid(terrain_mesh):
+		# Detach the terrain's mesh and material while its render instance exists, so that no
+		# renderer update meets an instance whose mesh is already gone.
+		terrain_mesh.material_override = null
+		terrain_mesh.mesh = null
+
+
 ## Global position of a local grid point (x, z) at height 0.
 func to_world(local_xz: Vector2) -> Vector3:
 	return water.global_transform * Vector3(local_xz.x, 0.0, local_xz.y)
 
 
-## Adds the reservoir's water cell by cell (the node fills only up to one level; the lake's).
+## Fills the basin behind the dam up to the reservoir's level, as if poured from upstream.
 func _fill_reservoir() -> void:
-	var heights: PackedFloat32Array = water.get_terrain_heights()
-	var level: float = landscape.reservoir_level
-	var area: float = cell_size * cell_size
-	for y in grid_size.y:
-		for x in grid_size.x:
-			if (x + 0.5) / grid_size.x >= Landscape.DAM_U:
-				continue
-			var depth: float = level - heights[y * grid_size.x + x]
-			if depth > 0.0:
-				var local := Vector2((x + 0.5 - grid_size.x * 0.5) * cell_size,
-						(y + 0.5 - grid_size.y * 0.5) * cell_size)
-				water.add_water(to_world(local), depth * area, 0.0)
+	var start: Vector2 = landscape.reservoir_start
+	water.fill_basin(to_world(start) + Vector3(0.0, landscape.reservoir_level, 0.0))
 
 
 func _setup_terrain_mesh() -> void:
