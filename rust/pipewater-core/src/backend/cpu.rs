@@ -5,7 +5,7 @@ use super::{Backend, BackendKind, CellTerrain, CellWater, EditOutcome, FramePlan
 use crate::error::{Error, Result};
 use crate::pipes::{accelerate, inflow_for_cell, requested_quanta, limit_factor, open_edge_count, open_edge_outflow, pipe_quanta, StepConstants, PIPE_OFFSETS};
 use crate::quanta::{quanta_to_depth, MAX_DEPTH_QUANTA};
-use crate::state::{check_terrain, Counters, Snapshot, State, MAX_TERRAIN_ABS};
+use crate::state::{check_terrain, Counters, Snapshot, SpareSnapshots, State, MAX_TERRAIN_ABS};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -20,6 +20,7 @@ pub struct CpuBackend {
     counters: Counters,
     frames: u64,
     cached: Option<Arc<Snapshot>>,
+    spares: SpareSnapshots,
 }
 
 impl CpuBackend {
@@ -33,6 +34,14 @@ impl CpuBackend {
             counters: Counters::default(),
             frames: 0,
             cached: None,
+            spares: SpareSnapshots::default(),
+        }
+    }
+
+    /// Marks the snapshot stale, keeping it for its buffers.
+    fn invalidate_snapshot(&mut self) {
+        if let Some(old) = self.cached.take() {
+            self.spares.keep(old);
         }
     }
 
@@ -235,7 +244,7 @@ impl Backend for CpuBackend {
         let (added, removed) = Self::apply_water(&mut self.state.depth, cells);
         self.counters.added += added;
         self.counters.removed += removed;
-        self.cached = None;
+        self.invalidate_snapshot();
         Ok(EditOutcome::Applied { added, removed })
     }
 
@@ -245,14 +254,14 @@ impl Backend for CpuBackend {
                 *b = (*b + c.delta).clamp(-MAX_TERRAIN_ABS, MAX_TERRAIN_ABS);
             }
         }
-        self.cached = None;
+        self.invalidate_snapshot();
         Ok(())
     }
 
     fn set_terrain(&mut self, terrain: &[f32]) -> Result<()> {
         check_terrain(&self.state.grid, terrain)?;
         self.state.terrain.copy_from_slice(terrain);
-        self.cached = None;
+        self.invalidate_snapshot();
         Ok(())
     }
 
@@ -265,13 +274,14 @@ impl Backend for CpuBackend {
             self.step(&plan.constants, plan.forcing);
         }
         self.frames += 1;
-        self.cached = None;
+        self.invalidate_snapshot();
         Ok(())
     }
 
     fn snapshot(&mut self) -> Option<Arc<Snapshot>> {
         if self.cached.is_none() {
-            self.cached = Some(Arc::new(self.state.snapshot(self.frames, self.counters)));
+            let spare = self.spares.take();
+            self.cached = Some(Arc::new(self.state.snapshot_reusing(self.frames, self.counters, spare)));
         }
         self.cached.clone()
     }

@@ -29,7 +29,7 @@ use crate::error::{Error, Result};
 use crate::grid::Grid;
 use crate::params::Params;
 use crate::pipes::StepConstants;
-use crate::state::{check_terrain, Counters, Snapshot, State};
+use crate::state::{check_terrain, copy_in_parallel, Counters, Snapshot, SpareSnapshots, State};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -134,6 +134,7 @@ pub struct GpuBackend {
     frames: u64,
     epoch: u64,
     latest: Option<Arc<Snapshot>>,
+    spares: SpareSnapshots,
 }
 
 impl GpuBackend {
@@ -227,6 +228,7 @@ impl GpuBackend {
             frames: 0,
             epoch: 0,
             latest: None,
+            spares: SpareSnapshots::default(),
         };
         backend.upload(state)?;
         Ok(backend)
@@ -386,8 +388,11 @@ impl GpuBackend {
             if let Some(&newest) = ready.last() {
                 let slot = &self.slots[newest];
                 if self.latest.as_ref().is_none_or(|s| s.sequence <= slot.sequence) {
-                    if let Some(s) = self.decode(slot) {
-                        self.latest = Some(Arc::new(s));
+                    let spare = self.spares.take();
+                    if let Some(s) = self.decode(slot, spare) {
+                        if let Some(old) = self.latest.replace(Arc::new(s)) {
+                            self.spares.keep(old);
+                        }
                     }
                 }
             }
@@ -403,19 +408,24 @@ impl GpuBackend {
         }
     }
 
-    /// Builds a snapshot from a mapped staging buffer.
-    fn decode(&self, slot: &Slot) -> Option<Snapshot> {
+    /// Builds a snapshot from a mapped staging buffer, in `spare`'s buffers when it has them.
+    fn decode(&self, slot: &Slot, spare: Option<Snapshot>) -> Option<Snapshot> {
         let view = slot.buffer.get_mapped_range(..).ok()?;
         let n = self.grid.cell_count();
         let words: Vec<u32> = bytemuck::pod_collect_to_vec(&view[..HEADER_BYTES as usize]);
         let wide = |k: usize| words[k] as u64 | (words[k + 1] as u64) << 32;
         let counters = Counters { added: wide(0), removed: wide(2), boundary_in: wide(4), boundary_out: wide(6) };
         let h = HEADER_BYTES as usize;
+        let (mut height, mut flow) = Snapshot::texel_buffers(spare, n);
+        // Cast our aligned buffers to bytes, not the mapped range to texels: its alignment is
+        // the driver's.
+        copy_in_parallel(bytemuck::cast_slice_mut::<[f32; 4], u8>(&mut height), &view[h..h + 16 * n]);
+        copy_in_parallel(bytemuck::cast_slice_mut::<[f32; 4], u8>(&mut flow), &view[h + 16 * n..h + 32 * n]);
         Some(Snapshot {
             grid: self.grid,
             sequence: slot.sequence,
-            height: bytemuck::pod_collect_to_vec(&view[h..h + 16 * n]),
-            flow: bytemuck::pod_collect_to_vec(&view[h + 16 * n..h + 32 * n]),
+            height,
+            flow,
             total_quanta: wide(8) as i64,
             counters,
             max_speed: f32::from_bits(words[10]),
