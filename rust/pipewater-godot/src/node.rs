@@ -18,6 +18,7 @@ use pipewater_core::{
     BackendKind, BackendPreference, Boundary, CrossSection, Error as CoreError, Grid, NeighbourMode, Params, Simulation, Snapshot,
     SourceId, State,
 };
+use pipewater_core::state::copy_in_parallel;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -285,6 +286,9 @@ pub struct PipeWater {
     needs_params: bool,
     /// Snapshot the textures show, to skip re-uploading the same one.
     shown: Option<Arc<Snapshot>>,
+    /// Byte arrays the textures' images are filled from: [height, flux] × two that alternate.
+    upload_bytes: [[PackedByteArray; 2]; 2],
+    upload_parity: usize,
     height_image: Option<Gd<Image>>,
     flux_image: Option<Gd<Image>>,
     mesh_instance: Option<Gd<MeshInstance3D>>,
@@ -292,6 +296,7 @@ pub struct PipeWater {
     last_error: String,
     step_usec: i64,
     texture_usec: i64,
+    snapshot_usec: i64,
     base: Base<Node3D>,
 }
 
@@ -341,6 +346,8 @@ impl INode3D for PipeWater {
             needs_terrain: false,
             needs_params: false,
             shown: None,
+            upload_bytes: Default::default(),
+            upload_parity: 0,
             height_image: None,
             flux_image: None,
             mesh_instance: None,
@@ -348,6 +355,7 @@ impl INode3D for PipeWater {
             last_error: String::new(),
             step_usec: 0,
             texture_usec: 0,
+            snapshot_usec: 0,
             base,
         }
     }
@@ -818,14 +826,17 @@ impl PipeWater {
         d
     }
 
-    /// Cost of the last physics frame on the main thread: `step_usec` (advancing: on the GPU the
-    /// submission, on the CPU the whole step), `texture_usec` (snapshot copy into the textures),
-    /// `substeps`, `step` (s each), `simulated` and `dropped` (s).
+    /// Cost of the last physics frame on the main thread, µs: `step_usec` (advancing: on the GPU
+    /// encoding and submitting, on the CPU the whole step) and `texture_usec` (bringing the
+    /// textures up to date), of which `snapshot_usec` is taking the newest snapshot (on the GPU
+    /// decoding a finished readback, on the CPU building it from the state) and the rest copying
+    /// it into both textures. Also `substeps`, `step` (s each), `simulated` and `dropped` (s).
     #[func]
     fn get_frame_stats(&mut self) -> VarDictionary {
         let mut d = VarDictionary::new();
         d.set("step_usec", self.step_usec);
         d.set("texture_usec", self.texture_usec);
+        d.set("snapshot_usec", self.snapshot_usec);
         if let Some(sim) = self.sim.as_ref() {
             let r = sim.last_report();
             d.set("substeps", r.substeps as i64);
@@ -1259,28 +1270,41 @@ impl PipeWater {
     fn update_outputs(&mut self) {
         if !self.update_textures {
             self.texture_usec = 0;
+            self.snapshot_usec = 0;
             return;
         }
         let started = Instant::now();
         let Some(snapshot) = self.sim.as_mut().and_then(|s| s.snapshot()) else { return };
+        self.snapshot_usec = started.elapsed().as_micros() as i64;
         if self.shown.as_ref().is_some_and(|shown| Arc::ptr_eq(shown, &snapshot)) {
+            self.texture_usec = self.snapshot_usec;
             return;
         }
         let (w, h) = (snapshot.grid.width as i32, snapshot.grid.height as i32);
-        for (texels, image, texture) in [
-            (&snapshot.height, &mut self.height_image, &mut self.height_texture),
-            (&snapshot.flow, &mut self.flux_image, &mut self.flux_texture),
+        // Each texture alternates between two byte arrays: the one its image shared last frame
+        // is free again once the image holds the other, so writing it neither copies on write
+        // nor allocates (fresh pages of a 64 MiB array cost more than filling them).
+        let [height_bytes, flux_bytes] = &mut self.upload_bytes;
+        let parity = self.upload_parity;
+        for (texels, image, texture, bytes) in [
+            (&snapshot.height, &mut self.height_image, &mut self.height_texture, &mut height_bytes[parity]),
+            (&snapshot.flow, &mut self.flux_image, &mut self.flux_texture, &mut flux_bytes[parity]),
         ] {
             let (Some(image), Some(texture)) = (image.as_mut(), texture.as_mut()) else { continue };
-            let bytes = PackedByteArray::from(texel_bytes(texels));
+            let source = texel_bytes(texels);
+            if bytes.len() != source.len() {
+                bytes.resize(source.len());
+            }
+            copy_in_parallel(bytes.as_mut_slice(), source);
             let same_size = image.get_width() == w && image.get_height() == h;
-            image.set_data(w, h, false, Format::RGBAF, &bytes);
+            image.set_data(w, h, false, Format::RGBAF, &*bytes);
             if same_size {
                 texture.update(&*image);
             } else {
                 texture.set_image(&*image);
             }
         }
+        self.upload_parity = 1 - parity;
         self.shown = Some(snapshot);
         self.texture_usec = started.elapsed().as_micros() as i64;
     }
