@@ -12,7 +12,7 @@
 //! 32-bit floats are kept because surface heights need them (a half float has 1.5 cm steps at
 //! 32 m and 6 cm at 100 m), and the packing is then a plain copy.
 
-use pipewater_core::state::MAX_TERRAIN_ABS;
+use pipewater_core::state::{copy_in_parallel, MAX_TERRAIN_ABS};
 
 /// Bytes per texel of both output textures (RGBA, 32-bit float each).
 pub const BYTES_PER_TEXEL: usize = 16;
@@ -22,10 +22,12 @@ pub fn texel_bytes(texels: &[[f32; 4]]) -> &[u8] {
     bytemuck::cast_slice(texels)
 }
 
-/// Copies `texels` into `out` as `FORMAT_RGBAF` bytes, reusing its allocation.
+/// Copies `texels` into `out` as `FORMAT_RGBAF` bytes, reusing its allocation, on the thread pool
+/// like the node's copy into its textures' byte arrays.
 pub fn pack_texels_into(texels: &[[f32; 4]], out: &mut Vec<u8>) {
-    out.clear();
-    out.extend_from_slice(texel_bytes(texels));
+    let bytes = texel_bytes(texels);
+    out.resize(bytes.len(), 0);
+    copy_in_parallel(out, bytes);
 }
 
 /// Expected byte length of a `FORMAT_RGBAF` image of `width × height` texels.
