@@ -263,7 +263,8 @@ pub struct PipeWater {
     /// frame. Turn it off when nothing draws them (a game with its own water rendering, a
     /// server): the node then skips the per-frame copy of both textures (about 32 bytes a cell,
     /// the largest part of its main-thread cost on big grids) and, on the GPU, reads back only
-    /// when a query asks. The helper mesh freezes while it is off.
+    /// when a query asks. The helper mesh freezes while it is off, and reading `terrain_heights`
+    /// returns the terrain as of the last texture update.
     #[export]
     #[var]
     update_textures: bool,
