@@ -297,10 +297,16 @@ impl Simulation {
     /// what would overflow the maximum depth. 0 when the footprint misses the grid.
     pub fn add_water(&mut self, x: f32, z: f32, volume: f32, radius: f32) -> Result<f64> {
         let Some(cells) = self.water_edit_cells(x, z, volume, radius)? else { return Ok(0.0) };
+        self.add_cells(&cells)
+    }
+
+    /// Adds water cell by cell (positive quanta); returns the volume that arrives, m³.
+    fn add_cells(&mut self, cells: &[CellWater]) -> Result<f64> {
+        // Deeper water shortens the stable step before a snapshot shows it.
         let peak = cells.iter().map(|c| c.quanta).max().unwrap_or(0);
         self.recent_gain[0] += peak as f32 * DEPTH_QUANTUM;
         let requested: i64 = cells.iter().map(|c| c.quanta as i64).sum();
-        Ok(match self.backend.edit_water(&cells)? {
+        Ok(match self.backend.edit_water(cells)? {
             EditOutcome::Applied { added, .. } => added as f64,
             EditOutcome::Queued => requested as f64,
         } * self.quantum_volume())
@@ -352,13 +358,7 @@ impl Simulation {
         if cells.is_empty() {
             return Ok(0.0);
         }
-        let peak = cells.iter().map(|c| c.quanta).max().unwrap_or(0);
-        self.recent_gain[0] += peak as f32 * DEPTH_QUANTUM;
-        let requested: i64 = cells.iter().map(|c| c.quanta as i64).sum();
-        Ok(match self.backend.edit_water(&cells)? {
-            EditOutcome::Applied { added, .. } => added as f64,
-            EditOutcome::Queued => requested as f64,
-        } * self.quantum_volume())
+        self.add_cells(&cells)
     }
 
     /// Raises (positive) or digs (negative) the terrain by up to `delta_height` m around local
