@@ -239,9 +239,9 @@ pub const DEMO_NOISE: f32 = 0.05;
 /// The demo landscape on `grid`: a river valley falling along local +X with a spring at its head
 /// (`0.6 · relief · cell_size²` m³/s), a dam of terrain across the valley at [`DEMO_DAM_U`] of the
 /// width holding back a reservoir (the basin behind it filled, from [`DEMO_RESERVOIR_U`], to
-/// [`DEMO_RESERVOIR_DEPTH`]` · relief` above the valley floor at the dam, below its crest), and a lake (filled to height 0) in a basin below. Hills from
-/// [`diamond_square`] with `seed` and `roughness` add [`DEMO_NOISE`]` · relief` of noise. Terrain spans
-/// about `relief` m. Deterministic: the same arguments give the same state everywhere.
+/// [`DEMO_RESERVOIR_DEPTH`]` · relief` above the valley floor at the dam, below its crest), and a
+/// lake (filled to height 0) in a basin below. Hills from [`diamond_square`] with `seed` and
+/// `roughness` add [`DEMO_NOISE`]` · relief` of noise. Terrain spans about `relief` m. Deterministic: the same arguments give the same state everywhere.
 pub fn demo_landscape(grid: Grid, seed: u64, roughness: f32, relief: f32) -> DemoLandscape {
     let noise = diamond_square(grid.width, grid.height, seed, roughness);
     let (w, h) = (grid.width as f32, grid.height as f32);

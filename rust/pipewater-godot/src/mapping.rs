@@ -15,12 +15,6 @@ use godot::builtin::{Transform3D, Vector3};
 /// Global Y returned by height queries outside the grid: `-INF` in GDScript.
 pub const OUTSIDE_HEIGHT: f32 = f32::NEG_INFINITY;
 
-/// Global position → local `(x, z)` of the node, `None` when the transform cannot be inverted
-/// or the position is not finite.
-pub fn global_to_local(global_transform: &Transform3D, global: Vector3) -> Option<[f32; 2]> {
-    global_to_local_point(global_transform, global).map(|p| [p.x, p.z])
-}
-
 /// Global position → the node's local position, `None` when the transform cannot be inverted or
 /// the position is not finite.
 pub fn global_to_local_point(global_transform: &Transform3D, global: Vector3) -> Option<Vector3> {
@@ -69,16 +63,17 @@ mod tests {
 
     #[test]
     fn identity_transform_maps_global_xz_to_local_xz() {
-        let local = global_to_local(&Transform3D::IDENTITY, Vector3::new(1.5, 99.0, -2.0)).unwrap();
+        let local = global_to_local_point(&Transform3D::IDENTITY, Vector3::new(1.5, 99.0, -2.0)).unwrap();
         println!("global (1.5, 99, -2) -> local {local:?}");
-        assert_eq!(local, [1.5, -2.0]);
+        assert_eq!([local.x, local.z], [1.5, -2.0]);
     }
 
     #[test]
     fn rotated_and_translated_node_maps_back_to_the_same_global_point() {
         let t = node_transform();
         for global in [Vector3::new(10.0, 0.0, 0.0), Vector3::new(13.0, 2.0, -4.0), Vector3::new(-7.5, 1.0, 20.0)] {
-            let [x, z] = global_to_local(&t, global).unwrap();
+            let local = global_to_local_point(&t, global).unwrap();
+            let (x, z) = (local.x, local.z);
             let back = t * Vector3::new(x, global.y - 5.0, z);
             println!("global {global:?} -> local ({x}, {z}) -> global {back:?}");
             assert!((back - global).length() < ROUND_TRIP_TOLERANCE);
@@ -89,7 +84,8 @@ mod tests {
     fn the_node_origin_maps_to_the_grid_centre() {
         let t = node_transform();
         let grid = Grid::new(64, 32, 0.5).unwrap();
-        let [x, z] = global_to_local(&t, t.origin).unwrap();
+        let local = global_to_local_point(&t, t.origin).unwrap();
+        let (x, z) = (local.x, local.z);
         let cell = grid.local_to_grid(x, z);
         println!("origin -> local ({x}, {z}) -> grid {cell:?}");
         assert!((cell[0] - 32.0).abs() < ROUND_TRIP_TOLERANCE && (cell[1] - 16.0).abs() < ROUND_TRIP_TOLERANCE);
@@ -115,10 +111,10 @@ mod tests {
     #[test]
     fn non_finite_positions_and_degenerate_transforms_map_to_none() {
         let t = node_transform();
-        let nan = global_to_local(&t, Vector3::new(f32::NAN, 0.0, 0.0));
-        let inf = global_to_local(&t, Vector3::new(0.0, 0.0, f32::INFINITY));
+        let nan = global_to_local_point(&t, Vector3::new(f32::NAN, 0.0, 0.0));
+        let inf = global_to_local_point(&t, Vector3::new(0.0, 0.0, f32::INFINITY));
         let flat = Transform3D::new(Basis::from_scale(Vector3::new(1.0, 0.0, 1.0)), Vector3::ZERO);
-        let degenerate = global_to_local(&flat, Vector3::ZERO);
+        let degenerate = global_to_local_point(&flat, Vector3::ZERO);
         println!("NaN -> {nan:?}, INF -> {inf:?}, zero-scale basis -> {degenerate:?}");
         assert!(nan.is_none() && inf.is_none() && degenerate.is_none());
     }

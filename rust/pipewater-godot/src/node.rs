@@ -4,7 +4,7 @@
 //! and [`crate::validate`]; this file converts types, forwards errors and owns the Godot
 //! resources (textures, the optional surface mesh).
 
-use crate::mapping::{global_to_local, global_to_local_point, local_height_to_global, local_velocity_to_global, OUTSIDE_HEIGHT};
+use crate::mapping::{global_to_local_point, local_height_to_global, local_velocity_to_global, OUTSIDE_HEIGHT};
 use crate::texels::{terrain_from_rf_bytes, texel_bytes};
 use crate::validate;
 use godot::classes::image::Format;
@@ -921,12 +921,10 @@ impl PipeWater {
     /// answering a player's action, not for every frame.
     #[func]
     fn fill_basin(&mut self, global_position: Vector3) -> f64 {
-        let Some((t, xz)) = self.local_point("fill_basin", global_position) else {
+        let Some((_, local)) = self.local_position("fill_basin", global_position) else {
             return 0.0;
         };
-        let Some(local) = global_to_local_point(&t, global_position) else {
-            return 0.0;
-        };
+        let xz = [local.x, local.z];
         let limit = pipewater_core::state::MAX_TERRAIN_ABS as f64;
         let level = self.accept(validate::float_in("fill_basin: global_position (height in the node's space)", local.y as f64, -limit, limit, " m"));
         let Some(level) = level else {
@@ -1090,14 +1088,19 @@ impl PipeWater {
 
     /// The node's transform and the local `(x, z)` of a global point, with the simulation built.
     fn local_point(&mut self, method: &str, global_position: Vector3) -> Option<(Transform3D, [f32; 2])> {
+        self.local_position(method, global_position).map(|(t, local)| (t, [local.x, local.z]))
+    }
+
+    /// The node's transform and the local position of a global point, with the simulation built.
+    fn local_position(&mut self, method: &str, global_position: Vector3) -> Option<(Transform3D, Vector3)> {
         let p = global_position;
         self.accept(validate::position(method, p.x, p.y, p.z))?;
         if !self.ensure_sim() {
             return None;
         }
         let t = self.global_transform();
-        match global_to_local(&t, p) {
-            Some(xz) => Some((t, xz)),
+        match global_to_local_point(&t, p) {
+            Some(local) => Some((t, local)),
             None => {
                 self.reject(format!("{method}: the node's global transform cannot be inverted (zero scale?)"));
                 None
