@@ -86,7 +86,7 @@ func to_world(local_xz: Vector2) -> Vector3:
 ## Fills the basin behind the dam up to the reservoir's level, as if poured from upstream.
 func _fill_reservoir() -> void:
 	var start: Vector2 = landscape.reservoir_start
-	water.fill_basin(to_world(start) + Vector3(0.0, landscape.reservoir_level, 0.0))
+	water.fill_basin(water.global_transform * Vector3(start.x, landscape.reservoir_level, start.y))
 
 
 func _setup_terrain_mesh() -> void:
