@@ -89,6 +89,21 @@ impl Grid {
         Some(((gx as u32).min(self.width - 1), (gy as u32).min(self.height - 1)))
     }
 
+    /// The four cells a bilinear sample at a local XZ point reads, and the weights along x and
+    /// y: `(cells [x0y0, x1y0, x0y1, x1y1], tx, ty)`. `None` outside the grid.
+    pub fn bilinear_cells(&self, local_x: f32, local_z: f32) -> Option<([usize; 4], f32, f32)> {
+        if !self.contains(local_x, local_z) {
+            return None;
+        }
+        let [gx, gy] = self.local_to_grid(local_x, local_z);
+        let fx = (gx - 0.5).clamp(0.0, (self.width - 1) as f32);
+        let fy = (gy - 0.5).clamp(0.0, (self.height - 1) as f32);
+        let (x0, y0) = (fx.floor() as u32, fy.floor() as u32);
+        let (x1, y1) = ((x0 + 1).min(self.width - 1), (y0 + 1).min(self.height - 1));
+        let cells = [self.index(x0, y0), self.index(x1, y0), self.index(x0, y1), self.index(x1, y1)];
+        Some((cells, fx - x0 as f32, fy - y0 as f32))
+    }
+
     /// Bilinear sample of a per-cell field at a local XZ point (cell values sit at cell
     /// centres; the border half-cell is clamped). `None` outside the grid.
     pub fn sample_bilinear<T: Copy>(
@@ -98,17 +113,9 @@ impl Grid {
         value: impl Fn(usize) -> T,
         lerp: impl Fn(T, T, f32) -> T,
     ) -> Option<T> {
-        if !self.contains(local_x, local_z) {
-            return None;
-        }
-        let [gx, gy] = self.local_to_grid(local_x, local_z);
-        let fx = (gx - 0.5).clamp(0.0, (self.width - 1) as f32);
-        let fy = (gy - 0.5).clamp(0.0, (self.height - 1) as f32);
-        let (x0, y0) = (fx.floor() as u32, fy.floor() as u32);
-        let (x1, y1) = ((x0 + 1).min(self.width - 1), (y0 + 1).min(self.height - 1));
-        let (tx, ty) = (fx - x0 as f32, fy - y0 as f32);
-        let top = lerp(value(self.index(x0, y0)), value(self.index(x1, y0)), tx);
-        let bottom = lerp(value(self.index(x0, y1)), value(self.index(x1, y1)), tx);
+        let ([c00, c10, c01, c11], tx, ty) = self.bilinear_cells(local_x, local_z)?;
+        let top = lerp(value(c00), value(c10), tx);
+        let bottom = lerp(value(c01), value(c11), tx);
         Some(lerp(top, bottom, ty))
     }
 

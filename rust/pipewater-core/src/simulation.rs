@@ -13,7 +13,7 @@ use crate::ledger::MassLedger;
 use crate::params::{Boundary, CrossSection, NeighbourMode, Params};
 use crate::pipes::{edge_cell_count, StepConstants};
 use crate::quanta::{quantum_volume, DEPTH_QUANTUM, MAX_DEPTH_QUANTA};
-use crate::state::{Snapshot, State, MAX_TERRAIN_ABS};
+use crate::state::{Counters, Snapshot, State, MAX_TERRAIN_ABS};
 use std::sync::Arc;
 
 /// Which backend to run.
@@ -85,22 +85,30 @@ pub struct Simulation {
     elapsed: f64,
     last_report: FrameReport,
     gpu_unavailable: Option<Error>,
+    /// Ledger counts of backends this simulation ran on before the current one (see
+    /// [`Simulation::switch_backend`]); a backend's own counters start at zero when it loads.
+    carried: Counters,
 }
 
 impl Simulation {
     /// Creates a simulation of `state` with `params` on the preferred backend.
     pub fn new(state: State, params: Params, preference: BackendPreference) -> Result<Self> {
-        params.validate()?;
-        crate::state::check_terrain(&state.grid, &state.terrain)?;
-        if state.depth.len() != state.grid.cell_count() || state.flux.len() != state.grid.cell_count() {
-            return Err(Error::WrongLength { name: "depth", expected: state.grid.cell_count(), actual: state.depth.len() });
-        }
-        if let Some(i) = state.depth.iter().position(|&d| d < 0) {
-            return Err(Error::invalid("depth", format!("{} at cell {i}", state.depth[i]), format!("0 ..= {MAX_DEPTH_QUANTA} quanta")));
-        }
+        check_state(&state, &params)?;
         let (backend, gpu_unavailable) = create_backend(&state, preference)?;
+        Ok(Simulation::assemble(state, params, backend, gpu_unavailable))
+    }
+
+    /// Creates a simulation of `state` with `params` on a backend that `make` builds from the
+    /// state: for backends that live outside this crate (a game engine's own GPU device).
+    pub fn with_backend(state: State, params: Params, make: impl FnOnce(&State) -> Result<Box<dyn Backend>>) -> Result<Self> {
+        check_state(&state, &params)?;
+        let backend = make(&state)?;
+        Ok(Simulation::assemble(state, params, backend, None))
+    }
+
+    fn assemble(state: State, params: Params, backend: Box<dyn Backend>, gpu_unavailable: Option<Error>) -> Self {
         let initial_total = state.total_quanta();
-        Ok(Simulation {
+        Simulation {
             grid: state.grid,
             params,
             backend,
@@ -114,7 +122,34 @@ impl Simulation {
             elapsed: 0.0,
             last_report: FrameReport::default(),
             gpu_unavailable,
-        })
+            carried: Counters::default(),
+        }
+    }
+
+    /// Moves the running water to another backend, which `make` builds from the current state:
+    /// fields, sources, clock and ledger carry over (the ledger identity keeps holding across
+    /// the switch). Waits for the device of the current backend. On error the current backend
+    /// keeps running, untouched.
+    pub fn switch_backend(&mut self, make: impl FnOnce(&State) -> Result<Box<dyn Backend>>) -> Result<()> {
+        let state = self.backend.read_state()?;
+        let counters = self.backend.read_counters()?;
+        self.backend = make(&state)?;
+        self.gpu_unavailable = None;
+        self.carried = self.carried.plus(&counters);
+        Ok(())
+    }
+
+    /// Moves the running water to the preferred built-in backend; see
+    /// [`Simulation::switch_backend`].
+    pub fn switch_to(&mut self, preference: BackendPreference) -> Result<()> {
+        let mut fallback = None;
+        self.switch_backend(|state| {
+            let (backend, why) = create_backend(state, preference)?;
+            fallback = why;
+            Ok(backend)
+        })?;
+        self.gpu_unavailable = fallback;
+        Ok(())
     }
 
     /// Creates a simulation on the CPU backend.
@@ -419,6 +454,7 @@ impl Simulation {
     /// [`Simulation::set_terrain`]), zeroes the ledger and the clock. Sources are kept.
     pub fn reset(&mut self) -> Result<()> {
         self.backend.load(&self.initial)?;
+        self.carried = Counters::default();
         self.initial_total = self.initial.total_quanta();
         self.inflow_carry = [0.0; 4];
         for s in &mut self.sources {
@@ -451,13 +487,13 @@ impl Simulation {
 
     /// The ledger as of the current state (waits for the device if needed).
     pub fn ledger(&mut self) -> Result<MassLedger> {
-        Ok(MassLedger { initial: self.initial_total, counters: self.backend.read_counters()? })
+        Ok(MassLedger { initial: self.initial_total, counters: self.carried.plus(&self.backend.read_counters()?) })
     }
 
     /// The ledger and total that belong to the newest snapshot (no waiting).
     pub fn snapshot_ledger(&mut self) -> Option<(MassLedger, i64)> {
         let s = self.backend.snapshot()?;
-        Some((MassLedger { initial: self.initial_total, counters: s.counters }, s.total_quanta))
+        Some((MassLedger { initial: self.initial_total, counters: self.carried.plus(&s.counters) }, s.total_quanta))
     }
 
     /// Total water in the newest snapshot, m³.
@@ -468,27 +504,35 @@ impl Simulation {
     /// Water surface height (local Y, m) at local `(x, z)`: bilinear over the wet cells around
     /// the point, the terrain height where all four are dry. `None` off the grid.
     pub fn surface_height(&mut self, x: f32, z: f32) -> Option<f32> {
-        let s = self.backend.snapshot()?;
+        let s = self.queried_snapshot(x, z)?;
         sample_surface(&s, x, z)
     }
 
     /// Water depth (m) at local `(x, z)`, bilinear. `None` off the grid.
     pub fn depth(&mut self, x: f32, z: f32) -> Option<f32> {
-        let s = self.backend.snapshot()?;
+        let s = self.queried_snapshot(x, z)?;
         self.grid.sample_bilinear(x, z, |i| s.height[i][1], lerp)
     }
 
     /// Terrain height (local Y, m) at local `(x, z)`, bilinear. `None` off the grid.
     pub fn terrain_height(&mut self, x: f32, z: f32) -> Option<f32> {
-        let s = self.backend.snapshot()?;
+        let s = self.queried_snapshot(x, z)?;
         self.grid.sample_bilinear(x, z, |i| s.height[i][2], lerp)
     }
 
     /// Depth-averaged flow velocity (local X, local Z; m/s) at local `(x, z)`, bilinear. `None`
     /// off the grid.
     pub fn flow_velocity(&mut self, x: f32, z: f32) -> Option<[f32; 2]> {
-        let s = self.backend.snapshot()?;
+        let s = self.queried_snapshot(x, z)?;
         self.grid.sample_bilinear(x, z, |i| [s.flow[i][0], s.flow[i][1]], |a, b, t| [lerp(a[0], b[0], t), lerp(a[1], b[1], t)])
+    }
+
+    /// The snapshot a query at local `(x, z)` reads, once the backend knows which cells it
+    /// needs. `None` off the grid or before any snapshot exists.
+    fn queried_snapshot(&mut self, x: f32, z: f32) -> Option<Arc<Snapshot>> {
+        let (cells, _, _) = self.grid.bilinear_cells(x, z)?;
+        self.backend.want_cells(&cells);
+        self.backend.snapshot()
     }
 }
 
@@ -549,6 +593,19 @@ pub fn sample_surface(s: &Snapshot, x: f32, z: f32) -> Option<f32> {
     } else {
         g.sample_bilinear(x, z, |i| s.height[i][0], lerp)
     }
+}
+
+/// The checks every new simulation's state and parameters pass.
+fn check_state(state: &State, params: &Params) -> Result<()> {
+    params.validate()?;
+    crate::state::check_terrain(&state.grid, &state.terrain)?;
+    if state.depth.len() != state.grid.cell_count() || state.flux.len() != state.grid.cell_count() {
+        return Err(Error::WrongLength { name: "depth", expected: state.grid.cell_count(), actual: state.depth.len() });
+    }
+    if let Some(i) = state.depth.iter().position(|&d| d < 0) {
+        return Err(Error::invalid("depth", format!("{} at cell {i}", state.depth[i]), format!("0 ..= {MAX_DEPTH_QUANTA} quanta")));
+    }
+    Ok(())
 }
 
 /// The backend to run, and why the GPU is not used when `Auto` fell back to the CPU.

@@ -18,6 +18,9 @@ pub enum BackendKind {
     Cpu,
     /// wgpu compute shaders.
     Gpu,
+    /// The same compute shaders on the host engine's own GPU device (Godot's RenderingDevice),
+    /// supplied by the engine's crate through [`crate::Simulation::with_backend`].
+    EngineGpu,
 }
 
 /// A change of water in one cell, in quanta. Positive adds (up to the cell's maximum depth),
@@ -91,6 +94,10 @@ pub trait Backend: Send {
     fn read_state(&mut self) -> Result<State>;
     /// Counters as of the current state, waiting for the device if needed.
     fn read_counters(&mut self) -> Result<Counters>;
+    /// Cells that queries are about to read from the snapshot. A backend whose snapshot holds
+    /// only what queries asked for (the grid itself staying on the device) reads these back from
+    /// now on; backends whose snapshot covers the grid ignore it.
+    fn want_cells(&mut self, _cells: &[usize]) {}
 }
 
 /// Frames between a GPU `advance` and the snapshot that shows it; 0 on the CPU.
