@@ -8,6 +8,7 @@ use godot::prelude::*;
 
 pub mod mapping;
 pub mod node;
+pub mod rendering_device;
 pub mod texels;
 pub mod validate;
 

@@ -1229,7 +1229,7 @@ impl PipeWater {
             Err(e) => return self.reject(format!("simulation: {e}")),
         };
         self.active_backend = match sim.backend_kind() {
-            BackendKind::Gpu => WaterBackend::Gpu,
+            BackendKind::Gpu | BackendKind::EngineGpu => WaterBackend::Gpu,
             BackendKind::Cpu => WaterBackend::Cpu,
         };
         self.sim = Some(sim);

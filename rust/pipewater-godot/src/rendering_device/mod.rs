@@ -1,0 +1,609 @@
+//! The GPU backend on Godot's own RenderingDevice: the wgpu backend's WGSL (translated to
+//! SPIR-V by [`spirv`]) recorded into compute lists on the main rendering device, which Godot
+//! submits with the frame.
+//!
+//! * Fields live in RD storage buffers, laid out as in the wgpu backend: terrain (`f32`), depth
+//!   (`i32` quanta) and flux (`vec4<f32>`), depth and flux twice for the fused step's ping-pong.
+//! * Each frame records the queued edits, every substep (forcing, fused step) and the `images`
+//!   pass, which writes `height_texture` and `flux_texture` as RD textures that the node hands to
+//!   materials through `Texture2DRD`: nothing crosses to the host for rendering.
+//! * Queries read a host snapshot whose cells are filled in tile by tile ([`tiles`]): the `gather`
+//!   pass computes the tiles queries touched recently, behind the ledger and totals, into one
+//!   small buffer that is read back. With Godot 4.4+ that read is asynchronous
+//!   (`buffer_get_data_async`, looked up at runtime) and lands `frame latency` frames later; Godot
+//!   4.3 has only `buffer_get_data`, which waits for the GPU, so there the read happens at once
+//!   and costs a wait for the frame's GPU work. Before a tile's first read arrives, queries on it
+//!   answer from the state the backend was loaded with.
+//! * Everything runs on the render thread, which is the main thread under Godot's default
+//!   thread model; the node checks that before choosing this backend.
+
+pub mod spirv;
+pub mod tiles;
+
+use godot::classes::rendering_device::{DataFormat, ShaderStage, TextureType, TextureUsageBits, UniformType};
+use godot::classes::{RdShaderSpirv, RdTextureFormat, RdTextureView, RdUniform, RenderingDevice, RenderingServer};
+use godot::prelude::*;
+use parking_lot::Mutex;
+use pipewater_core::backend::gpu::{EDIT_WORKGROUP, SNAPSHOT_WORKGROUP, TILE};
+use pipewater_core::backend::{Backend, BackendKind, CellTerrain, CellWater, EditOutcome, FramePlan};
+use pipewater_core::pipes::StepConstants;
+use pipewater_core::state::{check_terrain, Counters, Snapshot, State};
+use pipewater_core::{Error, Grid, Params, Result};
+use spirv::{BindingKind, Program};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use tiles::{Header, TileRequests, MAX_TILES_PER_READ};
+
+/// Godot's main rendering device, when the running renderer has one (Forward+ and Mobile; not
+/// the Compatibility renderer, not `--headless`).
+pub fn main_device() -> Option<Gd<RenderingDevice>> {
+    RenderingServer::singleton().get_rendering_device()
+}
+
+/// Why this backend cannot run here, or `None` when it can.
+pub fn unavailable_reason() -> Option<String> {
+    if main_device().is_none() {
+        return Some("the renderer has no RenderingDevice (Compatibility renderer or headless)".into());
+    }
+    if !RenderingServer::singleton().is_on_render_thread() {
+        return Some("rendering runs on a thread of its own (rendering/driver/threads/thread_model); the RenderingDevice backend needs the default single-threaded model".into());
+    }
+    None
+}
+
+fn device() -> Result<Gd<RenderingDevice>> {
+    main_device().ok_or_else(|| Error::Gpu("Godot's RenderingDevice is gone".into()))
+}
+
+fn bytes_of(data: &[u8]) -> PackedByteArray {
+    PackedByteArray::from(data)
+}
+
+/// A compiled entry point.
+struct Pipeline {
+    program: Program,
+    shader: Rid,
+    pipeline: Rid,
+}
+
+/// A list of edits or tiles on the device: `[count, 0, items…]`, grown by powers of two.
+struct List {
+    buffer: Rid,
+    capacity_bytes: usize,
+}
+
+/// Which edit list a water-edit pass reads.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum WaterList {
+    User,
+    Forcing,
+}
+
+/// The RenderingDevice backend.
+pub struct RdBackend {
+    grid: Grid,
+    pipelines: Vec<Pipeline>,
+    uniforms: Rid,
+    terrain: Rid,
+    depth: [Rid; 2],
+    flux: [Rid; 2],
+    current: usize,
+    counters: Rid,
+    stats: Rid,
+    height_texture: Rid,
+    flow_texture: Rid,
+    water_edits: List,
+    forcing: List,
+    terrain_edits: List,
+    tile_list: List,
+    gathered: Rid,
+    /// Uniform sets by (entry point, set, current copy, water list).
+    sets: HashMap<(usize, u32, usize, WaterList), Rid>,
+    pending_water: Vec<CellWater>,
+    pending_terrain: Vec<CellTerrain>,
+    requests: TileRequests,
+    latest: Arc<Snapshot>,
+    frames: u64,
+    epoch: u64,
+    /// `buffer_get_data_async` exists (Godot 4.4+).
+    async_reads: bool,
+    /// Reads issued and not yet arrived: (frame, epoch, tiles).
+    in_flight: VecDeque<(u64, u64, Vec<u32>)>,
+    /// Reads arrived from Godot's callbacks: (frame, bytes).
+    arrived: Arc<Mutex<Vec<(u64, Vec<u8>)>>>,
+    /// Bytes read back by the last frame.
+    last_read_bytes: usize,
+    description: String,
+}
+
+const ENTRY_STEP: usize = 0;
+const ENTRY_WATER: usize = 1;
+const ENTRY_TERRAIN: usize = 2;
+const ENTRY_IMAGES: usize = 3;
+const ENTRY_GATHER: usize = 4;
+
+impl RdBackend {
+    /// Compiles the shaders on Godot's main rendering device and uploads `state`.
+    pub fn new(state: &State) -> Result<Self> {
+        if let Some(why) = unavailable_reason() {
+            return Err(Error::GpuUnavailable(why));
+        }
+        let mut rd = device()?;
+        let programs = spirv::all_programs().map_err(Error::Gpu)?;
+        let mut pipelines = Vec::new();
+        for program in programs {
+            let mut spirv = RdShaderSpirv::new_gd();
+            spirv.set_stage_bytecode(ShaderStage::COMPUTE, &bytes_of(&program.bytes()));
+            let shader = rd.shader_create_from_spirv_ex(&spirv).name(program.entry_point).done();
+            if !shader.is_valid() {
+                free_all(&mut rd, pipelines.iter().flat_map(|p: &Pipeline| [p.pipeline, p.shader]));
+                return Err(Error::GpuUnavailable(format!("Godot refused the SPIR-V of `{}` (see the errors above)", program.entry_point)));
+            }
+            let pipeline = rd.compute_pipeline_create(shader);
+            if !pipeline.is_valid() {
+                rd.free_rid(shader);
+                free_all(&mut rd, pipelines.iter().flat_map(|p: &Pipeline| [p.pipeline, p.shader]));
+                return Err(Error::GpuUnavailable(format!("Godot could not create the pipeline of `{}`", program.entry_point)));
+            }
+            pipelines.push(Pipeline { program, shader, pipeline });
+        }
+        let grid = state.grid;
+        let n = grid.cell_count();
+        let limit = rd.limit_get(godot::classes::rendering_device::Limit::MAX_TEXTURE_SIZE_2D);
+        if (grid.width.max(grid.height) as u64) > limit {
+            free_all(&mut rd, pipelines.iter().flat_map(|p| [p.pipeline, p.shader]));
+            return Err(Error::Gpu(format!("a {}x{} grid exceeds the device's largest 2D texture ({limit})", grid.width, grid.height)));
+        }
+        let storage = |rd: &mut Gd<RenderingDevice>, bytes: usize| rd.storage_buffer_create(bytes.max(16) as u32);
+        let uniforms = rd.uniform_buffer_create(std::mem::size_of::<StepConstants>() as u32);
+        let terrain = storage(&mut rd, n * 4);
+        let depth = [storage(&mut rd, n * 4), storage(&mut rd, n * 4)];
+        let flux = [storage(&mut rd, n * 16), storage(&mut rd, n * 16)];
+        let counters = storage(&mut rd, 32);
+        let stats = storage(&mut rd, 16);
+        let height_texture = texture(&mut rd, grid);
+        let flow_texture = texture(&mut rd, grid);
+        let gathered = storage(&mut rd, TileRequests::readback_bytes(MAX_TILES_PER_READ));
+        let list = |rd: &mut Gd<RenderingDevice>, capacity_bytes: usize| List { buffer: storage(rd, capacity_bytes), capacity_bytes };
+        let async_reads = rd.has_method("buffer_get_data_async");
+        let description = format!("RenderingDevice: {} ({})", rd.get_device_name(), rd.get_device_vendor_name());
+        let mut backend = RdBackend {
+            grid,
+            uniforms,
+            terrain,
+            depth,
+            flux,
+            current: 0,
+            counters,
+            stats,
+            height_texture,
+            flow_texture,
+            water_edits: list(&mut rd, 8 + 8 * 64),
+            forcing: list(&mut rd, 8 + 8 * 64),
+            terrain_edits: list(&mut rd, 8 + 8 * 64),
+            tile_list: list(&mut rd, 8 + 4 * MAX_TILES_PER_READ),
+            gathered,
+            pipelines,
+            sets: HashMap::new(),
+            pending_water: Vec::new(),
+            pending_terrain: Vec::new(),
+            requests: TileRequests::new(grid),
+            latest: Arc::new(state.snapshot(0, Counters::default())),
+            frames: 0,
+            epoch: 0,
+            async_reads,
+            in_flight: VecDeque::new(),
+            arrived: Arc::new(Mutex::new(Vec::new())),
+            last_read_bytes: 0,
+            description,
+        };
+        let made = [backend.uniforms, backend.terrain, backend.counters, backend.stats, backend.gathered, backend.height_texture, backend.flow_texture];
+        if made.iter().chain(&backend.depth).chain(&backend.flux).any(|r| !r.is_valid()) {
+            return Err(Error::Gpu(format!("Godot could not allocate the fields of a {}x{} grid", grid.width, grid.height)));
+        }
+        backend.upload(state)?;
+        Ok(backend)
+    }
+
+    /// The RD textures the `images` pass writes: (height, flux), in the documented layouts.
+    pub fn textures(&self) -> (Rid, Rid) {
+        (self.height_texture, self.flow_texture)
+    }
+
+    /// Bytes the last frame read back for queries and the ledger.
+    pub fn last_read_bytes(&self) -> usize {
+        self.last_read_bytes
+    }
+
+    /// Frames between an `advance` and the snapshot header that shows it: 0 on Godot 4.3 (the
+    /// read waits), Godot's frame delay with asynchronous reads.
+    pub fn read_latency_frames(&self) -> u32 {
+        if self.async_reads {
+            main_device().map_or(2, |rd| rd.get_frame_delay())
+        } else {
+            0
+        }
+    }
+
+    fn upload(&mut self, state: &State) -> Result<()> {
+        let mut rd = device()?;
+        self.current = 0;
+        update(&mut rd, self.uniforms, bytemuck::bytes_of(&StepConstants::new(&Params::default(), self.grid.width, self.grid.height, self.grid.cell_size, 0.0, [0; 4])));
+        update(&mut rd, self.terrain, bytemuck::cast_slice(&state.terrain));
+        update(&mut rd, self.depth[0], bytemuck::cast_slice(&state.depth));
+        update(&mut rd, self.flux[0], bytemuck::cast_slice(&state.flux));
+        rd.buffer_clear(self.counters, 0, 32);
+        self.pending_water.clear();
+        self.pending_terrain.clear();
+        self.epoch += 1;
+        self.in_flight.clear();
+        self.arrived.lock().clear();
+        self.latest = Arc::new(state.snapshot(self.frames, Counters::default()));
+        Ok(())
+    }
+
+    /// Uploads `items` into `list`, replacing its buffer when it is too small (which invalidates
+    /// the uniform sets that name it).
+    fn fill_list(&mut self, which: ListId, items: &[u8], count: usize) -> Result<()> {
+        let mut rd = device()?;
+        let needed = 8 + items.len();
+        let list = self.list_mut(which);
+        if needed > list.capacity_bytes {
+            let capacity_bytes = needed.next_power_of_two();
+            let old = list.buffer;
+            list.buffer = rd.storage_buffer_create(capacity_bytes as u32);
+            list.capacity_bytes = capacity_bytes;
+            self.drop_sets(&mut rd);
+            rd.free_rid(old);
+        }
+        let mut bytes = Vec::with_capacity(needed);
+        bytes.extend_from_slice(&(count as u32).to_le_bytes());
+        bytes.extend_from_slice(&0u32.to_le_bytes());
+        bytes.extend_from_slice(items);
+        update(&mut rd, self.list_mut(which).buffer, &bytes);
+        Ok(())
+    }
+
+    fn list_mut(&mut self, which: ListId) -> &mut List {
+        match which {
+            ListId::Water => &mut self.water_edits,
+            ListId::Forcing => &mut self.forcing,
+            ListId::Terrain => &mut self.terrain_edits,
+            ListId::Tiles => &mut self.tile_list,
+        }
+    }
+
+    fn drop_sets(&mut self, rd: &mut Gd<RenderingDevice>) {
+        for (_, set) in self.sets.drain() {
+            if rd.uniform_set_is_valid(set) {
+                rd.free_rid(set);
+            }
+        }
+    }
+
+    /// The resource a binding names, for copy `k` and the water list `water`.
+    fn resource(&self, name: &str, k: usize, water: WaterList) -> Option<Rid> {
+        Some(match name {
+            "c" => self.uniforms,
+            "terrain" | "terrain_bits" => self.terrain,
+            "depth_in" | "depth" => self.depth[k],
+            "flux_in" | "flux" => self.flux[k],
+            "depth_out" => self.depth[1 - k],
+            "flux_out" => self.flux[1 - k],
+            "counters" => self.counters,
+            "stats" => self.stats,
+            "water" => match water {
+                WaterList::User => self.water_edits.buffer,
+                WaterList::Forcing => self.forcing.buffer,
+            },
+            "ground" => self.terrain_edits.buffer,
+            "height_image" => self.height_texture,
+            "flow_image" => self.flow_texture,
+            "gather_tiles" => self.tile_list.buffer,
+            "gathered" => self.gathered,
+            _ => return None,
+        })
+    }
+
+    /// The uniform set `set` of entry point `entry`, created on first use.
+    fn uniform_set(&mut self, rd: &mut Gd<RenderingDevice>, entry: usize, set: u32, water: WaterList) -> Result<Rid> {
+        let key = (entry, set, self.current, water);
+        if let Some(&rid) = self.sets.get(&key) {
+            return Ok(rid);
+        }
+        let pipeline = &self.pipelines[entry];
+        let mut uniforms: Array<Gd<RdUniform>> = Array::new();
+        for b in pipeline.program.bindings.iter().filter(|b| b.set == set) {
+            let rid = self
+                .resource(&b.name, self.current, water)
+                .ok_or_else(|| Error::Gpu(format!("`{}` binds `{}`, which the RenderingDevice backend does not have", pipeline.program.entry_point, b.name)))?;
+            let mut u = RdUniform::new_gd();
+            u.set_uniform_type(match b.kind {
+                BindingKind::UniformBuffer => UniformType::UNIFORM_BUFFER,
+                BindingKind::StorageBuffer => UniformType::STORAGE_BUFFER,
+                BindingKind::Image => UniformType::IMAGE,
+            });
+            u.set_binding(b.binding as i32);
+            u.add_id(rid);
+            uniforms.push(&u);
+        }
+        let rid = rd.uniform_set_create(&uniforms, pipeline.shader, set);
+        if !rid.is_valid() {
+            return Err(Error::Gpu(format!("Godot refused the uniform set {set} of `{}`", pipeline.program.entry_point)));
+        }
+        self.sets.insert(key, rid);
+        Ok(rid)
+    }
+
+    /// Binds entry point `entry` with all its sets and dispatches it.
+    fn dispatch(&mut self, rd: &mut Gd<RenderingDevice>, list: i64, entry: usize, water: WaterList, groups: [u32; 2]) -> Result<()> {
+        rd.compute_list_bind_compute_pipeline(list, self.pipelines[entry].pipeline);
+        for set in self.pipelines[entry].program.sets() {
+            let rid = self.uniform_set(rd, entry, set, water)?;
+            rd.compute_list_bind_uniform_set(list, rid, set);
+        }
+        rd.compute_list_dispatch(list, groups[0].max(1), groups[1].max(1), 1);
+        rd.compute_list_add_barrier(list);
+        Ok(())
+    }
+
+    fn edit_groups(count: usize) -> [u32; 2] {
+        [(count as u32).div_ceil(EDIT_WORKGROUP).clamp(1, 65535), 1]
+    }
+
+    /// Records the queued edits, `substeps` steps with `forcing`, and the outputs, into one
+    /// compute list; then issues the small readback.
+    fn record_frame(&mut self, constants: &StepConstants, substeps: u32, forcing: &[CellWater]) -> Result<()> {
+        let mut rd = device()?;
+        update(&mut rd, self.uniforms, bytemuck::bytes_of(constants));
+        let water = std::mem::take(&mut self.pending_water);
+        let terrain = std::mem::take(&mut self.pending_terrain);
+        if !water.is_empty() {
+            self.fill_list(ListId::Water, bytemuck::cast_slice(&water), water.len())?;
+        }
+        if !terrain.is_empty() {
+            self.fill_list(ListId::Terrain, bytemuck::cast_slice(&terrain), terrain.len())?;
+        }
+        let forcing = if substeps > 0 { forcing } else { &[] };
+        if !forcing.is_empty() {
+            self.fill_list(ListId::Forcing, bytemuck::cast_slice(forcing), forcing.len())?;
+        }
+        let tiles = self.requests.to_read(self.frames + 1);
+        self.fill_list(ListId::Tiles, bytemuck::cast_slice(&tiles), tiles.len())?;
+        rd.buffer_clear(self.stats, 0, 16);
+
+        let g = self.grid;
+        let list = rd.compute_list_begin();
+        let result = (|| -> Result<()> {
+            if !terrain.is_empty() {
+                self.dispatch(&mut rd, list, ENTRY_TERRAIN, WaterList::User, Self::edit_groups(terrain.len()))?;
+            }
+            if !water.is_empty() {
+                self.dispatch(&mut rd, list, ENTRY_WATER, WaterList::User, Self::edit_groups(water.len()))?;
+            }
+            let tiled = [g.width.div_ceil(TILE[0]), g.height.div_ceil(TILE[1])];
+            for _ in 0..substeps {
+                if !forcing.is_empty() {
+                    self.dispatch(&mut rd, list, ENTRY_WATER, WaterList::Forcing, Self::edit_groups(forcing.len()))?;
+                }
+                self.dispatch(&mut rd, list, ENTRY_STEP, WaterList::User, tiled)?;
+                self.current = 1 - self.current;
+            }
+            let snapshot = [g.width.div_ceil(SNAPSHOT_WORKGROUP), g.height.div_ceil(SNAPSHOT_WORKGROUP)];
+            self.dispatch(&mut rd, list, ENTRY_IMAGES, WaterList::User, snapshot)?;
+            self.dispatch(&mut rd, list, ENTRY_GATHER, WaterList::User, [(tiles.len() as u32).max(1), 1])?;
+            Ok(())
+        })();
+        rd.compute_list_end();
+        result?;
+        self.frames += 1;
+        self.read_back(&mut rd, tiles);
+        Ok(())
+    }
+
+    /// Reads the header and the gathered tiles of the frame just recorded.
+    fn read_back(&mut self, rd: &mut Gd<RenderingDevice>, tiles: Vec<u32>) {
+        let size = TileRequests::readback_bytes(tiles.len());
+        self.last_read_bytes = size;
+        let (frame, epoch) = (self.frames, self.epoch);
+        if self.async_reads {
+            let arrived = self.arrived.clone();
+            let callback = Callable::from_fn("pipewater_readback", move |args: &[&Variant]| {
+                if let Some(bytes) = args.first().and_then(|v| v.try_to::<PackedByteArray>().ok()) {
+                    arrived.lock().push((frame, bytes.to_vec()));
+                }
+            });
+            let error = rd.call("buffer_get_data_async", &[self.gathered.to_variant(), callable_variant(&callback), 0.to_variant(), (size as i64).to_variant()]);
+            if error.try_to::<i64>().unwrap_or(1) == 0 {
+                self.in_flight.push_back((frame, epoch, tiles));
+            }
+        } else {
+            let bytes = rd.buffer_get_data_ex(self.gathered).offset_bytes(0).size_bytes(size as u32).done();
+            self.in_flight.push_back((frame, epoch, tiles));
+            self.arrived.lock().push((frame, bytes.to_vec()));
+            self.harvest();
+        }
+    }
+
+    /// Applies the reads that have arrived, oldest first.
+    fn harvest(&mut self) {
+        let mut arrived = std::mem::take(&mut *self.arrived.lock());
+        arrived.sort_by_key(|(frame, _)| *frame);
+        for (frame, bytes) in arrived {
+            while self.in_flight.front().is_some_and(|(f, _, _)| *f < frame) {
+                self.in_flight.pop_front();
+            }
+            let Some((f, epoch, tiles)) = self.in_flight.pop_front() else { continue };
+            if f != frame || epoch != self.epoch {
+                continue;
+            }
+            let snapshot = Arc::make_mut(&mut self.latest);
+            if let Some(Header { counters, total_quanta, max_speed, max_depth }) = self.requests.apply(&tiles, &bytes, snapshot) {
+                snapshot.sequence = frame;
+                snapshot.counters = counters;
+                snapshot.total_quanta = total_quanta;
+                snapshot.max_speed = max_speed;
+                snapshot.max_depth = max_depth;
+            }
+        }
+    }
+
+    /// Applies the queued edits on their own, before a blocking read.
+    fn flush_edits(&mut self) -> Result<()> {
+        if self.pending_water.is_empty() && self.pending_terrain.is_empty() {
+            return Ok(());
+        }
+        let mut rd = device()?;
+        let water = std::mem::take(&mut self.pending_water);
+        let terrain = std::mem::take(&mut self.pending_terrain);
+        if !water.is_empty() {
+            self.fill_list(ListId::Water, bytemuck::cast_slice(&water), water.len())?;
+        }
+        if !terrain.is_empty() {
+            self.fill_list(ListId::Terrain, bytemuck::cast_slice(&terrain), terrain.len())?;
+        }
+        let list = rd.compute_list_begin();
+        let mut result = Ok(());
+        if !terrain.is_empty() {
+            result = self.dispatch(&mut rd, list, ENTRY_TERRAIN, WaterList::User, Self::edit_groups(terrain.len()));
+        }
+        if result.is_ok() && !water.is_empty() {
+            result = self.dispatch(&mut rd, list, ENTRY_WATER, WaterList::User, Self::edit_groups(water.len()));
+        }
+        rd.compute_list_end();
+        result
+    }
+
+    /// Reads a whole buffer, waiting for the GPU.
+    fn read_buffer(&mut self, buffer: Rid, bytes: usize) -> Result<Vec<u8>> {
+        self.flush_edits()?;
+        let mut rd = device()?;
+        let data = rd.buffer_get_data_ex(buffer).offset_bytes(0).size_bytes(bytes as u32).done();
+        if data.len() != bytes {
+            return Err(Error::Gpu(format!("reading a {bytes}-byte buffer back returned {} bytes", data.len())));
+        }
+        Ok(data.to_vec())
+    }
+}
+
+#[derive(Clone, Copy)]
+enum ListId {
+    Water,
+    Forcing,
+    Terrain,
+    Tiles,
+}
+
+fn callable_variant(c: &Callable) -> Variant {
+    c.to_variant()
+}
+
+fn update(rd: &mut Gd<RenderingDevice>, buffer: Rid, bytes: &[u8]) {
+    if !bytes.is_empty() {
+        rd.buffer_update(buffer, 0, bytes.len() as u32, &bytes_of(bytes));
+    }
+}
+
+fn texture(rd: &mut Gd<RenderingDevice>, grid: Grid) -> Rid {
+    let mut format = RdTextureFormat::new_gd();
+    format.set_format(DataFormat::R32G32B32A32_SFLOAT);
+    format.set_width(grid.width);
+    format.set_height(grid.height);
+    format.set_texture_type(TextureType::TYPE_2D);
+    format.set_usage_bits(TextureUsageBits::SAMPLING_BIT | TextureUsageBits::STORAGE_BIT | TextureUsageBits::CAN_COPY_FROM_BIT | TextureUsageBits::CAN_UPDATE_BIT);
+    rd.texture_create(&format, &RdTextureView::new_gd())
+}
+
+fn free_all(rd: &mut Gd<RenderingDevice>, rids: impl IntoIterator<Item = Rid>) {
+    for rid in rids {
+        if rid.is_valid() {
+            rd.free_rid(rid);
+        }
+    }
+}
+
+impl Drop for RdBackend {
+    fn drop(&mut self) {
+        let Some(mut rd) = main_device() else { return };
+        self.drop_sets(&mut rd);
+        let lists = [self.water_edits.buffer, self.forcing.buffer, self.terrain_edits.buffer, self.tile_list.buffer];
+        let fields = [self.uniforms, self.terrain, self.depth[0], self.depth[1], self.flux[0], self.flux[1], self.counters, self.stats, self.gathered];
+        let pipelines: Vec<Rid> = self.pipelines.iter().flat_map(|p| [p.pipeline, p.shader]).collect();
+        free_all(&mut rd, pipelines.into_iter().chain(lists).chain(fields).chain([self.height_texture, self.flow_texture]));
+    }
+}
+
+impl Backend for RdBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::EngineGpu
+    }
+
+    fn description(&self) -> String {
+        self.description.clone()
+    }
+
+    fn load(&mut self, state: &State) -> Result<()> {
+        if state.grid != self.grid {
+            return Err(Error::invalid("state grid", format!("{:?}", state.grid), format!("{:?} (the RenderingDevice backend keeps its grid)", self.grid)));
+        }
+        self.upload(state)
+    }
+
+    fn edit_water(&mut self, cells: &[CellWater]) -> Result<EditOutcome> {
+        self.pending_water.extend_from_slice(cells);
+        Ok(EditOutcome::Queued)
+    }
+
+    fn edit_terrain(&mut self, cells: &[CellTerrain]) -> Result<()> {
+        self.pending_terrain.extend(cells.iter().filter(|c| c.delta.is_finite()));
+        Ok(())
+    }
+
+    fn set_terrain(&mut self, terrain: &[f32]) -> Result<()> {
+        check_terrain(&self.grid, terrain)?;
+        self.pending_terrain.clear();
+        let mut rd = device()?;
+        update(&mut rd, self.terrain, bytemuck::cast_slice(terrain));
+        Ok(())
+    }
+
+    fn advance(&mut self, plan: &FramePlan) -> Result<()> {
+        let g = self.grid;
+        if plan.constants.width != g.width || plan.constants.height != g.height {
+            return Err(Error::invalid("plan grid", format!("{}x{}", plan.constants.width, plan.constants.height), format!("{}x{}", g.width, g.height)));
+        }
+        self.harvest();
+        self.record_frame(&plan.constants, plan.substeps, plan.forcing)
+    }
+
+    fn snapshot(&mut self) -> Option<Arc<Snapshot>> {
+        self.harvest();
+        Some(self.latest.clone())
+    }
+
+    fn read_state(&mut self) -> Result<State> {
+        let n = self.grid.cell_count();
+        let (terrain, depth, flux) = (self.terrain, self.depth[self.current], self.flux[self.current]);
+        let terrain = self.read_buffer(terrain, n * 4)?;
+        let depth = self.read_buffer(depth, n * 4)?;
+        let flux = self.read_buffer(flux, n * 16)?;
+        Ok(State {
+            grid: self.grid,
+            terrain: bytemuck::pod_collect_to_vec(&terrain),
+            depth: bytemuck::pod_collect_to_vec(&depth),
+            flux: bytemuck::pod_collect_to_vec(&flux),
+        })
+    }
+
+    fn read_counters(&mut self) -> Result<Counters> {
+        let counters = self.counters;
+        let bytes = self.read_buffer(counters, 32)?;
+        let words: Vec<u32> = bytemuck::pod_collect_to_vec(&bytes);
+        let wide = |k: usize| words[k] as u64 | (words[k + 1] as u64) << 32;
+        Ok(Counters { added: wide(0), removed: wide(2), boundary_in: wide(4), boundary_out: wide(6) })
+    }
+
+    fn want_cells(&mut self, cells: &[usize]) {
+        self.requests.want(cells, self.grid.width, self.frames);
+    }
+}

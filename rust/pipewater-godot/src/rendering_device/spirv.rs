@@ -1,0 +1,177 @@
+//! The GPU backend's WGSL, translated by naga to SPIR-V for Godot's RenderingDevice.
+//!
+//! Each RenderingDevice shader holds one entry point of one pass family (`common.wgsl` in front,
+//! exactly as the wgpu backend compiles it). The module is pruned to that entry point before
+//! translation, so the SPIR-V declares only the bindings the entry point uses: Godot reflects
+//! every binding a shader declares and wants each one supplied in the uniform set. What is left
+//! is listed in [`Program::bindings`], by name, and the backend binds its resources by those
+//! names rather than by numbers kept in step by hand.
+
+use naga::back::spv;
+use naga::proc::{BoundsCheckPolicies, BoundsCheckPolicy};
+use naga::valid::{Capabilities, ValidationFlags, Validator};
+use pipewater_core::backend::gpu::shaders;
+
+/// What a binding is, as Godot's uniform sets name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BindingKind {
+    /// `var<uniform>`: `UNIFORM_TYPE_UNIFORM_BUFFER`.
+    UniformBuffer,
+    /// `var<storage>`: `UNIFORM_TYPE_STORAGE_BUFFER`.
+    StorageBuffer,
+    /// A storage texture: `UNIFORM_TYPE_IMAGE`.
+    Image,
+}
+
+/// One binding an entry point uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    /// Descriptor set (WGSL `@group`).
+    pub set: u32,
+    /// Binding within the set.
+    pub binding: u32,
+    /// The WGSL variable's name, which the backend maps to a resource.
+    pub name: String,
+    /// How Godot binds it.
+    pub kind: BindingKind,
+}
+
+/// One compute entry point as SPIR-V.
+#[derive(Debug, Clone)]
+pub struct Program {
+    /// Entry point name.
+    pub entry_point: &'static str,
+    /// SPIR-V words.
+    pub words: Vec<u32>,
+    /// The bindings the entry point uses, ordered by set and binding.
+    pub bindings: Vec<Binding>,
+    /// Workgroup size the entry point declares.
+    pub workgroup_size: [u32; 3],
+}
+
+impl Program {
+    /// SPIR-V as bytes, the form `RDShaderSPIRV` takes.
+    pub fn bytes(&self) -> Vec<u8> {
+        bytemuck::cast_slice(&self.words).to_vec()
+    }
+
+    /// The sets the entry point uses, ascending.
+    pub fn sets(&self) -> Vec<u32> {
+        let mut sets: Vec<u32> = self.bindings.iter().map(|b| b.set).collect();
+        sets.dedup();
+        sets
+    }
+}
+
+/// The entry points the RenderingDevice backend runs, with the pass family that holds each and
+/// whether it runs trusted (without bounds checks, as the wgpu backend runs the step kernels).
+pub const ENTRY_POINTS: [(&str, &str, bool); 5] = [
+    ("step_tiled", shaders::STEP_TILED, true),
+    ("apply_water", shaders::EDITS, false),
+    ("apply_terrain", shaders::EDITS, false),
+    ("images", shaders::SNAPSHOT, false),
+    ("gather", shaders::SNAPSHOT, false),
+];
+
+/// Translates entry point `entry_point` of `family` (a pass family's WGSL, without
+/// `common.wgsl`). `trusted` drops naga's bounds checks and loop counters, as the wgpu backend
+/// does for the step kernels (see its SAFETY note: every index they form is checked against the
+/// grid first).
+pub fn translate(family: &str, entry_point: &'static str, trusted: bool) -> Result<Program, String> {
+    let source = shaders::with_common(family);
+    let mut module = naga::front::wgsl::parse_str(&source).map_err(|e| format!("{entry_point}: {}", e.emit_to_string(&source)))?;
+    if !module.entry_points.iter().any(|e| e.name == entry_point) {
+        return Err(format!("no entry point `{entry_point}` in its WGSL"));
+    }
+    module.entry_points.retain(|e| e.name == entry_point);
+    naga::compact::compact(&mut module, naga::compact::KeepUnused::No);
+    let info = Validator::new(ValidationFlags::all(), Capabilities::default())
+        .validate(&module)
+        .map_err(|e| format!("{entry_point}: {}", e.emit_to_string(&source)))?;
+    let checks = if trusted { BoundsCheckPolicy::Unchecked } else { BoundsCheckPolicy::Restrict };
+    let options = spv::Options {
+        // SPIR-V 1.0 runs on every Vulkan device Godot supports.
+        lang_version: (1, 0),
+        flags: spv::WriterFlags::empty(),
+        bounds_check_policies: BoundsCheckPolicies { index: checks, buffer: checks, image_load: checks, binding_array: checks },
+        // The step kernels write every workgroup slot they read, as the wgpu backend relies on.
+        zero_initialize_workgroup_memory: if trusted { spv::ZeroInitializeWorkgroupMemoryMode::None } else { spv::ZeroInitializeWorkgroupMemoryMode::Polyfill },
+        force_loop_bounding: !trusted,
+        ..spv::Options::default()
+    };
+    let pipeline = spv::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: entry_point.to_string() };
+    let words = spv::write_vec(&module, &info, &options, Some(&pipeline)).map_err(|e| format!("{entry_point}: SPIR-V: {e}"))?;
+    let mut bindings: Vec<Binding> = module
+        .global_variables
+        .iter()
+        .filter_map(|(_, var)| {
+            let rb = var.binding.as_ref()?;
+            let kind = match var.space {
+                naga::AddressSpace::Uniform => BindingKind::UniformBuffer,
+                naga::AddressSpace::Storage { .. } => BindingKind::StorageBuffer,
+                naga::AddressSpace::Handle => BindingKind::Image,
+                _ => return None,
+            };
+            Some(Binding { set: rb.group, binding: rb.binding, name: var.name.clone().unwrap_or_default(), kind })
+        })
+        .collect();
+    bindings.sort_by_key(|b| (b.set, b.binding));
+    let workgroup_size = module.entry_points[0].workgroup_size;
+    Ok(Program { entry_point, words, bindings, workgroup_size })
+}
+
+/// Every entry point of [`ENTRY_POINTS`], translated.
+pub fn all_programs() -> Result<Vec<Program>, String> {
+    ENTRY_POINTS.iter().map(|&(name, family, trusted)| translate(family, name, trusted)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(p: &Program) -> Vec<(u32, u32, &str)> {
+        p.bindings.iter().map(|b| (b.set, b.binding, b.name.as_str())).collect()
+    }
+
+    #[test]
+    fn every_rendering_device_entry_point_translates_to_spirv() {
+        for p in all_programs().expect("translates") {
+            println!("{}: {} words, workgroup {:?}, bindings {:?}", p.entry_point, p.words.len(), p.workgroup_size, names(&p));
+            assert_eq!(p.words[0], 0x0723_0203, "{}: SPIR-V magic number", p.entry_point);
+            assert!(!p.bindings.is_empty());
+        }
+    }
+
+    #[test]
+    fn pruning_to_one_entry_point_leaves_only_its_bindings() {
+        let images = translate(shaders::SNAPSHOT, "images", false).unwrap();
+        let gather = translate(shaders::SNAPSHOT, "gather", false).unwrap();
+        println!("images {:?}\ngather {:?}", names(&images), names(&gather));
+        // The wgpu-only texel buffers never reach a RenderingDevice shader.
+        for p in [&images, &gather] {
+            assert!(!p.bindings.iter().any(|b| b.name == "height_texels" || b.name == "flow_texels"), "{}", p.entry_point);
+        }
+        assert_eq!(images.sets(), vec![0, 1]);
+        assert!(images.bindings.iter().filter(|b| b.kind == BindingKind::Image).count() == 2);
+        assert_eq!(gather.sets(), vec![0, 2]);
+        let water = translate(shaders::EDITS, "apply_water", false).unwrap();
+        let terrain = translate(shaders::EDITS, "apply_terrain", false).unwrap();
+        println!("apply_water {:?}\napply_terrain {:?}", names(&water), names(&terrain));
+        assert!(!water.bindings.iter().any(|b| b.name == "ground"));
+        assert!(!terrain.bindings.iter().any(|b| b.name == "water"));
+    }
+
+    #[test]
+    fn the_gather_tile_matches_the_backend_constant() {
+        let gather = translate(shaders::SNAPSHOT, "gather", false).unwrap();
+        println!("gather workgroup {:?}, GATHER_TILE {}", gather.workgroup_size, super::super::tiles::GATHER_TILE);
+        assert_eq!(gather.workgroup_size, [super::super::tiles::GATHER_TILE, super::super::tiles::GATHER_TILE, 1]);
+    }
+
+    #[test]
+    fn an_unknown_entry_point_is_an_error_not_a_panic() {
+        let e = translate(shaders::SNAPSHOT, "no_such_pass", false).unwrap_err();
+        println!("{e}");
+        assert!(e.contains("no_such_pass"));
+    }
+}
