@@ -184,6 +184,11 @@ impl Simulation {
         self.backend.description()
     }
 
+    /// Bytes the backend's last frame copied from the device to the host (0 on the CPU).
+    pub fn last_readback_bytes(&self) -> u64 {
+        self.backend.last_readback_bytes()
+    }
+
     /// Why the GPU was not used when [`BackendPreference::Auto`] fell back to the CPU.
     pub fn gpu_fallback_reason(&self) -> Option<&Error> {
         self.gpu_unavailable.as_ref()

@@ -4,6 +4,8 @@
 //! and [`crate::validate`]; this file converts types, forwards errors and owns the Godot
 //! resources (textures, the optional surface mesh).
 
+use crate::rendering_device::textures::RdTextures;
+use crate::rendering_device::{self, RdBackend};
 use crate::mapping::{global_to_local_point, local_height_to_global, local_velocity_to_global, OUTSIDE_HEIGHT};
 use crate::texels::{terrain_from_rf_bytes, texel_bytes};
 use crate::validate;
@@ -31,13 +33,21 @@ const MAX_MESH_SUBDIVISIONS: u32 = 1023;
 #[derive(GodotConvert, Var, Export, Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[godot(via = i64)]
 pub enum WaterBackend {
-    /// The GPU when an adapter exists, else the CPU (with a warning).
+    /// Godot's own RenderingDevice when the renderer has one (Forward+, Mobile), else the GPU
+    /// through wgpu when an adapter exists (Compatibility renderer, headless), else the CPU
+    /// (with a warning).
     #[default]
     Auto = 0,
-    /// The GPU (wgpu compute). Without an adapter: an error, and the CPU runs instead.
+    /// The GPU through wgpu, on a device of its own: the fields are read back every frame for
+    /// the textures. Without an adapter: an error, and the CPU runs instead.
     Gpu = 1,
     /// The multithreaded CPU reference.
     Cpu = 2,
+    /// The GPU through Godot's own RenderingDevice: the textures are written on the GPU and
+    /// never leave it; queries read back only the tiles they touch. Needs a renderer with a
+    /// RenderingDevice and Godot's default (single-threaded) rendering thread model; otherwise
+    /// an error, and `BACKEND_AUTO`'s choice runs instead.
+    RenderingDevice = 3,
 }
 
 /// How many neighbours each cell exchanges water with.
@@ -84,15 +94,24 @@ pub enum WaterBoundary {
 ///
 /// The simulation advances in `_physics_process` by `delta × time_scale`, in as many substeps as
 /// stability needs (at most `max_substeps`, each at most `max_step` s). Changing the grid, cell
-/// size, initial water level or backend rebuilds the simulation (water restarts from
-/// `initial_water_level`, sources are removed); changing the terrain keeps the water; the other
-/// parameters apply at the next step.
+/// size or initial water level rebuilds the simulation (water restarts from
+/// `initial_water_level`, sources are removed); changing the backend of a running simulation
+/// moves its water, sources and ledger to the new backend; changing the terrain keeps the water;
+/// the other parameters apply at the next step.
 ///
 /// **Outputs for materials.** `height_texture` and `flux_texture` are `Image.FORMAT_RGBAF`
 /// textures of `grid_size` texels (texel `(x, y)` = cell `(x, y)`; row 0 is the local −Z edge,
-/// column 0 the local −X edge; UV = `local.xz / (grid_size × cell_size) + 0.5`). They are updated
-/// after each physics frame from the newest snapshot, which on the GPU backend is read back
-/// asynchronously and may be a frame or two old.
+/// column 0 the local −X edge; UV = `local.xz / (grid_size × cell_size) + 0.5`). On the
+/// RenderingDevice backend they are `Texture2DRD`s written by the simulation on the GPU in the
+/// same frame, and never copied through the CPU. On the wgpu and CPU backends they are
+/// `ImageTexture`s updated after each physics frame from the newest snapshot, which on wgpu is
+/// read back asynchronously and may be a frame or two old.
+///
+/// **Queries** (`get_height` and friends) on the RenderingDevice backend read 8×8-cell tiles
+/// around the points asked about, read back asynchronously on Godot 4.4+ (they show the water of
+/// Godot's frame delay ago, typically 2 frames; a tile's first query answers from the state the
+/// simulation started or was reset with) and at once on Godot 4.3, where each frame's read waits
+/// for the GPU. `get_frame_stats()["readback_bytes"]` says what a frame read back.
 /// `height_texture`: R = surface height (local Y, m), G = depth (m), B = terrain height (local Y,
 /// m), A = 1 if wet (depth > 1 mm) else 0.
 /// `flux_texture`: R = velocity along local +X (m/s), G = velocity along local +Z (m/s), B = speed
@@ -269,16 +288,25 @@ pub struct PipeWater {
     #[var]
     update_textures: bool,
 
-    /// Water surface, depth, terrain and wetness per cell (`Image.FORMAT_RGBAF`, `grid_size`
-    /// texels; layout in the class description). Read-only; the same object for the node's
-    /// lifetime (never null), its image replaced when the grid changes.
+    /// Water surface, depth, terrain and wetness per cell (32-bit float RGBA, `grid_size` texels;
+    /// layout in the class description): a `Texture2DRD` on the RenderingDevice backend, else an
+    /// `ImageTexture`. Read-only and never null; the same object while the same kind of backend
+    /// runs (`simulation_rebuilt` is emitted when it changes).
     #[var(no_set)]
-    height_texture: Option<Gd<ImageTexture>>,
+    height_texture: Option<Gd<Texture2D>>,
     /// Flow velocity, speed and discharge per cell (`Image.FORMAT_RGBAF`, `grid_size` texels;
     /// layout in the class description). Read-only.
     #[var(no_set)]
-    flux_texture: Option<Gd<ImageTexture>>,
+    flux_texture: Option<Gd<Texture2D>>,
 
+    /// The textures of the CPU and wgpu backends, filled from snapshots on the host.
+    image_textures: [Gd<ImageTexture>; 2],
+    /// The textures of the RenderingDevice backend, written on the GPU.
+    rd_textures: RdTextures,
+    /// The RD textures of the running RenderingDevice backend (height, flux).
+    rd_rids: Option<(Rid, Rid)>,
+    /// `backend` changed while a simulation ran: move the water to the new backend.
+    needs_backend_switch: bool,
     sim: Option<Simulation>,
     /// The last build failed; not retried until a property asks for a rebuild.
     build_failed: bool,
@@ -305,6 +333,7 @@ pub struct PipeWater {
 impl INode3D for PipeWater {
     fn init(base: Base<Node3D>) -> Self {
         let p = Params::default();
+        let image_textures = [ImageTexture::new_gd(), ImageTexture::new_gd()];
         PipeWater {
             grid_size: Vector2i::new(128, 128),
             cell_size: 1.0,
@@ -339,8 +368,12 @@ impl INode3D for PipeWater {
             water_material: None,
             // Created now so that materials can take them before the first build; their images
             // are set (and replaced when the grid changes) by the node.
-            height_texture: Some(ImageTexture::new_gd()),
-            flux_texture: Some(ImageTexture::new_gd()),
+            height_texture: Some(image_textures[0].clone().upcast()),
+            flux_texture: Some(image_textures[1].clone().upcast()),
+            image_textures,
+            rd_textures: RdTextures::new(),
+            rd_rids: None,
+            needs_backend_switch: false,
             sim: None,
             build_failed: false,
             needs_rebuild: true,
@@ -374,6 +407,8 @@ impl INode3D for PipeWater {
                 mesh_instance.set_material_override(Option::<&Gd<Material>>::None);
                 mesh_instance.set_mesh(Option::<&Gd<Mesh>>::None);
             }
+            // The RenderingDevice backend frees its RIDs while Godot's device still exists.
+            self.drop_simulation();
         }
     }
 
@@ -406,6 +441,10 @@ impl PipeWater {
     /// `backend`: the CPU only.
     #[constant]
     const BACKEND_CPU: i64 = 2;
+    /// `backend`: Godot's own RenderingDevice (Forward+ and Mobile renderers); textures stay on
+    /// the GPU.
+    #[constant]
+    const BACKEND_RENDERING_DEVICE: i64 = 3;
     /// `neighbour_mode`: four orthogonal pipes.
     #[constant]
     const NEIGHBOURS_FOUR: i64 = 0;
@@ -710,7 +749,11 @@ impl PipeWater {
     #[func]
     fn set_backend(&mut self, value: WaterBackend) {
         self.backend = value;
-        self.needs_rebuild = true;
+        if self.sim.is_some() {
+            self.needs_backend_switch = true;
+        } else {
+            self.needs_rebuild = true;
+        }
     }
 
     /// Sets `show_mesh`: creates or frees the helper mesh.
@@ -844,6 +887,7 @@ impl PipeWater {
             d.set("step", r.step as f64);
             d.set("simulated", r.simulated as f64);
             d.set("dropped", r.dropped as f64);
+            d.set("readback_bytes", sim.last_readback_bytes() as i64);
         }
         d
     }
@@ -852,12 +896,18 @@ impl PipeWater {
     /// use such as minimaps. Owned by the node and overwritten each frame: duplicate it to keep it.
     #[func]
     fn get_height_image(&self) -> Option<Gd<Image>> {
+        if self.active_backend == WaterBackend::RenderingDevice {
+            return self.rd_textures.height.get_image();
+        }
         self.height_image.clone()
     }
 
     /// The image last copied into `flux_texture`. Owned by the node; duplicate it to keep it.
     #[func]
     fn get_flux_image(&self) -> Option<Gd<Image>> {
+        if self.active_backend == WaterBackend::RenderingDevice {
+            return self.rd_textures.flux.get_image();
+        }
         self.flux_image.clone()
     }
 
@@ -1165,12 +1215,17 @@ impl PipeWater {
             self.needs_rebuild = false;
             self.needs_terrain = false;
             self.needs_params = false;
+            self.needs_backend_switch = false;
             self.build();
             self.build_failed = self.sim.is_none();
             return self.sim.is_some();
         }
         if self.sim.is_none() {
             return false;
+        }
+        if self.needs_backend_switch {
+            self.needs_backend_switch = false;
+            self.switch_backend();
         }
         if self.needs_terrain {
             self.needs_terrain = false;
@@ -1207,37 +1262,138 @@ impl PipeWater {
         };
         state.fill_to_level(self.initial_water_level as f32);
         let params = self.params();
-        let preference = match self.backend {
-            WaterBackend::Auto => BackendPreference::Auto,
-            WaterBackend::Gpu => BackendPreference::Gpu,
-            WaterBackend::Cpu => BackendPreference::Cpu,
-        };
-        let sim = match Simulation::new(state.clone(), params, preference) {
-            Ok(sim) => {
-                if let Some(why) = sim.gpu_fallback_reason() {
-                    godot_warn!("PipeWater: no GPU backend, running on the CPU ({why})");
-                }
-                sim
-            }
-            Err(CoreError::GpuUnavailable(why)) => {
-                self.reject(format!("backend = BACKEND_GPU but no GPU is usable ({why}); running on the CPU"));
-                match Simulation::new(state, params, BackendPreference::Cpu) {
-                    Ok(sim) => sim,
-                    Err(e) => return self.reject(format!("simulation: {e}")),
-                }
-            }
-            Err(e) => return self.reject(format!("simulation: {e}")),
-        };
-        self.active_backend = match sim.backend_kind() {
-            BackendKind::Gpu | BackendKind::EngineGpu => WaterBackend::Gpu,
-            BackendKind::Cpu => WaterBackend::Cpu,
+        self.drop_simulation();
+        let (sim, rd_textures) = match self.start_backend(state, params) {
+            Ok(started) => started,
+            Err(why) => return self.reject(why),
         };
         self.sim = Some(sim);
         self.shown = None;
         self.resize_textures(grid);
-        self.sync_mesh();
+        self.show_backend(rd_textures);
         let active = self.active_backend as i64;
         self.base_mut().emit_signal("simulation_rebuilt", &[active.to_variant()]);
+    }
+
+    /// A simulation of `state` on the backend `backend` asks for, falling back along
+    /// RenderingDevice → wgpu → CPU with a warning (an error when the choice was explicit); with
+    /// the RD textures when the RenderingDevice backend runs.
+    fn start_backend(&mut self, state: State, params: Params) -> Result<(Simulation, Option<(Rid, Rid)>), String> {
+        let wants_rd = match self.backend {
+            WaterBackend::RenderingDevice => true,
+            WaterBackend::Auto => rendering_device::unavailable_reason().is_none(),
+            WaterBackend::Gpu | WaterBackend::Cpu => false,
+        };
+        if wants_rd {
+            let mut textures = None;
+            let started = Simulation::with_backend(state.clone(), params, |state| {
+                let backend = RdBackend::new(state)?;
+                textures = Some(backend.textures());
+                Ok(Box::new(backend))
+            });
+            match started {
+                Ok(sim) => return Ok((sim, textures)),
+                Err(e) if self.backend == WaterBackend::RenderingDevice => {
+                    self.reject(format!("backend = BACKEND_RENDERING_DEVICE cannot run ({e}); using BACKEND_AUTO's choice"))
+                }
+                Err(e) => godot_warn!("PipeWater: the RenderingDevice backend cannot run ({e}); trying wgpu"),
+            }
+        }
+        let preference = match self.backend {
+            WaterBackend::Auto | WaterBackend::RenderingDevice => BackendPreference::Auto,
+            WaterBackend::Gpu => BackendPreference::Gpu,
+            WaterBackend::Cpu => BackendPreference::Cpu,
+        };
+        match Simulation::new(state.clone(), params, preference) {
+            Ok(sim) => {
+                if let Some(why) = sim.gpu_fallback_reason() {
+                    godot_warn!("PipeWater: no GPU backend, running on the CPU ({why})");
+                }
+                Ok((sim, None))
+            }
+            Err(CoreError::GpuUnavailable(why)) => {
+                self.reject(format!("backend = BACKEND_GPU but no GPU is usable ({why}); running on the CPU"));
+                Simulation::new(state, params, BackendPreference::Cpu).map(|sim| (sim, None)).map_err(|e| format!("simulation: {e}"))
+            }
+            Err(e) => Err(format!("simulation: {e}")),
+        }
+    }
+
+    /// Moves the running water to the backend `backend` now asks for, keeping fields, sources
+    /// and ledger; on failure the current backend keeps running.
+    fn switch_backend(&mut self) {
+        let Some(mut sim) = self.sim.take() else { return };
+        let wants_rd = match self.backend {
+            WaterBackend::RenderingDevice => true,
+            WaterBackend::Auto => rendering_device::unavailable_reason().is_none(),
+            WaterBackend::Gpu | WaterBackend::Cpu => false,
+        };
+        let running_rd = sim.backend_kind() == BackendKind::EngineGpu;
+        // The RD textures must let go of the old backend's RIDs before it frees them.
+        if running_rd {
+            self.rd_textures.detach();
+        }
+        let mut textures = None;
+        let result = if wants_rd {
+            sim.switch_backend(|state| {
+                let backend = RdBackend::new(state)?;
+                textures = Some(backend.textures());
+                Ok(Box::new(backend))
+            })
+        } else {
+            sim.switch_to(match self.backend {
+                WaterBackend::Gpu => BackendPreference::Gpu,
+                WaterBackend::Cpu => BackendPreference::Cpu,
+                WaterBackend::Auto | WaterBackend::RenderingDevice => BackendPreference::Auto,
+            })
+        };
+        self.sim = Some(sim);
+        self.shown = None;
+        if let Err(e) = result {
+            self.reject(format!("backend: could not move the water to the requested backend ({e}); the current one keeps running"));
+            // Shows the running backend's textures again (the RD ones were detached above).
+            return self.show_backend(None);
+        }
+        self.show_backend(textures);
+        let active = self.active_backend as i64;
+        self.base_mut().emit_signal("simulation_rebuilt", &[active.to_variant()]);
+    }
+
+    /// Points `active_backend`, the exposed textures and the surface material at the running
+    /// backend; `textures` are the RD textures of a RenderingDevice backend that just started
+    /// (`None` keeps those of the one already shown).
+    fn show_backend(&mut self, textures: Option<(Rid, Rid)>) {
+        let kind = self.sim.as_ref().map(|s| s.backend_kind());
+        self.active_backend = match kind {
+            Some(BackendKind::EngineGpu) => WaterBackend::RenderingDevice,
+            Some(BackendKind::Gpu) => WaterBackend::Gpu,
+            Some(BackendKind::Cpu) => WaterBackend::Cpu,
+            None => WaterBackend::Auto,
+        };
+        if kind == Some(BackendKind::EngineGpu) {
+            if textures.is_some() {
+                self.rd_rids = textures;
+            }
+            if let Some(rids) = self.rd_rids {
+                self.rd_textures.attach(rids);
+            }
+            self.height_texture = Some(self.rd_textures.height.clone().upcast());
+            self.flux_texture = Some(self.rd_textures.flux.clone().upcast());
+        } else {
+            self.rd_rids = None;
+            self.height_texture = Some(self.image_textures[0].clone().upcast());
+            self.flux_texture = Some(self.image_textures[1].clone().upcast());
+        }
+        self.sync_mesh();
+    }
+
+    /// Drops the simulation, letting the RD textures go first when it ran on the RenderingDevice.
+    fn drop_simulation(&mut self) {
+        if self.rd_rids.take().is_some() {
+            self.rd_textures.detach();
+        }
+        self.sim = None;
+        self.shown = None;
     }
 
     /// Runs one frame of `delta` simulated seconds; returns the substeps taken.
@@ -1257,22 +1413,19 @@ impl PipeWater {
                 self.reject(format!("could not create a {w}×{h} RGBAF image for the textures"));
                 continue;
             };
-            let (image_slot, texture_slot) = if which == 0 {
-                (&mut self.height_image, &mut self.height_texture)
+            self.image_textures[which].set_image(&image);
+            if which == 0 {
+                self.height_image = Some(image);
             } else {
-                (&mut self.flux_image, &mut self.flux_texture)
-            };
-            match texture_slot {
-                Some(texture) => texture.set_image(&image),
-                None => *texture_slot = ImageTexture::create_from_image(&image),
+                self.flux_image = Some(image);
             }
-            *image_slot = Some(image);
         }
     }
 
     /// Copies the newest snapshot into the textures when it changed.
     fn update_outputs(&mut self) {
-        if !self.update_textures {
+        // The RenderingDevice backend writes its textures on the GPU: nothing to copy.
+        if !self.update_textures || self.active_backend == WaterBackend::RenderingDevice {
             self.texture_usec = 0;
             self.snapshot_usec = 0;
             return;
@@ -1290,11 +1443,12 @@ impl PipeWater {
         // nor allocates (fresh pages of a 64 MiB array cost more than filling them).
         let [height_bytes, flux_bytes] = &mut self.upload_bytes;
         let parity = self.upload_parity;
+        let [height_texture, flux_texture] = &mut self.image_textures;
         for (texels, image, texture, bytes) in [
-            (&snapshot.height, &mut self.height_image, &mut self.height_texture, &mut height_bytes[parity]),
-            (&snapshot.flow, &mut self.flux_image, &mut self.flux_texture, &mut flux_bytes[parity]),
+            (&snapshot.height, &mut self.height_image, height_texture, &mut height_bytes[parity]),
+            (&snapshot.flow, &mut self.flux_image, flux_texture, &mut flux_bytes[parity]),
         ] {
-            let (Some(image), Some(texture)) = (image.as_mut(), texture.as_mut()) else { continue };
+            let Some(image) = image.as_mut() else { continue };
             let source = texel_bytes(texels);
             if bytes.len() != source.len() {
                 bytes.resize(source.len());

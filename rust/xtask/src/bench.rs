@@ -98,7 +98,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         let sizes = if options.sizes.is_empty() {
             match kind {
                 BackendKind::Cpu => vec![256, 1024, 2048],
-                BackendKind::Gpu => vec![512, 1024, 2048, 4096],
+                BackendKind::Gpu | BackendKind::EngineGpu => vec![512, 1024, 2048, 4096],
             }
         } else {
             options.sizes.clone()

@@ -11,9 +11,9 @@ use std::process::Command;
 const GDTOOLKIT: &str = "gdtoolkit==4.*";
 /// Printed by `godot_project/tests/run_tests.gd` when every test passed.
 const PASS_LINE: &str = "PIPEWATER TESTS PASSED";
-/// Output that means a test run went wrong even if Godot exited with 0: GDScript errors and
-/// Rust panics reported by godot-rust.
-const FAILURE_MARKERS: [&str; 3] = ["SCRIPT ERROR", "[panic", "Parse Error"];
+/// Output that means a test run went wrong even if Godot exited with 0: GDScript errors, Rust
+/// panics reported by godot-rust, and resources Godot found still allocated at exit.
+const FAILURE_MARKERS: [&str; 5] = ["SCRIPT ERROR", "[panic", "Parse Error", "leaked at exit", "RIDs of type"];
 
 /// Lints and parses every GDScript file of the addon and the demo with gdtoolkit.
 pub fn check_gdscript() -> Result<(), String> {
@@ -80,7 +80,35 @@ pub fn run_headless_tests() -> Result<(), String> {
     let (exited_ok, text) = run_project_script(godot, "res://tests/run_tests.gd")?;
     verdict(exited_ok, &text)?;
     let (exited_ok, text) = run_project_script(godot, "res://tests/test_demo_smoke.gd")?;
-    crate::demo::smoke_verdict(exited_ok, &text)
+    crate::demo::smoke_verdict(exited_ok, &text)?;
+    run_windowed_tests(godot)
+}
+
+/// Runs the RenderingDevice tests, which need a renderer with a RenderingDevice and so a window:
+/// on the display in `DISPLAY`, else under `xvfb-run` (Debian package `xvfb`), with the Vulkan
+/// driver (Mesa's lavapipe is enough). One SKIP line when neither exists.
+fn run_windowed_tests(godot: &Path) -> Result<(), String> {
+    let script = "res://tests/test_rendering_device.gd";
+    let has_display = std::env::var("DISPLAY").is_ok_and(|d| !d.is_empty());
+    let has_xvfb = Command::new("xvfb-run").arg("--help").output().is_ok();
+    if !has_display && !has_xvfb {
+        println!("SKIP: RenderingDevice tests (they need a window: set DISPLAY or install xvfb for xvfb-run)");
+        return Ok(());
+    }
+    let project = root().join("godot_project");
+    let mut command = if has_display {
+        Command::new(godot)
+    } else {
+        let mut c = Command::new("xvfb-run");
+        c.args(["-a", "-s", "-screen 0 1280x720x24"]).arg(godot);
+        c
+    };
+    command.args(["--rendering-driver", "vulkan", "--path"]).arg(&project).args(["--fixed-fps", "60", "-s", script]);
+    eprintln!("$ {}{} --rendering-driver vulkan --path godot_project --fixed-fps 60 -s {script}", if has_display { "" } else { "xvfb-run -a " }, godot.display());
+    let output = command.output().map_err(|e| format!("could not start the windowed Godot run: {e}"))?;
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    println!("{text}");
+    verdict(output.status.success(), &text)
 }
 
 /// Imports `godot_project` with `godot`, then runs `script` in it headless on a fixed 60 Hz clock.
@@ -137,6 +165,7 @@ mod tests {
             (true, "ok 1\n".to_string(), false),
             (true, format!("SCRIPT ERROR: Invalid call\n{PASS_LINE}"), false),
             (true, format!("ERROR: [panic src/node.rs:10]\n{PASS_LINE}"), false),
+            (true, format!("{PASS_LINE}\nERROR: 3 RID allocations of type 'N10RenderingDevice6BufferE' were leaked at exit."), false),
         ];
         for (exit_ok, output, expected) in cases {
             let got = verdict(exit_ok, &output);

@@ -98,6 +98,11 @@ pub trait Backend: Send {
     /// only what queries asked for (the grid itself staying on the device) reads these back from
     /// now on; backends whose snapshot covers the grid ignore it.
     fn want_cells(&mut self, _cells: &[usize]) {}
+    /// Bytes the last frame copied from the device to the host for snapshots and queries (0 on
+    /// the CPU): the figure that shows whether a GPU path keeps the fields on the device.
+    fn last_readback_bytes(&self) -> u64 {
+        0
+    }
 }
 
 /// Frames between a GPU `advance` and the snapshot that shows it; 0 on the CPU.

@@ -18,6 +18,7 @@
 //!   thread model; the node checks that before choosing this backend.
 
 pub mod spirv;
+pub mod textures;
 pub mod tiles;
 
 use godot::classes::rendering_device::{DataFormat, ShaderStage, TextureType, TextureUsageBits, UniformType};
@@ -208,11 +209,6 @@ impl RdBackend {
     /// The RD textures the `images` pass writes: (height, flux), in the documented layouts.
     pub fn textures(&self) -> (Rid, Rid) {
         (self.height_texture, self.flow_texture)
-    }
-
-    /// Bytes the last frame read back for queries and the ledger.
-    pub fn last_read_bytes(&self) -> usize {
-        self.last_read_bytes
     }
 
     /// Frames between an `advance` and the snapshot header that shows it: 0 on Godot 4.3 (the
@@ -605,5 +601,9 @@ impl Backend for RdBackend {
 
     fn want_cells(&mut self, cells: &[usize]) {
         self.requests.want(cells, self.grid.width, self.frames);
+    }
+
+    fn last_readback_bytes(&self) -> u64 {
+        self.last_read_bytes as u64
     }
 }

@@ -135,6 +135,8 @@ pub struct GpuBackend {
     epoch: u64,
     latest: Option<Arc<Snapshot>>,
     spares: SpareSnapshots,
+    /// Bytes the last frame's readback copies to the host.
+    readback_bytes: u64,
 }
 
 impl GpuBackend {
@@ -229,6 +231,7 @@ impl GpuBackend {
             epoch: 0,
             latest: None,
             spares: SpareSnapshots::default(),
+            readback_bytes: 0,
         };
         backend.upload(state)?;
         Ok(backend)
@@ -536,6 +539,7 @@ impl Backend for GpuBackend {
             }
         }
         self.frames += 1;
+        self.readback_bytes = if readback.is_some() { HEADER_BYTES + 32 * g.cell_count() as u64 } else { 0 };
         if let Some(k) = readback {
             let n16 = g.cell_count() as u64 * 16;
             let slot = &mut self.slots[k];
@@ -576,6 +580,10 @@ impl Backend for GpuBackend {
             depth: bytemuck::pod_collect_to_vec(&bytes[4 * n..8 * n]),
             flux: bytemuck::pod_collect_to_vec(&bytes[8 * n..24 * n]),
         })
+    }
+
+    fn last_readback_bytes(&self) -> u64 {
+        self.readback_bytes
     }
 
     fn read_counters(&mut self) -> Result<Counters> {

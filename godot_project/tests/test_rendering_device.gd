@@ -1,0 +1,254 @@
+extends SceneTree
+## Tests of the RenderingDevice backend: the step on Godot's own GPU device.
+##
+## Needs a renderer with a RenderingDevice (Forward+ or Mobile), so it runs in a window, e.g.
+## under Xvfb with Mesa's software Vulkan:
+## [codeblock]
+## xvfb-run -a $GODOT --rendering-driver vulkan --path godot_project --fixed-fps 60 \
+##     -s res://tests/test_rendering_device.gd
+## [/codeblock]
+## Headless (no RenderingDevice) it prints one SKIP line and passes. Every check prints the
+## property it states and the figures it compares; the run ends with PIPEWATER TESTS PASSED or
+## PIPEWATER TESTS FAILED.
+
+## Largest depth difference between the RenderingDevice and CPU backends after the same steps,
+## m: the GPU agreement tolerance of pipewater-core's tests (a GPU may fuse multiply-adds; the
+## software Vulkan rasteriser usually matches the CPU exactly).
+const MAX_DEPTH_DIFFERENCE := 2.0e-3
+## Volumes agree within this (m³): edits round to whole depth quanta of 2⁻²⁰ m per cell.
+const VOLUME_TOLERANCE := 1.0e-3
+## Frames a query may wait for its tile's first read (the read latency plus the frame that
+## records the read).
+const QUERY_FRAMES := 6
+
+var _failures: int = 0
+var _checks: int = 0
+
+
+func _initialize() -> void:
+	_run.call_deferred()
+
+
+func _run() -> void:
+	print("PipeWater RenderingDevice tests, Godot %s" % Engine.get_version_info().string)
+	if RenderingServer.get_rendering_device() == null:
+		print("SKIP: RenderingDevice tests (this renderer has none: run in a window with "
+				+ "--rendering-driver vulkan, e.g. under xvfb-run)")
+		print("PIPEWATER TESTS PASSED")
+		quit(0)
+		return
+	await _test_auto_picks_the_rendering_device_and_textures_stay_on_the_gpu()
+	await _test_queries_arrive_within_the_documented_frames()
+	await _test_a_dam_break_agrees_with_the_cpu_backend()
+	await _test_edits_sources_and_the_ledger_are_exact()
+	await _test_switching_backends_keeps_the_water()
+	await _test_rebuilds_and_frees_leave_nothing_behind()
+	if _failures == 0:
+		print("%d checks passed" % _checks)
+		print("PIPEWATER TESTS PASSED")
+		quit(0)
+	else:
+		print("%d of %d checks failed" % [_failures, _checks])
+		print("PIPEWATER TESTS FAILED")
+		quit(1)
+
+
+func _check(ok: bool, statement: String) -> void:
+	_checks += 1
+	if ok:
+		print("ok   - %s" % statement)
+	else:
+		_failures += 1
+		print("FAIL - %s" % statement)
+
+
+func _near(actual: float, expected: float, tolerance: float, statement: String) -> void:
+	var ok: bool = is_finite(actual) and absf(actual - expected) <= tolerance
+	_check(ok, "%s: got %.6f, expected %.6f ± %s" % [statement, actual, expected, tolerance])
+
+
+func _make_water(backend: int, size: Vector2i, level: float) -> PipeWater:
+	var water: PipeWater = ClassDB.instantiate(&"PipeWater")
+	water.backend = backend
+	water.grid_size = size
+	water.cell_size = 1.0
+	water.initial_water_level = level
+	water.damping = 0.0
+	water.paused = true
+	root.add_child(water)
+	water.rebuild()
+	await process_frame
+	return water
+
+
+## A basin whose west third holds 2 m of water behind a dam that is then removed.
+func _dam_terrain(size: Vector2i) -> PackedFloat32Array:
+	var heights := PackedFloat32Array()
+	for y in size.y:
+		for x in size.x:
+			heights.append(0.05 * sin(0.3 * x) * cos(0.2 * y) + (5.0 if x == size.x / 3 else 0.0))
+	return heights
+
+
+func _frames(n: int) -> void:
+	for i in n:
+		await process_frame
+
+
+func _test_auto_picks_the_rendering_device_and_textures_stay_on_the_gpu() -> void:
+	print("-- BACKEND_AUTO in a renderer with a RenderingDevice")
+	var water: PipeWater = await _make_water(PipeWater.BACKEND_AUTO, Vector2i(64, 48), 1.5)
+	_check(water.active_backend == PipeWater.BACKEND_RENDERING_DEVICE,
+			"active_backend is BACKEND_RENDERING_DEVICE (got %d: %s)" % [
+				water.active_backend, water.get_backend_description()])
+	_check(water.height_texture is Texture2DRD and water.flux_texture is Texture2DRD,
+			"height_texture and flux_texture are Texture2DRDs (%s, %s)" % [
+				water.height_texture.get_class(), water.flux_texture.get_class()])
+	water.paused = false
+	await _frames(3)
+	var image: Image = water.height_texture.get_image()
+	_check(image != null and image.get_size() == Vector2i(64, 48),
+			"the texture is 64×48 (%s)" % [image.get_size() if image else null])
+	if image != null:
+		_check(image.get_format() == Image.FORMAT_RGBAF, "its format is FORMAT_RGBAF")
+		var texel: Color = image.get_pixel(10, 20)
+		_near(texel.r, 1.5, 1.0e-4, "texel (10, 20): surface height")
+		_near(texel.g, 1.5, 1.0e-4, "texel (10, 20): depth")
+		_near(texel.a, 1.0, 0.0, "texel (10, 20): wet")
+	var stats: Dictionary = water.get_frame_stats()
+	var small: int = stats.get("readback_bytes", -1)
+	_check(small >= 0 and small < 64 * 48 * 32,
+			"a frame reads back less than the grid's texels (%d bytes, grid %d)" % [small, 64 * 48 * 32])
+	water.queue_free()
+	await process_frame
+
+
+func _test_queries_arrive_within_the_documented_frames() -> void:
+	print("-- a query on a tile nobody asked for yet")
+	var water: PipeWater = await _make_water(PipeWater.BACKEND_RENDERING_DEVICE, Vector2i(96, 96), 1.0)
+	water.paused = false
+	water.add_water(Vector3(20, 0, 20), 400.0, 4.0)
+	var point := Vector3(20, 0, 20)
+	var first: float = water.get_depth(point)
+	var seen := first
+	var frames := 0
+	while frames < QUERY_FRAMES and seen < 1.5:
+		await process_frame
+		frames += 1
+		seen = water.get_depth(point)
+	_check(seen > 1.5, "after %d frames the query sees the added water (first %.3f m, then %.3f m)" % [
+			frames, first, seen])
+	var stats: Dictionary = water.get_frame_stats()
+	print("   frame stats: %s" % stats)
+	var per_frame: int = stats.get("readback_bytes", -1)
+	var big: PipeWater = await _make_water(PipeWater.BACKEND_RENDERING_DEVICE, Vector2i(384, 384), 1.0)
+	big.paused = false
+	big.get_depth(point)
+	await _frames(3)
+	big.get_depth(point)
+	var big_bytes: int = big.get_frame_stats().get("readback_bytes", -1)
+	_check(per_frame == big_bytes and per_frame > 0,
+			"bytes read back per frame do not grow with the grid: %d at 96², %d at 384²" % [
+				per_frame, big_bytes])
+	water.queue_free()
+	big.queue_free()
+	await process_frame
+
+
+func _test_a_dam_break_agrees_with_the_cpu_backend() -> void:
+	print("-- a dam break, 200 steps of 1/120 s, RenderingDevice vs CPU")
+	var size := Vector2i(72, 40)
+	var results: Array[Image] = []
+	var totals: Array[float] = []
+	for backend: int in [PipeWater.BACKEND_CPU, PipeWater.BACKEND_RENDERING_DEVICE]:
+		var water: PipeWater = await _make_water(backend, size, 2.0)
+		water.terrain_heights = _dam_terrain(size)
+		water.rebuild()
+		water.modify_terrain(Vector3(size.x / 3.0 - size.x / 2.0 + 0.5, 0, 0), -5.0, 60.0)
+		for i in 200:
+			water.step(1.0 / 120.0)
+		await _frames(4)
+		results.append(water.get_height_image())
+		totals.append(water.get_total_water())
+		water.queue_free()
+		await process_frame
+	var worst := 0.0
+	var deepest := 0.0
+	for y in size.y:
+		for x in size.x:
+			var a: float = results[0].get_pixel(x, y).g
+			var b: float = results[1].get_pixel(x, y).g
+			worst = maxf(worst, absf(a - b))
+			deepest = maxf(deepest, a)
+	_check(worst <= MAX_DEPTH_DIFFERENCE,
+			"largest depth difference %.3e m ≤ %.1e m (deepest water %.3f m)" % [
+				worst, MAX_DEPTH_DIFFERENCE, deepest])
+	_near(totals[1], totals[0], VOLUME_TOLERANCE, "total water agrees")
+
+
+func _test_edits_sources_and_the_ledger_are_exact() -> void:
+	print("-- edits, a source, a drain, open and inflow edges for 90 frames")
+	var water: PipeWater = await _make_water(PipeWater.BACKEND_RENDERING_DEVICE, Vector2i(80, 64), 0.8)
+	water.boundary_east = PipeWater.BOUNDARY_OPEN
+	water.boundary_west = PipeWater.BOUNDARY_INFLOW
+	water.inflow_rate_west = 3.0
+	water.paused = false
+	water.add_source(Vector3(-10, 0, 5), 2.0, 2.0)
+	water.add_drain(Vector3(10, 0, -5), 1.0, 2.0)
+	for i in 90:
+		if i % 10 == 0:
+			water.add_water(Vector3(i * 0.3 - 12.0, 0, 8), 5.0, 3.0)
+			water.remove_water(Vector3(-i * 0.2, 0, -8), 2.0, 2.0)
+			water.modify_terrain(Vector3(0, 0, i * 0.1 - 4.0), 0.3, 2.0)
+		await process_frame
+	var ledger: Dictionary = water.get_water_ledger()
+	print("   ledger: %s" % ledger)
+	_near(ledger["total"], ledger["expected"], VOLUME_TOLERANCE, "ledger: total = expected")
+	_check(ledger["boundary_in"] > 0.0 and ledger["boundary_out"] > 0.0 and ledger["removed"] > 0.0,
+			"inflow, outflow and removal were all counted")
+	var state_image: Image = water.get_height_image()
+	var lowest := INF
+	for y in 64:
+		for x in 80:
+			lowest = minf(lowest, state_image.get_pixel(x, y).g)
+	_check(lowest >= 0.0 and is_finite(lowest), "no cell holds negative or NaN water (lowest %.6f m)" % lowest)
+	water.queue_free()
+	await process_frame
+
+
+func _test_switching_backends_keeps_the_water() -> void:
+	print("-- switching backend at runtime: RenderingDevice → CPU → RenderingDevice")
+	var water: PipeWater = await _make_water(PipeWater.BACKEND_RENDERING_DEVICE, Vector2i(48, 48), 1.0)
+	water.paused = false
+	water.add_water(Vector3(5, 0, 5), 50.0, 3.0)
+	await _frames(5)
+	var before: Dictionary = water.get_water_ledger()
+	water.backend = PipeWater.BACKEND_CPU
+	await process_frame
+	var on_cpu: Dictionary = water.get_water_ledger()
+	_check(water.active_backend == PipeWater.BACKEND_CPU, "the CPU backend runs (%d)" % water.active_backend)
+	_near(on_cpu["total"], before["total"], VOLUME_TOLERANCE, "the water moved across")
+	_near(on_cpu["added"], before["added"], VOLUME_TOLERANCE, "the ledger moved across")
+	water.backend = PipeWater.BACKEND_RENDERING_DEVICE
+	await _frames(5)
+	var back: Dictionary = water.get_water_ledger()
+	_check(water.active_backend == PipeWater.BACKEND_RENDERING_DEVICE, "and back on the RenderingDevice")
+	_near(back["total"], back["expected"], VOLUME_TOLERANCE, "ledger identity after two switches")
+	_check(water.height_texture is Texture2DRD, "the textures are RenderingDevice textures again")
+	water.queue_free()
+	await process_frame
+
+
+func _test_rebuilds_and_frees_leave_nothing_behind() -> void:
+	print("-- resizing, rebuilding and freeing (leaked RIDs are reported by Godot at exit)")
+	var water: PipeWater = await _make_water(PipeWater.BACKEND_RENDERING_DEVICE, Vector2i(32, 32), 1.0)
+	for size: Vector2i in [Vector2i(40, 24), Vector2i(17, 63), Vector2i(32, 32)]:
+		water.grid_size = size
+		water.rebuild()
+		await process_frame
+		var texture: Texture2D = water.height_texture
+		_check(texture.get_width() == size.x and texture.get_height() == size.y,
+				"after resizing to %s the texture is %d×%d" % [size, texture.get_width(), texture.get_height()])
+	water.queue_free()
+	await _frames(2)
+	_check(true, "freed")
