@@ -211,7 +211,8 @@ func _test_edits_sources_and_the_ledger_are_exact() -> void:
 	for y in 64:
 		for x in 80:
 			lowest = minf(lowest, state_image.get_pixel(x, y).g)
-	_check(lowest >= 0.0 and is_finite(lowest), "no cell holds negative or NaN water (lowest %.6f m)" % lowest)
+	_check(lowest >= 0.0 and is_finite(lowest),
+			"no cell holds negative or NaN water (lowest %.6f m)" % lowest)
 	water.queue_free()
 	await process_frame
 
@@ -226,13 +227,15 @@ func _test_switching_backends_keeps_the_water() -> void:
 	water.backend = PipeWater.BACKEND_CPU
 	await process_frame
 	var on_cpu: Dictionary = water.get_water_ledger()
-	_check(water.active_backend == PipeWater.BACKEND_CPU, "the CPU backend runs (%d)" % water.active_backend)
+	_check(water.active_backend == PipeWater.BACKEND_CPU,
+			"the CPU backend runs (%d)" % water.active_backend)
 	_near(on_cpu["total"], before["total"], VOLUME_TOLERANCE, "the water moved across")
 	_near(on_cpu["added"], before["added"], VOLUME_TOLERANCE, "the ledger moved across")
 	water.backend = PipeWater.BACKEND_RENDERING_DEVICE
 	await _frames(5)
 	var back: Dictionary = water.get_water_ledger()
-	_check(water.active_backend == PipeWater.BACKEND_RENDERING_DEVICE, "and back on the RenderingDevice")
+	_check(water.active_backend == PipeWater.BACKEND_RENDERING_DEVICE,
+			"and back on the RenderingDevice")
 	_near(back["total"], back["expected"], VOLUME_TOLERANCE, "ledger identity after two switches")
 	_check(water.height_texture is Texture2DRD, "the textures are RenderingDevice textures again")
 	water.queue_free()
