@@ -83,6 +83,8 @@ enum WaterList {
 /// The RenderingDevice backend.
 pub struct RdBackend {
     grid: Grid,
+    /// Constants of the last frame (the grid's defaults before the first).
+    constants: StepConstants,
     pipelines: Vec<Pipeline>,
     uniforms: Rid,
     terrain: Rid,
@@ -170,6 +172,7 @@ impl RdBackend {
         let description = format!("RenderingDevice: {} ({})", rd.get_device_name(), rd.get_device_vendor_name());
         let mut backend = RdBackend {
             grid,
+            constants: StepConstants::new(&Params::default(), grid.width, grid.height, grid.cell_size, 0.0, [0; 4]),
             uniforms,
             terrain,
             depth,
@@ -224,7 +227,6 @@ impl RdBackend {
     fn upload(&mut self, state: &State) -> Result<()> {
         let mut rd = device()?;
         self.current = 0;
-        update(&mut rd, self.uniforms, bytemuck::bytes_of(&StepConstants::new(&Params::default(), self.grid.width, self.grid.height, self.grid.cell_size, 0.0, [0; 4])));
         update(&mut rd, self.terrain, bytemuck::cast_slice(&state.terrain));
         update(&mut rd, self.depth[0], bytemuck::cast_slice(&state.depth));
         update(&mut rd, self.flux[0], bytemuck::cast_slice(&state.flux));
@@ -235,7 +237,10 @@ impl RdBackend {
         self.in_flight.clear();
         self.arrived.lock().clear();
         self.latest = Arc::new(state.snapshot(self.frames, Counters::default()));
-        Ok(())
+        // Draw the loaded state into the textures at once: an editor that does not simulate, or a
+        // paused game, shows it without ever stepping.
+        let constants = self.constants;
+        self.record_frame(&constants, 0, &[])
     }
 
     /// Uploads `items` into `list`, replacing its buffer when it is too small (which invalidates
@@ -351,6 +356,7 @@ impl RdBackend {
     /// compute list; then issues the small readback.
     fn record_frame(&mut self, constants: &StepConstants, substeps: u32, forcing: &[CellWater]) -> Result<()> {
         let mut rd = device()?;
+        self.constants = *constants;
         update(&mut rd, self.uniforms, bytemuck::bytes_of(constants));
         let water = std::mem::take(&mut self.pending_water);
         let terrain = std::mem::take(&mut self.pending_terrain);
