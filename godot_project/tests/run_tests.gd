@@ -218,6 +218,16 @@ func _test_textures_have_the_documented_size_and_format() -> void:
 	await process_frame
 	var thawed: float = water.get_height_image().get_pixel(8, 6).g
 	_check(thawed > 1.6, "update_textures on again: the texture shows it (%.3f m)" % thawed)
+	water.half_float_textures = true
+	await physics_frame
+	await process_frame
+	var half: Image = water.get_height_image()
+	var half_format: int = water.height_texture.get_format()
+	_check(half.get_format() == Image.FORMAT_RGBAH and half_format == Image.FORMAT_RGBAH,
+			"half_float_textures: the textures hold FORMAT_RGBAH")
+	# A half float keeps 11 significant bits: 1.6 to 2 m rounds to within 2⁻¹¹ m.
+	_near(half.get_pixel(8, 6).g, thawed, 1.0 / 2048.0,
+			"half_float_textures: the depth within half-float rounding")
 	await _free(water)
 
 

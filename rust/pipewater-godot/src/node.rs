@@ -7,7 +7,7 @@
 use crate::rendering_device::textures::RdTextures;
 use crate::rendering_device::{self, RdBackend};
 use crate::mapping::{global_to_local_point, local_height_to_global, local_velocity_to_global, OUTSIDE_HEIGHT};
-use crate::texels::{terrain_from_rf_bytes, texel_bytes};
+use crate::texels::{self, terrain_from_rf_bytes, texel_bytes};
 use crate::validate;
 use godot::classes::image::Format;
 use godot::classes::node::InternalMode;
@@ -287,6 +287,15 @@ pub struct PipeWater {
     #[export]
     #[var]
     update_textures: bool,
+    /// When true, the textures the node fills on the CPU (wgpu and CPU backends) hold 16-bit
+    /// floats (`Image.FORMAT_RGBAH`) instead of 32-bit ones: half the bytes to copy and for Godot
+    /// to upload, for a coarser surface — a half float keeps 11 significant bits, so heights
+    /// step by 1/128 m between 8 and 16 m and by 1/16 m between 64 and 128 m; keep the node near
+    /// the water's height to stay precise. Shaders read them the same way. The RenderingDevice
+    /// backend's textures stay 32-bit: they never pass through the CPU.
+    #[export]
+    #[var(set)]
+    half_float_textures: bool,
 
     /// Water surface, depth, terrain and wetness per cell (32-bit float RGBA, `grid_size` texels;
     /// layout in the class description): a `Texture2DRD` on the RenderingDevice backend, else an
@@ -365,6 +374,7 @@ impl INode3D for PipeWater {
             active_backend: WaterBackend::Auto,
             show_mesh: true,
             update_textures: true,
+            half_float_textures: false,
             water_material: None,
             // Created now so that materials can take them before the first build; their images
             // are set (and replaced when the grid changes) by the node.
@@ -742,6 +752,16 @@ impl PipeWater {
         if self.accept(validate::inflow_rate("inflow_rate_west", value)).is_some() {
             self.inflow_rate_west = value;
             self.needs_params = true;
+        }
+    }
+
+    /// Sets `half_float_textures`: the CPU-filled textures change format at the next update.
+    #[func]
+    fn set_half_float_textures(&mut self, value: bool) {
+        self.half_float_textures = value;
+        if let Some(grid) = self.sim.as_ref().map(|s| s.grid()) {
+            self.resize_textures(grid);
+            self.shown = None;
         }
     }
 
@@ -1408,9 +1428,10 @@ impl PipeWater {
     /// Creates the textures, or gives them images of the new grid size.
     fn resize_textures(&mut self, grid: Grid) {
         let (w, h) = (grid.width as i32, grid.height as i32);
+        let format = self.image_format();
         for which in [0, 1] {
-            let Some(image) = Image::create_empty(w, h, false, Format::RGBAF) else {
-                self.reject(format!("could not create a {w}×{h} RGBAF image for the textures"));
+            let Some(image) = Image::create_empty(w, h, false, format) else {
+                self.reject(format!("could not create a {w}×{h} {format:?} image for the textures"));
                 continue;
             };
             self.image_textures[which].set_image(&image);
@@ -1419,6 +1440,15 @@ impl PipeWater {
             } else {
                 self.flux_image = Some(image);
             }
+        }
+    }
+
+    /// Format of the textures filled on the CPU.
+    fn image_format(&self) -> Format {
+        if self.half_float_textures {
+            Format::RGBAH
+        } else {
+            Format::RGBAF
         }
     }
 
@@ -1441,6 +1471,8 @@ impl PipeWater {
         // Each texture alternates between two byte arrays: the one its image shared last frame
         // is free again once the image holds the other, so writing it neither copies on write
         // nor allocates (fresh pages of a 64 MiB array cost more than filling them).
+        let half = self.half_float_textures;
+        let format = self.image_format();
         let [height_bytes, flux_bytes] = &mut self.upload_bytes;
         let parity = self.upload_parity;
         let [height_texture, flux_texture] = &mut self.image_textures;
@@ -1449,13 +1481,17 @@ impl PipeWater {
             (&snapshot.flow, &mut self.flux_image, flux_texture, &mut flux_bytes[parity]),
         ] {
             let Some(image) = image.as_mut() else { continue };
-            let source = texel_bytes(texels);
-            if bytes.len() != source.len() {
-                bytes.resize(source.len());
+            let len = texels.len() * if half { texels::BYTES_PER_HALF_TEXEL } else { texels::BYTES_PER_TEXEL };
+            if bytes.len() != len {
+                bytes.resize(len);
             }
-            copy_in_parallel(bytes.as_mut_slice(), source);
-            let same_size = image.get_width() == w && image.get_height() == h;
-            image.set_data(w, h, false, Format::RGBAF, &*bytes);
+            if half {
+                texels::pack_half_texels(texels, bytes.as_mut_slice());
+            } else {
+                copy_in_parallel(bytes.as_mut_slice(), texel_bytes(texels));
+            }
+            let same_size = image.get_width() == w && image.get_height() == h && image.get_format() == format;
+            image.set_data(w, h, false, format, &*bytes);
             if same_size {
                 texture.update(&*image);
             } else {

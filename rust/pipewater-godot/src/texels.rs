@@ -9,13 +9,35 @@
 //! - `flux_texture`: R = flow velocity along local +X (m/s), G = along local +Z (m/s), B = speed
 //!   (m/s), A = discharge per metre of width (m²/s).
 //!
-//! 32-bit floats are kept because surface heights need them (a half float has 1.5 cm steps at
-//! 32 m and 6 cm at 100 m), and the packing is then a plain copy.
+//! 32-bit floats are the default because surface heights need them (a half float has 1.5 cm steps
+//! at 32 m and 6 cm at 100 m), and the packing is then a plain copy. The node's
+//! `half_float_textures` trades that precision for half the bytes (`Image.FORMAT_RGBAH`).
 
 use pipewater_core::state::{copy_in_parallel, MAX_TERRAIN_ABS};
 
 /// Bytes per texel of both output textures (RGBA, 32-bit float each).
 pub const BYTES_PER_TEXEL: usize = 16;
+
+/// Bytes per texel of the half-float textures (RGBA, 16-bit float each).
+pub const BYTES_PER_HALF_TEXEL: usize = 8;
+
+/// Texels per parallel chunk of the half-float packing (64 KiB of output).
+const HALF_CHUNK_TEXELS: usize = 8192;
+
+/// Writes `texels` into `out` as `Image.FORMAT_RGBAH` bytes (native byte order), rounding each
+/// value to the nearest half float, on the thread pool. `out` holds exactly
+/// [`BYTES_PER_HALF_TEXEL`] bytes per texel.
+pub fn pack_half_texels(texels: &[[f32; 4]], out: &mut [u8]) {
+    use half::slice::HalfFloatSliceExt;
+    use rayon::prelude::*;
+    assert_eq!(out.len(), texels.len() * BYTES_PER_HALF_TEXEL, "output sized for the texels");
+    out.par_chunks_mut(HALF_CHUNK_TEXELS * BYTES_PER_HALF_TEXEL).zip(texels.par_chunks(HALF_CHUNK_TEXELS)).for_each(|(out, texels)| {
+        let values: &[f32] = bytemuck::cast_slice(texels);
+        let mut halves = vec![half::f16::ZERO; values.len()];
+        halves.convert_from_f32_slice(values);
+        out.copy_from_slice(bytemuck::cast_slice(&halves));
+    });
+}
 
 /// The bytes of an `Image.FORMAT_RGBAF` image holding `texels` (a view, no copy).
 pub fn texel_bytes(texels: &[[f32; 4]]) -> &[u8] {
@@ -62,6 +84,28 @@ pub fn terrain_from_rf_bytes(bytes: &[u8], width: u32, height: u32, scale: f32, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn half_float_texels_round_to_the_nearest_half_across_chunk_edges() {
+        let texels: Vec<[f32; 4]> = (0..HALF_CHUNK_TEXELS * 2 + 37).map(|i| [i as f32 * 0.01, -1.5, 65504.0, 1.0e-8]).collect();
+        let mut out = vec![0u8; texels.len() * BYTES_PER_HALF_TEXEL];
+        pack_half_texels(&texels, &mut out);
+        let halves: &[u16] = bytemuck::cast_slice(&out);
+        let mut worst = 0.0f32;
+        for (t, h) in texels.iter().zip(halves.chunks_exact(4)) {
+            for k in 0..4 {
+                let back = half::f16::from_bits(h[k]).to_f32();
+                let spacing = if t[k] == 0.0 { 0.0 } else { 2f32.powi(t[k].abs().log2().floor() as i32 - 10) };
+                let error = (back - t[k]).abs();
+                assert!(error <= spacing / 2.0 + 6.0e-8, "texel {t:?} channel {k}: {back} vs {}", t[k]);
+                if t[k] != 0.0 {
+                    worst = worst.max(error / t[k].abs());
+                }
+            }
+        }
+        println!("{} texels packed; worst relative rounding error {worst:.2e} (half float: ≤ 2⁻¹¹ = {:.2e}, subnormals aside)", texels.len(), 2f32.powi(-11));
+        assert_eq!(half::f16::from_bits(halves[4 * (HALF_CHUNK_TEXELS + 3) + 1]).to_f32(), -1.5, "exact values stay exact past a chunk edge");
+    }
 
     #[test]
     fn texel_bytes_are_the_four_floats_of_each_texel_in_order() {
