@@ -914,10 +914,12 @@ impl PipeWater {
 
     /// The image last copied into `height_texture` (same size, format and layout), for CPU-side
     /// use such as minimaps. Owned by the node and overwritten each frame: duplicate it to keep it.
+    /// On the RenderingDevice backend a new image read from the GPU, which waits for it: not for
+    /// every frame.
     #[func]
     fn get_height_image(&self) -> Option<Gd<Image>> {
-        if self.active_backend == WaterBackend::RenderingDevice {
-            return self.rd_textures.height.get_image();
+        if let Some((height, _)) = self.rd_rids {
+            return rendering_device::textures::read_image(height);
         }
         self.height_image.clone()
     }
@@ -925,8 +927,8 @@ impl PipeWater {
     /// The image last copied into `flux_texture`. Owned by the node; duplicate it to keep it.
     #[func]
     fn get_flux_image(&self) -> Option<Gd<Image>> {
-        if self.active_backend == WaterBackend::RenderingDevice {
-            return self.rd_textures.flux.get_image();
+        if let Some((_, flux)) = self.rd_rids {
+            return rendering_device::textures::read_image(flux);
         }
         self.flux_image.clone()
     }

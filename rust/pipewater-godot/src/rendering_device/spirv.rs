@@ -12,6 +12,9 @@ use naga::proc::{BoundsCheckPolicies, BoundsCheckPolicy};
 use naga::valid::{Capabilities, ValidationFlags, Validator};
 use pipewater_core::backend::gpu::shaders;
 
+/// The entry point name Godot's drivers pass to the graphics API, whatever the shader calls it.
+pub const GODOT_ENTRY_POINT: &str = "main";
+
 /// What a binding is, as Godot's uniform sets name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BindingKind {
@@ -85,6 +88,8 @@ pub fn translate(family: &str, entry_point: &'static str, trusted: bool) -> Resu
     }
     module.entry_points.retain(|e| e.name == entry_point);
     naga::compact::compact(&mut module, naga::compact::KeepUnused::No);
+    // Godot's Vulkan driver creates every pipeline with the entry point `main`.
+    module.entry_points[0].name = GODOT_ENTRY_POINT.to_string();
     let info = Validator::new(ValidationFlags::all(), Capabilities::default())
         .validate(&module)
         .map_err(|e| format!("{entry_point}: {}", e.emit_to_string(&source)))?;
@@ -99,7 +104,7 @@ pub fn translate(family: &str, entry_point: &'static str, trusted: bool) -> Resu
         force_loop_bounding: !trusted,
         ..spv::Options::default()
     };
-    let pipeline = spv::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: entry_point.to_string() };
+    let pipeline = spv::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: GODOT_ENTRY_POINT.to_string() };
     let words = spv::write_vec(&module, &info, &options, Some(&pipeline)).map_err(|e| format!("{entry_point}: SPIR-V: {e}"))?;
     let mut bindings: Vec<Binding> = module
         .global_variables
@@ -166,6 +171,27 @@ mod tests {
         let gather = translate(shaders::SNAPSHOT, "gather", false).unwrap();
         println!("gather workgroup {:?}, GATHER_TILE {}", gather.workgroup_size, super::super::tiles::GATHER_TILE);
         assert_eq!(gather.workgroup_size, [super::super::tiles::GATHER_TILE, super::super::tiles::GATHER_TILE, 1]);
+    }
+
+    #[test]
+    fn every_program_enters_at_main_as_godot_expects() {
+        for p in all_programs().unwrap() {
+            // OpEntryPoint: word count 4+ and opcode 15, then model, id, and the name as a
+            // nul-terminated string.
+            let mut at = 5;
+            let mut name = None;
+            while at < p.words.len() {
+                let (count, opcode) = ((p.words[at] >> 16) as usize, p.words[at] & 0xffff);
+                if opcode == 15 {
+                    let bytes: Vec<u8> = p.words[at + 3..at + count].iter().flat_map(|w| w.to_le_bytes()).collect();
+                    name = Some(String::from_utf8_lossy(&bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len())]).into_owned());
+                    break;
+                }
+                at += count.max(1);
+            }
+            println!("{}: SPIR-V entry point {name:?}", p.entry_point);
+            assert_eq!(name.as_deref(), Some(GODOT_ENTRY_POINT));
+        }
     }
 
     #[test]
