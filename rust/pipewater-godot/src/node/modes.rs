@@ -1,0 +1,52 @@
+//! The enums of the node's mode properties. Their values are also the node's `BACKEND_*`,
+//! `NEIGHBOURS_*`, `CROSS_SECTION_*` and `BOUNDARY_*` constants (a test checks they agree).
+
+use godot::prelude::*;
+
+/// Which simulation backend a `PipeWater` node runs.
+#[derive(GodotConvert, Var, Export, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[godot(via = i64)]
+pub enum WaterBackend {
+    /// The GPU when an adapter exists, else the CPU (with a warning).
+    #[default]
+    Auto = 0,
+    /// The GPU (wgpu compute). Without an adapter: an error, and the CPU runs instead.
+    Gpu = 1,
+    /// The multithreaded CPU reference.
+    Cpu = 2,
+}
+
+/// How many neighbours each cell exchanges water with.
+#[derive(GodotConvert, Var, Export, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[godot(via = i64)]
+pub enum WaterNeighbours {
+    /// Four orthogonal pipes: cheaper, fronts spread as diamonds.
+    Four = 0,
+    /// All eight neighbours: fronts spread as circles.
+    #[default]
+    Eight = 1,
+}
+
+/// How a pipe's cross-section is chosen.
+#[derive(GodotConvert, Var, Export, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[godot(via = i64)]
+pub enum WaterCrossSection {
+    /// Constant `pipe_depth`: the classic game-tuned look; waves travel at √(g·pipe_depth).
+    Classic = 0,
+    /// The water depth at the pipe: shallow-water physics, waves travel at √(g·depth).
+    #[default]
+    DepthDependent = 1,
+}
+
+/// What happens at one edge of the grid.
+#[derive(GodotConvert, Var, Export, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[godot(via = i64)]
+pub enum WaterBoundary {
+    /// Closed: no water crosses.
+    #[default]
+    Wall = 0,
+    /// Free outfall: water leaves as if the ground dropped away beyond the edge.
+    Open = 1,
+    /// Water enters at the edge's `inflow_rate_*` (m³/s), spread over its cells.
+    Inflow = 2,
+}
