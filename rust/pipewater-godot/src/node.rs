@@ -22,7 +22,7 @@ use crate::outputs::WaterOutputs;
 use crate::surface::WaterSurface;
 use crate::validate;
 use godot::classes::notify::Node3DNotification;
-use godot::classes::{Engine, INode3D, Image, ImageTexture, Material, Node3D, Texture2D};
+use godot::classes::{Engine, INode3D, Image, Material, Node3D, Texture2D};
 use godot::prelude::*;
 use pipewater_core::{Params, Simulation};
 
@@ -239,11 +239,11 @@ pub struct PipeWater {
     /// texels; layout in the class description). Read-only; the same object for the node's
     /// lifetime (never null), its image replaced when the grid changes.
     #[var(get, no_set)]
-    height_texture: PhantomVar<Option<Gd<ImageTexture>>>,
+    height_texture: PhantomVar<Option<Gd<Texture2D>>>,
     /// Flow velocity, speed and discharge per cell (`Image.FORMAT_RGBAF`, `grid_size` texels;
     /// layout in the class description). Read-only.
     #[var(get, no_set)]
-    flux_texture: PhantomVar<Option<Gd<ImageTexture>>>,
+    flux_texture: PhantomVar<Option<Gd<Texture2D>>>,
 
     sim: Option<Simulation>,
     /// Property changes the simulation has not taken yet.
@@ -601,13 +601,13 @@ impl PipeWater {
 
     /// Returns `height_texture`.
     #[func]
-    fn get_height_texture(&self) -> Option<Gd<ImageTexture>> {
+    fn get_height_texture(&self) -> Option<Gd<Texture2D>> {
         Some(self.outputs.height_texture())
     }
 
     /// Returns `flux_texture`.
     #[func]
-    fn get_flux_texture(&self) -> Option<Gd<ImageTexture>> {
+    fn get_flux_texture(&self) -> Option<Gd<Texture2D>> {
         Some(self.outputs.flux_texture())
     }
 

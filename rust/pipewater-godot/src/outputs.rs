@@ -9,7 +9,7 @@
 use crate::errors::ErrorLog;
 use crate::texels::texel_bytes;
 use godot::classes::image::Format;
-use godot::classes::{Image, ImageTexture};
+use godot::classes::{Image, ImageTexture, Texture2D};
 use godot::prelude::*;
 use pipewater_core::state::copy_in_parallel;
 use pipewater_core::{Grid, Simulation, Snapshot};
@@ -34,13 +34,13 @@ impl Default for WaterOutputs {
 impl WaterOutputs {
     /// `height_texture`: the same object for the node's lifetime, so that materials can take it
     /// before the first build.
-    pub fn height_texture(&self) -> Gd<ImageTexture> {
-        self.sink.height.texture.clone()
+    pub fn height_texture(&self) -> Gd<Texture2D> {
+        self.sink.height.texture.clone().upcast()
     }
 
     /// `flux_texture`, like [`WaterOutputs::height_texture`].
-    pub fn flux_texture(&self) -> Gd<ImageTexture> {
-        self.sink.flux.texture.clone()
+    pub fn flux_texture(&self) -> Gd<Texture2D> {
+        self.sink.flux.texture.clone().upcast()
     }
 
     /// The image last copied into `height_texture`; `None` before the first build.
