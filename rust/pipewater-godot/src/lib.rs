@@ -1,14 +1,22 @@
 //! PipeWater's GDExtension: the `PipeWater` node (a water simulation over terrain) for Godot 4.3+.
 //!
-//! The node is thin. Argument checks live in [`validate`], coordinate mapping in [`mapping`],
-//! texture packing in [`texels`]; they are plain Rust with unit tests. [`node`] converts Godot
-//! types and delegates to [`pipewater_core::Simulation`].
+//! The node is thin. [`node`] is its facade (properties, constants, signals) with its queries,
+//! edits and running in files of their own; its parts are components: [`outputs`] (the textures
+//! for materials), [`surface`] (the helper mesh and material), [`build`] (the simulation from the
+//! properties) and [`errors`] (errors and `get_last_error()`). Argument checks live in
+//! [`validate`], coordinate mapping in [`mapping`], texture packing in [`texels`]; they, and the
+//! pure parts of [`build`], are plain Rust with unit tests. The core simulation is
+//! [`pipewater_core::Simulation`].
 
 use godot::prelude::*;
 
+pub mod build;
+pub mod errors;
 pub mod mapping;
 pub mod node;
+pub mod outputs;
 pub mod rendering_device;
+pub mod surface;
 pub mod texels;
 pub mod validate;
 

@@ -1,0 +1,55 @@
+//! The node's error reporting: every rejected argument or failed operation goes to Godot's
+//! error log and is kept for `get_last_error()`.
+//!
+//! A component of its own so that the node's other parts (building, outputs) can report while
+//! the node lends them its other fields.
+
+use godot::global::godot_error;
+use pipewater_core::Error as CoreError;
+
+/// The last error message, and the one way errors reach Godot.
+#[derive(Default)]
+pub struct ErrorLog {
+    last: String,
+}
+
+impl ErrorLog {
+    /// Forwards a rejected argument or failed operation to Godot and remembers it.
+    pub fn reject(&mut self, message: String) {
+        godot_error!("PipeWater: {message}");
+        self.last = message;
+    }
+
+    /// The value of a check, or `None` after reporting why it failed.
+    pub fn accept<T>(&mut self, result: Result<T, String>) -> Option<T> {
+        match result {
+            Ok(v) => Some(v),
+            Err(message) => {
+                self.reject(message);
+                None
+            }
+        }
+    }
+
+    /// Unwraps a core call made on the simulation (`None` when there was none), reporting the
+    /// core's error under `method`.
+    pub fn core_result<T>(&mut self, method: &str, result: Option<Result<T, CoreError>>) -> Option<T> {
+        match result? {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.reject(format!("{method}: {e}"));
+                None
+            }
+        }
+    }
+
+    /// The most recent message; empty when none.
+    pub fn last(&self) -> &str {
+        &self.last
+    }
+
+    /// Forgets the last message (`clear_last_error()`).
+    pub fn clear(&mut self) {
+        self.last.clear();
+    }
+}

@@ -1,0 +1,152 @@
+//! What scripts do to the water and the ground: adding and removing water, filling basins,
+//! sources and drains, digging and raising terrain.
+
+use super::PipeWater;
+use crate::validate;
+use godot::prelude::*;
+use pipewater_core::SourceId;
+
+#[godot_api(secondary)]
+impl PipeWater {
+    /// Adds `volume` m³ (`0 ..= 1e9`) of water around `global_position`, spread with a smooth
+    /// falloff over `radius` m (`0 ..= 2 × grid extent`; 0 = the cell under the point). Returns the
+    /// volume that arrives (the request to within one depth quantum, ~1 µm × cell area); 0 when
+    /// the point is off the grid or an argument is rejected. On the GPU the change shows in
+    /// queries after the next readback.
+    #[func]
+    fn add_water(&mut self, global_position: Vector3, volume: f64, radius: f64) -> f64 {
+        let Some((xz, volume, radius)) = self.edit_args("add_water", global_position, volume, radius) else {
+            return 0.0;
+        };
+        let result = self.sim.as_mut().map(|s| s.add_water(xz[0], xz[1], volume, radius));
+        self.errors.core_result("add_water", result).unwrap_or(0.0)
+    }
+
+    /// Removes up to `volume` m³ of water around `global_position` within `radius` m (ranges as
+    /// `add_water`), never more than is there. Returns the volume removed.
+    #[func]
+    fn remove_water(&mut self, global_position: Vector3, volume: f64, radius: f64) -> f64 {
+        let Some((xz, volume, radius)) = self.edit_args("remove_water", global_position, volume, radius) else {
+            return 0.0;
+        };
+        let result = self.sim.as_mut().map(|s| s.remove_water(xz[0], xz[1], volume, radius));
+        self.errors.core_result("remove_water", result).unwrap_or(0.0)
+    }
+
+    /// Fills the basin under `global_position` with still water whose surface stands at the
+    /// position's height, as if water were poured there until it reached it: every cell
+    /// connected to that point through ground lower than the surface gets water up to it
+    /// (diagonal steps included in eight-neighbour mode). Water is only added. Returns the volume
+    /// added, m³; 0 when the ground there is at or above the surface, the point is off the grid,
+    /// or an argument is rejected. The quick way to make a lake in a valley or a pond in a pit,
+    /// where `initial_water_level` would flood every basin below that level.
+    ///
+    /// It reads the whole current state, waiting for the GPU: meant for setting up a level or
+    /// answering a player's action, not for every frame.
+    #[func]
+    fn fill_basin(&mut self, global_position: Vector3) -> f64 {
+        let Some((_, local)) = self.local_position("fill_basin", global_position) else {
+            return 0.0;
+        };
+        let xz = [local.x, local.z];
+        let limit = pipewater_core::state::MAX_TERRAIN_ABS as f64;
+        let level =
+            self.errors.accept(validate::float_in("fill_basin: global_position (height in the node's space)", local.y as f64, -limit, limit, " m"));
+        let Some(level) = level else {
+            return 0.0;
+        };
+        let Some(sim) = self.sim.as_mut() else {
+            return 0.0;
+        };
+        if !sim.grid().contains(xz[0], xz[1]) {
+            return 0.0;
+        }
+        let result = sim.fill_basin(xz[0], xz[1], level);
+        self.errors.core_result("fill_basin", Some(result)).unwrap_or(0.0)
+    }
+
+    /// Adds a source of `rate` m³/s (`-1e6 ..= 1e6`; negative drains) spread over `radius` m
+    /// around `global_position`. Returns its id (≥ 1), or -1 when rejected (off the grid, bad
+    /// argument). Sources survive `reset()` but not a rebuild.
+    #[func]
+    fn add_source(&mut self, global_position: Vector3, rate: f64, radius: f64) -> i64 {
+        let Some(rate) = self.errors.accept(validate::source_rate("add_source", rate)) else {
+            return -1;
+        };
+        let Some((xz, _, radius)) = self.edit_args("add_source", global_position, 0.0, radius) else {
+            return -1;
+        };
+        let result = self.sim.as_mut().map(|s| s.add_source(xz[0], xz[1], rate, radius));
+        self.errors.core_result("add_source", result).map_or(-1, |id| id.0 as i64)
+    }
+
+    /// Adds a drain removing up to `rate` m³/s (`0 ..= 1e6`) around `global_position` within
+    /// `radius` m; never removes more than is there. Returns its id, or -1 when rejected. Same as
+    /// `add_source` with `-rate`.
+    #[func]
+    fn add_drain(&mut self, global_position: Vector3, rate: f64, radius: f64) -> i64 {
+        if self.errors.accept(validate::float_in("add_drain: rate", rate, 0.0, 1.0e6, " m³/s")).is_none() {
+            return -1;
+        }
+        self.add_source(global_position, -rate, radius)
+    }
+
+    /// Changes the rate of source or drain `id` (m³/s, `-1e6 ..= 1e6`). False when no such id.
+    #[func]
+    fn set_source_rate(&mut self, id: i64, rate: f64) -> bool {
+        let Some(rate) = self.errors.accept(validate::source_rate("set_source_rate", rate)) else {
+            return false;
+        };
+        let Some(id) = source_id(id) else { return false };
+        let result = self.sim.as_mut().map(|s| s.set_source_rate(id, rate));
+        self.errors.core_result("set_source_rate", result).unwrap_or(false)
+    }
+
+    /// Removes source or drain `id`. False when no such id.
+    #[func]
+    fn remove_source(&mut self, id: i64) -> bool {
+        let Some(id) = source_id(id) else { return false };
+        self.sim.as_mut().is_some_and(|s| s.remove_source(id))
+    }
+
+    /// Ids of the sources and drains in place.
+    #[func]
+    fn get_source_ids(&self) -> PackedInt64Array {
+        let ids: Vec<i64> = self.sim.as_ref().map(|s| s.source_ids().iter().map(|id| id.0 as i64).collect()).unwrap_or_default();
+        PackedInt64Array::from(ids.as_slice())
+    }
+
+    /// Raises (positive) or digs (negative) the terrain by up to `delta_height` m
+    /// (`-10000 ..= 10000`) around `global_position`, falling smoothly to zero at `radius` m.
+    /// Water depth is kept, so the water responds at the next step. False when rejected.
+    #[func]
+    fn modify_terrain(&mut self, global_position: Vector3, delta_height: f64, radius: f64) -> bool {
+        let Some(delta) = self.errors.accept(validate::delta_height(delta_height)) else {
+            return false;
+        };
+        let Some((xz, _, radius)) = self.edit_args("modify_terrain", global_position, 0.0, radius) else {
+            return false;
+        };
+        let result = self.sim.as_mut().map(|s| s.modify_terrain(xz[0], xz[1], delta, radius));
+        let ok = self.errors.core_result("modify_terrain", result).is_some();
+        // Shown at once, so that a game's terrain material follows the digging this frame.
+        self.update_outputs();
+        ok
+    }
+}
+
+impl PipeWater {
+    /// Validated arguments of an edit: local point, volume, radius.
+    fn edit_args(&mut self, method: &str, global_position: Vector3, volume: f64, radius: f64) -> Option<([f32; 2], f32, f32)> {
+        let volume = self.errors.accept(validate::volume(method, volume))?;
+        let (_, xz) = self.local_point(method, global_position)?;
+        let extent = self.sim.as_ref()?.grid().extent();
+        let radius = self.errors.accept(validate::radius(method, radius, extent))?;
+        Some((xz, volume, radius))
+    }
+}
+
+/// Source ids are the core's `u32`s; anything else names no source.
+fn source_id(id: i64) -> Option<SourceId> {
+    u32::try_from(id).ok().map(SourceId)
+}

@@ -1,0 +1,235 @@
+//! Running the simulation: keeping it in step with the properties (build or update), advancing,
+//! resetting, and handing each result on to the outputs and the surface.
+
+use super::{PipeWater, WaterBackend};
+use crate::build::{self, ParamInputs, Plan, TerrainInputs};
+use crate::surface::SurfaceInputs;
+use crate::validate;
+use godot::classes::node::InternalMode;
+use godot::prelude::*;
+use pipewater_core::{Grid, Params};
+use std::time::Instant;
+
+#[godot_api(secondary)]
+impl PipeWater {
+    /// Restores the initial water (filled to `initial_water_level`) and terrain, zeroes the
+    /// ledger and clock. Sources are kept. Emits `simulation_reset`.
+    #[func]
+    fn reset(&mut self) {
+        if !self.ensure_sim() {
+            return;
+        }
+        let result = self.sim.as_mut().map(|s| s.reset());
+        if self.errors.core_result("reset", result).is_some() {
+            self.outputs.forget_shown();
+            self.update_outputs();
+            self.base_mut().emit_signal("simulation_reset", &[]);
+        }
+    }
+
+    /// Advances the simulation by `delta` s (`0 ..= 10`, not scaled by `time_scale`, also while
+    /// `paused`) and updates the textures. Returns the number of substeps taken (0 when rejected).
+    #[func]
+    fn step(&mut self, delta: f64) -> i64 {
+        let Some(delta) = self.errors.accept(validate::step_delta(delta)) else {
+            return 0;
+        };
+        if !self.ensure_sim() {
+            return 0;
+        }
+        let substeps = self.advance(delta);
+        self.update_outputs();
+        substeps as i64
+    }
+
+    /// Rebuilds the simulation now from the current properties (otherwise done at the next
+    /// physics frame or query). Returns false when it could not be built.
+    #[func]
+    fn rebuild(&mut self) -> bool {
+        self.pending.rebuild();
+        let ok = self.ensure_sim();
+        self.update_outputs();
+        ok
+    }
+
+    /// Cost of the last physics frame on the main thread, µs: `step_usec` (advancing: on the GPU
+    /// encoding and submitting, on the CPU the whole step) and `texture_usec` (bringing the
+    /// textures up to date), of which `snapshot_usec` is taking the newest snapshot (on the GPU
+    /// decoding a finished readback, on the CPU building it from the state) and the rest copying
+    /// it into both textures. Also `substeps`, `step` (s each), `simulated` and `dropped` (s), and
+    /// `readback_bytes`: what the frame copied from the GPU to the CPU (on the RenderingDevice
+    /// backend the ledger and the tiles queries read; on wgpu the whole grid's texels).
+    #[func]
+    fn get_frame_stats(&mut self) -> VarDictionary {
+        let mut d = VarDictionary::new();
+        let (texture_usec, snapshot_usec) = self.outputs.timings_usec();
+        d.set("step_usec", self.step_usec);
+        d.set("texture_usec", texture_usec);
+        d.set("snapshot_usec", snapshot_usec);
+        if let Some(sim) = self.sim.as_ref() {
+            let r = sim.last_report();
+            d.set("substeps", r.substeps as i64);
+            d.set("step", r.step as f64);
+            d.set("simulated", r.simulated as f64);
+            d.set("dropped", r.dropped as f64);
+            d.set("readback_bytes", sim.last_readback_bytes() as i64);
+        }
+        d
+    }
+
+    /// Description of the running backend (GPU adapter and driver, or CPU threads).
+    #[func]
+    fn get_backend_description(&mut self) -> GString {
+        if !self.ensure_sim() {
+            return GString::new();
+        }
+        self.sim.as_ref().map(|s| GString::from(s.backend_description().as_str())).unwrap_or_default()
+    }
+}
+
+impl PipeWater {
+    /// Builds or updates the simulation from the properties. False when none can run.
+    pub(super) fn ensure_sim(&mut self) -> bool {
+        match self.pending.take(self.sim.is_some()) {
+            Plan::Build => {
+                self.backend_changed = false;
+                self.build();
+                self.pending.built(self.sim.is_some());
+                self.sim.is_some()
+            }
+            Plan::Unavailable => false,
+            Plan::Update { terrain, params } => {
+                if std::mem::take(&mut self.backend_changed) {
+                    self.switch_backend();
+                }
+                if terrain {
+                    if let Some(grid) = self.sim.as_ref().map(|s| s.grid()) {
+                        let terrain = self.terrain_for(grid);
+                        let result = self.sim.as_mut().map(|s| s.set_terrain(&terrain));
+                        self.errors.core_result("terrain", result);
+                        self.outputs.forget_shown();
+                    }
+                }
+                if params {
+                    let params = self.params();
+                    let result = self.sim.as_mut().map(|s| s.set_params(params));
+                    self.errors.core_result("parameters", result);
+                }
+                true
+            }
+        }
+    }
+
+    /// Replaces the simulation with a new one from the properties; on failure (reported) the
+    /// old one, if any, keeps running.
+    fn build(&mut self) {
+        let Some(grid) = self.errors.accept(build::grid(self.grid_size, self.cell_size)) else { return };
+        let terrain = self.terrain_for(grid);
+        let params = self.params();
+        // The RD textures let go of the old backend's RIDs before it frees them.
+        let old = self.outputs.release_rendering_device();
+        let built = build::simulation(grid, terrain, self.initial_water_level, params, self.backend, &mut self.errors);
+        let Some((sim, rd_textures)) = built else {
+            if let Some(rids) = old {
+                self.outputs.use_rendering_device(rids);
+            }
+            return;
+        };
+        self.sim = Some(sim);
+        self.outputs.resize(grid, &mut self.errors);
+        self.show_backend(rd_textures);
+    }
+
+    /// Moves the running water to the backend `backend` now asks for (see [`build::switch`]).
+    fn switch_backend(&mut self) {
+        let Some(mut sim) = self.sim.take() else { return };
+        let old = self.outputs.release_rendering_device();
+        let was = build::active_backend(&sim);
+        let rd_textures = build::switch(&mut sim, self.backend, &mut self.errors);
+        let now = build::active_backend(&sim);
+        self.sim = Some(sim);
+        // A failed switch keeps the RenderingDevice backend: show its textures again.
+        self.show_backend(rd_textures.or(old.filter(|_| now == was)));
+    }
+
+    /// Points `active_backend`, the textures and the surface at the running backend (with its RD
+    /// textures when it is the RenderingDevice one) and emits `simulation_rebuilt`.
+    fn show_backend(&mut self, rd_textures: Option<(Rid, Rid)>) {
+        let Some(sim) = self.sim.as_ref() else { return };
+        self.active_backend = build::active_backend(sim);
+        if let Some(rids) = rd_textures.filter(|_| self.active_backend == WaterBackend::RenderingDevice) {
+            self.outputs.use_rendering_device(rids);
+        }
+        self.outputs.forget_shown();
+        self.sync_surface();
+        let active = self.active_backend as i64;
+        self.base_mut().emit_signal("simulation_rebuilt", &[active.to_variant()]);
+    }
+
+    /// Drops the simulation, letting the RD textures go first.
+    pub(super) fn drop_simulation(&mut self) {
+        self.outputs.release_rendering_device();
+        self.sim = None;
+    }
+
+    /// Runs one frame of `delta` simulated seconds; returns the substeps taken.
+    pub(super) fn advance(&mut self, delta: f32) -> u32 {
+        let started = Instant::now();
+        let result = self.sim.as_mut().map(|s| s.advance(delta));
+        let report = self.errors.core_result("step", result);
+        self.step_usec = started.elapsed().as_micros() as i64;
+        report.map_or(0, |r| r.substeps)
+    }
+
+    /// Brings the textures up to the newest snapshot (unless `update_textures` is off).
+    pub(super) fn update_outputs(&mut self) {
+        self.outputs.update(self.sim.as_mut(), self.update_textures);
+    }
+
+    /// Creates, updates or frees the helper mesh to match `show_mesh`, the grid and the material.
+    pub(super) fn sync_surface(&mut self) {
+        if !self.show_mesh {
+            self.surface.free();
+            return;
+        }
+        let Some(grid) = self.sim.as_ref().map(|s| s.grid()) else { return };
+        if let Some(mesh_instance) = self.surface.instance_to_add() {
+            self.base_mut().add_child_ex(&mesh_instance).internal(InternalMode::FRONT).done();
+        }
+        self.surface.update(SurfaceInputs {
+            grid,
+            material: self.water_material.as_ref(),
+            height_texture: self.outputs.height_texture().to_variant(),
+            flux_texture: self.outputs.flux_texture().to_variant(),
+        });
+    }
+
+    fn params(&self) -> Params {
+        build::core_params(&ParamInputs {
+            gravity: self.gravity,
+            damping: self.damping,
+            neighbours: self.neighbour_mode,
+            cross_section: self.cross_section,
+            pipe_depth: self.pipe_depth,
+            boundaries: [
+                (self.boundary_north, self.inflow_rate_north),
+                (self.boundary_east, self.inflow_rate_east),
+                (self.boundary_south, self.inflow_rate_south),
+                (self.boundary_west, self.inflow_rate_west),
+            ],
+            courant: self.courant,
+            max_step: self.max_step,
+            max_substeps: self.max_substeps,
+        })
+    }
+
+    fn terrain_for(&mut self, grid: Grid) -> Vec<f32> {
+        let inputs = TerrainInputs {
+            heights: &mut self.terrain_heights,
+            heightmap: self.heightmap.as_ref(),
+            height_scale: self.height_scale,
+            height_offset: self.height_offset,
+        };
+        build::terrain(grid, inputs, &mut self.errors)
+    }
+}
