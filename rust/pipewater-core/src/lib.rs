@@ -4,6 +4,9 @@
 //! Start with [`Simulation`]: build a [`State`] (or take one from [`scenarios`]), choose
 //! [`Params`], then call [`Simulation::advance`] each frame and query or edit between frames.
 //! The step itself is defined in [`pipes`].
+//!
+//! The CPU backend is deterministic: the same inputs give bit-identical fields and ledger
+//! whatever the number of rayon threads (`tests/determinism.rs`).
 
 #![warn(missing_docs)]
 
