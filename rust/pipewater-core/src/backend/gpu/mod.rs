@@ -235,7 +235,7 @@ impl GpuBackend {
             latest: None,
             spares: SpareSnapshots::default(),
         };
-        backend.upload(state)?;
+        backend.upload(state, Counters::default(), 0)?;
         Ok(backend)
     }
 
@@ -343,21 +343,24 @@ impl GpuBackend {
         slot.buffer.map_async(wgpu::MapMode::Read, .., move |r| flag.store(if r.is_ok() { SLOT_READY } else { SLOT_FAILED }, Ordering::Release));
     }
 
-    /// Replaces every field with `state`'s and zeroes the ledger: the one full upload.
-    fn upload(&mut self, state: &State) -> Result<()> {
+    /// Replaces every field with `state`'s, the ledger with `counters` and the frame count with
+    /// `frames`: the one full upload.
+    fn upload(&mut self, state: &State, counters: Counters, frames: u64) -> Result<()> {
         let q = &self.ctx.queue;
         q.write_buffer(&self.uniforms, 0, bytemuck::bytes_of(&self.constants));
         q.write_buffer(&self.terrain, 0, bytemuck::cast_slice(&state.terrain));
         self.current = 0;
         q.write_buffer(&self.depth[0], 0, bytemuck::cast_slice(&state.depth));
         q.write_buffer(&self.flux[0], 0, bytemuck::cast_slice(&state.flux));
-        q.write_buffer(&self.counters, 0, &[0u8; 32]);
+        // Each counter is a u64 kept as (low, high) u32 words: its little-endian bytes.
+        let words = [counters.added, counters.removed, counters.boundary_in, counters.boundary_out];
+        q.write_buffer(&self.counters, 0, bytemuck::cast_slice(&words.map(u64::to_le)[..]));
         self.pending_water.clear();
         self.pending_terrain.clear();
-        self.frames = 0;
+        self.frames = frames;
         self.epoch += 1;
         // The first snapshot comes from the state itself, so queries work before any readback.
-        self.latest = Some(Arc::new(state.snapshot(0, Counters::default())));
+        self.latest = Some(Arc::new(state.snapshot(frames, counters)));
         self.ctx.queue.submit([]);
         self.ctx.check()
     }
@@ -550,7 +553,14 @@ impl Backend for GpuBackend {
             *self = GpuBackend::new(state)?;
             return Ok(());
         }
-        self.upload(state)
+        self.upload(state, Counters::default(), 0)
+    }
+
+    fn restore(&mut self, state: &State, counters: Counters, frames: u64) -> Result<()> {
+        if state.grid != self.grid {
+            return Err(Error::invalid("restored grid", format!("{:?}", state.grid), format!("{:?}", self.grid)));
+        }
+        self.upload(state, counters, frames)
     }
 
     fn edit_water(&mut self, cells: &[CellWater]) -> Result<EditOutcome> {
