@@ -116,14 +116,14 @@ mod bench {
         let mut gpu = GpuBackend::new(&state).map_err(|e| e.to_string())?;
         let plan = FramePlan { constants, substeps: steps, forcing: &[] };
         gpu.advance(&plan).map_err(|e| e.to_string())?;
-        gpu.sync().map_err(|e| e.to_string())?;
+        gpu.wait_idle().map_err(|e| e.to_string())?;
         let start = Instant::now();
         let mut total = 0u64;
         while start.elapsed().as_secs_f64() < seconds || total < 2 * steps as u64 {
             gpu.advance(&plan).map_err(|e| e.to_string())?;
             total += steps as u64;
         }
-        gpu.sync().map_err(|e| e.to_string())?;
+        gpu.wait_idle().map_err(|e| e.to_string())?;
         let elapsed = start.elapsed().as_secs_f64();
         let after = gpu.read_state().map_err(|e| e.to_string())?;
         if after.depth.iter().any(|&d| d < 0) {

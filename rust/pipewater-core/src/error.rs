@@ -30,6 +30,9 @@ pub enum Error {
     GpuUnavailable(String),
     /// The GPU accepted the device but failed later (validation, lost device, map failure).
     Gpu(String),
+    /// A saved state could not be restored: not a PipeWater state, truncated, corrupt, from a
+    /// newer format version, inconsistent, or made for another grid. Says which.
+    InvalidSave(String),
 }
 
 impl Error {
@@ -50,6 +53,7 @@ impl fmt::Display for Error {
             }
             Error::GpuUnavailable(why) => write!(f, "no usable GPU adapter: {why}"),
             Error::Gpu(why) => write!(f, "GPU error: {why}"),
+            Error::InvalidSave(why) => write!(f, "cannot restore the saved state: {why}"),
         }
     }
 }

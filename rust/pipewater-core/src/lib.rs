@@ -4,6 +4,10 @@
 //! Start with [`Simulation`]: build a [`State`] (or take one from [`scenarios`]), choose
 //! [`Params`], then call [`Simulation::advance`] each frame and query or edit between frames.
 //! The step itself is defined in [`pipes`].
+//!
+//! The CPU backend is deterministic: the same inputs give bit-identical fields and ledger
+//! whatever the number of rayon threads (`tests/determinism.rs`). [`Simulation::save_state`]
+//! and [`Simulation::restore_state`] save and restore the complete water state ([`save`]).
 
 #![warn(missing_docs)]
 
@@ -14,6 +18,7 @@ pub mod ledger;
 pub mod params;
 pub mod pipes;
 pub mod quanta;
+pub mod save;
 pub mod scenarios;
 pub mod simulation;
 pub mod state;
@@ -24,5 +29,6 @@ pub use grid::Grid;
 pub use ledger::MassLedger;
 pub use params::{Boundary, CrossSection, Edge, NeighbourMode, Params};
 pub use quanta::{DEPTH_QUANTUM, MAX_DEPTH};
+pub use save::{SAVE_FORMAT_VERSION, SAVE_MAGIC};
 pub use simulation::{BackendPreference, FrameReport, Simulation, SourceId};
 pub use state::{Counters, Snapshot, State};

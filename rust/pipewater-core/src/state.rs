@@ -190,16 +190,6 @@ impl Counters {
     pub fn net(&self) -> i64 {
         self.added as i64 - self.removed as i64 + self.boundary_in as i64 - self.boundary_out as i64
     }
-
-    /// Both counts added, field by field (wrapping like the device's 64-bit counters).
-    pub fn plus(&self, other: &Counters) -> Counters {
-        Counters {
-            added: self.added.wrapping_add(other.added),
-            removed: self.removed.wrapping_add(other.removed),
-            boundary_in: self.boundary_in.wrapping_add(other.boundary_in),
-            boundary_out: self.boundary_out.wrapping_add(other.boundary_out),
-        }
-    }
 }
 
 /// What queries and textures read: per-cell values in the documented texture layouts, and the

@@ -15,15 +15,6 @@ use gpu_support::*;
 use pipewater_core::scenarios;
 use pipewater_core::{Boundary, CrossSection, Edge, Grid, NeighbourMode, Params, Simulation};
 
-/// Largest depth difference allowed after a scenario, as a fraction of its deepest water:
-/// rounding moves single quanta (1e-6 m), and even a few thousand of them stay far below this.
-const MAX_DEPTH_DIFFERENCE: f32 = 2.0e-3;
-/// Largest mean depth difference, as a fraction of the deepest water.
-const MEAN_DEPTH_DIFFERENCE: f64 = 1.0e-4;
-/// Largest difference of total water, as a fraction of the total: only boundary outflow and
-/// clamped drains depend on the rounding; on walls the totals agree exactly.
-const TOTAL_DIFFERENCE: f64 = 1.0e-4;
-
 fn grid(w: u32, h: u32, dx: f32) -> Grid {
     Grid::new(w, h, dx).expect("valid grid")
 }

@@ -6,10 +6,11 @@
 mod gpu_support;
 
 use gpu_support::*;
-use pipewater_core::backend::gpu::{GpuBackend, GPU_SNAPSHOT_LATENCY};
+use pipewater_core::backend::gpu::{GpuBackend, GpuContext, GPU_SNAPSHOT_LATENCY};
 use pipewater_core::backend::{Backend, CellWater, FramePlan};
 use pipewater_core::pipes::StepConstants;
 use pipewater_core::{scenarios, BackendPreference, Grid, Params, Simulation};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -79,6 +80,76 @@ fn snapshot_texels_totals_and_ledger_match_the_state_of_the_same_instant() {
     assert!(counters.boundary_out > 0 && counters.added > 0, "the scenario exercises the ledger");
     assert_eq!(snapshot.max_depth, reference.max_depth);
     assert!((snapshot.max_speed - reference.max_speed).abs() <= TEXEL_TOLERANCE * reference.max_speed.max(1e-3));
+}
+
+/// Rounds of [`after_sync_the_snapshot_shows_the_last_frame_while_another_thread_polls_the_device`]:
+/// each is three frames, each asking for a snapshot, then `sync`.
+const SYNC_ROUNDS: u64 = 300;
+
+/// How long the other thread's readback callback works, ms: callbacks of one poll run one after
+/// another on the thread that polled, so ours may wait behind it.
+const OTHER_CALLBACK_MS: u64 = 1;
+
+/// The contract of `GpuBackend::sync`: afterwards `snapshot` shows the last frame. Readback
+/// callbacks of `map_async` run on whichever thread polls or submits to the shared device
+/// first once the copy is done, after that thread's earlier callbacks. So `sync` must wait for
+/// the callbacks themselves, not only for the device: here another thread keeps reading its own
+/// buffer back with a callback that takes a while, as another simulation (or a game's own
+/// wgpu work) on the same device may.
+#[test]
+fn after_sync_the_snapshot_shows_the_last_frame_while_another_thread_polls_the_device() {
+    if !gpu_or_skip("after_sync_the_snapshot_shows_the_last_frame_while_another_thread_polls_the_device") {
+        return;
+    }
+    let ctx = GpuContext::shared().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let other = {
+        let (ctx, stop) = (ctx.clone(), stop.clone());
+        std::thread::spawn(move || {
+            use wgpu::BufferUsages as U;
+            let buffer = |usage| ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some("other"), size: 256, usage, mapped_at_creation: false });
+            let (source, staging) = (buffer(U::COPY_SRC), buffer(U::MAP_READ | U::COPY_DST));
+            let mut readbacks = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("other") });
+                encoder.copy_buffer_to_buffer(&source, 0, &staging, 0, 256);
+                ctx.queue.submit([encoder.finish()]);
+                let done = Arc::new(AtomicBool::new(false));
+                let flag = done.clone();
+                staging.map_async(wgpu::MapMode::Read, .., move |_| {
+                    std::thread::sleep(std::time::Duration::from_millis(OTHER_CALLBACK_MS));
+                    flag.store(true, Ordering::Release);
+                });
+                while !done.load(Ordering::Acquire) {
+                    let _ = ctx.device.poll(wgpu::PollType::Poll);
+                }
+                staging.unmap();
+                readbacks += 1;
+            }
+            readbacks
+        })
+    };
+    let grid = Grid::new(24, 16, 1.0).unwrap();
+    let mut gpu = GpuBackend::new(&scenarios::dam_break(grid, 8, 1.0, 0.1)).unwrap();
+    let constants = StepConstants::new(&Params::default(), grid.width, grid.height, grid.cell_size, 0.02, [0; 4]);
+    let (mut frames, mut behind, mut worst) = (0u64, 0u64, 0u64);
+    for _ in 0..SYNC_ROUNDS {
+        for _ in 0..3 {
+            let _ = gpu.snapshot();
+            gpu.advance(&FramePlan { constants, substeps: 2, forcing: &[] }).unwrap();
+            frames += 1;
+        }
+        gpu.sync().unwrap();
+        let shown = gpu.snapshot().unwrap().sequence;
+        if shown != frames {
+            behind += 1;
+            worst = worst.max(frames - shown);
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let readbacks = other.join().unwrap();
+    println!("{SYNC_ROUNDS} syncs while another thread read back {readbacks} times: the snapshot was behind the last frame after {behind} of them (by up to {worst} frames)");
+    assert_eq!(behind, 0, "after sync the newest snapshot is the last frame's");
 }
 
 #[test]

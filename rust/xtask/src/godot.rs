@@ -1,21 +1,22 @@
 //! GDScript checks (gdtoolkit) and the headless Godot tests.
 //!
 //! gdtoolkit is a Python package: `python3 -m pip install 'gdtoolkit==4.*'` provides the
-//! `gdlint` and `gdparse` commands used here (.ci/run installs it).
+//! `gdlint` and `gdparse` commands used here. [`crate::gdtoolkit`] finds them or installs them
+//! into a project-local virtual environment; without them this layer prints one SKIP line.
 
 use crate::util::root;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The pip requirement that provides `gdlint` and `gdparse`.
-const GDTOOLKIT: &str = "gdtoolkit==4.*";
 /// Printed by `godot_project/tests/run_tests.gd` when every test passed.
 const PASS_LINE: &str = "PIPEWATER TESTS PASSED";
 /// Output that means a test run went wrong even if Godot exited with 0: GDScript errors, Rust
 /// panics reported by godot-rust, and resources Godot found still allocated at exit.
 const FAILURE_MARKERS: [&str; 5] = ["SCRIPT ERROR", "[panic", "Parse Error", "leaked at exit", "RIDs of type"];
 
-/// Lints and parses every GDScript file of the addon and the demo with gdtoolkit.
+/// Lints and parses every GDScript file of the addon and the demo with gdtoolkit. Without
+/// gdtoolkit (and no way to install it), prints one SKIP line and passes, unless
+/// `PIPEWATER_REQUIRE_GDTOOLKIT=1`.
 pub fn check_gdscript() -> Result<(), String> {
     let root = root();
     let mut files = Vec::new();
@@ -27,15 +28,21 @@ pub fn check_gdscript() -> Result<(), String> {
         return Ok(());
     }
     let relative: Vec<String> = files.iter().map(|f| f.strip_prefix(&root).unwrap_or(f).to_string_lossy().into_owned()).collect();
-    for tool in ["gdparse", "gdlint"] {
+    let toolkit = match crate::gdtoolkit::locate_or_install() {
+        Ok(toolkit) => toolkit,
+        Err(why) if crate::gdtoolkit::required() => return Err(format!("{why} ({}=1 requires gdtoolkit)", crate::gdtoolkit::REQUIRE_VAR)),
+        Err(why) => {
+            println!("SKIP: GDScript checks with gdtoolkit ({why}; `python3 -m pip install '{}'` brings it)", crate::gdtoolkit::GDTOOLKIT);
+            return Ok(());
+        }
+    };
+    for tool in [&toolkit.gdparse, &toolkit.gdlint] {
         let mut command = Command::new(tool);
         command.args(&relative).current_dir(&root);
-        eprintln!("$ {tool} <{} files>", relative.len());
-        let status = command
-            .status()
-            .map_err(|e| format!("could not run {tool} ({e}): install gdtoolkit with `python3 -m pip install '{GDTOOLKIT}'`"))?;
+        eprintln!("$ {} <{} files>", tool.display(), relative.len());
+        let status = command.status().map_err(|e| format!("could not run {} ({e})", tool.display()))?;
         if !status.success() {
-            return Err(format!("{tool} found problems in the GDScript files (exit {status})"));
+            return Err(format!("{} found problems in the GDScript files (exit {status})", tool.display()));
         }
     }
     println!("gdtoolkit: {} GDScript files parse and lint cleanly", files.len());

@@ -9,6 +9,7 @@ mod bench;
 mod build;
 mod demo;
 mod demo_render;
+mod gdtoolkit;
 mod godot;
 mod test;
 mod util;
@@ -21,6 +22,10 @@ fn main() -> ExitCode {
         Some((task, rest)) => (task.as_str(), rest),
         None => ("help", &[][..]),
     };
+    if let Err(why) = util::ensure_runtime_dir() {
+        eprintln!("xtask: {why}");
+        return ExitCode::FAILURE;
+    }
     let result = match task {
         "test" => test::run(rest),
         "bench" => bench::run(rest),
@@ -41,7 +46,9 @@ fn main() -> ExitCode {
 }
 
 const HELP: &str = "\
-  test    run every test layer (cargo test, shader validation, gdtoolkit, headless Godot when GODOT is set)
+  test    run every test layer (cargo test, shader validation, gdtoolkit, headless Godot when GODOT is set);
+          a missing gdtoolkit is installed into target/gdtoolkit-venv or skipped with one SKIP line
+          (PIPEWATER_REQUIRE_GDTOOLKIT=1 makes that a failure, as PIPEWATER_REQUIRE_GPU=1 does for the GPU)
   bench   measure cell-steps per second: --backend cpu|gpu|all, --sizes 256,1024, --steps N
   build   build the GDExtension (--release for release) and install it into addons/pipe_water/bin/
   demo    build the addon and launch the demo with $GODOT, or render it headless into target/demo/";

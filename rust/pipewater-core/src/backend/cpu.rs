@@ -240,6 +240,16 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
+    fn restore(&mut self, state: &State, counters: Counters, frames: u64) -> Result<()> {
+        if state.grid != self.state.grid {
+            return Err(Error::invalid("restored grid", format!("{:?}", state.grid), format!("{:?}", self.state.grid)));
+        }
+        *self = CpuBackend::new(state);
+        self.counters = counters;
+        self.frames = frames;
+        Ok(())
+    }
+
     fn edit_water(&mut self, cells: &[CellWater]) -> Result<EditOutcome> {
         let (added, removed) = Self::apply_water(&mut self.state.depth, cells);
         self.counters.added += added;

@@ -79,6 +79,10 @@ pub trait Backend: Send {
     fn description(&self) -> String;
     /// Replaces the whole state and zeroes the counters.
     fn load(&mut self, state: &State) -> Result<()>;
+    /// Replaces the whole state, sets the ledger counters to `counters` and the frame count to
+    /// `frames`: a saved state going on where it stopped. `state` has this backend's grid (the
+    /// caller checks it) and pending edits are dropped.
+    fn restore(&mut self, state: &State, counters: Counters, frames: u64) -> Result<()>;
     /// Changes water in some cells, before the next step.
     fn edit_water(&mut self, cells: &[CellWater]) -> Result<EditOutcome>;
     /// Changes terrain in some cells, before the next step.

@@ -4,6 +4,15 @@
 use pipewater_core::backend::gpu::GpuContext;
 use pipewater_core::{BackendPreference, Params, Simulation, State};
 
+/// Largest depth difference allowed after a scenario, as a fraction of its deepest water:
+/// rounding moves single quanta (1e-6 m), and even a few thousand of them stay far below this.
+pub const MAX_DEPTH_DIFFERENCE: f32 = 2.0e-3;
+/// Largest mean depth difference, as a fraction of the deepest water.
+pub const MEAN_DEPTH_DIFFERENCE: f64 = 1.0e-4;
+/// Largest difference of total water, as a fraction of the total: only boundary outflow and
+/// clamped drains depend on the rounding; on walls the totals agree exactly.
+pub const TOTAL_DIFFERENCE: f64 = 1.0e-4;
+
 /// Whether a GPU adapter is there. Without one, prints a single `SKIP` line and returns false,
 /// unless `PIPEWATER_REQUIRE_GPU=1` (CI sets it), where a missing adapter fails the test.
 pub fn gpu_or_skip(test: &str) -> bool {

@@ -205,7 +205,7 @@ impl RdBackend {
         if made.iter().chain(&backend.depth).chain(&backend.flux).any(|r| !r.is_valid()) {
             return Err(Error::Gpu(format!("Godot could not allocate the fields of a {}x{} grid", grid.width, grid.height)));
         }
-        backend.upload(state)?;
+        backend.upload(state, Counters::default(), 0)?;
         Ok(backend)
     }
 
@@ -224,19 +224,25 @@ impl RdBackend {
         }
     }
 
-    fn upload(&mut self, state: &State) -> Result<()> {
+    /// Replaces the fields with `state`'s and the ledger with `counters`, as of frame `frames`.
+    fn upload(&mut self, state: &State, counters: Counters, frames: u64) -> Result<()> {
         let mut rd = device()?;
         self.current = 0;
         update(&mut rd, self.terrain, bytemuck::cast_slice(&state.terrain));
         update(&mut rd, self.depth[0], bytemuck::cast_slice(&state.depth));
         update(&mut rd, self.flux[0], bytemuck::cast_slice(&state.flux));
-        rd.buffer_clear(self.counters, 0, 32);
+        let words: Vec<u32> = [counters.added, counters.removed, counters.boundary_in, counters.boundary_out]
+            .iter()
+            .flat_map(|&c| [c as u32, (c >> 32) as u32])
+            .collect();
+        update(&mut rd, self.counters, bytemuck::cast_slice(&words));
+        self.frames = frames;
         self.pending_water.clear();
         self.pending_terrain.clear();
         self.epoch += 1;
         self.in_flight.clear();
         self.arrived.lock().clear();
-        self.latest = Arc::new(state.snapshot(self.frames, Counters::default()));
+        self.latest = Arc::new(state.snapshot(self.frames, counters));
         // Draw the loaded state into the textures at once: an editor that does not simulate, or a
         // paused game, shows it without ever stepping.
         let constants = self.constants;
@@ -548,7 +554,14 @@ impl Backend for RdBackend {
         if state.grid != self.grid {
             return Err(Error::invalid("state grid", format!("{:?}", state.grid), format!("{:?} (the RenderingDevice backend keeps its grid)", self.grid)));
         }
-        self.upload(state)
+        self.upload(state, Counters::default(), 0)
+    }
+
+    fn restore(&mut self, state: &State, counters: Counters, frames: u64) -> Result<()> {
+        if state.grid != self.grid {
+            return Err(Error::invalid("restored grid", format!("{:?}", state.grid), format!("{:?}", self.grid)));
+        }
+        self.upload(state, counters, frames)
     }
 
     fn edit_water(&mut self, cells: &[CellWater]) -> Result<EditOutcome> {

@@ -50,6 +50,11 @@ pub const GPU_SNAPSHOT_LATENCY: u32 = MAX_FRAMES_IN_FLIGHT as u32;
 const HEADER_BYTES: u64 = 48;
 
 
+/// Longest `sync` waits for a readback's `map_async` callback after the device finished: it runs
+/// on the thread that found the copy done, within microseconds unless that thread is busy with
+/// callbacks of its own.
+const READBACK_CALLBACK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 const SLOT_FREE: u32 = 0;
 const SLOT_PENDING: u32 = 1;
 const SLOT_READY: u32 = 2;
@@ -233,7 +238,7 @@ impl GpuBackend {
             spares: SpareSnapshots::default(),
             readback_bytes: 0,
         };
-        backend.upload(state)?;
+        backend.upload(state, Counters::default(), 0)?;
         Ok(backend)
     }
 
@@ -242,28 +247,123 @@ impl GpuBackend {
         &self.ctx
     }
 
-    /// Waits until the device has finished everything submitted so far (tests, benchmarks).
-    pub fn sync(&mut self) -> Result<()> {
+    /// Waits until the device has finished everything submitted so far, without reading
+    /// anything back (benchmarks).
+    pub fn wait_idle(&mut self) -> Result<()> {
         self.ctx.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: None }).map_err(|e| Error::Gpu(e.to_string()))?;
         self.in_flight.clear();
         self.ctx.check()
     }
 
-    /// Replaces every field with `state`'s and zeroes the ledger: the one full upload.
-    fn upload(&mut self, state: &State) -> Result<()> {
+    /// Waits until the device has finished everything submitted so far and until
+    /// [`Backend::snapshot`] shows the last frame (tests).
+    ///
+    /// Contract: after `sync`, `snapshot()` returns the state, totals and ledger as of the end of
+    /// the last `advance` (edits queued since then are not in it). Two things stand between a
+    /// finished device and that snapshot, and `sync` waits out both:
+    /// * the readback's `map_async` callback runs on whichever thread polls or submits to the
+    ///   shared device first once the copy is done, after that thread's earlier callbacks; when
+    ///   another simulation or thread got there first, the callback may not have run yet when
+    ///   our own poll returns, so `sync` waits for the callbacks themselves;
+    /// * the last frame may have no readback at all, when both staging buffers were busy at its
+    ///   `advance`; then `sync` reads the snapshot back itself.
+    pub fn sync(&mut self) -> Result<()> {
+        self.wait_idle()?;
+        self.wait_for_readbacks()?;
+        self.harvest(true);
+        if self.latest.as_ref().is_none_or(|s| s.sequence < self.frames) {
+            self.read_back_snapshot()?;
+        }
+        Ok(())
+    }
+
+    /// Waits until no readback is pending: its copy done and its `map_async` callback run.
+    fn wait_for_readbacks(&mut self) -> Result<()> {
+        let start = std::time::Instant::now();
+        while self.slots.iter().any(|s| s.state.load(Ordering::Acquire) == SLOT_PENDING) {
+            // Our poll fires the callbacks it finds; one that another thread has taken runs
+            // there, soon.
+            self.ctx.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: None }).map_err(|e| Error::Gpu(e.to_string()))?;
+            if start.elapsed() > READBACK_CALLBACK_WAIT {
+                return Err(Error::Gpu(format!("a snapshot readback's map callback did not run within {READBACK_CALLBACK_WAIT:?} of the device finishing")));
+            }
+            std::thread::yield_now();
+        }
+        self.ctx.check()
+    }
+
+    /// Reads the current state's snapshot back now and waits for it (for `sync`, when the last
+    /// frame had no readback).
+    fn read_back_snapshot(&mut self) -> Result<()> {
+        let Some(k) = self.slots.iter().position(|s| s.state.load(Ordering::Acquire) == SLOT_FREE) else {
+            return Err(Error::Gpu("no staging buffer is free after every readback was picked up".into()));
+        };
+        let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("snapshot") });
+        encoder.clear_buffer(&self.stats, 0, None);
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("snapshot"), timestamp_writes: None });
+            self.record_texels(&mut pass);
+        }
+        self.record_readback_copy(&mut encoder, k);
+        self.ctx.queue.submit([encoder.finish()]);
+        self.map_readback(k);
+        self.wait_idle()?;
+        self.wait_for_readbacks()?;
+        self.harvest(true);
+        self.wanted = false;
+        match &self.latest {
+            Some(s) if s.sequence == self.frames => Ok(()),
+            _ => Err(Error::Gpu("the snapshot read back by sync did not arrive".into())),
+        }
+    }
+
+    /// Records the snapshot pass over the current fields into `pass`.
+    fn record_texels(&self, pass: &mut wgpu::ComputePass) {
+        let g = self.grid;
+        pass.set_pipeline(&self.ctx.texels);
+        pass.set_bind_group(0, &self.snapshot_groups[self.current], &[]);
+        pass.dispatch_workgroups(g.width.div_ceil(SNAPSHOT_WORKGROUP), g.height.div_ceil(SNAPSHOT_WORKGROUP), 1);
+    }
+
+    /// Records the copy of ledger, stats and texels into staging buffer `k`, which then shows
+    /// the current frame.
+    fn record_readback_copy(&mut self, encoder: &mut wgpu::CommandEncoder, k: usize) {
+        let n16 = self.grid.cell_count() as u64 * 16;
+        let slot = &mut self.slots[k];
+        encoder.copy_buffer_to_buffer(&self.counters, 0, &slot.buffer, 0, 32);
+        encoder.copy_buffer_to_buffer(&self.stats, 0, &slot.buffer, 32, 16);
+        encoder.copy_buffer_to_buffer(&self.height_texels, 0, &slot.buffer, HEADER_BYTES, n16);
+        encoder.copy_buffer_to_buffer(&self.flow_texels, 0, &slot.buffer, HEADER_BYTES + n16, n16);
+        slot.sequence = self.frames;
+        slot.epoch = self.epoch;
+    }
+
+    /// Maps staging buffer `k` once the submission that fills it is done.
+    fn map_readback(&self, k: usize) {
+        let slot = &self.slots[k];
+        slot.state.store(SLOT_PENDING, Ordering::Release);
+        let flag = slot.state.clone();
+        slot.buffer.map_async(wgpu::MapMode::Read, .., move |r| flag.store(if r.is_ok() { SLOT_READY } else { SLOT_FAILED }, Ordering::Release));
+    }
+
+    /// Replaces every field with `state`'s, the ledger with `counters` and the frame count with
+    /// `frames`: the one full upload.
+    fn upload(&mut self, state: &State, counters: Counters, frames: u64) -> Result<()> {
         let q = &self.ctx.queue;
         q.write_buffer(&self.uniforms, 0, bytemuck::bytes_of(&self.constants));
         q.write_buffer(&self.terrain, 0, bytemuck::cast_slice(&state.terrain));
         self.current = 0;
         q.write_buffer(&self.depth[0], 0, bytemuck::cast_slice(&state.depth));
         q.write_buffer(&self.flux[0], 0, bytemuck::cast_slice(&state.flux));
-        q.write_buffer(&self.counters, 0, &[0u8; 32]);
+        // Each counter is a u64 kept as (low, high) u32 words: its little-endian bytes.
+        let words = [counters.added, counters.removed, counters.boundary_in, counters.boundary_out];
+        q.write_buffer(&self.counters, 0, bytemuck::cast_slice(&words.map(u64::to_le)[..]));
         self.pending_water.clear();
         self.pending_terrain.clear();
-        self.frames = 0;
+        self.frames = frames;
         self.epoch += 1;
         // The first snapshot comes from the state itself, so queries work before any readback.
-        self.latest = Some(Arc::new(state.snapshot(0, Counters::default())));
+        self.latest = Some(Arc::new(state.snapshot(frames, counters)));
         self.ctx.queue.submit([]);
         self.ctx.check()
     }
@@ -456,7 +556,14 @@ impl Backend for GpuBackend {
             *self = GpuBackend::new(state)?;
             return Ok(());
         }
-        self.upload(state)
+        self.upload(state, Counters::default(), 0)
+    }
+
+    fn restore(&mut self, state: &State, counters: Counters, frames: u64) -> Result<()> {
+        if state.grid != self.grid {
+            return Err(Error::invalid("restored grid", format!("{:?}", state.grid), format!("{:?}", self.grid)));
+        }
+        self.upload(state, counters, frames)
     }
 
     fn edit_water(&mut self, cells: &[CellWater]) -> Result<EditOutcome> {
@@ -533,30 +640,18 @@ impl Backend for GpuBackend {
                 }
             }
             if readback.is_some() {
-                pass.set_pipeline(&self.ctx.texels);
-                pass.set_bind_group(0, &self.snapshot_groups[self.current], &[]);
-                pass.dispatch_workgroups(g.width.div_ceil(SNAPSHOT_WORKGROUP), g.height.div_ceil(SNAPSHOT_WORKGROUP), 1);
+                self.record_texels(&mut pass);
             }
         }
         self.frames += 1;
         self.readback_bytes = if readback.is_some() { HEADER_BYTES + 32 * g.cell_count() as u64 } else { 0 };
         if let Some(k) = readback {
-            let n16 = g.cell_count() as u64 * 16;
-            let slot = &mut self.slots[k];
-            encoder.copy_buffer_to_buffer(&self.counters, 0, &slot.buffer, 0, 32);
-            encoder.copy_buffer_to_buffer(&self.stats, 0, &slot.buffer, 32, 16);
-            encoder.copy_buffer_to_buffer(&self.height_texels, 0, &slot.buffer, HEADER_BYTES, n16);
-            encoder.copy_buffer_to_buffer(&self.flow_texels, 0, &slot.buffer, HEADER_BYTES + n16, n16);
-            slot.sequence = self.frames;
-            slot.epoch = self.epoch;
+            self.record_readback_copy(&mut encoder, k);
         }
         let index = self.ctx.queue.submit([encoder.finish()]);
         self.in_flight.push_back(index);
         if let Some(k) = readback {
-            let slot = &self.slots[k];
-            slot.state.store(SLOT_PENDING, Ordering::Release);
-            let flag = slot.state.clone();
-            slot.buffer.map_async(wgpu::MapMode::Read, .., move |r| flag.store(if r.is_ok() { SLOT_READY } else { SLOT_FAILED }, Ordering::Release));
+            self.map_readback(k);
             self.wanted = false;
         }
         let _ = self.ctx.device.poll(wgpu::PollType::Poll);

@@ -1,0 +1,383 @@
+//! The saved-state format: everything a [`crate::Simulation`] needs to go on exactly where it
+//! stopped, as bytes (see [`crate::Simulation::save_state`] and
+//! [`crate::Simulation::restore_state`]).
+//!
+//! Layout, all numbers little-endian:
+//!
+//! | bytes | content |
+//! |---|---|
+//! | 8 | magic [`SAVE_MAGIC`], `PIPEWATR` |
+//! | 4 | format version, `u32` ([`SAVE_FORMAT_VERSION`]) |
+//! | 8 | payload length in bytes, `u64` |
+//! | 4 | CRC-32 (IEEE) of the payload, `u32` |
+//! | … | payload |
+//!
+//! Payload, version 1:
+//! 1. grid: width `u32`, height `u32`, cell size `f32` (m);
+//! 2. params: gravity `f32`, damping `f32`, neighbours `u8` (4 or 8), cross-section `u8`
+//!    (0 classic, 1 depth-dependent), pipe depth `f32`, four boundaries (N, E, S, W) as kind `u8`
+//!    (0 wall, 1 open, 2 inflow) and inflow rate `f32`, cfl `f32`, max step `f32`, max substeps
+//!    `u32`;
+//! 3. clock: frames `u64`, simulated seconds `f64`, the last frame's report (substeps `u32`,
+//!    step, simulated and dropped seconds `f32`), the recent depth gains that enter the step
+//!    estimate (3 × `f32`, m);
+//! 4. ledger: initial total `i64`, added, removed, boundary in, boundary out (`u64`), quanta;
+//! 5. inflow remainders of the four edges (4 × `f64`, quanta);
+//! 6. sources and drains: next id `u32`, count `u32`, then each: id `u32`, rate `f32` (m³/s),
+//!    remainder `f64` (quanta), cell count `u32`, and per cell its index `u32` and share `f64`;
+//! 7. fields, one value per cell in row-major order: terrain `f32` (m, as edited), depth `i32`
+//!    (quanta), then the four owned pipe fluxes (E, S, SE, SW) `f32` (m³/s).
+//!
+//! The payload length tells a truncated file from a corrupt one; the checksum catches corruption;
+//! a newer version is refused rather than misread. A decoded state is validated like any other
+//! input (ranges, finite values, the mass identity) before anything uses it.
+
+use crate::error::{Error, Result};
+use crate::grid::Grid;
+use crate::params::{Boundary, CrossSection, NeighbourMode, Params};
+use crate::simulation::{FrameReport, Source, SourceId};
+use crate::state::{check_terrain, Counters, State};
+
+/// The first eight bytes of every saved state.
+pub const SAVE_MAGIC: [u8; 8] = *b"PIPEWATR";
+/// The format version this build writes, and the newest it reads.
+pub const SAVE_FORMAT_VERSION: u32 = 1;
+/// Bytes before the payload: magic, version, payload length, checksum.
+pub const SAVE_HEADER_BYTES: usize = 24;
+/// Bytes per cell in the fields: terrain, depth and four fluxes.
+const CELL_BYTES: usize = 4 + 4 + 16;
+
+/// Everything a simulation saves, decoded and validated (except against the simulation that
+/// restores it: [`crate::Simulation::restore_state`] checks the grid).
+#[derive(Debug, Clone)]
+pub(crate) struct SavedState {
+    pub params: Params,
+    pub frames: u64,
+    pub elapsed: f64,
+    pub last_report: FrameReport,
+    pub recent_gain: [f32; 3],
+    pub initial_total: i64,
+    pub counters: Counters,
+    pub inflow_carry: [f64; 4],
+    pub next_source_id: u32,
+    pub sources: Vec<Source>,
+    /// Grid, terrain, depth and flux.
+    pub state: State,
+}
+
+fn invalid(why: impl Into<String>) -> Error {
+    Error::InvalidSave(why.into())
+}
+
+impl SavedState {
+    /// The saved state as bytes (header and payload).
+    pub fn encode(&self) -> Vec<u8> {
+        let g = self.state.grid;
+        let cells: usize = self.sources.iter().map(|s| s.cells.len()).sum();
+        let mut p = Vec::with_capacity(256 + 20 * self.sources.len() + 12 * cells + CELL_BYTES * g.cell_count());
+        fn u8_(p: &mut Vec<u8>, v: u8) {
+            p.push(v)
+        }
+        fn u32_(p: &mut Vec<u8>, v: u32) {
+            p.extend_from_slice(&v.to_le_bytes())
+        }
+        fn u64_(p: &mut Vec<u8>, v: u64) {
+            p.extend_from_slice(&v.to_le_bytes())
+        }
+        fn f32_(p: &mut Vec<u8>, v: f32) {
+            p.extend_from_slice(&v.to_le_bytes())
+        }
+        fn f64_(p: &mut Vec<u8>, v: f64) {
+            p.extend_from_slice(&v.to_le_bytes())
+        }
+        u32_(&mut p, g.width);
+        u32_(&mut p, g.height);
+        f32_(&mut p, g.cell_size);
+        let pr = &self.params;
+        f32_(&mut p, pr.gravity);
+        f32_(&mut p, pr.damping);
+        u8_(&mut p, match pr.neighbours {
+            NeighbourMode::Four => 4,
+            NeighbourMode::Eight => 8,
+        });
+        u8_(&mut p, match pr.cross_section {
+            CrossSection::Classic => 0,
+            CrossSection::DepthDependent => 1,
+        });
+        f32_(&mut p, pr.pipe_depth);
+        for boundary in pr.boundaries {
+            let (kind, rate) = match boundary {
+                Boundary::Wall => (0, 0.0),
+                Boundary::Open => (1, 0.0),
+                Boundary::Inflow { rate } => (2, rate),
+            };
+            u8_(&mut p, kind);
+            f32_(&mut p, rate);
+        }
+        f32_(&mut p, pr.cfl);
+        f32_(&mut p, pr.max_step);
+        u32_(&mut p, pr.max_substeps);
+        u64_(&mut p, self.frames);
+        f64_(&mut p, self.elapsed);
+        u32_(&mut p, self.last_report.substeps);
+        f32_(&mut p, self.last_report.step);
+        f32_(&mut p, self.last_report.simulated);
+        f32_(&mut p, self.last_report.dropped);
+        self.recent_gain.iter().for_each(|&v| f32_(&mut p, v));
+        u64_(&mut p, self.initial_total as u64);
+        let c = self.counters;
+        [c.added, c.removed, c.boundary_in, c.boundary_out].iter().for_each(|&v| u64_(&mut p, v));
+        self.inflow_carry.iter().for_each(|&v| f64_(&mut p, v));
+        u32_(&mut p, self.next_source_id);
+        u32_(&mut p, self.sources.len() as u32);
+        for s in &self.sources {
+            u32_(&mut p, s.id.0);
+            f32_(&mut p, s.rate);
+            f64_(&mut p, s.carry);
+            u32_(&mut p, s.cells.len() as u32);
+            for &(cell, share) in &s.cells {
+                u32_(&mut p, cell);
+                f64_(&mut p, share);
+            }
+        }
+        self.state.terrain.iter().for_each(|&v| f32_(&mut p, v));
+        self.state.depth.iter().for_each(|&v| u32_(&mut p, v as u32));
+        self.state.flux.iter().flatten().for_each(|&v| f32_(&mut p, v));
+
+        let mut bytes = Vec::with_capacity(SAVE_HEADER_BYTES + p.len());
+        bytes.extend_from_slice(&SAVE_MAGIC);
+        bytes.extend_from_slice(&SAVE_FORMAT_VERSION.to_le_bytes());
+        bytes.extend_from_slice(&(p.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(&crc32fast::hash(&p).to_le_bytes());
+        bytes.extend_from_slice(&p);
+        bytes
+    }
+
+    /// Reads and validates a saved state. Every problem is an [`Error::InvalidSave`] that says
+    /// what is wrong.
+    pub fn decode(bytes: &[u8]) -> Result<SavedState> {
+        if bytes.len() < SAVE_MAGIC.len() || bytes[..SAVE_MAGIC.len()] != SAVE_MAGIC {
+            return Err(invalid(format!("not a PipeWater state: it does not start with the magic bytes {:?}", String::from_utf8_lossy(&SAVE_MAGIC))));
+        }
+        if bytes.len() < SAVE_HEADER_BYTES {
+            return Err(invalid(format!("truncated: {} bytes, shorter than the {SAVE_HEADER_BYTES}-byte header", bytes.len())));
+        }
+        let word = |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+        let version = word(8);
+        if version > SAVE_FORMAT_VERSION {
+            return Err(invalid(format!(
+                "format version {version} is newer than this build of PipeWater reads (up to {SAVE_FORMAT_VERSION}): it was saved by a later version"
+            )));
+        }
+        if version == 0 {
+            return Err(invalid("format version 0 does not exist"));
+        }
+        let length = word(12) as u64 | (word(16) as u64) << 32;
+        let stored_crc = word(20);
+        let have = (bytes.len() - SAVE_HEADER_BYTES) as u64;
+        if have < length {
+            return Err(invalid(format!("truncated: the header announces {length} bytes of payload, the data holds {have}")));
+        }
+        if have > length {
+            return Err(invalid(format!("{} bytes follow the {length}-byte payload the header announces", have - length)));
+        }
+        let payload = &bytes[SAVE_HEADER_BYTES..];
+        let crc = crc32fast::hash(payload);
+        if crc != stored_crc {
+            return Err(invalid(format!("corrupt: the payload's CRC-32 is {crc:08x}, the header says {stored_crc:08x}")));
+        }
+        let saved = Reader { bytes: payload, at: 0 }.saved_state()?;
+        saved.validate()?;
+        Ok(saved)
+    }
+
+    /// Checks what the checksum cannot: ranges, finite values, references and the mass identity.
+    fn validate(&self) -> Result<()> {
+        self.params.validate().map_err(|e| invalid(format!("its parameters: {e}")))?;
+        let s = &self.state;
+        let n = s.grid.cell_count();
+        check_terrain(&s.grid, &s.terrain).map_err(|e| invalid(format!("its terrain: {e}")))?;
+        if let Some(i) = s.depth.iter().position(|&d| d < 0) {
+            return Err(invalid(format!("negative depth {} quanta at cell {i}", s.depth[i])));
+        }
+        if let Some(i) = s.flux.iter().position(|f| f.iter().any(|v| !v.is_finite())) {
+            return Err(invalid(format!("non-finite flux {:?} at cell {i}", s.flux[i])));
+        }
+        let finite_non_negative = |v: f64| v.is_finite() && v >= 0.0;
+        if !finite_non_negative(self.elapsed) {
+            return Err(invalid(format!("simulated time {} s is not a finite, non-negative number", self.elapsed)));
+        }
+        let report = self.last_report;
+        if ![report.step, report.simulated, report.dropped].iter().chain(&self.recent_gain).all(|&v| finite_non_negative(v as f64)) {
+            return Err(invalid("the last frame's report or the recent depth gains hold a negative or non-finite value"));
+        }
+        if let Some(e) = self.inflow_carry.iter().position(|v| !v.is_finite()) {
+            return Err(invalid(format!("the inflow remainder of edge {e} is {}", self.inflow_carry[e])));
+        }
+        for (k, source) in self.sources.iter().enumerate() {
+            if source.id.0 == 0 || source.id.0 >= self.next_source_id || self.sources[..k].iter().any(|o| o.id == source.id) {
+                return Err(invalid(format!("source id {} is repeated, zero or not below the next id {}", source.id.0, self.next_source_id)));
+            }
+            if !source.rate.is_finite() || source.rate.abs() > crate::simulation::MAX_SOURCE_RATE || !source.carry.is_finite() {
+                return Err(invalid(format!("source {}: rate {} m³/s or remainder {} quanta out of range", source.id.0, source.rate, source.carry)));
+            }
+            if let Some(&(cell, share)) = source.cells.iter().find(|&&(cell, share)| cell as usize >= n || !finite_non_negative(share)) {
+                return Err(invalid(format!("source {}: cell {cell} with share {share} (the grid has {n} cells)", source.id.0)));
+            }
+        }
+        let total = s.total_quanta();
+        let expected = self.initial_total + self.counters.net();
+        if total != expected {
+            return Err(invalid(format!(
+                "the ledger does not balance: the fields hold {total} quanta, initial + counters say {expected}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Reads the payload front to back; running out of bytes is an error naming what was read.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Reader<'_> {
+    fn take(&mut self, n: usize, what: &str) -> Result<&[u8]> {
+        let end = self.at.checked_add(n).filter(|&end| end <= self.bytes.len());
+        let Some(end) = end else {
+            return Err(invalid(format!("the payload ends at byte {} while reading {what} ({n} bytes needed)", self.bytes.len())));
+        };
+        let slice = &self.bytes[self.at..end];
+        self.at = end;
+        Ok(slice)
+    }
+
+    fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N]> {
+        let mut out = [0u8; N];
+        out.copy_from_slice(self.take(N, what)?);
+        Ok(out)
+    }
+
+    fn u8(&mut self, what: &str) -> Result<u8> {
+        Ok(self.array::<1>(what)?[0])
+    }
+    fn u32(&mut self, what: &str) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.array(what)?))
+    }
+    fn u64(&mut self, what: &str) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.array(what)?))
+    }
+    fn f32(&mut self, what: &str) -> Result<f32> {
+        Ok(f32::from_le_bytes(self.array(what)?))
+    }
+    fn f64(&mut self, what: &str) -> Result<f64> {
+        Ok(f64::from_le_bytes(self.array(what)?))
+    }
+
+    /// A count of items of `item_bytes` each that must fit in what is left.
+    fn count(&mut self, item_bytes: usize, what: &str) -> Result<usize> {
+        let count = self.u32(what)? as usize;
+        let left = self.bytes.len() - self.at;
+        if count.saturating_mul(item_bytes) > left {
+            return Err(invalid(format!("{what} = {count} cannot fit in the {left} bytes that are left")));
+        }
+        Ok(count)
+    }
+
+    fn saved_state(mut self) -> Result<SavedState> {
+        let (width, height, cell_size) = (self.u32("grid width")?, self.u32("grid height")?, self.f32("cell size")?);
+        let grid = Grid::new(width, height, cell_size).map_err(|e| invalid(format!("its grid: {e}")))?;
+        let gravity = self.f32("gravity")?;
+        let damping = self.f32("damping")?;
+        let neighbours = match self.u8("neighbour mode")? {
+            4 => NeighbourMode::Four,
+            8 => NeighbourMode::Eight,
+            other => return Err(invalid(format!("neighbour mode {other} (4 or 8)"))),
+        };
+        let cross_section = match self.u8("cross-section mode")? {
+            0 => CrossSection::Classic,
+            1 => CrossSection::DepthDependent,
+            other => return Err(invalid(format!("cross-section mode {other} (0 or 1)"))),
+        };
+        let pipe_depth = self.f32("pipe depth")?;
+        let mut boundaries = [Boundary::Wall; 4];
+        for (edge, boundary) in boundaries.iter_mut().enumerate() {
+            let (kind, rate) = (self.u8("boundary kind")?, self.f32("inflow rate")?);
+            *boundary = match kind {
+                0 => Boundary::Wall,
+                1 => Boundary::Open,
+                2 => Boundary::Inflow { rate },
+                other => return Err(invalid(format!("boundary kind {other} on edge {edge} (0 wall, 1 open, 2 inflow)"))),
+            };
+        }
+        let params = Params {
+            gravity,
+            damping,
+            neighbours,
+            cross_section,
+            pipe_depth,
+            boundaries,
+            cfl: self.f32("cfl")?,
+            max_step: self.f32("max step")?,
+            max_substeps: self.u32("max substeps")?,
+        };
+        let frames = self.u64("frame count")?;
+        let elapsed = self.f64("simulated time")?;
+        let last_report = FrameReport {
+            substeps: self.u32("last substeps")?,
+            step: self.f32("last step")?,
+            simulated: self.f32("last simulated time")?,
+            dropped: self.f32("last dropped time")?,
+        };
+        let recent_gain = [self.f32("recent gain")?, self.f32("recent gain")?, self.f32("recent gain")?];
+        let initial_total = self.u64("initial total")? as i64;
+        let counters = Counters {
+            added: self.u64("added")?,
+            removed: self.u64("removed")?,
+            boundary_in: self.u64("boundary inflow")?,
+            boundary_out: self.u64("boundary outflow")?,
+        };
+        let inflow_carry = [self.f64("inflow remainder")?, self.f64("inflow remainder")?, self.f64("inflow remainder")?, self.f64("inflow remainder")?];
+        let next_source_id = self.u32("next source id")?;
+        let source_count = self.count(20, "source count")?;
+        let mut sources = Vec::with_capacity(source_count);
+        for _ in 0..source_count {
+            let id = SourceId(self.u32("source id")?);
+            let rate = self.f32("source rate")?;
+            let carry = self.f64("source remainder")?;
+            let cell_count = self.count(12, "source cell count")?;
+            let mut cells = Vec::with_capacity(cell_count);
+            for _ in 0..cell_count {
+                cells.push((self.u32("source cell")?, self.f64("source share")?));
+            }
+            sources.push(Source { id, cells, rate, carry });
+        }
+        let n = grid.cell_count();
+        let left = self.bytes.len() - self.at;
+        if left != CELL_BYTES * n {
+            return Err(invalid(format!(
+                "the fields of a {width}x{height} grid take {} bytes, the payload has {left} left",
+                CELL_BYTES * n
+            )));
+        }
+        let words = |bytes: &[u8]| bytes.chunks_exact(4).map(|w| [w[0], w[1], w[2], w[3]]).collect::<Vec<[u8; 4]>>();
+        let terrain: Vec<f32> = words(self.take(4 * n, "terrain")?).into_iter().map(f32::from_le_bytes).collect();
+        let depth: Vec<i32> = words(self.take(4 * n, "depth")?).into_iter().map(i32::from_le_bytes).collect();
+        let flux_words: Vec<f32> = words(self.take(16 * n, "flux")?).into_iter().map(f32::from_le_bytes).collect();
+        let flux: Vec<[f32; 4]> = flux_words.chunks_exact(4).map(|f| [f[0], f[1], f[2], f[3]]).collect();
+        Ok(SavedState {
+            params,
+            frames,
+            elapsed,
+            last_report,
+            recent_gain,
+            initial_total,
+            counters,
+            inflow_carry,
+            next_source_id,
+            sources,
+            state: State { grid, terrain, depth, flux },
+        })
+    }
+}

@@ -1,0 +1,179 @@
+//! Saving and restoring the complete water state: a restored CPU run is bit-identical to one that
+//! never stopped, and a bad saved state is refused with a clear error, keeping the water there.
+
+mod common;
+
+use common::*;
+use pipewater_core::{BackendPreference, Error, Grid, Params, Simulation, State, SAVE_FORMAT_VERSION};
+
+/// Frame at which the interrupted run saves, and the frame both runs are compared at.
+const SAVE_AT: u32 = 300;
+const COMPARE_AT: u32 = 600;
+/// Bytes of the header: magic (8), version (4), payload length (8), CRC-32 (4).
+const HEADER: usize = 24;
+
+/// A fresh CPU simulation that shares nothing with the busy valley but its grid: dry, flat,
+/// default parameters, no sources.
+fn blank(grid: Grid) -> Simulation {
+    Simulation::cpu(State::new(grid), Params::default()).unwrap()
+}
+
+/// The busy valley's bytes at [`SAVE_AT`] and the simulation that made them.
+fn saved_busy_valley() -> (Simulation, Vec<u8>) {
+    let mut sim = busy_valley(BackendPreference::Cpu);
+    drive_busy_valley(&mut sim, 0, SAVE_AT, Stepping::Advance);
+    let bytes = sim.save_state().unwrap();
+    (sim, bytes)
+}
+
+#[test]
+fn a_cpu_run_restored_at_frame_300_is_bit_identical_at_frame_600_to_one_that_never_stopped() {
+    let (mut through, saved) = saved_busy_valley();
+    drive_busy_valley(&mut through, SAVE_AT, COMPARE_AT, Stepping::Advance);
+
+    let mut restored = blank(through.grid());
+    restored.restore_state(&saved).unwrap();
+    let resaved = restored.save_state().unwrap();
+    drive_busy_valley(&mut restored, SAVE_AT, COMPARE_AT, Stepping::Advance);
+
+    let (a, b) = (through.read_state().unwrap(), restored.read_state().unwrap());
+    let (la, lb) = (through.ledger().unwrap(), restored.ledger().unwrap());
+    let differing = differing_cells(&a, &b);
+    println!(
+        "saved at frame {SAVE_AT}: {} bytes, saved again after restoring: identical = {}",
+        saved.len(),
+        resaved == saved
+    );
+    println!(
+        "frame {COMPARE_AT}: never stopped {:016x}, {} quanta, ledger {:?}, {:.6} s; restored {:016x}, {} quanta, ledger {:?}, {:.6} s; {differing} cells differ",
+        fingerprint(&a),
+        a.total_quanta(),
+        la.counters,
+        through.elapsed(),
+        fingerprint(&b),
+        b.total_quanta(),
+        lb.counters,
+        restored.elapsed()
+    );
+    assert_eq!(resaved, saved, "restoring then saving gives back the same bytes");
+    assert!(la.counters.boundary_in > 0 && la.counters.boundary_out > 0 && la.counters.removed > 0, "the scenario exercises the ledger");
+    assert_eq!(differing, 0, "{differing} cells differ in depth, flux or terrain bits");
+    assert_eq!(la, lb, "ledgers differ");
+    assert_eq!(through.elapsed().to_bits(), restored.elapsed().to_bits(), "clocks differ");
+    assert_eq!(through.last_report(), restored.last_report());
+    assert_eq!(through.source_ids(), restored.source_ids(), "sources keep their ids");
+    // Everything the format holds, remainders included, is the same at the end.
+    assert_eq!(through.save_state().unwrap(), restored.save_state().unwrap(), "the complete states differ");
+}
+
+/// Restores `bytes` into `sim`, which must refuse them with an [`Error::InvalidSave`] whose
+/// message contains `says`, and keep its state: its own save is the same before and after.
+fn assert_refused(case: &str, sim: &mut Simulation, bytes: &[u8], says: &str) {
+    let before = sim.save_state().unwrap();
+    let result = sim.restore_state(bytes);
+    println!("{case}: {}", result.as_ref().map_or_else(|e| e.to_string(), |_| "accepted".into()));
+    match result {
+        Err(Error::InvalidSave(why)) => assert!(why.contains(says), "{case}: the error should say `{says}`: {why}"),
+        other => panic!("{case}: expected Error::InvalidSave, got {other:?}"),
+    }
+    assert!(sim.save_state().unwrap() == before, "{case}: the refused restore changed the simulation");
+}
+
+/// Recomputes the CRC-32 of an edited payload, so that only the edit itself is wrong.
+fn reseal(bytes: &mut [u8]) {
+    let crc = crc32(&bytes[HEADER..]);
+    bytes[20..24].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// CRC-32 (IEEE, reflected 0xEDB88320), written out here so that the test does not share the
+/// implementation it checks.
+fn crc32(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in data {
+        crc ^= b as u32;
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+        }
+    }
+    !crc
+}
+
+#[test]
+fn the_header_holds_magic_version_length_and_the_payloads_crc32() {
+    let (_, bytes) = saved_busy_valley();
+    let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
+    let length = u64::from_le_bytes(bytes[12..20].try_into().unwrap());
+    let stored = u32::from_le_bytes(bytes[20..24].try_into().unwrap());
+    let computed = crc32(&bytes[HEADER..]);
+    println!("magic {:?}, version {version}, payload {length} bytes of {}, CRC-32 stored {stored:08x} computed {computed:08x}", String::from_utf8_lossy(&bytes[..8]), bytes.len());
+    assert_eq!(&bytes[..8], b"PIPEWATR");
+    assert_eq!(version, SAVE_FORMAT_VERSION);
+    assert_eq!(length as usize, bytes.len() - HEADER);
+    assert_eq!(stored, computed);
+}
+
+#[test]
+fn a_state_saved_for_another_grid_is_refused_and_the_water_is_kept() {
+    let (_, bytes) = saved_busy_valley();
+    let mut other_size = Simulation::cpu(State::new(Grid::new(64, 64, 1.0).unwrap()), Params::default()).unwrap();
+    other_size.add_water(0.0, 0.0, 5.0, 4.0).unwrap();
+    assert_refused("another grid size", &mut other_size, &bytes, "72x48");
+    let mut other_cells = Simulation::cpu(State::new(Grid::new(72, 48, 0.5).unwrap()), Params::default()).unwrap();
+    other_cells.add_water(0.0, 0.0, 5.0, 4.0).unwrap();
+    assert_refused("another cell size", &mut other_cells, &bytes, "grid");
+}
+
+#[test]
+fn a_truncated_state_is_refused_and_the_water_is_kept() {
+    let (mut sim, bytes) = saved_busy_valley();
+    assert_refused("cut in the payload", &mut sim, &bytes[..bytes.len() - 1], "truncated");
+    assert_refused("cut in half", &mut sim, &bytes[..bytes.len() / 2], "truncated");
+    assert_refused("cut in the header", &mut sim, &bytes[..12], "truncated");
+    assert_refused("empty", &mut sim, &[], "not a PipeWater state");
+}
+
+#[test]
+fn a_corrupt_state_is_refused_and_the_water_is_kept() {
+    let (mut sim, bytes) = saved_busy_valley();
+    for at in [HEADER, HEADER + 40, bytes.len() / 2, bytes.len() - 1] {
+        let mut corrupt = bytes.clone();
+        corrupt[at] ^= 0x10;
+        assert_refused(&format!("one bit flipped at byte {at}"), &mut sim, &corrupt, "corrupt");
+    }
+    let mut foreign = bytes.clone();
+    foreign[..8].copy_from_slice(b"GDSCRIPT");
+    assert_refused("other magic bytes", &mut sim, &foreign, "not a PipeWater state");
+    let mut longer = bytes.clone();
+    longer.extend_from_slice(&[0; 7]);
+    assert_refused("bytes after the payload", &mut sim, &longer, "7 bytes follow");
+}
+
+#[test]
+fn a_state_with_a_good_checksum_but_impossible_values_is_refused() {
+    let (mut sim, bytes) = saved_busy_valley();
+    let cells = sim.grid().cell_count();
+    // Depth is the second of the three per-cell fields at the end: terrain, depth, flux.
+    let depth_at = bytes.len() - 20 * cells;
+    let mut negative = bytes.clone();
+    negative[depth_at..depth_at + 4].copy_from_slice(&(-5i32).to_le_bytes());
+    reseal(&mut negative);
+    assert_refused("a negative depth", &mut sim, &negative, "negative depth");
+    let mut unbalanced = bytes.clone();
+    let d = i32::from_le_bytes(unbalanced[depth_at..depth_at + 4].try_into().unwrap());
+    unbalanced[depth_at..depth_at + 4].copy_from_slice(&(d + 1).to_le_bytes());
+    reseal(&mut unbalanced);
+    assert_refused("one quantum the ledger does not know", &mut sim, &unbalanced, "ledger does not balance");
+    let flux_at = bytes.len() - 16 * cells;
+    let mut nan = bytes.clone();
+    nan[flux_at..flux_at + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+    reseal(&mut nan);
+    assert_refused("a NaN flux", &mut sim, &nan, "non-finite flux");
+}
+
+#[test]
+fn a_state_from_a_future_format_version_is_refused_and_the_water_is_kept() {
+    let (mut sim, bytes) = saved_busy_valley();
+    let mut future = bytes.clone();
+    future[8..12].copy_from_slice(&(SAVE_FORMAT_VERSION + 1).to_le_bytes());
+    assert_refused("the next format version", &mut sim, &future, "newer");
+}
