@@ -4,7 +4,7 @@
 // Mirrors rust/pipewater-core/src/pipes.rs and quanta.rs: constants and helper functions keep
 // the same names, and each computes with the same operations in the same order.
 
-// `StepConstants` of pipes.rs, byte for byte (80 bytes, uniform layout).
+// `StepConstants` of pipes.rs, byte for byte (112 bytes, uniform layout).
 struct StepConstants {
     width: u32,
     height: u32,
@@ -22,6 +22,9 @@ struct StepConstants {
     boundary: vec4<u32>,
     // Quanta added to each cell of each inflow edge per step.
     inflow_quanta: vec4<i32>,
+    // Surface held beyond each fixed-level edge, local m.
+    boundary_level: vec4<f32>,
+    _pad: vec4<u32>,
 }
 
 // Depth of one quantum, m (2^-20).
@@ -33,8 +36,11 @@ const LIMIT_MARGIN: f32 = 0.99999904632568359375;
 const SQRT_2: f32 = 1.41421356237309504880;
 const BOUNDARY_OPEN: u32 = 1u;
 const BOUNDARY_INFLOW: u32 = 2u;
+const BOUNDARY_LEVEL: u32 = 3u;
 // pipes.rs VELOCITY_DEPTH_FLOOR, m.
-const VELOCITY_DEPTH_FLOOR: f32 = 0.005;
+const VELOCITY_DEPTH_FLOOR: f32 = 0.001;
+// pipes.rs FILM_VISCOSITY, m²/s.
+const FILM_VISCOSITY: f32 = 1.0e-6;
 // state.rs WET_DEPTH, m.
 const WET_DEPTH: f32 = 1.0e-3;
 // state.rs MAX_TERRAIN_ABS, m.
@@ -95,6 +101,13 @@ fn with_inflow(c: StepConstants, p: vec2<i32>, d: i32) -> i32 {
     return d;
 }
 
+// pipes.rs inverse_depth: 1/h above VELOCITY_DEPTH_FLOOR, fading to zero below it.
+fn inverse_depth(depth: f32) -> f32 {
+    let h = max(depth, 0.0);
+    let floor = VELOCITY_DEPTH_FLOOR * VELOCITY_DEPTH_FLOOR;
+    return 2.0 * h / (h * h + max(h * h, floor));
+}
+
 // pipes.rs open_edge_count.
 fn open_edge_count(c: StepConstants, p: vec2<i32>) -> u32 {
     var n = 0u;
@@ -142,21 +155,78 @@ fn pipe_width(c: StepConstants, p: u32, owner: vec2<i32>) -> f32 {
     return width;
 }
 
-fn accelerate(c: StepConstants, p: u32, owner: vec2<i32>, f: f32, bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32) -> f32 {
-    let diagonal = p >= 2u;
-    let width = pipe_width(c, p, owner);
-    let length = select(c.cell_size, c.cell_size * SQRT_2, diagonal);
-    var d = c.pipe_depth;
-    if c.depth_dependent != 0u {
-        d = face_depth(bed_a + f32(depth_a) * DEPTH_QUANTUM, bed_a, bed_b + f32(depth_b) * DEPTH_QUANTUM, bed_b);
+// pipes.rs pipe_length.
+fn pipe_length(c: StepConstants, p: u32) -> f32 {
+    return select(c.cell_size, c.cell_size * SQRT_2, p >= 2u);
+}
+
+// pipes.rs film_drag.
+fn film_drag(c: StepConstants, f: f32, depth: f32) -> f32 {
+    if depth <= 0.0 {
+        return 0.0;
     }
+    return f / (1.0 + c.dt * (3.0 * FILM_VISCOSITY) / (depth * depth));
+}
+
+// pipes.rs accelerate.
+fn accelerate(c: StepConstants, p: u32, owner: vec2<i32>, f: f32, bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32) -> f32 {
+    let width = pipe_width(c, p, owner);
+    let length = pipe_length(c, p);
+    if c.depth_dependent == 0u {
+        let conductance = c.gravity * width * c.pipe_depth / length;
+        return f * c.flux_decay + c.dt * conductance * surface_drive(bed_a, depth_a, bed_b, depth_b);
+    }
+    let d = face_depth(bed_a + f32(depth_a) * DEPTH_QUANTUM, bed_a, bed_b + f32(depth_b) * DEPTH_QUANTUM, bed_b);
     let conductance = c.gravity * width * d / length;
-    return f * c.flux_decay + c.dt * conductance * surface_drive(bed_a, depth_a, bed_b, depth_b);
+    let accelerated = f * c.flux_decay + c.dt * conductance * surface_drive(bed_a, depth_a, bed_b, depth_b);
+    return film_drag(c, accelerated, d);
 }
 
 // pipes.rs open_edge_outflow.
 fn open_edge_outflow(c: StepConstants, d: f32) -> f32 {
     return c.cell_size * d * sqrt(c.gravity * d);
+}
+
+// pipes.rs level_edge_flux: positive out of the cell, negative into it.
+fn level_edge_flux(c: StepConstants, p: vec2<i32>, bed: f32, depth: i32) -> f32 {
+    let on_edge = vec4<bool>(p.y == 0, p.x == i32(c.width) - 1, p.y == i32(c.height) - 1, p.x == 0);
+    var flux = 0.0;
+    for (var e = 0u; e < 4u; e++) {
+        if on_edge[e] && c.boundary[e] == BOUNDARY_LEVEL {
+            let level = c.boundary_level[e];
+            let difference = (bed - level) + f32(depth) * DEPTH_QUANTUM;
+            let drive = difference - clamp(difference, -DEPTH_QUANTUM, DEPTH_QUANTUM);
+            let h = max(bed + f32(depth) * DEPTH_QUANTUM, level) - bed;
+            if h > 0.0 {
+                flux += c.cell_size * sqrt(c.gravity * h) * drive;
+            }
+        }
+    }
+    return flux;
+}
+
+// pipes.rs edge_outflow: open edges and outflow into fixed levels, m³/s.
+fn edge_outflow(c: StepConstants, p: vec2<i32>, bed: f32, depth: i32) -> f32 {
+    var out = 0.0;
+    let open = open_edge_count(c, p);
+    if open > 0u {
+        out = open_edge_outflow(c, f32(depth) * DEPTH_QUANTUM) * f32(open);
+    }
+    return out + max(level_edge_flux(c, p, bed, depth), 0.0);
+}
+
+// pipes.rs level_edge_inflow_quanta.
+fn level_edge_inflow_quanta(c: StepConstants, p: vec2<i32>, bed: f32, depth: i32) -> i32 {
+    let flux = level_edge_flux(c, p, bed, depth);
+    if flux < 0.0 {
+        return pipe_quanta(c.flux_to_quanta, -flux, 1.0);
+    }
+    return 0;
+}
+
+// Whether any edge is a fixed level (so edge cells may receive water through it).
+fn has_level_edge(c: StepConstants) -> bool {
+    return any(c.boundary == vec4<u32>(BOUNDARY_LEVEL));
 }
 
 // pipes.rs pipe_quanta.
@@ -184,8 +254,8 @@ fn limit_factor(depth_quanta: i32, requested: f32) -> f32 {
 
 // Whole quanta a cell holding `d` gives away with limit factor k: the sum the transfer will
 // subtract. Stops counting once past `d`.
-fn quanta_given(flux_to_quanta: f32, leaving: array<f32, 8>, open_flux: f32, k: f32, d: i32) -> u32 {
-    var total = u32(pipe_quanta(flux_to_quanta, open_flux, k));
+fn quanta_given(flux_to_quanta: f32, leaving: array<f32, 8>, edge_flux: f32, k: f32, d: i32) -> u32 {
+    var total = u32(pipe_quanta(flux_to_quanta, edge_flux, k));
     for (var n = 0u; n < 8u; n++) {
         if leaving[n] > 0.0 && total <= u32(d) {
             total += u32(pipe_quanta(flux_to_quanta, leaving[n], k));
@@ -194,23 +264,21 @@ fn quanta_given(flux_to_quanta: f32, leaving: array<f32, 8>, open_flux: f32, k: 
     return total;
 }
 
-// Phase 2 for a cell holding `d` quanta (after inflow) at grid position `cell`, whose pipes carry
+// Phase 2 for a cell holding `d` quanta (after inflow) over bed `bed` at grid position `cell`, whose pipes carry
 // `leaving[n]` towards NEIGHBOUR_OFFSETS[n]: the limit factor k.
 //
 // LIMIT_MARGIN covers the CPU's correctly rounded division; a GPU may divide less exactly. The
 // whole quanta the transfer will move are checked and k shrunk until they fit, so positivity
 // never rests on the driver's rounding. (The check passes at once unless the division was off.)
-fn cell_limit(c: StepConstants, cell: vec2<i32>, d: i32, leaving: array<f32, 8>) -> f32 {
+fn cell_limit(c: StepConstants, cell: vec2<i32>, bed: f32, d: i32, leaving: array<f32, 8>) -> f32 {
     var requested = requested_quanta(c.flux_to_quanta, leaving);
-    let open = open_edge_count(c, cell);
-    var open_flux = 0.0;
-    if open > 0u {
-        open_flux = open_edge_outflow(c, f32(d) * DEPTH_QUANTUM) * f32(open);
-        requested += abs(open_flux * c.flux_to_quanta);
+    let edge_flux = edge_outflow(c, cell, bed, d);
+    if edge_flux > 0.0 {
+        requested += abs(edge_flux * c.flux_to_quanta);
     }
     var k = limit_factor(d, requested);
     var tries = 0;
-    while quanta_given(c.flux_to_quanta, leaving, open_flux, k, d) > u32(d) {
+    while quanta_given(c.flux_to_quanta, leaving, edge_flux, k, d) > u32(d) {
         if tries == 4 {
             return 0.0;
         }

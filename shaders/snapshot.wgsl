@@ -70,25 +70,33 @@ fn cell_texels(cell: vec2<i32>) -> CellTexels {
     let stored = depth[i];
     let d = f32(stored) * DEPTH_QUANTUM;
     let b = terrain[i];
-    // pipes.rs discharge over State::outgoing_fluxes.
+    // pipes.rs discharge and centre_velocity over State::outgoing_fluxes and
+    // State::face_depths.
     let own = flux[i];
     var q = vec2<f32>(0.0);
+    var v = vec2<f32>(0.0);
     for (var n = 0u; n < 8u; n++) {
         var f = 0.0;
-        if n < 4u {
-            f = own[n];
-        } else {
-            let o = cell + neighbour_offset(n);
-            if o.x >= 0 && o.y >= 0 && o.x < i32(c.width) && o.y < i32(c.height) {
-                f = -flux[u32(o.y) * c.width + u32(o.x)][n - 4u];
+        var face = 0.0;
+        let o = cell + neighbour_offset(n);
+        if o.x >= 0 && o.y >= 0 && o.x < i32(c.width) && o.y < i32(c.height) {
+            let j = u32(o.y) * c.width + u32(o.x);
+            if n < 4u {
+                f = own[n];
+            } else {
+                f = -flux[j][n - 4u];
             }
+            face = face_depth(b + d, b, terrain[j] + f32(depth[j]) * DEPTH_QUANTUM, terrain[j]);
         }
         let off = vec2<f32>(neighbour_offset(n));
         q.x += f * off.x;
         q.y += f * off.y;
+        let per_depth = f * inverse_depth(face);
+        v.x += per_depth * off.x;
+        v.y += per_depth * off.y;
     }
     q *= 0.5 / c.cell_size;
-    let v = q / max(d, VELOCITY_DEPTH_FLOOR);
+    v *= 0.5 / c.cell_size;
     let speed = length(v);
     var t: CellTexels;
     t.height = vec4<f32>(b + d, d, b, select(0.0, 1.0, d > WET_DEPTH));

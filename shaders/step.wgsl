@@ -68,7 +68,7 @@ fn accelerate_limit(@builtin(global_invocation_id) gid: vec3<u32>) {
         leaving[4u + p] = -incoming;
     }
     accelerated[i] = own;
-    limit[i] = cell_limit(c, cell, depth_with_inflow(cell, i), leaving);
+    limit[i] = cell_limit(c, cell, terrain[i], depth_with_inflow(cell, i), leaving);
 }
 
 // Adds `amount` to the 64-bit ledger counter `slot` (low word with carry into the high word).
@@ -118,12 +118,20 @@ fn transfer(@builtin(global_invocation_id) gid: vec3<u32>) {
             net += pipe_quanta(c.flux_to_quanta, f, k_drainer);
         }
     }
-    let open = open_edge_count(c, cell);
-    if open > 0u {
-        let gone = pipe_quanta(c.flux_to_quanta, open_edge_outflow(c, f32(d) * DEPTH_QUANTUM) * f32(open), k_here);
+    let bed = terrain[i];
+    let edge_flux = edge_outflow(c, cell, bed, d);
+    if edge_flux > 0.0 {
+        let gone = pipe_quanta(c.flux_to_quanta, edge_flux, k_here);
         net -= gone;
         count(COUNTER_BOUNDARY_OUT, u32(gone));
     }
-    depth[i] = d + net;
+    var new_depth = d + net;
+    if has_level_edge(c) {
+        // Water from a fixed level beyond the edge, up to the deepest a cell holds.
+        let came = add_depth_clamped(new_depth, level_edge_inflow_quanta(c, cell, bed, d));
+        count(COUNTER_BOUNDARY_IN, u32(came - new_depth));
+        new_depth = came;
+    }
+    depth[i] = new_depth;
     flux[i] = kept;
 }

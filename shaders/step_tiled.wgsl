@@ -115,7 +115,7 @@ fn step_tiled(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
                 leaving[p] = own[p];
                 leaving[4u + p] = -s_pipes[region_index(l - pipe_offset(p))][p];
             }
-            k = cell_limit(c, g, s_depth[r], leaving);
+            k = cell_limit(c, g, s_bed[r], s_depth[r], leaving);
         }
         s_limit[r] = k;
     }
@@ -158,12 +158,20 @@ fn transfer_cell(origin: vec2<i32>, l: vec2<i32>) {
             net += pipe_quanta(c.flux_to_quanta, f, k_drainer);
         }
     }
-    let open = open_edge_count(c, g);
-    if open > 0u {
-        let gone = pipe_quanta(c.flux_to_quanta, open_edge_outflow(c, f32(d) * DEPTH_QUANTUM) * f32(open), k_here);
+    let bed = s_bed[r];
+    let edge_flux = edge_outflow(c, g, bed, d);
+    if edge_flux > 0.0 {
+        let gone = pipe_quanta(c.flux_to_quanta, edge_flux, k_here);
         net -= gone;
         count(COUNTER_BOUNDARY_OUT, u32(gone));
     }
-    depth_out[i] = d + net;
+    var new_depth = d + net;
+    if has_level_edge(c) {
+        // Water from a fixed level beyond the edge, up to the deepest a cell holds.
+        let came = add_depth_clamped(new_depth, level_edge_inflow_quanta(c, g, bed, d));
+        count(COUNTER_BOUNDARY_IN, u32(came - new_depth));
+        new_depth = came;
+    }
+    depth_out[i] = new_depth;
     flux_out[i] = kept;
 }

@@ -40,6 +40,15 @@ pub enum Boundary {
         /// Total inflow of the edge, m³/s, `0 ..= 1e6`.
         rate: f32,
     },
+    /// A water body beyond the edge whose surface stands at `level` (a sea, or a lake beyond the
+    /// map): water flows in or out across the edge until the edge cells' surface is at `level`.
+    /// Each edge cell exchanges `cell_size · c · (η − level)` m³/s with it, `c = √(g·d)` the
+    /// speed of small waves (a Flather condition), so waves reaching the edge leave the map
+    /// instead of reflecting. What crosses counts as boundary inflow and outflow in the ledger.
+    Level {
+        /// Surface of the water beyond the edge, local metres, `−1e6 ..= 1e6`.
+        level: f32,
+    },
 }
 
 /// One edge of the grid.
@@ -118,8 +127,14 @@ impl Params {
             return Err(Error::invalid("max_substeps", self.max_substeps, "1 ..= 100000"));
         }
         for boundary in self.boundaries {
-            if let Boundary::Inflow { rate } = boundary {
-                check_range("inflow_rate", rate, 0.0, MAX_INFLOW_RATE)?;
+            match boundary {
+                Boundary::Inflow { rate } => {
+                    check_range("inflow_rate", rate, 0.0, MAX_INFLOW_RATE)?;
+                }
+                Boundary::Level { level } => {
+                    check_range("boundary_level", level, -crate::state::MAX_TERRAIN_ABS, crate::state::MAX_TERRAIN_ABS)?;
+                }
+                Boundary::Wall | Boundary::Open => {}
             }
         }
         Ok(())

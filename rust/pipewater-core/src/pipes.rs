@@ -6,7 +6,8 @@
 //! one cell.
 //!
 //! One step of length `dt`:
-//! 1. **accelerate** ([`accelerate`]): `flux ← flux·(1−damping)^dt + dt·g·A/L·(η_owner − η_nbr)`;
+//! 1. **accelerate** ([`accelerate`]): `flux ← flux·(1−damping)^dt + dt·g·A/L·(η_owner − η_nbr)`,
+//!    and in depth-dependent mode a thin film's viscous drag ([`film_drag`]) slows it;
 //! 2. **limit** ([`limit_factor`]): each cell scales its outflow by
 //!    `k = min(1, available / requested)`, so it can never go below zero;
 //! 3. **transfer** ([`pipe_quanta`]): every pipe moves `floor(|flux|·dt/(A·q)·k_drainer)` whole
@@ -51,6 +52,8 @@ pub const BOUNDARY_WALL: u32 = 0;
 pub const BOUNDARY_OPEN: u32 = 1;
 /// See [`BOUNDARY_WALL`].
 pub const BOUNDARY_INFLOW: u32 = 2;
+/// See [`BOUNDARY_WALL`].
+pub const BOUNDARY_LEVEL: u32 = 3;
 
 /// Everything one step needs besides the fields, laid out for a WGSL uniform buffer.
 #[repr(C)]
@@ -84,6 +87,10 @@ pub struct StepConstants {
     pub boundary: [u32; 4],
     /// Quanta added to each cell of each inflow edge per step.
     pub inflow_quanta: [i32; 4],
+    /// Surface held beyond each fixed-level edge, local m (0 for other edges).
+    pub boundary_level: [f32; 4],
+    /// Padding to the uniform layout's 16-byte multiple.
+    pub _pad: [u32; 4],
 }
 
 impl StepConstants {
@@ -95,7 +102,9 @@ impl StepConstants {
             Boundary::Wall => BOUNDARY_WALL,
             Boundary::Open => BOUNDARY_OPEN,
             Boundary::Inflow { .. } => BOUNDARY_INFLOW,
+            Boundary::Level { .. } => BOUNDARY_LEVEL,
         });
+        let boundary_level = params.boundaries.map(|b| if let Boundary::Level { level } = b { level } else { 0.0 });
         StepConstants {
             width,
             height,
@@ -111,6 +120,8 @@ impl StepConstants {
             width_diag,
             boundary,
             inflow_quanta,
+            boundary_level,
+            _pad: [0; 4],
         }
     }
 
@@ -172,21 +183,51 @@ pub fn pipe_width(c: &StepConstants, p: usize, x: u32, y: u32) -> f32 {
     width
 }
 
+/// Unit vector along owned pipe `p`, grid x and y.
+pub const PIPE_DIRECTIONS: [[f32; 2]; 4] = [[1.0, 0.0], [0.0, 1.0], [FRAC_1_SQRT_2, FRAC_1_SQRT_2], [-FRAC_1_SQRT_2, FRAC_1_SQRT_2]];
+const FRAC_1_SQRT_2: f32 = std::f32::consts::FRAC_1_SQRT_2;
+
+/// Length of owned pipe `p`, m: `dx`, or `dx·√2` for a diagonal.
+#[inline]
+pub fn pipe_length(c: &StepConstants, p: usize) -> f32 {
+    if is_diagonal(p) {
+        c.cell_size * std::f32::consts::SQRT_2
+    } else {
+        c.cell_size
+    }
+}
+
+/// Kinematic viscosity of water, m²/s: sets the drag of [`film_drag`].
+pub const FILM_VISCOSITY: f32 = 1.0e-6;
+
+/// Phase 1, thin water (depth-dependent mode): the viscous drag of a laminar film,
+/// `∂u/∂t = −3ν·u/h²`, taken implicitly: `flux / (1 + dt·3ν/h²)` for face depth `h` m, and no
+/// flux at all through a dry face. Its time scale `h²/(3ν)` is 0.3 s at 1 mm, 3 ms at 0.1 mm
+/// and 30 s at 1 cm: velocities in water thinner than about a millimetre fade to zero instead
+/// of carrying a large flux through a film, while deeper water is left as it is.
+#[inline]
+pub fn film_drag(c: &StepConstants, flux: f32, depth: f32) -> f32 {
+    if depth <= 0.0 {
+        return 0.0;
+    }
+    flux / (1.0 + c.dt * (3.0 * FILM_VISCOSITY) / (depth * depth))
+}
+
 /// Phase 1: the new flux of owned pipe `p` of cell `a = (x, y)` (m³/s, positive from `a` to its
 /// neighbour `b`), from the old flux, the beds (m) and the depths (quanta) of both cells.
 #[inline]
 #[allow(clippy::too_many_arguments)]
 pub fn accelerate(c: &StepConstants, p: usize, x: u32, y: u32, flux: f32, bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32) -> f32 {
-    let diagonal = is_diagonal(p);
     let width = pipe_width(c, p, x, y);
-    let length = if diagonal { c.cell_size * std::f32::consts::SQRT_2 } else { c.cell_size };
-    let depth = if c.depth_dependent != 0 {
-        face_depth(bed_a + depth_a as f32 * DEPTH_QUANTUM, bed_a, bed_b + depth_b as f32 * DEPTH_QUANTUM, bed_b)
-    } else {
-        c.pipe_depth
-    };
+    let length = pipe_length(c, p);
+    if c.depth_dependent == 0 {
+        let conductance = c.gravity * width * c.pipe_depth / length;
+        return flux * c.flux_decay + c.dt * conductance * surface_drive(bed_a, depth_a, bed_b, depth_b);
+    }
+    let depth = face_depth(bed_a + depth_a as f32 * DEPTH_QUANTUM, bed_a, bed_b + depth_b as f32 * DEPTH_QUANTUM, bed_b);
     let conductance = c.gravity * width * depth / length;
-    flux * c.flux_decay + c.dt * conductance * surface_drive(bed_a, depth_a, bed_b, depth_b)
+    let f = flux * c.flux_decay + c.dt * conductance * surface_drive(bed_a, depth_a, bed_b, depth_b);
+    film_drag(c, f, depth)
 }
 
 /// Outflow of a cell through one open edge at critical flow, m³/s: `cell_size · d · √(g·d)`.
@@ -240,6 +281,52 @@ pub fn open_edge_count(c: &StepConstants, x: u32, y: u32) -> u32 {
     (0..4).filter(|&e| on_edge[e] && c.boundary[e] == BOUNDARY_OPEN).count() as u32
 }
 
+/// Flux (m³/s) between cell `(x, y)` (bed `bed` m, `depth` quanta) and the water held beyond
+/// the fixed-level edges it lies on ([`crate::Boundary::Level`]): positive out of the cell,
+/// negative into it. Per edge `cell_size · √(g·h) · (η − level)`, with `h` the deeper of the two
+/// surfaces over the cell's bed; surfaces within one quantum of the level exchange nothing.
+#[inline]
+pub fn level_edge_flux(c: &StepConstants, x: u32, y: u32, bed: f32, depth: i32) -> f32 {
+    let on_edge = [y == 0, x + 1 == c.width, y + 1 == c.height, x == 0];
+    let mut flux = 0.0;
+    for e in 0..4 {
+        if on_edge[e] && c.boundary[e] == BOUNDARY_LEVEL {
+            let level = c.boundary_level[e];
+            let difference = (bed - level) + depth as f32 * DEPTH_QUANTUM;
+            let drive = difference - difference.clamp(-DEPTH_QUANTUM, DEPTH_QUANTUM);
+            let h = (bed + depth as f32 * DEPTH_QUANTUM).max(level) - bed;
+            if h > 0.0 {
+                flux += c.cell_size * (c.gravity * h).sqrt() * drive;
+            }
+        }
+    }
+    flux
+}
+
+/// Flux (m³/s) leaving cell `(x, y)` through the edges of the grid: critical outflow over open
+/// edges and outflow into fixed levels. It is limited with the cell's pipes.
+#[inline]
+pub fn edge_outflow(c: &StepConstants, x: u32, y: u32, bed: f32, depth: i32) -> f32 {
+    let mut out = 0.0;
+    let open = open_edge_count(c, x, y);
+    if open > 0 {
+        out = open_edge_outflow(c, depth as f32 * DEPTH_QUANTUM) * open as f32;
+    }
+    out + level_edge_flux(c, x, y, bed, depth).max(0.0)
+}
+
+/// Quanta entering cell `(x, y)` this step from fixed-level edges (water held beyond the edge
+/// is unlimited, so no limit factor applies).
+#[inline]
+pub fn level_edge_inflow_quanta(c: &StepConstants, x: u32, y: u32, bed: f32, depth: i32) -> i32 {
+    let flux = level_edge_flux(c, x, y, bed, depth);
+    if flux < 0.0 {
+        pipe_quanta(c.flux_to_quanta, -flux, 1.0)
+    } else {
+        0
+    }
+}
+
 /// Number of inflow-edge cells of edge `e` (0 North … 3 West) — the cells that receive
 /// `inflow_quanta[e]` each step.
 #[inline]
@@ -281,13 +368,41 @@ pub fn discharge(cell_size: f32, outgoing: &[f32; 8]) -> [f32; 2] {
 /// (E, S, SE, SW), then the four owned by neighbours, seen from this cell (W, N, NW, NE).
 pub const NEIGHBOUR_OFFSETS: [(i32, i32); 8] = [(1, 0), (0, 1), (1, 1), (-1, 1), (-1, 0), (0, -1), (-1, -1), (1, -1)];
 
-/// Below this depth (m) velocities are computed as if the water were this deep, so that a thin
-/// film with a little flux does not report absurd speeds.
-pub const VELOCITY_DEPTH_FLOOR: f32 = 0.005;
+/// Depth, m, below which velocities fade: [`velocity`] divides a discharge by
+/// `(h² + max(h², ε²)) / (2h)` instead of `h`, which equals `h` above this depth and makes the
+/// velocity of thinner water go to zero with the depth, never to infinity (Kurganov and
+/// Petrova's desingularisation, 2007).
+pub const VELOCITY_DEPTH_FLOOR: f32 = 0.001;
 
-/// Depth-averaged velocity (m/s) from a discharge and a depth.
+/// `1/h` for a depth `h` (m) above [`VELOCITY_DEPTH_FLOOR`]; below it `2h/(h² + ε²)`, which
+/// goes to zero with the depth instead of to infinity.
+#[inline]
+pub fn inverse_depth(depth: f32) -> f32 {
+    let h = depth.max(0.0);
+    let floor = VELOCITY_DEPTH_FLOOR * VELOCITY_DEPTH_FLOOR;
+    2.0 * h / (h * h + (h * h).max(floor))
+}
+
+/// Depth-averaged velocity (m/s) from a discharge (m²/s) and a depth (m): `q/h` above
+/// [`VELOCITY_DEPTH_FLOOR`], fading to zero in thinner water.
 #[inline]
 pub fn velocity(q: [f32; 2], depth: f32) -> [f32; 2] {
-    let d = depth.max(VELOCITY_DEPTH_FLOOR);
-    [q[0] / d, q[1] / d]
+    let scale = inverse_depth(depth);
+    [q[0] * scale, q[1] * scale]
+}
+
+/// The depth-averaged velocity (m/s) of a cell from the pipes that touch it, as the snapshot
+/// reports it: `outgoing` as for [`discharge`], `face_depths[i]` the face depth (m) of the pipe
+/// towards `NEIGHBOUR_OFFSETS[i]`. Each pipe's flux over its own face depth is its velocity
+/// times its width, and [`discharge`] of those is the mean velocity, exact for uniform flow.
+/// Dividing the cell's discharge by the cell's own depth instead would give a cell holding a
+/// film at a flood's edge the flux of the deep water beside it over the film's depth: tens of
+/// m/s from micrometres of water. Faces thinner than [`VELOCITY_DEPTH_FLOOR`] fade out.
+#[inline]
+pub fn centre_velocity(cell_size: f32, outgoing: &[f32; 8], face_depths: &[f32; 8]) -> [f32; 2] {
+    let mut per_depth = [0.0f32; 8];
+    for i in 0..8 {
+        per_depth[i] = outgoing[i] * inverse_depth(face_depths[i]);
+    }
+    discharge(cell_size, &per_depth)
 }

@@ -16,7 +16,7 @@
 //! 1. grid: width `u32`, height `u32`, cell size `f32` (m);
 //! 2. params: gravity `f32`, damping `f32`, neighbours `u8` (4 or 8), cross-section `u8`
 //!    (0 classic, 1 depth-dependent), pipe depth `f32`, four boundaries (N, E, S, W) as kind `u8`
-//!    (0 wall, 1 open, 2 inflow) and inflow rate `f32`, cfl `f32`, max step `f32`, max substeps
+//!    (0 wall, 1 open, 2 inflow, 3 fixed level) and its inflow rate or level `f32`, cfl `f32`, max step `f32`, max substeps
 //!    `u32`;
 //! 3. clock: frames `u64`, simulated seconds `f64`, the last frame's report (substeps `u32`,
 //!    step, simulated and dropped seconds `f32`), the recent depth gains that enter the step
@@ -110,6 +110,7 @@ impl SavedState {
                 Boundary::Wall => (0, 0.0),
                 Boundary::Open => (1, 0.0),
                 Boundary::Inflow { rate } => (2, rate),
+                Boundary::Level { level } => (3, level),
             };
             u8_(&mut p, kind);
             f32_(&mut p, rate);
@@ -303,12 +304,13 @@ impl Reader<'_> {
         let pipe_depth = self.f32("pipe depth")?;
         let mut boundaries = [Boundary::Wall; 4];
         for (edge, boundary) in boundaries.iter_mut().enumerate() {
-            let (kind, rate) = (self.u8("boundary kind")?, self.f32("inflow rate")?);
+            let (kind, value) = (self.u8("boundary kind")?, self.f32("inflow rate or level")?);
             *boundary = match kind {
                 0 => Boundary::Wall,
                 1 => Boundary::Open,
-                2 => Boundary::Inflow { rate },
-                other => return Err(invalid(format!("boundary kind {other} on edge {edge} (0 wall, 1 open, 2 inflow)"))),
+                2 => Boundary::Inflow { rate: value },
+                3 => Boundary::Level { level: value },
+                other => return Err(invalid(format!("boundary kind {other} on edge {edge} (0 wall, 1 open, 2 inflow, 3 level)"))),
             };
         }
         let params = Params {

@@ -40,6 +40,8 @@ pub const MAX_TERRAIN_DELTA: f32 = 1.0e4;
 pub const MIN_STEP: f32 = 1.0e-7;
 /// Longest frame one `advance` accepts, s.
 pub const MAX_FRAME_DELTA: f32 = 10.0;
+/// Fastest initial velocity accepted, m/s (magnitude of each component).
+pub const MAX_INITIAL_SPEED: f32 = 1.0e3;
 
 /// Identifies a source or drain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -64,7 +66,9 @@ pub struct FrameReport {
     pub substeps: u32,
     /// Length of each step, s.
     pub step: f32,
-    /// Simulated time of the frame, s (less than asked when `max_substeps` capped it).
+    /// Simulated time of the frame, s: less than asked when `max_substeps` capped it, 0 when the
+    /// frame (with time carried from earlier short frames) was shorter than [`MIN_STEP`], whose
+    /// time is then carried into the next frame rather than dropped.
     pub simulated: f32,
     /// Simulated time the frame had to drop to stay stable, s.
     pub dropped: f32,
@@ -87,6 +91,10 @@ pub struct Simulation {
     frames: u64,
     elapsed: f64,
     last_report: FrameReport,
+    /// Time of frames too short for one step, s, carried into the next `advance`.
+    carried_time: f32,
+    /// Velocity of each cell at the reset point (m/s, local X and Z), when one was set.
+    initial_velocity: Option<Vec<[f32; 2]>>,
     gpu_unavailable: Option<Error>,
 }
 
@@ -121,6 +129,8 @@ impl Simulation {
             frames: 0,
             elapsed: 0.0,
             last_report: FrameReport::default(),
+            carried_time: 0.0,
+            initial_velocity: None,
             gpu_unavailable,
         }
     }
@@ -171,6 +181,8 @@ impl Simulation {
     pub fn set_params(&mut self, params: Params) -> Result<()> {
         params.validate()?;
         self.params = params;
+        // Pipe widths may have changed: the reset point's current is rebuilt for them.
+        self.apply_initial_velocity();
         Ok(())
     }
 
@@ -223,17 +235,28 @@ impl Simulation {
     }
 
     /// Advances by `delta` seconds of simulated time, in as many equal steps as stability needs
-    /// (at most `max_substeps`; past that, time is dropped rather than stability).
+    /// (at most `max_substeps`; past that, time is dropped rather than stability). Frames shorter
+    /// than [`MIN_STEP`] are not dropped: their time is carried into the next frame.
     pub fn advance(&mut self, delta: f32) -> Result<FrameReport> {
         check_range("delta", delta, 0.0, MAX_FRAME_DELTA)?;
-        if delta == 0.0 {
-            return Ok(FrameReport::default());
+        let delta = delta + self.carried_time;
+        if delta < MIN_STEP {
+            self.carried_time = delta;
+            let report = FrameReport::default();
+            self.last_report = report;
+            return Ok(report);
         }
+        self.carried_time = 0.0;
         let stable = self.stable_step();
         let wanted = (delta / stable).ceil().max(1.0);
+        let capped = wanted > self.params.max_substeps as f32;
         let substeps = (wanted.min(self.params.max_substeps as f32)) as u32;
-        let step = if wanted > self.params.max_substeps as f32 { stable } else { delta / substeps as f32 };
-        let report = FrameReport { substeps, step, simulated: step * substeps as f32, dropped: (delta - step * substeps as f32).max(0.0) };
+        let step = if capped { stable } else { (delta / substeps as f32).max(MIN_STEP) };
+        let simulated = step * substeps as f32;
+        // Only a capped frame drops time; otherwise `step · substeps` differs from `delta` by
+        // float rounding alone, which is no time lost.
+        let dropped = if capped { (delta - simulated).max(0.0) } else { 0.0 };
+        let report = FrameReport { substeps, step, simulated, dropped };
         self.run_steps(step, substeps)?;
         self.last_report = report;
         Ok(report)
@@ -417,7 +440,57 @@ impl Simulation {
         crate::state::check_terrain(&self.grid, terrain)?;
         self.backend.set_terrain(terrain)?;
         self.initial.terrain.copy_from_slice(terrain);
+        self.apply_initial_velocity();
         Ok(())
+    }
+
+    /// Sets the velocity the water has at the start and after every [`Simulation::reset`]:
+    /// `velocity[i]` (m/s, local X and Z) for cell `i` in row-major order, each component within
+    /// ±[`MAX_INITIAL_SPEED`]. It is turned into pipe fluxes ([`State::set_velocity`]) once, on
+    /// the CPU, and the simulation restarts from the reset point with it, so every backend starts
+    /// from the same fluxes. Meant for setting up a level (a river already flowing), not for
+    /// every frame.
+    pub fn set_initial_velocity(&mut self, velocity: &[[f32; 2]]) -> Result<()> {
+        if velocity.len() != self.grid.cell_count() {
+            return Err(Error::WrongLength { name: "velocity", expected: self.grid.cell_count(), actual: velocity.len() });
+        }
+        for v in velocity.iter().flatten() {
+            check_range("velocity", *v, -MAX_INITIAL_SPEED, MAX_INITIAL_SPEED)?;
+        }
+        self.initial_velocity = Some(velocity.to_vec());
+        self.apply_initial_velocity();
+        self.reset()
+    }
+
+    /// Sets a uniform current of `velocity` (m/s, local X and Z) at the start and after every
+    /// reset in the cells whose centres lie within the local rectangle from `min` to `max`
+    /// (X, Z; m), keeping the initial velocity of the other cells (zero unless set), then
+    /// restarts from the reset point like [`Simulation::set_initial_velocity`].
+    pub fn set_initial_current(&mut self, min: [f32; 2], max: [f32; 2], velocity: [f32; 2]) -> Result<()> {
+        Self::check_point(min[0], min[1])?;
+        Self::check_point(max[0], max[1])?;
+        for v in velocity {
+            check_range("velocity", v, -MAX_INITIAL_SPEED, MAX_INITIAL_SPEED)?;
+        }
+        let g = self.grid;
+        let mut field = self.initial_velocity.clone().unwrap_or_else(|| vec![[0.0; 2]; g.cell_count()]);
+        for y in 0..g.height {
+            for x in 0..g.width {
+                let [px, pz] = g.cell_centre(x, y);
+                if px >= min[0].min(max[0]) && px <= min[0].max(max[0]) && pz >= min[1].min(max[1]) && pz <= min[1].max(max[1]) {
+                    field[g.index(x, y)] = velocity;
+                }
+            }
+        }
+        self.set_initial_velocity(&field)
+    }
+
+    /// Rewrites the reset point's fluxes from the initial velocity, when one is set.
+    fn apply_initial_velocity(&mut self) {
+        if let Some(field) = &self.initial_velocity {
+            let w = self.grid.width;
+            self.initial.set_velocity(&self.params, |x, y| field[(y * w + x) as usize]);
+        }
     }
 
     /// Adds a source (`rate` > 0) or drain (`rate` < 0) of `|rate|` m³/s spread over the cells
@@ -465,6 +538,7 @@ impl Simulation {
             s.carry = 0.0;
         }
         self.elapsed = 0.0;
+        self.carried_time = 0.0;
         self.recent_gain = [0.0; 3];
         Ok(())
     }
@@ -476,6 +550,7 @@ impl Simulation {
         }
         crate::state::check_terrain(&self.grid, &state.terrain)?;
         self.initial = state;
+        self.initial_velocity = None;
         self.reset()
     }
 

@@ -2,7 +2,8 @@
 
 use crate::error::{Error, Result};
 use crate::grid::Grid;
-use crate::pipes::{discharge, velocity, PIPE_OFFSETS};
+use crate::params::Params;
+use crate::pipes::{centre_velocity, discharge, face_depth, pipe_width, StepConstants, NEIGHBOUR_OFFSETS, PIPE_DIRECTIONS, PIPE_OFFSETS};
 use crate::quanta::{depth_to_quanta, quanta_to_depth, MAX_DEPTH};
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -48,6 +49,37 @@ impl State {
         }
     }
 
+    /// Sets every pipe flux so that the water moves with `velocity(x, y)` (m/s along grid x and
+    /// y, i.e. local X and Z) for the pipe widths of `params`: each pipe carries its face depth
+    /// times its width times the mean velocity of its two cells along the pipe. For uniform
+    /// flow the cells' velocity ([`Snapshot`]'s flow texels) is exactly `velocity` wherever the
+    /// water is level. Pipes over dry faces carry nothing.
+    pub fn set_velocity(&mut self, params: &Params, velocity: impl Fn(u32, u32) -> [f32; 2]) {
+        let g = self.grid;
+        let c = StepConstants::new(params, g.width, g.height, g.cell_size, 0.0, [0; 4]);
+        for y in 0..g.height {
+            for x in 0..g.width {
+                let i = g.index(x, y);
+                let mut pipes = [0.0f32; 4];
+                for (p, pipe) in pipes.iter_mut().enumerate() {
+                    let (ox, oy) = PIPE_OFFSETS[p];
+                    let (nx, ny) = (x as i64 + ox as i64, y as i64 + oy as i64);
+                    if !c.pipe_active(p) || nx < 0 || ny < 0 || nx >= g.width as i64 || ny >= g.height as i64 {
+                        continue;
+                    }
+                    let j = g.index(nx as u32, ny as u32);
+                    let (va, vb) = (velocity(x, y), velocity(nx as u32, ny as u32));
+                    let e = PIPE_DIRECTIONS[p];
+                    let along = 0.5 * ((va[0] + vb[0]) * e[0] + (va[1] + vb[1]) * e[1]);
+                    let (ba, bb) = (self.terrain[i], self.terrain[j]);
+                    let depth = face_depth(ba + self.depth_m(i), ba, bb + self.depth_m(j), bb);
+                    *pipe = pipe_width(&c, p, x, y) * depth * along;
+                }
+                self.flux[i] = pipes;
+            }
+        }
+    }
+
     /// Water depth of cell `i`, m.
     #[inline]
     pub fn depth_m(&self, i: usize) -> f32 {
@@ -77,6 +109,23 @@ impl State {
         out
     }
 
+    /// Face depth (m, see [`face_depth`]) of the pipe from cell `(x, y)` towards each of its eight
+    /// neighbours, in [`crate::pipes::NEIGHBOUR_OFFSETS`] order; 0 off the grid.
+    pub fn face_depths(&self, x: u32, y: u32) -> [f32; 8] {
+        let g = &self.grid;
+        let i = g.index(x, y);
+        let (bed, surface) = (self.terrain[i], self.terrain[i] + self.depth_m(i));
+        let mut faces = [0.0; 8];
+        for (n, &(ox, oy)) in NEIGHBOUR_OFFSETS.iter().enumerate() {
+            let (nx, ny) = (x as i64 + ox as i64, y as i64 + oy as i64);
+            if nx >= 0 && ny >= 0 && nx < g.width as i64 && ny < g.height as i64 {
+                let j = g.index(nx as u32, ny as u32);
+                faces[n] = face_depth(surface, bed, self.terrain[j] + self.depth_m(j), self.terrain[j]);
+            }
+        }
+        faces
+    }
+
     /// Builds the snapshot that queries and textures read (rows in parallel).
     pub fn snapshot(&self, sequence: u64, counters: Counters) -> Snapshot {
         self.snapshot_reusing(sequence, counters, None)
@@ -99,8 +148,9 @@ impl State {
                     let i = y * w + x;
                     let d = self.depth_m(i);
                     let b = self.terrain[i];
-                    let q = discharge(g.cell_size, &self.outgoing_fluxes(x as u32, y as u32));
-                    let v = velocity(q, d);
+                    let outgoing = self.outgoing_fluxes(x as u32, y as u32);
+                    let q = discharge(g.cell_size, &outgoing);
+                    let v = centre_velocity(g.cell_size, &outgoing, &self.face_depths(x as u32, y as u32));
                     let speed = v[0].hypot(v[1]);
                     height_row[x] = [b + d, d, b, if d > WET_DEPTH { 1.0 } else { 0.0 }];
                     flow_row[x] = [v[0], v[1], speed, q[0].hypot(q[1])];

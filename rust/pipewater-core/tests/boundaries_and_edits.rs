@@ -363,3 +363,160 @@ fn demo_reservoir_fills_only_the_basin_behind_the_dam() {
         assert!(depth_at_dam > 1.0);
     }
 }
+
+/// A fixed-level edge holds a sea at the map's edge: with water pouring in through the opposite
+/// edge the surface at the sea edge stays at the sea level and the extra water leaves through it;
+/// when the tide then rises, water flows in until the basin stands at the new level. Every
+/// quantum that crosses the sea edge is in the ledger.
+#[test]
+fn fixed_level_edge_holds_a_sea_through_a_tide_of_inflow() {
+    /// The edge cells' surface stands above the sea by the head that drives the poured water
+    /// out, `Q/(W·√(g·h))` = 2 m³/s / (20 m · 3.13 m/s) = 0.032 m; allowed: up to 1.5 times it
+    /// (the outflow is still catching up with the inflow after 60 s), and never below the sea.
+    const EDGE_HEAD_M: f32 = 0.032;
+    const EDGE_SURFACE_TOLERANCE_M: f32 = 1.5 * EDGE_HEAD_M;
+    /// After the tide has risen, the whole basin stands at the new level within this. The edge
+    /// lets the sea in at `W·√(g·h)·Δη`, so the basin approaches the tide with the time scale
+    /// `A/(W·√(g·h))` ≈ 1200 m² / (20 m · 3.4 m/s) ≈ 18 s; 120 s leave 0.3 m · e^(−6.7) ≈ 0.4 mm
+    /// and the seiches of a frictionless basin.
+    const TIDE_TOLERANCE_M: f32 = 0.01;
+    let g = grid(60, 20, 1.0);
+    let mut state = State::new(g);
+    for y in 0..g.height {
+        for x in 0..g.width {
+            // A beach rising from the sea (east) to the land (west).
+            state.terrain[g.index(x, y)] = -1.0 + 0.02 * (g.width - 1 - x) as f32;
+        }
+    }
+    state.fill_to_level(0.0);
+    let sea = |level| {
+        let mut p = Params::default();
+        p.boundaries[Edge::East as usize] = Boundary::Level { level };
+        p.boundaries[Edge::West as usize] = Boundary::Inflow { rate: 2.0 };
+        p
+    };
+    let mut sim = Simulation::cpu(state, sea(0.0)).unwrap();
+    for _ in 0..1800 {
+        sim.advance(1.0 / 30.0).unwrap();
+    }
+    let s = sim.read_state().unwrap();
+    let edge_surface = (0..g.height).map(|y| s.terrain[g.index(g.width - 1, y)] + s.depth_m(g.index(g.width - 1, y))).fold(f32::MIN, f32::max);
+    let c = sim.ledger().unwrap().counters;
+    let qv = sim.quantum_volume();
+    let (actual, expected) = mass_identity(&mut sim);
+    println!(
+        "sea at 0 m, 2 m³/s pouring in from the west for 60 s: highest edge surface {edge_surface:+.4} m (Flather head {EDGE_HEAD_M} m); in {:.2} m³ (inflow edge and sea), out {:.2} m³ to the sea; mass {actual} = {expected}",
+        c.boundary_in as f64 * qv,
+        c.boundary_out as f64 * qv
+    );
+    assert!(edge_surface > 0.0 && edge_surface < EDGE_SURFACE_TOLERANCE_M, "the sea edge stands at {edge_surface} m");
+    assert!(c.boundary_out as f64 * qv > 60.0, "the poured water leaves through the sea edge");
+    assert_eq!(actual, expected);
+
+    // The tide rises by 0.3 m with the inflow stopped: the sea floods the beach.
+    let mut tide = sea(0.3);
+    tide.boundaries[Edge::West as usize] = Boundary::Wall;
+    sim.set_params(tide).unwrap();
+    let before = sim.read_state().unwrap().total_quanta();
+    for _ in 0..3600 {
+        sim.advance(1.0 / 30.0).unwrap();
+    }
+    let s = sim.read_state().unwrap();
+    let worst = (0..g.cell_count()).filter(|&i| s.depth[i] > 0).map(|i| (s.terrain[i] + s.depth_m(i) - 0.3).abs()).fold(0.0, f32::max);
+    let gained = (s.total_quanta() - before) as f64 * qv;
+    let (actual, expected) = mass_identity(&mut sim);
+    println!("tide to +0.3 m, 120 s later: {gained:.2} m³ came in from the sea; worst wet surface {worst:.4} m from +0.3 m; mass {actual} = {expected}");
+    assert!(worst < TIDE_TOLERANCE_M, "the basin stands {worst} m off the tide");
+    assert!(gained > 0.0);
+    assert_eq!(actual, expected);
+}
+
+/// Waves leave through a fixed-level edge rather than reflecting: a bump released next to it
+/// leaves far less behind than it does next to a wall.
+#[test]
+fn waves_leave_through_a_fixed_level_edge() {
+    /// A Flather edge absorbs a normally incident long wave; what stays is the part of the bump
+    /// running the other way and small reflections of the discrete scheme.
+    const REFLECTION_MAX: f64 = 0.1;
+    let g = grid(200, 3, 0.5);
+    let run = |boundary| {
+        let mut state = scenarios::flat_pool(g, 1.0);
+        for y in 0..g.height {
+            for x in 0..g.width {
+                let r = (x as f32 - 150.0) * 0.5;
+                state.depth[g.index(x, y)] = pipewater_core::quanta::depth_to_quanta(1.0 + 0.05 * (-(r * r) / 8.0).exp());
+            }
+        }
+        let mut params = physical_params();
+        params.boundaries[Edge::East as usize] = boundary;
+        params.boundaries[Edge::West as usize] = Boundary::Level { level: 1.0 };
+        let s = run_fixed(&mut Simulation::cpu(state, params).unwrap(), 0.02, 2000);
+        // Energy left: sum of squared surface displacement.
+        (0..g.cell_count()).map(|i| ((s.depth_m(i) - 1.0) as f64).powi(2)).sum::<f64>()
+    };
+    let (wall, level) = (run(Boundary::Wall), run(Boundary::Level { level: 1.0 }));
+    println!("40 s after a bump is released: Σ(η−1)² = {wall:.3e} with walls, {level:.3e} with fixed levels on both sides: {:.1} % left", 100.0 * level / wall);
+    assert!(level < REFLECTION_MAX * wall);
+}
+
+/// An initial current set before the start is carried downstream: in a level channel with the
+/// current set in its upstream half, the water there starts moving at that speed, and after a
+/// while the water downstream moves the same way. It survives a reset.
+#[test]
+fn initial_current_is_carried_downstream_by_a_channel() {
+    /// The snapshot's velocity of uniform flow is exact; this covers rounding.
+    const START_TOLERANCE: f32 = 1.0e-4;
+    let g = grid(120, 10, 1.0);
+    let state = scenarios::flat_pool(g, 1.0);
+    let mut params = physical_params();
+    params.boundaries[Edge::East as usize] = Boundary::Level { level: 1.0 };
+    params.boundaries[Edge::West as usize] = Boundary::Level { level: 1.0 };
+    let mut sim = Simulation::cpu(state, params).unwrap();
+    // The western half (local X < 0) flows east at 0.5 m/s.
+    sim.set_initial_current([-60.0, -5.0], [0.0, 5.0], [0.5, 0.0]).unwrap();
+    let speed_at = |sim: &mut Simulation, x: f32| sim.flow_velocity(x, 0.0).unwrap();
+    let start = speed_at(&mut sim, -30.0);
+    let still = speed_at(&mut sim, 30.0);
+    for _ in 0..300 {
+        sim.advance(1.0 / 30.0).unwrap();
+    }
+    let later = speed_at(&mut sim, 30.0);
+    let total = sim.read_state().unwrap();
+    sim.reset().unwrap();
+    let after_reset = speed_at(&mut sim, -30.0);
+    println!(
+        "initial current: {:.4} m/s at x = −30 m, {:.4} m/s at x = +30 m; after 10 s {:.4} m/s at +30 m; after reset {:.4} m/s at −30 m; total water {:.1} m³",
+        start[0], still[0], later[0], after_reset[0], total.total_quanta() as f64 * sim.quantum_volume()
+    );
+    assert!((start[0] - 0.5).abs() < START_TOLERANCE && start[1].abs() < START_TOLERANCE);
+    assert!(still[0].abs() < START_TOLERANCE);
+    assert!(later[0] > 0.05, "the current reached the downstream half");
+    assert_eq!(after_reset, start, "reset restores the initial current");
+    assert!(matches!(sim.set_initial_velocity(&[[0.0, 0.0]; 3]), Err(Error::WrongLength { name: "velocity", .. })));
+    assert!(matches!(sim.set_initial_current([0.0, 0.0], [1.0, 1.0], [f32::NAN, 0.0]), Err(Error::InvalidArgument { name: "velocity", .. })));
+}
+
+/// `advance` reports only real losses: a frame that fits its substeps drops nothing (not even
+/// float rounding), and a frame shorter than the minimum step is carried into the next one
+/// instead of failing with an error about an argument the caller never passed.
+#[test]
+fn short_frames_are_carried_and_rounding_is_not_reported_as_dropped_time() {
+    let g = grid(16, 16, 1.0);
+    let mut sim = Simulation::cpu(scenarios::water_column(g, 3.0, 1.0), Params::default()).unwrap();
+    let mut worst_dropped = 0.0f32;
+    for delta in [1.0 / 60.0, 1.0 / 30.0, 0.0123, 0.1] {
+        let report = sim.advance(delta).unwrap();
+        worst_dropped = worst_dropped.max(report.dropped);
+    }
+    let tiny = pipewater_core::simulation::MIN_STEP * 0.5;
+    let first = sim.advance(tiny).unwrap();
+    let elapsed = sim.elapsed();
+    let second = sim.advance(tiny).unwrap();
+    println!(
+        "largest dropped time over uncapped frames {worst_dropped:e} s; a {tiny:e} s frame: {} substeps, {:e} s simulated; the next: {} substeps of {:e} s, clock {:e} → {:e} s",
+        first.substeps, first.simulated, second.substeps, second.step, elapsed, sim.elapsed()
+    );
+    assert_eq!(worst_dropped, 0.0);
+    assert_eq!(first.substeps, 0);
+    assert!(second.substeps == 1 && second.simulated >= pipewater_core::simulation::MIN_STEP * 0.999);
+}

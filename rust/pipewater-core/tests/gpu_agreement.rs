@@ -176,3 +176,30 @@ fn terrain_changes_on_gpu_match_cpu() {
         sim.modify_terrain(x + 1.0, 3.0, -0.3, 3.0).unwrap();
     });
 }
+
+#[test]
+fn fixed_level_edges_and_an_initial_current_on_gpu_match_cpu() {
+    if !gpu_or_skip("fixed_level_edges_and_an_initial_current_on_gpu_match_cpu") {
+        return;
+    }
+    let g = grid(80, 24, 0.5);
+    let mut state = scenarios::dam_break(g, 30, 0.8, 0.3);
+    for (i, b) in state.terrain.iter_mut().enumerate() {
+        *b = 0.002 * (i % 80) as f32;
+    }
+    let mut boundaries = [Boundary::Wall; 4];
+    boundaries[Edge::East as usize] = Boundary::Level { level: 0.6 };
+    boundaries[Edge::North as usize] = Boundary::Level { level: 0.2 };
+    let params = Params { boundaries, ..Params::default() };
+    let (mut cpu, mut gpu) = pair(state, params);
+    for sim in [&mut cpu, &mut gpu] {
+        sim.set_initial_current([-20.0, -6.0], [0.0, 6.0], [0.4, -0.1]).unwrap();
+    }
+    let (c0, g0) = (cpu.read_state().unwrap(), gpu.read_state().unwrap());
+    println!("initial current: CPU and GPU start from identical fluxes: {}", c0.flux == g0.flux);
+    assert_eq!(c0.flux, g0.flux, "the initial current is computed once, on the CPU, for every backend");
+    run_both("fixed levels and an initial current", &mut cpu, &mut gpu, 0.03, 10, 30, |_, _| {});
+    let c = gpu.ledger().unwrap().counters;
+    println!("fixed levels: GPU boundary in {} out {} quanta", c.boundary_in, c.boundary_out);
+    assert!(c.boundary_in > 0 && c.boundary_out > 0);
+}

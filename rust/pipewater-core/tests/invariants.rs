@@ -26,10 +26,11 @@ fn random_case(seed: u64) -> (State, Params) {
         let i = (rng.next_u64() % g.cell_count() as u64) as usize;
         state.depth[i] = state.depth[i].saturating_add(pipewater_core::quanta::depth_to_quanta(rng.range(0.0, 3.0)));
     }
-    let boundary = |r: u64| match r % 3 {
+    let boundary = |r: u64| match r % 4 {
         0 => Boundary::Wall,
         1 => Boundary::Open,
-        _ => Boundary::Inflow { rate: (r % 7) as f32 * 0.1 },
+        2 => Boundary::Inflow { rate: (r % 7) as f32 * 0.1 },
+        _ => Boundary::Level { level: (r % 11) as f32 * 0.1 * relief },
     };
     let params = Params {
         gravity: rng.range(1.0, 30.0),

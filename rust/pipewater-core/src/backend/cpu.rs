@@ -3,8 +3,8 @@
 
 use super::{Backend, BackendKind, CellTerrain, CellWater, EditOutcome, FramePlan};
 use crate::error::{Error, Result};
-use crate::pipes::{accelerate, inflow_for_cell, requested_quanta, limit_factor, open_edge_count, open_edge_outflow, pipe_quanta, StepConstants, PIPE_OFFSETS};
-use crate::quanta::{quanta_to_depth, MAX_DEPTH_QUANTA};
+use crate::pipes::{accelerate, edge_outflow, inflow_for_cell, level_edge_inflow_quanta, limit_factor, pipe_quanta, requested_quanta, StepConstants, PIPE_OFFSETS};
+use crate::quanta::MAX_DEPTH_QUANTA;
 use crate::state::{check_terrain, Counters, Snapshot, SpareSnapshots, State, MAX_TERRAIN_ABS};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -99,28 +99,31 @@ impl CpuBackend {
         let State { terrain, depth, flux, .. } = &mut self.state;
         let eight = c.eight_neighbours != 0;
 
-        // Phase 1: accelerate every owned pipe from the surface difference across it. Pipes that
-        // lead off the grid (or diagonals in four-neighbour mode) stay at zero.
         let terrain: &[f32] = terrain;
         let depth_before: &[i32] = depth;
         let flux_before: &[[f32; 4]] = flux;
+
+
+        // Phase 1: accelerate every owned pipe from the surface difference across it. Pipes that
+        // lead off the grid (or diagonals in four-neighbour mode) stay at zero.
         self.accelerated.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
             let below = y + 1 < h;
             for (x, pipes) in row.iter_mut().enumerate() {
                 let i = y * w + x;
                 let (b, d, f) = (terrain[i], depth_before[i], flux_before[i]);
+                let (x32, y32) = (x as u32, y as u32);
                 let mut new = [0.0f32; 4];
                 if x + 1 < w {
-                    new[0] = accelerate(c, 0, x as u32, y as u32, f[0], b, d, terrain[i + 1], depth_before[i + 1]);
+                    new[0] = accelerate(c, 0, x32, y32, f[0], b, d, terrain[i + 1], depth_before[i + 1]);
                 }
                 if below {
                     let j = i + w;
-                    new[1] = accelerate(c, 1, x as u32, y as u32, f[1], b, d, terrain[j], depth_before[j]);
+                    new[1] = accelerate(c, 1, x32, y32, f[1], b, d, terrain[j], depth_before[j]);
                     if eight && x + 1 < w {
-                        new[2] = accelerate(c, 2, x as u32, y as u32, f[2], b, d, terrain[j + 1], depth_before[j + 1]);
+                        new[2] = accelerate(c, 2, x32, y32, f[2], b, d, terrain[j + 1], depth_before[j + 1]);
                     }
                     if eight && x > 0 {
-                        new[3] = accelerate(c, 3, x as u32, y as u32, f[3], b, d, terrain[j - 1], depth_before[j - 1]);
+                        new[3] = accelerate(c, 3, x32, y32, f[3], b, d, terrain[j - 1], depth_before[j - 1]);
                     }
                 }
                 *pipes = new;
@@ -134,9 +137,9 @@ impl CpuBackend {
                 let i = y * w + x;
                 let leaving = leaving_fluxes(accelerated, w, x, y, i);
                 let mut requested = requested_quanta(c.flux_to_quanta, &leaving);
-                let open = open_edge_count(c, x as u32, y as u32);
-                if open > 0 {
-                    requested += (open_edge_outflow(c, quanta_to_depth(depth_before[i])) * open as f32 * c.flux_to_quanta).abs();
+                let edge = edge_outflow(c, x as u32, y as u32, terrain[i], depth_before[i]);
+                if edge > 0.0 {
+                    requested += (edge * c.flux_to_quanta).abs();
                 }
                 *k = limit_factor(depth_before[i], requested);
             }
@@ -146,9 +149,10 @@ impl CpuBackend {
         // flux and the limit factor of the cell it drains. Owned pipes keep their limited flux.
         let limit = &self.limit;
         let outflow = AtomicU64::new(0);
+        let level_inflow = AtomicU64::new(0);
         let offsets = pipe_index_offsets(w);
         depth.par_chunks_mut(w).zip(flux.par_chunks_mut(w)).enumerate().for_each(|(y, (depth_row, flux_row))| {
-            let mut left = 0u64;
+            let (mut left, mut entered) = (0u64, 0u64);
             for x in 0..w {
                 let i = y * w + x;
                 let mut net: i64 = 0;
@@ -171,21 +175,27 @@ impl CpuBackend {
                         }
                     }
                 }
-                let open = open_edge_count(c, x as u32, y as u32);
-                if open > 0 {
-                    let q = open_edge_outflow(c, quanta_to_depth(depth_row[x])) * open as f32;
-                    let gone = pipe_quanta(c.flux_to_quanta, q, limit[i]) as i64;
+                let (bed, d) = (terrain[i], depth_row[x]);
+                let edge = edge_outflow(c, x as u32, y as u32, bed, d);
+                if edge > 0.0 {
+                    let gone = pipe_quanta(c.flux_to_quanta, edge, limit[i]) as i64;
                     net -= gone;
                     left += gone as u64;
                 }
-                let new = depth_row[x] as i64 + net;
+                let new = d as i64 + net;
                 debug_assert!(new >= 0, "cell {x},{y} went negative: {new}");
-                depth_row[x] = new as i32;
+                // Water from a fixed level beyond the edge, up to the deepest a cell holds.
+                let came = level_edge_inflow_quanta(c, x as u32, y as u32, bed, d) as i64;
+                let new_with_inflow = (new + came).min(MAX_DEPTH_QUANTA as i64);
+                entered += (new_with_inflow - new) as u64;
+                depth_row[x] = new_with_inflow as i32;
                 flux_row[x] = kept;
             }
             outflow.fetch_add(left, Ordering::Relaxed);
+            level_inflow.fetch_add(entered, Ordering::Relaxed);
         });
         self.counters.boundary_out += outflow.into_inner();
+        self.counters.boundary_in += level_inflow.into_inner();
     }
 }
 
