@@ -42,6 +42,7 @@ func _run() -> void:
 	await _test_a_dam_break_agrees_with_the_cpu_backend()
 	await _test_edits_sources_and_the_ledger_are_exact()
 	await _test_switching_backends_keeps_the_water()
+	await _test_a_probe_body_floats_and_the_surface_material_reads_the_gpu_textures()
 	await _test_rebuilds_and_frees_leave_nothing_behind()
 	if _failures == 0:
 		print("%d checks passed" % _checks)
@@ -238,6 +239,43 @@ func _test_switching_backends_keeps_the_water() -> void:
 			"and back on the RenderingDevice")
 	_near(back["total"], back["expected"], VOLUME_TOLERANCE, "ledger identity after two switches")
 	_check(water.height_texture is Texture2DRD, "the textures are RenderingDevice textures again")
+	water.queue_free()
+	await process_frame
+
+
+func _test_a_probe_body_floats_and_the_surface_material_reads_the_gpu_textures() -> void:
+	print("-- a 100 kg body on four 0.05 m³ probes in a 3 m pool, drawn by the node's own mesh")
+	var water: PipeWater = await _make_water(PipeWater.BACKEND_RENDERING_DEVICE, Vector2i(24, 24), 3.0)
+	water.show_mesh = true
+	water.paused = false
+	var surface_mesh: MeshInstance3D = water.get_child(0, true) as MeshInstance3D
+	var material := surface_mesh.material_override as ShaderMaterial if surface_mesh else null
+	var sampled: Variant = material.get_shader_parameter("height_texture") if material else null
+	_check(sampled == water.height_texture and water.height_texture is Texture2DRD,
+			"the surface material samples the Texture2DRD the simulation writes")
+	var body := RigidBody3D.new()
+	body.mass = 100.0
+	var shape := CollisionShape3D.new()
+	shape.shape = BoxShape3D.new()
+	body.add_child(shape)
+	for corner: Vector3 in [Vector3(0.5, 0, 0.5), Vector3(-0.5, 0, 0.5), Vector3(0.5, 0, -0.5),
+			Vector3(-0.5, 0, -0.5)]:
+		var probe: Node3D = (load("res://addons/pipe_water/buoyancy_probe.gd") as GDScript).new()
+		probe.set("volume", 0.05)
+		probe.set("radius", 0.25)
+		probe.set("drag", 8.0)
+		probe.position = corner
+		body.add_child(probe)
+	body.position = Vector3(0.3, 4.0, -0.2)
+	root.add_child(body)
+	await _frames(360)
+	# Submersion = mass / (density × volume) = 100 / (1000 × 0.2) = 0.5: probe centres at the
+	# surface, as on the other backends (godot_project/tests/run_tests.gd).
+	var surface: float = water.get_height(body.global_position)
+	_near(body.global_position.y, surface, 0.05, "the body floats with its probes half in")
+	_check(absf(body.linear_velocity.y) < 0.05,
+			"the body has settled (|vy| = %.4f m/s)" % absf(body.linear_velocity.y))
+	body.queue_free()
 	water.queue_free()
 	await process_frame
 
