@@ -10,6 +10,8 @@ enum Tool { ADD_WATER, REMOVE_WATER, DIG, RAISE }
 const Landscape := preload("res://demo/landscape.gd")
 const BoatScene := preload("res://demo/boat.tscn")
 const TOOL_NAMES: Array[String] = ["add water", "remove water", "dig", "raise terrain"]
+## Where F5 saves the water and F9 loads it from.
+const SAVE_PATH := "user://pipewater_demo.res"
 
 @export_group("Terrain")
 ## Seed of the diamond-square hills.
@@ -37,6 +39,8 @@ const TOOL_NAMES: Array[String] = ["add water", "remove water", "dig", "raise te
 var landscape := Landscape.new()
 var current_tool: Tool = Tool.ADD_WATER
 var source_id: int = -1
+## What the last save or load did, for the panel.
+var save_message: String = "F5: save water   F9: load it"
 
 var _collision_dirty: bool = false
 var _collision_timer: float = 0.0
@@ -168,6 +172,32 @@ func _unhandled_input(event: InputEvent) -> void:
 			water.paused = not water.paused
 		KEY_H, KEY_F1:
 			$Hud/Panel.visible = not $Hud/Panel.visible
+		KEY_F5:
+			save_water()
+		KEY_F9:
+			load_water()
+
+
+## Saves the water (depths, flow, terrain as dug, sources, ledger) to [constant SAVE_PATH].
+func save_water() -> void:
+	var state: PipeWaterState = water.save_state()
+	if state == null or ResourceSaver.save(state, SAVE_PATH) != OK:
+		save_message = "F5: could not save to %s" % SAVE_PATH
+		return
+	save_message = "F5: saved %.1f s of water to %s" % [state.simulated_time, SAVE_PATH]
+
+
+## Loads the water saved by [method save_water]; the boats stay where they are.
+func load_water() -> void:
+	if not ResourceLoader.exists(SAVE_PATH):
+		save_message = "F9: nothing saved yet (press F5)"
+		return
+	var state := ResourceLoader.load(SAVE_PATH, "", ResourceLoader.CACHE_MODE_IGNORE) as PipeWaterState
+	if state == null or not water.load_state(state):
+		save_message = "F9: could not load %s: %s" % [SAVE_PATH, water.get_last_error()]
+		return
+	_collision_dirty = true
+	save_message = "F9: loaded the water saved at %.1f s" % state.simulated_time
 
 
 func _process(delta: float) -> void:
@@ -241,6 +271,7 @@ func _update_panel() -> void:
 		"Left mouse: %s   (1 add water, 2 remove, 3 dig, 4 raise)" % TOOL_NAMES[current_tool],
 		"Right mouse drag: orbit   wheel: zoom   W A S D Q E: move",
 		"B: drop a boat   R: reset   P / Space: pause   H: hide panel",
+		save_message,
 		"",
 		"FPS %d" % Engine.get_frames_per_second(),
 		"Simulation %.2f ms + textures %.2f ms per frame (%d substeps)" % [step_ms, texture_ms,

@@ -19,6 +19,12 @@ const FLOAT_TOLERANCE := 0.05
 ## ...and moves vertically slower than this (m/s).
 const SETTLED_SPEED := 0.05
 const PROBE_SCRIPT_PATH := "res://addons/pipe_water/buoyancy_probe.gd"
+## A loaded state restores water and ledger bit for bit: they are whole depth quanta.
+const EXACT := 0.0
+## Speeds read back within this (m/s): an initial current is stored as f32 pipe fluxes.
+const SPEED_TOLERANCE := 1.0e-3
+## A basin fed by a level edge stands within this of the level (m) once the inrush has settled.
+const LEVEL_TOLERANCE := 0.02
 
 var _failures: int = 0
 var _checks: int = 0
@@ -47,6 +53,11 @@ func _run() -> void:
 	await _test_probe_body_sinks_where_there_is_no_water()
 	await _test_probe_body_drifts_with_the_current()
 	await _test_signals_are_emitted()
+	await _test_load_state_restores_the_saved_water_and_ledger_exactly()
+	await _test_a_state_saved_as_res_and_tres_loads_back()
+	await _test_bad_states_are_refused_and_the_water_is_kept()
+	await _test_a_level_edge_fills_a_dry_basin_towards_its_level()
+	await _test_an_initial_current_flows_at_once_and_after_reset()
 	_finish()
 
 
@@ -435,4 +446,157 @@ func _test_signals_are_emitted() -> void:
 	print("signals seen: %s" % [seen])
 	_check(seen == ["rebuilt %d" % PipeWater.BACKEND_CPU, "reset"],
 			"rebuild() emits simulation_rebuilt(BACKEND_CPU), reset() emits simulation_reset")
+	await _free(water)
+
+
+## The ledger's entries, for comparing two moments.
+func _ledger_values(water: PipeWater) -> Array:
+	var ledger: Dictionary = water.get_water_ledger()
+	var keys: Array = ["initial", "added", "removed", "boundary_in", "boundary_out", "total"]
+	return keys.map(func(key: String) -> float: return ledger[key])
+
+
+## A 20 × 20 pool that has had water added and has run for a second.
+func _make_stirred_water() -> PipeWater:
+	var water: PipeWater = await _make_water(Vector2i(20, 20), 1.0, Vector3.ZERO)
+	water.paused = true
+	water.add_water(Vector3(3, 0, 3), 25.0, 3.0)
+	water.add_source(Vector3(-4, 0, -4), 2.0, 1.0)
+	for i in 30:
+		water.step(1.0 / 30.0)
+	return water
+
+
+func _test_load_state_restores_the_saved_water_and_ledger_exactly() -> void:
+	print("-- save_state, change the water, load_state")
+	var water: PipeWater = await _make_stirred_water()
+	var state: PipeWaterState = water.save_state()
+	_check(state != null and state.data.size() > 0, "save_state returns a PipeWaterState")
+	_check(state.grid_size == Vector2i(20, 20), "it records grid_size %s" % state.grid_size)
+	# One second of steps, plus the physics frame _make_water waited for before pausing.
+	_near(state.simulated_time, 1.0 + 1.0 / 60.0, 1.0e-3, "it records the simulated time")
+	var total: float = water.get_total_water()
+	var ledger: Array = _ledger_values(water)
+	water.add_water(Vector3(0, 0, 0), 40.0, 4.0)
+	for i in 30:
+		water.step(1.0 / 30.0)
+	_check(water.get_total_water() > total + 30.0, "the water changed after the save")
+	_check(water.load_state(state), "load_state accepts the state")
+	_near(water.get_total_water(), total, EXACT, "the total water is the saved one")
+	var now: Array = _ledger_values(water)
+	print("ledger saved %s, loaded %s" % [ledger, now])
+	_check(now == ledger, "the ledger is the saved one, entry for entry")
+	_check(water.get_source_ids().size() == 1, "the source is back")
+	water.step(0.5)
+	var after: Dictionary = water.get_water_ledger()
+	_near(after["total"], after["expected"], VOLUME_TOLERANCE, "it runs on: total = expected")
+	await _free(water)
+
+
+func _test_a_state_saved_as_res_and_tres_loads_back() -> void:
+	print("-- ResourceSaver / ResourceLoader round trip")
+	var water: PipeWater = await _make_stirred_water()
+	var state: PipeWaterState = water.save_state()
+	var total: float = water.get_total_water()
+	for path: String in ["user://pipewater_test_state.res", "user://pipewater_test_state.tres"]:
+		_check(ResourceSaver.save(state, path) == OK, "ResourceSaver.save writes %s" % path)
+		var loaded: Resource = ResourceLoader.load(path, "", ResourceLoader.CACHE_MODE_IGNORE)
+		var back: PipeWaterState = loaded as PipeWaterState
+		_check(back != null, "ResourceLoader.load gives a PipeWaterState back")
+		if back == null:
+			continue
+		_check(back.data == state.data, "its %d bytes are the saved ones" % back.data.size())
+		_check(back.grid_size == state.grid_size, "its grid_size is kept")
+		water.add_water(Vector3(1, 0, 1), 10.0, 2.0)
+		_check(water.load_state(back), "load_state accepts it")
+		_near(water.get_total_water(), total, EXACT, "the saved total water is back")
+		DirAccess.remove_absolute(ProjectSettings.globalize_path(path))
+	await _free(water)
+
+
+func _test_bad_states_are_refused_and_the_water_is_kept() -> void:
+	print("-- load_state with bad states (each should print a PipeWater error)")
+	var small: PipeWater = await _make_water(Vector2i(12, 12), 1.0, Vector3.ZERO)
+	var other_grid: PipeWaterState = small.save_state()
+	await _free(small)
+	var water: PipeWater = await _make_stirred_water()
+	var total: float = water.get_total_water()
+	var good: PipeWaterState = water.save_state()
+	var truncated := PipeWaterState.new()
+	truncated.data = good.data.slice(0, good.data.size() - 100)
+	var corrupt := PipeWaterState.new()
+	corrupt.data = good.data.duplicate()
+	corrupt.data[corrupt.data.size() - 5] ^= 0x55
+	var future := PipeWaterState.new()
+	var future_bytes: PackedByteArray = good.data.duplicate()
+	future_bytes.encode_u32(8, 99)
+	future.data = future_bytes
+	var cases: Array = [
+		[other_grid, "grid"], [truncated, "truncated"], [corrupt, "corrupt"],
+		[future, "version"], [null, "null"],
+	]
+	for case: Array in cases:
+		water.clear_last_error()
+		var accepted: bool = water.load_state(case[0])
+		var message: String = water.get_last_error()
+		_check(not accepted and message.contains(case[1]),
+				"a %s state is refused: \"%s\"" % [case[1], message])
+		_near(water.get_total_water(), total, EXACT, "and the water is kept")
+	await _free(water)
+
+
+func _test_a_level_edge_fills_a_dry_basin_towards_its_level() -> void:
+	print("-- a dry 16 × 8 m basin, west edge BOUNDARY_LEVEL at 1 m")
+	var water: PipeWater = await _make_water(Vector2i(16, 8), -1.0, Vector3.ZERO)
+	water.paused = true
+	water.boundary_west = PipeWater.BOUNDARY_LEVEL
+	water.boundary_level_west = 1.0
+	_check(water.boundary_west == 3, "BOUNDARY_LEVEL is 3")
+	water.clear_last_error()
+	water.boundary_level_west = 2.0e6
+	_check(water.boundary_level_west == 1.0 and water.get_last_error().contains("boundary_level"),
+			"boundary_level_west = 2e6 is refused: \"%s\"" % water.get_last_error())
+	_near(water.get_total_water(), 0.0, 0.0, "the basin starts dry")
+	for i in 240:
+		water.step(0.25)
+	var depth: float = water.get_depth(Vector3(0, 0, 0))
+	var ledger: Dictionary = water.get_water_ledger()
+	print("after 60 s: depth at the centre %.3f m, boundary_in %.2f m³" % [
+			depth, ledger["boundary_in"]])
+	_near(depth, 1.0, LEVEL_TOLERANCE, "the basin has filled to the 1 m level")
+	_check(ledger["boundary_in"] > 64.0, "the water came in across the edge")
+	_near(ledger["total"], ledger["expected"], VOLUME_TOLERANCE, "ledger: total = expected")
+	await _free(water)
+
+
+func _test_an_initial_current_flows_at_once_and_after_reset() -> void:
+	print("-- set_initial_current in a 1 m, 32 × 8 m channel")
+	var water: PipeWater = await _make_water(Vector2i(32, 8), 1.0, Vector3.ZERO)
+	water.paused = true
+	var inside := Vector3(0.5, 0, 0.5)
+	var outside := Vector3(12.5, 0, 0.5)
+	_check(water.set_initial_current(Rect2(-4, -4, 8, 8), Vector2(0.5, 0.0)),
+			"set_initial_current accepts a region and 0.5 m/s along +X")
+	var flow: Vector3 = water.get_flow_velocity(inside)
+	print("flow inside %s, outside %s m/s" % [flow, water.get_flow_velocity(outside)])
+	_near(flow.x, 0.5, SPEED_TOLERANCE, "the water in the region flows at 0.5 m/s at once")
+	_near(water.get_flow_velocity(outside).length(), 0.0, SPEED_TOLERANCE, "outside it is still")
+	water.step(1.0)
+	water.reset()
+	_near(water.get_flow_velocity(inside).x, 0.5, SPEED_TOLERANCE, "reset() brings it back")
+	water.clear_last_error()
+	_check(not water.set_initial_current(Rect2(-4, -4, 8, 8), Vector2(2000.0, 0.0))
+			and water.get_last_error().contains("velocity")
+			and water.get_last_error().contains("1000"),
+			"a 2000 m/s current is refused: \"%s\"" % water.get_last_error())
+	water.clear_last_error()
+	_check(not water.set_initial_velocity(PackedVector2Array([Vector2.ONE]))
+			and water.get_last_error().contains("velocities"),
+			"one velocity for 256 cells is refused: \"%s\"" % water.get_last_error())
+	var field := PackedVector2Array()
+	field.resize(32 * 8)
+	field.fill(Vector2(0.0, -0.25))
+	_check(water.set_initial_velocity(field), "set_initial_velocity takes one per cell")
+	_near(water.get_flow_velocity(outside).z, -0.25, SPEED_TOLERANCE,
+			"every cell flows at -0.25 m/s along Z")
 	await _free(water)

@@ -24,19 +24,28 @@ pub struct ParamInputs {
     pub neighbours: WaterNeighbours,
     pub cross_section: WaterCrossSection,
     pub pipe_depth: f64,
-    /// Mode and inflow rate of the north (−Z), east (+X), south (+Z) and west (−X) edges.
-    pub boundaries: [(WaterBoundary, f64); 4],
+    /// The north (−Z), east (+X), south (+Z) and west (−X) edges.
+    pub boundaries: [EdgeInputs; 4],
     pub courant: f64,
     pub max_step: f64,
     pub max_substeps: i64,
 }
 
+/// One edge's properties: `boundary_*`, `inflow_rate_*` (m³/s) and `boundary_level_*` (local m).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct EdgeInputs {
+    pub mode: WaterBoundary,
+    pub inflow_rate: f64,
+    pub level: f64,
+}
+
 /// The core's parameters for the node's properties (edges in [`pipewater_core::Edge`] order).
 pub fn core_params(p: &ParamInputs) -> Params {
-    let boundary = |(mode, rate): (WaterBoundary, f64)| match mode {
+    let boundary = |edge: EdgeInputs| match edge.mode {
         WaterBoundary::Wall => Boundary::Wall,
         WaterBoundary::Open => Boundary::Open,
-        WaterBoundary::Inflow => Boundary::Inflow { rate: rate as f32 },
+        WaterBoundary::Inflow => Boundary::Inflow { rate: edge.inflow_rate as f32 },
+        WaterBoundary::Level => Boundary::Level { level: edge.level as f32 },
     };
     Params {
         gravity: p.gravity as f32,
@@ -354,7 +363,7 @@ mod tests {
             neighbours: WaterNeighbours::default(),
             cross_section: WaterCrossSection::default(),
             pipe_depth: p.pipe_depth as f64,
-            boundaries: [(WaterBoundary::default(), 0.0); 4],
+            boundaries: [EdgeInputs::default(); 4],
             courant: p.cfl as f64,
             max_step: p.max_step as f64,
             max_substeps: p.max_substeps as i64,
@@ -369,17 +378,44 @@ mod tests {
         assert_eq!(params.validate(), Ok(()));
     }
 
+    fn edge(mode: WaterBoundary, inflow_rate: f64, level: f64) -> EdgeInputs {
+        EdgeInputs { mode, inflow_rate, level }
+    }
+
     #[test]
     fn boundary_properties_map_to_their_edges_with_the_inflow_rate() {
         let mut inputs = defaults();
-        inputs.boundaries =
-            [(WaterBoundary::Open, 9.0), (WaterBoundary::Inflow, 2.5), (WaterBoundary::Wall, 7.0), (WaterBoundary::Inflow, 0.0)];
+        inputs.boundaries = [
+            edge(WaterBoundary::Open, 9.0, 1.0),
+            edge(WaterBoundary::Inflow, 2.5, 1.0),
+            edge(WaterBoundary::Wall, 7.0, 1.0),
+            edge(WaterBoundary::Inflow, 0.0, 1.0),
+        ];
         let b = core_params(&inputs).boundaries;
         println!("north/east/south/west properties -> {b:?}");
         assert_eq!(b[Edge::North as usize], Boundary::Open);
         assert_eq!(b[Edge::East as usize], Boundary::Inflow { rate: 2.5 });
         assert_eq!(b[Edge::South as usize], Boundary::Wall);
         assert_eq!(b[Edge::West as usize], Boundary::Inflow { rate: 0.0 });
+    }
+
+    #[test]
+    fn level_boundaries_hold_their_own_edges_level_and_ignore_the_inflow_rate() {
+        let mut inputs = defaults();
+        inputs.boundaries = [
+            edge(WaterBoundary::Level, 5.0, -2.5),
+            edge(WaterBoundary::Wall, 0.0, 3.0),
+            edge(WaterBoundary::Level, 0.0, 0.0),
+            edge(WaterBoundary::Level, 1.0, 1.0e6),
+        ];
+        let params = core_params(&inputs);
+        let b = params.boundaries;
+        println!("north/east/south/west with levels -> {b:?}");
+        assert_eq!(b[Edge::North as usize], Boundary::Level { level: -2.5 });
+        assert_eq!(b[Edge::East as usize], Boundary::Wall);
+        assert_eq!(b[Edge::South as usize], Boundary::Level { level: 0.0 });
+        assert_eq!(b[Edge::West as usize], Boundary::Level { level: 1.0e6 });
+        assert_eq!(params.validate(), Ok(()));
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! The node is thin. [`node`] is its facade (properties, constants, signals) with its queries,
 //! edits and running in files of their own; its parts are components: [`outputs`] (the textures
 //! for materials), [`surface`] (the helper mesh and material), [`build`] (the simulation from the
-//! properties) and [`errors`] (errors and `get_last_error()`). Argument checks live in
+//! properties) and [`errors`] (errors and `get_last_error()`). [`saved_state`] is the
+//! `PipeWaterState` resource that `save_state()` returns. Argument checks live in
 //! [`validate`], coordinate mapping in [`mapping`], texture packing in [`texels`]; they, and the
 //! pure parts of [`build`], are plain Rust with unit tests. The core simulation is
 //! [`pipewater_core::Simulation`].
@@ -16,6 +17,7 @@ pub mod mapping;
 pub mod node;
 pub mod outputs;
 pub mod rendering_device;
+pub mod saved_state;
 pub mod surface;
 pub mod texels;
 pub mod validate;

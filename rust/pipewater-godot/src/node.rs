@@ -3,7 +3,8 @@
 //! This file is the node's table of contents: its properties (with their defaults), constants,
 //! signals, property accessors and the engine callbacks. The rest of its API lives by job in
 //! `node/queries.rs` (heights, depth, flow, totals), `node/edits.rs` (water, sources, terrain)
-//! and `node/simulation.rs` (building, stepping, resetting), as secondary `#[godot_api]` blocks
+//! `node/simulation.rs` (building, stepping, resetting, initial currents) and `node/persistence.rs`
+//! (saving and loading the water as a [`crate::saved_state::PipeWaterState`]), as secondary `#[godot_api]` blocks
 //! of the same class. Its parts are components of their own: [`WaterOutputs`] (the textures),
 //! [`WaterSurface`] (the helper mesh), [`Pending`] and [`crate::build`] (the simulation from the
 //! properties), [`ErrorLog`] (errors and `get_last_error()`). Setters stay here because gdext
@@ -11,6 +12,7 @@
 
 mod edits;
 mod modes;
+mod persistence;
 mod queries;
 mod simulation;
 
@@ -175,7 +177,8 @@ pub struct PipeWater {
     #[var]
     simulate_in_editor: bool,
 
-    /// Boundary of the local −Z edge (`BOUNDARY_WALL`, `BOUNDARY_OPEN`, `BOUNDARY_INFLOW`).
+    /// Boundary of the local −Z edge (`BOUNDARY_WALL`, `BOUNDARY_OPEN`, `BOUNDARY_INFLOW`,
+    /// `BOUNDARY_LEVEL`).
     #[export_group(name = "Boundaries")]
     #[export]
     #[var(set)]
@@ -208,6 +211,26 @@ pub struct PipeWater {
     #[export(range = (0.0, 100.0, 0.01, or_greater, suffix = "m³/s"))]
     #[var(set)]
     inflow_rate_west: f64,
+    /// Surface of the water held beyond the −Z edge when it is `BOUNDARY_LEVEL`, local m,
+    /// `-1000000 ..= 1000000`.
+    #[export(range = (-100.0, 100.0, 0.01, or_greater, or_less, suffix = "m"))]
+    #[var(set)]
+    boundary_level_north: f64,
+    /// Surface of the water held beyond the +X edge when it is `BOUNDARY_LEVEL`, local m,
+    /// `-1000000 ..= 1000000`.
+    #[export(range = (-100.0, 100.0, 0.01, or_greater, or_less, suffix = "m"))]
+    #[var(set)]
+    boundary_level_east: f64,
+    /// Surface of the water held beyond the +Z edge when it is `BOUNDARY_LEVEL`, local m,
+    /// `-1000000 ..= 1000000`.
+    #[export(range = (-100.0, 100.0, 0.01, or_greater, or_less, suffix = "m"))]
+    #[var(set)]
+    boundary_level_south: f64,
+    /// Surface of the water held beyond the −X edge when it is `BOUNDARY_LEVEL`, local m,
+    /// `-1000000 ..= 1000000`.
+    #[export(range = (-100.0, 100.0, 0.01, or_greater, or_less, suffix = "m"))]
+    #[var(set)]
+    boundary_level_west: f64,
 
     /// Backend to run (`BACKEND_AUTO`, `BACKEND_GPU`, `BACKEND_CPU`). Rebuilds the simulation.
     #[export_group(name = "Backend")]
@@ -346,6 +369,9 @@ impl PipeWater {
     /// `boundary_*`: inflow at the edge's `inflow_rate_*`.
     #[constant]
     const BOUNDARY_INFLOW: i64 = 2;
+    /// `boundary_*`: a water body beyond the edge held at the edge's `boundary_level_*`.
+    #[constant]
+    const BOUNDARY_LEVEL: i64 = 3;
     /// Largest `grid_size` side, cells.
     #[constant]
     const MAX_GRID_SIDE: i64 = validate::MAX_NODE_GRID_SIDE;
@@ -355,7 +381,8 @@ impl PipeWater {
     #[signal]
     fn simulation_rebuilt(active_backend: i64);
 
-    /// Emitted after `reset()` restored the initial water.
+    /// Emitted after `reset()` restored the initial water, and after `set_initial_current()` or
+    /// `set_initial_velocity()` restarted from it.
     #[signal]
     fn simulation_reset();
 
@@ -600,6 +627,42 @@ impl PipeWater {
         }
     }
 
+    /// Sets `boundary_level_north` (local m, `-1000000 ..= 1000000`).
+    #[func]
+    fn set_boundary_level_north(&mut self, value: f64) {
+        if self.errors.accept(validate::local_height("boundary_level_north", value)).is_some() {
+            self.boundary_level_north = value;
+            self.pending.params();
+        }
+    }
+
+    /// Sets `boundary_level_east` (local m, `-1000000 ..= 1000000`).
+    #[func]
+    fn set_boundary_level_east(&mut self, value: f64) {
+        if self.errors.accept(validate::local_height("boundary_level_east", value)).is_some() {
+            self.boundary_level_east = value;
+            self.pending.params();
+        }
+    }
+
+    /// Sets `boundary_level_south` (local m, `-1000000 ..= 1000000`).
+    #[func]
+    fn set_boundary_level_south(&mut self, value: f64) {
+        if self.errors.accept(validate::local_height("boundary_level_south", value)).is_some() {
+            self.boundary_level_south = value;
+            self.pending.params();
+        }
+    }
+
+    /// Sets `boundary_level_west` (local m, `-1000000 ..= 1000000`).
+    #[func]
+    fn set_boundary_level_west(&mut self, value: f64) {
+        if self.errors.accept(validate::local_height("boundary_level_west", value)).is_some() {
+            self.boundary_level_west = value;
+            self.pending.params();
+        }
+    }
+
     /// Sets `backend`: a running simulation moves its water, sources and ledger to the new
     /// backend at the next physics frame or query.
     #[func]
@@ -699,6 +762,7 @@ mod tests {
             (WaterBoundary::Wall as i64, PipeWater::BOUNDARY_WALL),
             (WaterBoundary::Open as i64, PipeWater::BOUNDARY_OPEN),
             (WaterBoundary::Inflow as i64, PipeWater::BOUNDARY_INFLOW),
+            (WaterBoundary::Level as i64, PipeWater::BOUNDARY_LEVEL),
         ];
         println!("(enum value, constant): {values:?}");
         assert!(values.iter().all(|(a, b)| a == b));

@@ -6,7 +6,7 @@
 
 use pipewater_core::grid::{CELL_SIZE_RANGE, MIN_GRID_SIDE};
 use pipewater_core::params::MAX_INFLOW_RATE;
-use pipewater_core::simulation::{MAX_EDIT_VOLUME, MAX_FRAME_DELTA, MAX_SOURCE_RATE, MAX_TERRAIN_DELTA};
+use pipewater_core::simulation::{MAX_EDIT_VOLUME, MAX_FRAME_DELTA, MAX_INITIAL_SPEED, MAX_SOURCE_RATE, MAX_TERRAIN_DELTA};
 use pipewater_core::state::MAX_TERRAIN_ABS;
 
 /// Largest grid side the node accepts, cells. Larger grids need more than 256 MiB per output
@@ -75,6 +75,39 @@ pub fn time_scale(value: f64) -> Result<f32, String> {
 /// Inflow rate of one edge, m³/s.
 pub fn inflow_rate(name: &str, value: f64) -> Result<f32, String> {
     float_in(name, value, 0.0, MAX_INFLOW_RATE as f64, " m³/s")
+}
+
+/// One velocity of an initial current, m/s along local X and Z: each component within ±1000.
+pub fn initial_velocity(name: &str, v: [f32; 2]) -> Result<[f32; 2], String> {
+    let m = MAX_INITIAL_SPEED as f64;
+    let x = float_in(&format!("{name}.x"), v[0] as f64, -m, m, " m/s")?;
+    let z = float_in(&format!("{name}.y"), v[1] as f64, -m, m, " m/s")?;
+    Ok([x, z])
+}
+
+/// Initial velocities, one per cell (`width × height`, row-major), each component within ±1000
+/// m/s.
+pub fn initial_velocities(values: &[[f32; 2]], width: u32, height: u32) -> Result<(), String> {
+    let expected = width as usize * height as usize;
+    if values.len() != expected {
+        return Err(format!(
+            "set_initial_velocity: velocities has {} values: valid is exactly grid_size.x × grid_size.y = {expected}",
+            values.len()
+        ));
+    }
+    for (i, v) in values.iter().enumerate() {
+        initial_velocity(&format!("set_initial_velocity: velocities[{i}]"), *v)?;
+    }
+    Ok(())
+}
+
+/// A rectangle in local XZ metres: position and size finite.
+pub fn local_region(method: &str, position: [f32; 2], size: [f32; 2]) -> Result<(), String> {
+    if position.iter().chain(&size).all(|v| v.is_finite()) {
+        Ok(())
+    } else {
+        Err(format!("{method}: region = {position:?} + {size:?} is not finite: valid is any finite rectangle (local XZ, m)"))
+    }
 }
 
 /// Checks a global position: all three components finite.

@@ -57,4 +57,8 @@ pub enum WaterBoundary {
     Open = 1,
     /// Water enters at the edge's `inflow_rate_*` (m³/s), spread over its cells.
     Inflow = 2,
+    /// A water body beyond the edge whose surface stands at the edge's `boundary_level_*` (local
+    /// m): water flows in or out until the edge cells' surface is at that level, and waves
+    /// leave instead of reflecting (a sea, or a lake beyond the map).
+    Level = 3,
 }

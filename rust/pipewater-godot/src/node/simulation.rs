@@ -2,7 +2,7 @@
 //! resetting, and handing each result on to the outputs and the surface.
 
 use super::{PipeWater, WaterBackend};
-use crate::build::{self, ParamInputs, Plan, TerrainInputs};
+use crate::build::{self, EdgeInputs, ParamInputs, Plan, TerrainInputs};
 use crate::surface::SurfaceInputs;
 use crate::validate;
 use godot::classes::node::InternalMode;
@@ -25,6 +25,50 @@ impl PipeWater {
             self.update_outputs();
             self.base_mut().emit_signal("simulation_reset", &[]);
         }
+    }
+
+    /// Gives the water in `region` (local XZ, m: `position.x`/`y` are local X/Z) a uniform
+    /// current of `velocity` m/s (`x` along local X, `y` along local Z; each within ±1000 m/s):
+    /// the cells whose centres lie inside it get it, the others keep theirs (zero unless set).
+    /// The current starts at once and after every `reset()`: the simulation restarts from its
+    /// initial water (as `reset()` does, ledger and clock included) with this flow, and emits
+    /// `simulation_reset`. A rebuild forgets it. Meant for setting up a level (a river already
+    /// flowing). Returns false, with an error naming the argument and its range, when rejected.
+    #[func]
+    fn set_initial_current(&mut self, region: Rect2, velocity: Vector2) -> bool {
+        let (position, size) = ([region.position.x, region.position.y], [region.size.x, region.size.y]);
+        if self.errors.accept(validate::local_region("set_initial_current", position, size)).is_none() {
+            return false;
+        }
+        let velocity = validate::initial_velocity("set_initial_current: velocity", [velocity.x, velocity.y]);
+        let Some(velocity) = self.errors.accept(velocity) else {
+            return false;
+        };
+        if !self.ensure_sim() {
+            return false;
+        }
+        let max = [position[0] + size[0], position[1] + size[1]];
+        let result = self.sim.as_mut().map(|s| s.set_initial_current(position, max, velocity));
+        self.initial_flow_set("set_initial_current", result)
+    }
+
+    /// Sets the velocity of every cell's water: `velocities[i]` (m/s, `x` along local X, `y`
+    /// along local Z, each within ±1000) for cell `i` in row-major order (`i = y × grid_size.x +
+    /// x`), exactly `grid_size.x × grid_size.y` values. The current starts at once and after
+    /// every `reset()`, like `set_initial_current`, whose field it replaces. Returns false, with
+    /// an error naming the argument and its range, when rejected.
+    #[func]
+    fn set_initial_velocity(&mut self, velocities: PackedVector2Array) -> bool {
+        if !self.ensure_sim() {
+            return false;
+        }
+        let Some(grid) = self.sim.as_ref().map(|s| s.grid()) else { return false };
+        let field: Vec<[f32; 2]> = velocities.as_slice().iter().map(|v| [v.x, v.y]).collect();
+        if self.errors.accept(validate::initial_velocities(&field, grid.width, grid.height)).is_none() {
+            return false;
+        }
+        let result = self.sim.as_mut().map(|s| s.set_initial_velocity(&field));
+        self.initial_flow_set("set_initial_velocity", result)
     }
 
     /// Advances the simulation by `delta` s (`0 ..= 10`, not scaled by `time_scale`, also while
@@ -166,6 +210,17 @@ impl PipeWater {
         self.base_mut().emit_signal("simulation_rebuilt", &[active.to_variant()]);
     }
 
+    /// Shows the restart an initial current caused, or reports why it was refused.
+    fn initial_flow_set(&mut self, method: &str, result: Option<pipewater_core::Result<()>>) -> bool {
+        if self.errors.core_result(method, result).is_none() {
+            return false;
+        }
+        self.outputs.forget_shown();
+        self.update_outputs();
+        self.base_mut().emit_signal("simulation_reset", &[]);
+        true
+    }
+
     /// Drops the simulation, letting the RD textures go first.
     pub(super) fn drop_simulation(&mut self) {
         self.outputs.release_rendering_device();
@@ -212,10 +267,10 @@ impl PipeWater {
             cross_section: self.cross_section,
             pipe_depth: self.pipe_depth,
             boundaries: [
-                (self.boundary_north, self.inflow_rate_north),
-                (self.boundary_east, self.inflow_rate_east),
-                (self.boundary_south, self.inflow_rate_south),
-                (self.boundary_west, self.inflow_rate_west),
+                EdgeInputs { mode: self.boundary_north, inflow_rate: self.inflow_rate_north, level: self.boundary_level_north },
+                EdgeInputs { mode: self.boundary_east, inflow_rate: self.inflow_rate_east, level: self.boundary_level_east },
+                EdgeInputs { mode: self.boundary_south, inflow_rate: self.inflow_rate_south, level: self.boundary_level_south },
+                EdgeInputs { mode: self.boundary_west, inflow_rate: self.inflow_rate_west, level: self.boundary_level_west },
             ],
             courant: self.courant,
             max_step: self.max_step,

@@ -1,0 +1,55 @@
+//! `PipeWaterState`: a saved water simulation as a Godot `Resource`, so that games keep it with
+//! `ResourceSaver.save` (`.res` or `.tres`) and `ResourceLoader.load`, or inside their own saves.
+//!
+//! It only holds bytes; their format is the core's ([`pipewater_core::save`]), and
+//! `PipeWater.load_state` validates them.
+
+use godot::classes::Resource;
+use godot::prelude::*;
+
+/// The water of a `PipeWater` node at one moment, from `PipeWater.save_state()`: depths, flow,
+/// terrain (with digging), sources and drains, the water ledger and the simulated clock, exactly.
+/// Give it to `PipeWater.load_state()` on a node with the same `grid_size` and `cell_size`.
+///
+/// Save it like any resource: `ResourceSaver.save(state, "user://water.res")` (binary, about
+/// 24 bytes a cell) or `.tres` (text, several times larger). `grid_size` and `simulated_time`
+/// describe the state for display; `load_state` reads only `data`.
+#[derive(GodotClass)]
+#[class(base = Resource, init)]
+pub struct PipeWaterState {
+    /// The saved simulation in PipeWater's versioned, checksummed format. A state saved by a
+    /// newer PipeWater, or altered, is refused by `load_state`.
+    #[export]
+    #[var]
+    data: PackedByteArray,
+    /// Cells along local X and Z of the node that saved it (informational).
+    #[export(storage)]
+    #[var]
+    grid_size: Vector2i,
+    /// Simulated seconds since the saving node's simulation started or was last reset
+    /// (informational).
+    #[export(storage)]
+    #[var]
+    simulated_time: f64,
+    base: Base<Resource>,
+}
+
+impl PipeWaterState {
+    /// A new state holding `bytes` saved from a simulation of `grid_size` cells at
+    /// `simulated_time` s.
+    pub fn from_saved(bytes: &[u8], grid_size: Vector2i, simulated_time: f64) -> Gd<Self> {
+        let mut state = Self::new_gd();
+        {
+            let mut s = state.bind_mut();
+            s.data = PackedByteArray::from(bytes);
+            s.grid_size = grid_size;
+            s.simulated_time = simulated_time;
+        }
+        state
+    }
+
+    /// The saved bytes.
+    pub fn bytes(&self) -> &PackedByteArray {
+        &self.data
+    }
+}
