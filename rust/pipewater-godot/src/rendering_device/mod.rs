@@ -364,14 +364,7 @@ impl RdBackend {
         let mut rd = device()?;
         self.constants = *constants;
         update(&mut rd, self.uniforms, bytemuck::bytes_of(constants));
-        let water = std::mem::take(&mut self.pending_water);
-        let terrain = std::mem::take(&mut self.pending_terrain);
-        if !water.is_empty() {
-            self.fill_list(ListId::Water, bytemuck::cast_slice(&water), water.len())?;
-        }
-        if !terrain.is_empty() {
-            self.fill_list(ListId::Terrain, bytemuck::cast_slice(&terrain), terrain.len())?;
-        }
+        let edits = self.upload_edits()?;
         let forcing = if substeps > 0 { forcing } else { &[] };
         if !forcing.is_empty() {
             self.fill_list(ListId::Forcing, bytemuck::cast_slice(forcing), forcing.len())?;
@@ -383,12 +376,7 @@ impl RdBackend {
         let g = self.grid;
         let list = rd.compute_list_begin();
         let result = (|| -> Result<()> {
-            if !terrain.is_empty() {
-                self.dispatch(&mut rd, list, ENTRY_TERRAIN, WaterList::User, Self::edit_groups(terrain.len()))?;
-            }
-            if !water.is_empty() {
-                self.dispatch(&mut rd, list, ENTRY_WATER, WaterList::User, Self::edit_groups(water.len()))?;
-            }
+            self.record_edits(&mut rd, list, edits)?;
             let tiled = [g.width.div_ceil(TILE[0]), g.height.div_ceil(TILE[1])];
             for _ in 0..substeps {
                 if !forcing.is_empty() {
@@ -462,6 +450,16 @@ impl RdBackend {
             return Ok(());
         }
         let mut rd = device()?;
+        let edits = self.upload_edits()?;
+        let list = rd.compute_list_begin();
+        let result = self.record_edits(&mut rd, list, edits);
+        rd.compute_list_end();
+        result
+    }
+
+    /// Moves the queued water and terrain edits into their device lists; returns how many of
+    /// each the next [`RdBackend::record_edits`] applies.
+    fn upload_edits(&mut self) -> Result<(usize, usize)> {
         let water = std::mem::take(&mut self.pending_water);
         let terrain = std::mem::take(&mut self.pending_terrain);
         if !water.is_empty() {
@@ -470,16 +468,18 @@ impl RdBackend {
         if !terrain.is_empty() {
             self.fill_list(ListId::Terrain, bytemuck::cast_slice(&terrain), terrain.len())?;
         }
-        let list = rd.compute_list_begin();
-        let mut result = Ok(());
-        if !terrain.is_empty() {
-            result = self.dispatch(&mut rd, list, ENTRY_TERRAIN, WaterList::User, Self::edit_groups(terrain.len()));
+        Ok((water.len(), terrain.len()))
+    }
+
+    /// Records the uploaded edits into `list`: terrain first, as the wgpu backend does.
+    fn record_edits(&mut self, rd: &mut Gd<RenderingDevice>, list: i64, (water, terrain): (usize, usize)) -> Result<()> {
+        if terrain > 0 {
+            self.dispatch(rd, list, ENTRY_TERRAIN, WaterList::User, Self::edit_groups(terrain))?;
         }
-        if result.is_ok() && !water.is_empty() {
-            result = self.dispatch(&mut rd, list, ENTRY_WATER, WaterList::User, Self::edit_groups(water.len()));
+        if water > 0 {
+            self.dispatch(rd, list, ENTRY_WATER, WaterList::User, Self::edit_groups(water))?;
         }
-        rd.compute_list_end();
-        result
+        Ok(())
     }
 
     /// Reads a whole buffer, waiting for the GPU.
