@@ -24,7 +24,11 @@ struct StepConstants {
     inflow_quanta: vec4<i32>,
     // Surface held beyond each fixed-level edge, local m.
     boundary_level: vec4<f32>,
-    _pad: vec4<u32>,
+    // 1 when the step advects momentum.
+    advection: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 // Depth of one quantum, m (2^-20).
@@ -168,18 +172,113 @@ fn film_drag(c: StepConstants, f: f32, depth: f32) -> f32 {
     return f / (1.0 + c.dt * (3.0 * FILM_VISCOSITY) / (depth * depth));
 }
 
-// pipes.rs accelerate.
-fn accelerate(c: StepConstants, p: u32, owner: vec2<i32>, f: f32, bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32) -> f32 {
-    let width = pipe_width(c, p, owner);
-    let length = pipe_length(c, p);
+// pipes.rs keeps_flux: pipes keep their flux (depth-dependent mode without advection).
+fn keeps_flux(c: StepConstants) -> bool {
+    return c.depth_dependent != 0u && c.advection == 0u;
+}
+
+// pipes.rs flux_per_stored.
+fn flux_per_stored(c: StepConstants, carried: f32) -> f32 {
+    return select(carried, 1.0, keeps_flux(c));
+}
+
+// pipes.rs carried_depth.
+fn carried_depth(c: StepConstants, bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32) -> f32 {
     if c.depth_dependent == 0u {
-        let conductance = c.gravity * width * c.pipe_depth / length;
-        return f * c.flux_decay + c.dt * conductance * surface_drive(bed_a, depth_a, bed_b, depth_b);
+        return c.pipe_depth;
     }
-    let d = face_depth(bed_a + f32(depth_a) * DEPTH_QUANTUM, bed_a, bed_b + f32(depth_b) * DEPTH_QUANTUM, bed_b);
-    let conductance = c.gravity * width * d / length;
-    let accelerated = f * c.flux_decay + c.dt * conductance * surface_drive(bed_a, depth_a, bed_b, depth_b);
-    return film_drag(c, accelerated, d);
+    return face_depth(bed_a + f32(depth_a) * DEPTH_QUANTUM, bed_a, bed_b + f32(depth_b) * DEPTH_QUANTUM, bed_b);
+}
+
+// pipes.rs Upstream.
+struct Upstream {
+    discharge: vec2<f32>,
+    velocity: vec2<f32>,
+}
+
+// pipes.rs upstream_split: the two grid offsets around the direction of `q`, and q's parts.
+struct UpstreamSplit {
+    first: vec2<i32>,
+    second: vec2<i32>,
+    parts: vec2<f32>,
+}
+
+fn upstream_split(c: StepConstants, q: vec2<f32>) -> UpstreamSplit {
+    let sx = select(1, -1, q.x < 0.0);
+    let sy = select(1, -1, q.y < 0.0);
+    let ax = abs(q.x);
+    let ay = abs(q.y);
+    var split: UpstreamSplit;
+    if c.eight_neighbours == 0u {
+        split.first = vec2<i32>(sx, 0);
+        split.second = vec2<i32>(0, sy);
+        split.parts = vec2<f32>(ax, ay);
+    } else if ax >= ay {
+        split.first = vec2<i32>(sx, 0);
+        split.second = vec2<i32>(sx, sy);
+        split.parts = vec2<f32>(ax - ay, ay);
+    } else {
+        split.first = vec2<i32>(0, sy);
+        split.second = vec2<i32>(sx, sy);
+        split.parts = vec2<f32>(ay - ax, ax);
+    }
+    return split;
+}
+
+// pipes.rs advect.
+fn advect(c: StepConstants, flow: f32, width: f32, depth_a: f32, depth_b: f32, up: Upstream) -> f32 {
+    let parts = upstream_split(c, up.discharge).parts;
+    let held = 0.5 * (depth_a + depth_b) * c.cell_size;
+    let w0 = c.dt * parts.x;
+    let w1 = c.dt * parts.y;
+    let total = w0 + w1;
+    if total <= 0.0 || held <= 0.0 {
+        return flow;
+    }
+    let scale = select(1.0 / held, 1.0 / total, total > held);
+    let velocity = flow / width;
+    let advected = velocity + scale * (w0 * (up.velocity.x - velocity) + w1 * (up.velocity.y - velocity));
+    return advected * width;
+}
+
+// pipes.rs accelerate: the flux (m³/s) the pipe carries this step, from what it kept.
+fn accelerate(c: StepConstants, p: u32, owner: vec2<i32>, kept: f32, bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32, up: Upstream) -> f32 {
+    let width = pipe_width(c, p, owner);
+    let depth = carried_depth(c, bed_a, depth_a, bed_b, depth_b);
+    if depth <= 0.0 {
+        return 0.0;
+    }
+    let drive = c.dt * c.gravity * width / pipe_length(c, p) * surface_drive(bed_a, depth_a, bed_b, depth_b);
+    if keeps_flux(c) {
+        return film_drag(c, kept * c.flux_decay + drive * depth, depth);
+    }
+    var flow = kept;
+    if c.advection != 0u {
+        flow = advect(c, flow, width, f32(depth_a) * DEPTH_QUANTUM, f32(depth_b) * DEPTH_QUANTUM, up);
+    }
+    flow = flow * c.flux_decay + drive;
+    if c.depth_dependent != 0u {
+        flow = film_drag(c, flow, depth);
+    }
+    return flow * depth;
+}
+
+// pipes.rs kept_flow.
+fn kept_flow(c: StepConstants, flux: f32, k_drainer: f32, carried: f32) -> f32 {
+    let scale = flux_per_stored(c, carried);
+    if scale > 0.0 {
+        return flux * k_drainer / scale;
+    }
+    return 0.0;
+}
+
+// pipes.rs discharge: discharge per metre at a cell from the fluxes leaving it towards
+// NEIGHBOUR_OFFSETS (E, S, SE, SW, W, N, NW, NE), in the same symmetric tree.
+fn discharge(cell_size: f32, o: array<f32, 8>) -> vec2<f32> {
+    let qx = (o[0] - o[4]) + ((o[2] + o[7]) - (o[6] + o[3]));
+    let qy = (o[1] - o[5]) + ((o[2] + o[3]) - (o[7] + o[6]));
+    let scale = 0.5 / cell_size;
+    return vec2<f32>(qx * scale, qy * scale);
 }
 
 // pipes.rs open_edge_outflow.

@@ -87,6 +87,8 @@ fn cell_texels(cell: vec2<i32>) -> CellTexels {
                 f = -flux[j][n - 4u];
             }
             face = face_depth(b + d, b, terrain[j] + f32(depth[j]) * DEPTH_QUANTUM, terrain[j]);
+            // What the pipe keeps, as the flux it carries (state.rs snapshot_reusing).
+            f *= flux_per_stored(c, select(face, c.pipe_depth, c.depth_dependent == 0u));
         }
         let off = vec2<f32>(neighbour_offset(n));
         q.x += f * off.x;

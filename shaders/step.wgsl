@@ -35,6 +35,25 @@ fn depth_with_inflow(p: vec2<i32>, i: u32) -> i32 {
     return with_inflow(c, p, depth[i]);
 }
 
+// The fields before the step, for upstream.wgsl (transfer, which writes them, runs after).
+fn old_bed(i: u32) -> f32 {
+    return terrain[i];
+}
+
+fn old_depth(cell: vec2<i32>, i: u32) -> i32 {
+    return depth_with_inflow(cell, i);
+}
+
+fn old_flow(i: u32) -> vec4<f32> {
+    return flux[i];
+}
+
+// Where accelerate_limit leaves the depth that carried each owned pipe, for transfer's kept
+// flow (transfer cannot recompute it: neighbours overwrite their depth meanwhile).
+fn carried_slot(i: u32) -> u32 {
+    return c.width * c.height + i;
+}
+
 // Accelerated flux of pipe p owned by cell `owner` (index `io`), or 0 where the pipe does not
 // exist. Called by the owner and by the neighbour at its other end with the same arguments.
 fn accelerated_pipe(owner: vec2<i32>, io: u32, p: u32) -> f32 {
@@ -43,7 +62,8 @@ fn accelerated_pipe(owner: vec2<i32>, io: u32, p: u32) -> f32 {
         return 0.0;
     }
     let j = index_of(other);
-    return accelerate(c, p, owner, flux[io][p], terrain[io], depth_with_inflow(owner, io), terrain[j], depth_with_inflow(other, j));
+    let kept = flux[io][p];
+    return accelerate(c, p, owner, kept, terrain[io], depth_with_inflow(owner, io), terrain[j], depth_with_inflow(other, j), old_upstream(owner, p, kept));
 }
 
 @compute @workgroup_size(WG_X, WG_Y)
@@ -57,8 +77,14 @@ fn accelerate_limit(@builtin(global_invocation_id) gid: vec3<u32>) {
     // Phase 1 for the owned pipes, and the neighbours' pipes into this cell seen from here.
     var leaving: array<f32, 8>;
     var own = vec4<f32>(0.0);
+    var carried = vec4<f32>(0.0);
     for (var p = 0u; p < 4u; p++) {
         own[p] = accelerated_pipe(cell, i, p);
+        let other = cell + pipe_offset(p);
+        if pipe_active(c, p) && cell_in_grid(c, other) {
+            let j = index_of(other);
+            carried[p] = carried_depth(c, terrain[i], depth_with_inflow(cell, i), terrain[j], depth_with_inflow(other, j));
+        }
         leaving[p] = own[p];
         let owner = cell - pipe_offset(p);
         var incoming = 0.0;
@@ -68,6 +94,7 @@ fn accelerate_limit(@builtin(global_invocation_id) gid: vec3<u32>) {
         leaving[4u + p] = -incoming;
     }
     accelerated[i] = own;
+    accelerated[carried_slot(i)] = carried;
     limit[i] = cell_limit(c, cell, terrain[i], depth_with_inflow(cell, i), leaving);
 }
 
@@ -107,7 +134,7 @@ fn transfer(@builtin(global_invocation_id) gid: vec3<u32>) {
             let f = own[p];
             let k_drainer = select(limit[index_of(other)], k_here, f > 0.0);
             net -= pipe_quanta(c.flux_to_quanta, f, k_drainer);
-            kept[p] = f * k_drainer;
+            kept[p] = kept_flow(c, f, k_drainer, accelerated[carried_slot(i)][p]);
         }
         // The pipe the neighbour at -offset owns towards this cell.
         let owner = cell - pipe_offset(p);

@@ -41,6 +41,19 @@ var<workgroup> s_depth: array<i32, REGION>;
 var<workgroup> s_pipes: array<vec4<f32>, REGION>;
 var<workgroup> s_limit: array<f32, REGION>;
 
+// The fields before the step, for upstream.wgsl.
+fn old_bed(i: u32) -> f32 {
+    return terrain[i];
+}
+
+fn old_depth(cell: vec2<i32>, i: u32) -> i32 {
+    return with_inflow(c, cell, depth_in[i]);
+}
+
+fn old_flow(i: u32) -> vec4<f32> {
+    return flux_in[i];
+}
+
 fn region_xy(r: u32) -> vec2<i32> {
     return vec2<i32>(i32(r % REGION_X), i32(r / REGION_X));
 }
@@ -84,7 +97,8 @@ fn step_tiled(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
     workgroupBarrier();
 
     // Phase 1: accelerate each pipe whose two ends lie in the region (and on the grid). Each
-    // invocation reads only its own cell's old flux, so it can overwrite it.
+    // invocation reads only its own cell's old pipes from the region, so it can overwrite them;
+    // advection reads the pipes upstream from the unchanged input buffers (upstream.wgsl).
     for (var r = lid; r < REGION; r += THREADS) {
         let l = region_xy(r);
         let g = origin + l;
@@ -95,7 +109,7 @@ fn step_tiled(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
                 let lo = l + pipe_offset(p);
                 if pipe_active(c, p) && in_region(lo) && cell_in_grid(c, g + pipe_offset(p)) {
                     let o = region_index(lo);
-                    acc[p] = accelerate(c, p, g, old[p], s_bed[r], s_depth[r], s_bed[o], s_depth[o]);
+                    acc[p] = accelerate(c, p, g, old[p], s_bed[r], s_depth[r], s_bed[o], s_depth[o], old_upstream(g, p, old[p]));
                 }
             }
         }
@@ -147,9 +161,10 @@ fn transfer_cell(origin: vec2<i32>, l: vec2<i32>) {
         }
         if cell_in_grid(c, g + pipe_offset(p)) {
             let f = own[p];
-            let k_drainer = select(s_limit[region_index(l + pipe_offset(p))], k_here, f > 0.0);
+            let o = region_index(l + pipe_offset(p));
+            let k_drainer = select(s_limit[o], k_here, f > 0.0);
             net -= pipe_quanta(c.flux_to_quanta, f, k_drainer);
-            kept[p] = f * k_drainer;
+            kept[p] = kept_flow(c, f, k_drainer, carried_depth(c, s_bed[r], s_depth[r], s_bed[o], s_depth[o]));
         }
         if cell_in_grid(c, g - pipe_offset(p)) {
             let o = region_index(l - pipe_offset(p));

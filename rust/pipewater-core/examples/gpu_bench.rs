@@ -3,7 +3,8 @@
 //! stated. Prints Markdown rows for docs/BENCHMARKS.md.
 //!
 //! `cargo run --release -p pipewater-core --example gpu_bench -- [--sizes 512,1024] [--seconds 2]
-//! [--steps 200] [--four]`. `PIPEWATER_GPU_WORKGROUP=XxY` picks the workgroup shape.
+//! [--steps 200] [--four] [--no-advection] [--current U]`: `--current` starts every wet cell
+//! moving at `(U, U/2)` m/s, so that every pipe advects. `PIPEWATER_GPU_WORKGROUP=XxY` picks the workgroup shape.
 
 #[cfg(not(feature = "gpu"))]
 fn main() {
@@ -108,10 +109,12 @@ mod bench {
     }
 
     /// Cell-steps per second on a `side²` grid: frames of `steps` substeps until `seconds` passed.
-    fn measure(side: u32, mode: NeighbourMode, steps: u32, seconds: f64) -> Result<(f64, f64), String> {
+    fn measure(side: u32, params: Params, current: f32, steps: u32, seconds: f64) -> Result<(f64, f64), String> {
         let grid = Grid::new(side, side, 1.0).map_err(|e| e.to_string())?;
-        let state = scenarios::benchmark_lake(grid);
-        let params = Params { neighbours: mode, ..Params::default() };
+        let mut state = scenarios::benchmark_lake(grid);
+        if current != 0.0 {
+            state.set_velocity(&params, |_, _| [current, 0.5 * current]);
+        }
         let constants = StepConstants::new(&params, side, side, 1.0, 0.02, [0; 4]);
         let mut gpu = GpuBackend::new(&state).map_err(|e| e.to_string())?;
         let plan = FramePlan { constants, substeps: steps, forcing: &[] };
@@ -141,6 +144,9 @@ mod bench {
         let steps: u32 = arg(&args, "--steps").unwrap_or(200);
         let copy_mib: u64 = arg(&args, "--copy-mib").unwrap_or(512);
         let mode = if args.iter().any(|a| a == "--four") { NeighbourMode::Four } else { NeighbourMode::Eight };
+        let momentum_advection = !args.iter().any(|a| a == "--no-advection");
+        let current: f32 = arg(&args, "--current").unwrap_or(0.0);
+        let params = Params { neighbours: mode, momentum_advection, ..Params::default() };
         let ctx = match GpuContext::shared() {
             Ok(ctx) => ctx,
             Err(e) => {
@@ -158,22 +164,24 @@ mod bench {
         let bandwidth = bandwidth.max(stream);
         println!("kernel: {:?}, bytes per cell-step (model): {}", ctx.kernel, ctx.kernel.bytes_per_cell_step());
         println!();
-        println!("| grid | neighbours | G cell-steps/s | ms/step | effective GB/s | of measured copy bandwidth |");
-        println!("|---|---|---|---|---|---|");
+        println!("momentum advection: {}, initial current: {current} m/s", if momentum_advection { "on" } else { "off" });
+        println!("| grid | neighbours | advection | G cell-steps/s | ms/step | effective GB/s | of measured copy bandwidth |");
+        println!("|---|---|---|---|---|---|---|");
         for side in sizes {
-            match measure(side, mode, steps, seconds) {
+            match measure(side, params, current, steps, seconds) {
                 Ok((rate, ms)) => {
                     let bytes = rate * ctx.kernel.bytes_per_cell_step() as f64;
                     println!(
-                        "| {side}² | {} | {:.3} | {:.4} | {:.0} | {:.0}% |",
+                        "| {side}² | {} | {} | {:.3} | {:.4} | {:.0} | {:.0}% |",
                         if mode == NeighbourMode::Eight { 8 } else { 4 },
+                        if momentum_advection { "on" } else { "off" },
                         rate / 1e9,
                         ms,
                         bytes / 1e9,
                         100.0 * bytes / bandwidth
                     );
                 }
-                Err(e) => println!("| {side}² | – | failed: {e} | | | |"),
+                Err(e) => println!("| {side}² | – | – | failed: {e} | | | |"),
             }
         }
     }

@@ -87,6 +87,12 @@ pub struct Params {
     /// Depth of the pipe cross-section in [`CrossSection::Classic`] mode, metres, `0.001 ..= 1000`.
     /// Default 1.
     pub pipe_depth: f32,
+    /// Momentum advection in [`CrossSection::DepthDependent`] mode: water carries its velocity
+    /// with it (see [`crate::pipes::advect`]), so a flood's front runs out at the speed of the
+    /// shallow-water equations and bores move at the right speed. Off, the pipes are driven by
+    /// pressure alone (the classic pipe model: fronts at about half the right speed). Ignored
+    /// in classic mode. Default on.
+    pub momentum_advection: bool,
     /// Boundary of each edge, indexed by [`Edge`]. Default: walls.
     pub boundaries: [Boundary; 4],
     /// Courant number used to choose the step: `dt ≤ cfl · cell_size / (|u| + √(g·d))`,
@@ -107,6 +113,7 @@ impl Default for Params {
             neighbours: NeighbourMode::Eight,
             cross_section: CrossSection::DepthDependent,
             pipe_depth: 1.0,
+            momentum_advection: true,
             boundaries: [Boundary::Wall; 4],
             cfl: 0.5,
             max_step: 0.1,
@@ -138,6 +145,11 @@ impl Params {
             }
         }
         Ok(())
+    }
+
+    /// Whether the step advects momentum: depth-dependent mode with [`Params::momentum_advection`].
+    pub fn advects(&self) -> bool {
+        self.momentum_advection && self.cross_section == CrossSection::DepthDependent
     }
 
     /// Flux kept after `dt` seconds of damping: `(1 − damping)^dt`.

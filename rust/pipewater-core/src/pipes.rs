@@ -1,17 +1,25 @@
 //! The step, pipe by pipe: the definition every backend implements.
 //!
 //! Each cell owns four signed pipes, indexed by [`Pipe`]: E → (x+1, y), S → (x, y+1),
-//! SE → (x+1, y+1) and SW → (x−1, y+1). Positive flux leaves the owner. Together the owned pipes
+//! SE → (x+1, y+1) and SW → (x−1, y+1). Positive flow leaves the owner. Together the owned pipes
 //! of all cells connect every cell with its eight neighbours, and each pipe is written by exactly
 //! one cell.
 //!
+//! A pipe stores its **flow** (m²/s): the velocity of its water times its width. The flux it
+//! carries in a step (m³/s) is that flow times its [`carried_depth`], the face depth of its two
+//! cells (or the constant pipe depth in classic mode). Storing the velocity rather than the flux
+//! keeps the speed of water whose depth changes from step to step, as at a flood's front.
+//!
 //! One step of length `dt`:
-//! 1. **accelerate** ([`accelerate`]): `flux ← flux·(1−damping)^dt + dt·g·A/L·(η_owner − η_nbr)`,
-//!    and in depth-dependent mode a thin film's viscous drag ([`film_drag`]) slows it;
+//! 1. **accelerate** ([`accelerate`]): in depth-dependent mode with momentum advection the pipe
+//!    first takes up the momentum of the water flowing along its line ([`advect`]), then
+//!    `flow ← flow·(1−damping)^dt + dt·g·w/L·(η_owner − η_nbr)`, in depth-dependent mode a thin
+//!    film's viscous drag ([`film_drag`]) slows it, and its flux is `flow·d`;
 //! 2. **limit** ([`limit_factor`]): each cell scales its outflow by
 //!    `k = min(1, available / requested)`, so it can never go below zero;
 //! 3. **transfer** ([`pipe_quanta`]): every pipe moves `floor(|flux|·dt/(A·q)·k_drainer)` whole
-//!    quanta from the cell it drains to the other, and both cells apply that same integer.
+//!    quanta from the cell it drains to the other, and both cells apply that same integer; the
+//!    owner keeps the limited flow ([`kept_flow`]).
 //!
 //! The GPU shaders in `shaders/` implement these functions operation for operation.
 
@@ -89,8 +97,11 @@ pub struct StepConstants {
     pub inflow_quanta: [i32; 4],
     /// Surface held beyond each fixed-level edge, local m (0 for other edges).
     pub boundary_level: [f32; 4],
+    /// 1 when the step advects momentum ([`advect`]: depth-dependent mode with
+    /// [`Params::momentum_advection`]), else 0.
+    pub advection: u32,
     /// Padding to the uniform layout's 16-byte multiple.
-    pub _pad: [u32; 4],
+    pub _pad: [u32; 3],
 }
 
 impl StepConstants {
@@ -121,7 +132,8 @@ impl StepConstants {
             boundary,
             inflow_quanta,
             boundary_level,
-            _pad: [0; 4],
+            advection: params.advects() as u32,
+            _pad: [0; 3],
         }
     }
 
@@ -201,33 +213,164 @@ pub fn pipe_length(c: &StepConstants, p: usize) -> f32 {
 pub const FILM_VISCOSITY: f32 = 1.0e-6;
 
 /// Phase 1, thin water (depth-dependent mode): the viscous drag of a laminar film,
-/// `∂u/∂t = −3ν·u/h²`, taken implicitly: `flux / (1 + dt·3ν/h²)` for face depth `h` m, and no
-/// flux at all through a dry face. Its time scale `h²/(3ν)` is 0.3 s at 1 mm, 3 ms at 0.1 mm
+/// `∂u/∂t = −3ν·u/h²`, taken implicitly: `flow / (1 + dt·3ν/h²)` for face depth `h` m, and no
+/// flow at all through a dry face. Its time scale `h²/(3ν)` is 0.3 s at 1 mm, 3 ms at 0.1 mm
 /// and 30 s at 1 cm: velocities in water thinner than about a millimetre fade to zero instead
 /// of carrying a large flux through a film, while deeper water is left as it is.
 #[inline]
-pub fn film_drag(c: &StepConstants, flux: f32, depth: f32) -> f32 {
+pub fn film_drag(c: &StepConstants, flow: f32, depth: f32) -> f32 {
     if depth <= 0.0 {
         return 0.0;
     }
-    flux / (1.0 + c.dt * (3.0 * FILM_VISCOSITY) / (depth * depth))
+    flow / (1.0 + c.dt * (3.0 * FILM_VISCOSITY) / (depth * depth))
 }
 
-/// Phase 1: the new flux of owned pipe `p` of cell `a = (x, y)` (m³/s, positive from `a` to its
-/// neighbour `b`), from the old flux, the beds (m) and the depths (quanta) of both cells.
+/// What momentum advection ([`advect`]) needs to know about the water upstream of a pipe.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Upstream {
+    /// Discharge per metre (m²/s, grid x and y) at the centre of the cell the pipe draws from
+    /// (the owner for positive flow, the neighbour for negative): [`discharge`] of its pipes.
+    pub discharge: [f32; 2],
+    /// Velocity (m/s, along the pipe) of the two pipes of the same direction displaced from this
+    /// one by `−offset` for the two offsets of [`upstream_split`] of `discharge`; where such a
+    /// pipe would reach beyond the grid's edge, this pipe's own velocity (a free-slip edge).
+    pub velocity: [f32; 2],
+}
+
+/// Splits a discharge `q` (m²/s) into non-negative parts along the two grid offsets that bound
+/// its direction: an axis and a diagonal with eight neighbours, the two axes with four. Returns
+/// the offsets (cells) and the parts (m²/s), with `q = Σ part·offset`.
+#[inline]
+pub fn upstream_split(c: &StepConstants, q: [f32; 2]) -> ([(i32, i32); 2], [f32; 2]) {
+    let sx = if q[0] < 0.0 { -1 } else { 1 };
+    let sy = if q[1] < 0.0 { -1 } else { 1 };
+    let (ax, ay) = (q[0].abs(), q[1].abs());
+    if c.eight_neighbours == 0 {
+        ([(sx, 0), (0, sy)], [ax, ay])
+    } else if ax >= ay {
+        ([(sx, 0), (sx, sy)], [ax - ay, ay])
+    } else {
+        ([(0, sy), (sx, sy)], [ay - ax, ax])
+    }
+}
+
+/// Phase 1, momentum advection: the flow `flow` (m²/s) of pipe `p` (width `width` m, between
+/// cells `depth_a` and `depth_b` m deep) takes up the momentum that the water upstream of it
+/// carries in ([`Upstream`]).
+///
+/// This is Stelling and Duinmeijer's (2003) momentum-conserving upwind form of
+/// `∂u/∂t + (u·∇)u = 0`, written for the velocity `u_p` along each pipe: with `q` the discharge
+/// at the centre of the upstream cell, split into parts `q_k ≥ 0` along grid offsets `o_k`
+/// ([`upstream_split`]), and `h̄` the mean depth of the pipe's two cells,
+/// `h̄·∂u_p/∂t = Σ_k (q_k/dx)·(u_p(x − o_k·dx) − u_p)`. Taken explicitly with
+/// `β_k = dt·q_k/(h̄·dx)` (scaled so that `Σβ_k ≤ 1`), the new velocity is a weighted mean of the
+/// old one and its upstream values: advection makes no new extremes. Where the flow converges
+/// (a bore), the momentum it carries sets the bore's speed, which the conservative form gets
+/// right; a dry cell that water pours into takes the speed of the water behind it, which carries
+/// a flood's thin tip. Splitting the discharge over the offsets around its direction lets every
+/// pipe, axial or diagonal, see the flow's true upstream, so a flow along an axis advects its
+/// diagonal pipes at the same rate as its axial ones.
+#[inline]
+pub fn advect(c: &StepConstants, flow: f32, width: f32, depth_a: f32, depth_b: f32, upstream: Upstream) -> f32 {
+    let (_, parts) = upstream_split(c, upstream.discharge);
+    let held = 0.5 * (depth_a + depth_b) * c.cell_size;
+    let weights = parts.map(|q| c.dt * q);
+    let total = weights[0] + weights[1];
+    if total <= 0.0 || held <= 0.0 {
+        return flow;
+    }
+    let scale = if total > held { 1.0 / total } else { 1.0 / held };
+    let velocity = flow / width;
+    let advected = velocity + scale * (weights[0] * (upstream.velocity[0] - velocity) + weights[1] * (upstream.velocity[1] - velocity));
+    advected * width
+}
+
+/// Depth (m) of the cross-section that carries a pipe's flow: the face depth ([`face_depth`]) in
+/// depth-dependent mode, the constant `pipe_depth` in classic mode. A pipe's flux is its flow
+/// times this depth.
+#[inline]
+pub fn carried_depth(c: &StepConstants, bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32) -> f32 {
+    if c.depth_dependent == 0 {
+        return c.pipe_depth;
+    }
+    face_depth(bed_a + depth_a as f32 * DEPTH_QUANTUM, bed_a, bed_b + depth_b as f32 * DEPTH_QUANTUM, bed_b)
+}
+
+/// What a pipe keeps between steps ([`crate::State::flow`]) times this is the flux it carries
+/// (m³/s), for a pipe whose [`carried_depth`] is `carried` m: `carried` where pipes keep their
+/// flow (with advection, and in classic mode), 1 where they keep their flux (depth-dependent
+/// mode without advection: the pressure-only pipe model, kept as it always was for comparison).
+#[inline]
+pub fn flux_per_stored(c: &StepConstants, carried: f32) -> f32 {
+    if keeps_flux(c) {
+        1.0
+    } else {
+        carried
+    }
+}
+
+/// [`flux_per_stored`] where it does not depend on the face depth: the pipe depth in classic
+/// mode, 1 where pipes keep their flux; `None` where it is the face depth.
+#[inline]
+pub fn fixed_flux_per_stored(c: &StepConstants) -> Option<f32> {
+    if keeps_flux(c) {
+        Some(1.0)
+    } else if c.depth_dependent == 0 {
+        Some(c.pipe_depth)
+    } else {
+        None
+    }
+}
+
+/// Whether pipes keep their flux (m³/s) rather than their flow: depth-dependent mode without
+/// momentum advection. See [`flux_per_stored`].
+#[inline]
+pub fn keeps_flux(c: &StepConstants) -> bool {
+    c.depth_dependent != 0 && c.advection == 0
+}
+
+/// Phase 1: the flux (m³/s, positive from `a` to its neighbour `b`) that owned pipe `p` of cell
+/// `a = (x, y)` carries this step, from what it kept from the last ([`crate::State::flow`]), the
+/// beds (m) and depths (quanta) of both cells, and the water upstream of it ([`advect`]; used
+/// only when the step advects). With `d` the [`carried_depth`], `w` the width
+/// and `L` the length of the pipe, `flow ← flow·(1−damping)^dt + dt·g·w/L·(η_a − η_b)` and the
+/// flux is `flow·d`; without advection the flux itself gains `dt·g·w·d/L·(η_a − η_b)`. A dry
+/// face carries nothing.
 #[inline]
 #[allow(clippy::too_many_arguments)]
-pub fn accelerate(c: &StepConstants, p: usize, x: u32, y: u32, flux: f32, bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32) -> f32 {
+pub fn accelerate(c: &StepConstants, p: usize, x: u32, y: u32, kept: f32, bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32, upstream: Upstream) -> f32 {
     let width = pipe_width(c, p, x, y);
-    let length = pipe_length(c, p);
-    if c.depth_dependent == 0 {
-        let conductance = c.gravity * width * c.pipe_depth / length;
-        return flux * c.flux_decay + c.dt * conductance * surface_drive(bed_a, depth_a, bed_b, depth_b);
+    let depth = carried_depth(c, bed_a, depth_a, bed_b, depth_b);
+    if depth <= 0.0 {
+        return 0.0;
     }
-    let depth = face_depth(bed_a + depth_a as f32 * DEPTH_QUANTUM, bed_a, bed_b + depth_b as f32 * DEPTH_QUANTUM, bed_b);
-    let conductance = c.gravity * width * depth / length;
-    let f = flux * c.flux_decay + c.dt * conductance * surface_drive(bed_a, depth_a, bed_b, depth_b);
-    film_drag(c, f, depth)
+    let drive = c.dt * c.gravity * width / pipe_length(c, p) * surface_drive(bed_a, depth_a, bed_b, depth_b);
+    if keeps_flux(c) {
+        return film_drag(c, kept * c.flux_decay + drive * depth, depth);
+    }
+    let mut flow = kept;
+    if c.advection != 0 {
+        flow = advect(c, flow, width, depth_a as f32 * DEPTH_QUANTUM, depth_b as f32 * DEPTH_QUANTUM, upstream);
+    }
+    flow = flow * c.flux_decay + drive;
+    if c.depth_dependent != 0 {
+        flow = film_drag(c, flow, depth);
+    }
+    flow * depth
+}
+
+/// Phase 3: what a pipe keeps for the next step ([`crate::State::flow`]) after carrying `flux`
+/// (m³/s) over a cross-section `carried` m deep ([`carried_depth`]), limited by `k_drainer`.
+/// Keeping the flow (the velocity) rather than the flux lets a pipe whose cells fill or drain
+/// keep its speed.
+#[inline]
+pub fn kept_flow(c: &StepConstants, flux: f32, k_drainer: f32, carried: f32) -> f32 {
+    let scale = flux_per_stored(c, carried);
+    if scale > 0.0 {
+        flux * k_drainer / scale
+    } else {
+        0.0
+    }
 }
 
 /// Outflow of a cell through one open edge at critical flow, m³/s: `cell_size · d · √(g·d)`.
@@ -353,15 +496,19 @@ pub fn inflow_for_cell(c: &StepConstants, x: u32, y: u32) -> i32 {
 /// `outgoing[i]` is the flux leaving the cell towards `NEIGHBOUR_OFFSETS[i]`. A pipe of offset
 /// `(ox, oy)` carries its flux along a vector of length `|o|·dx`; averaging both pipes per
 /// direction gives `q = Σ F·o / (2·dx)`, exact for uniform flow in either neighbour mode.
+///
+/// Each component is summed as `(ahead − behind) + ((diagonals ahead) − (diagonals behind))`,
+/// a tree that every symmetry of the square maps onto the other component's or its own (up to
+/// commutation and negation, which round exactly): advection steers by this discharge, and a
+/// rotated or mirrored problem must round identically.
 #[inline]
 pub fn discharge(cell_size: f32, outgoing: &[f32; 8]) -> [f32; 2] {
-    let mut q = [0.0f32; 2];
-    for (i, &(ox, oy)) in NEIGHBOUR_OFFSETS.iter().enumerate() {
-        q[0] += outgoing[i] * ox as f32;
-        q[1] += outgoing[i] * oy as f32;
-    }
+    // NEIGHBOUR_OFFSETS order: E, S, SE, SW, W, N, NW, NE.
+    let [e, s, se, sw, w, n, nw, ne] = *outgoing;
+    let qx = (e - w) + ((se + ne) - (nw + sw));
+    let qy = (s - n) + ((se + sw) - (ne + nw));
     let scale = 0.5 / cell_size;
-    [q[0] * scale, q[1] * scale]
+    [qx * scale, qy * scale]
 }
 
 /// The eight neighbour offsets in the order used by [`discharge`]: first the four owned pipes

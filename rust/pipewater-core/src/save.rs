@@ -12,12 +12,13 @@
 //! | 4 | CRC-32 (IEEE) of the payload, `u32` |
 //! | … | payload |
 //!
-//! Payload, version 1:
+//! Payload, version 2:
 //! 1. grid: width `u32`, height `u32`, cell size `f32` (m);
 //! 2. params: gravity `f32`, damping `f32`, neighbours `u8` (4 or 8), cross-section `u8`
 //!    (0 classic, 1 depth-dependent), pipe depth `f32`, four boundaries (N, E, S, W) as kind `u8`
 //!    (0 wall, 1 open, 2 inflow, 3 fixed level) and its inflow rate or level `f32`, cfl `f32`, max step `f32`, max substeps
-//!    `u32`;
+//!    `u32`, and from version 2 on momentum advection `u8` (0 off, 1 on; version 1 states were
+//!    saved by builds without it and load with it off, so they go on as they ran);
 //! 3. clock: frames `u64`, simulated seconds `f64`, the last frame's report (substeps `u32`,
 //!    step, simulated and dropped seconds `f32`), the recent depth gains that enter the step
 //!    estimate (3 × `f32`, m);
@@ -26,7 +27,9 @@
 //! 6. sources and drains: next id `u32`, count `u32`, then each: id `u32`, rate `f32` (m³/s),
 //!    remainder `f64` (quanta), cell count `u32`, and per cell its index `u32` and share `f64`;
 //! 7. fields, one value per cell in row-major order: terrain `f32` (m, as edited), depth `i32`
-//!    (quanta), then the four owned pipe fluxes (E, S, SE, SW) `f32` (m³/s).
+//!    (quanta), then what the four owned pipes keep (E, S, SE, SW) `f32` ([`State::flow`]:
+//!    their flow in m²/s, or their flux in m³/s without momentum advection, which is how
+//!    version 1 states, loaded with advection off, stored them).
 //!
 //! The payload length tells a truncated file from a corrupt one; the checksum catches corruption;
 //! a newer version is refused rather than misread. A decoded state is validated like any other
@@ -41,7 +44,7 @@ use crate::state::{check_terrain, Counters, State};
 /// The first eight bytes of every saved state.
 pub const SAVE_MAGIC: [u8; 8] = *b"PIPEWATR";
 /// The format version this build writes, and the newest it reads.
-pub const SAVE_FORMAT_VERSION: u32 = 1;
+pub const SAVE_FORMAT_VERSION: u32 = 2;
 /// Bytes before the payload: magic, version, payload length, checksum.
 pub const SAVE_HEADER_BYTES: usize = 24;
 /// Bytes per cell in the fields: terrain, depth and four fluxes.
@@ -118,6 +121,7 @@ impl SavedState {
         f32_(&mut p, pr.cfl);
         f32_(&mut p, pr.max_step);
         u32_(&mut p, pr.max_substeps);
+        u8_(&mut p, pr.momentum_advection as u8);
         u64_(&mut p, self.frames);
         f64_(&mut p, self.elapsed);
         u32_(&mut p, self.last_report.substeps);
@@ -143,7 +147,7 @@ impl SavedState {
         }
         self.state.terrain.iter().for_each(|&v| f32_(&mut p, v));
         self.state.depth.iter().for_each(|&v| u32_(&mut p, v as u32));
-        self.state.flux.iter().flatten().for_each(|&v| f32_(&mut p, v));
+        self.state.flow.iter().flatten().for_each(|&v| f32_(&mut p, v));
 
         let mut bytes = Vec::with_capacity(SAVE_HEADER_BYTES + p.len());
         bytes.extend_from_slice(&SAVE_MAGIC);
@@ -187,7 +191,7 @@ impl SavedState {
         if crc != stored_crc {
             return Err(invalid(format!("corrupt: the payload's CRC-32 is {crc:08x}, the header says {stored_crc:08x}")));
         }
-        let saved = Reader { bytes: payload, at: 0 }.saved_state()?;
+        let saved = Reader { bytes: payload, at: 0, version }.saved_state()?;
         saved.validate()?;
         Ok(saved)
     }
@@ -201,8 +205,8 @@ impl SavedState {
         if let Some(i) = s.depth.iter().position(|&d| d < 0) {
             return Err(invalid(format!("negative depth {} quanta at cell {i}", s.depth[i])));
         }
-        if let Some(i) = s.flux.iter().position(|f| f.iter().any(|v| !v.is_finite())) {
-            return Err(invalid(format!("non-finite flux {:?} at cell {i}", s.flux[i])));
+        if let Some(i) = s.flow.iter().position(|f| f.iter().any(|v| !v.is_finite())) {
+            return Err(invalid(format!("non-finite pipe flow {:?} at cell {i}", s.flow[i])));
         }
         let finite_non_negative = |v: f64| v.is_finite() && v >= 0.0;
         if !finite_non_negative(self.elapsed) {
@@ -241,6 +245,8 @@ impl SavedState {
 struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
+    /// The format version the payload was written in.
+    version: u32,
 }
 
 impl Reader<'_> {
@@ -323,7 +329,16 @@ impl Reader<'_> {
             cfl: self.f32("cfl")?,
             max_step: self.f32("max step")?,
             max_substeps: self.u32("max substeps")?,
+            momentum_advection: false,
         };
+        // Version 1 states come from builds without advection: they go on as they ran.
+        let momentum_advection = self.version >= 2
+            && match self.u8("momentum advection")? {
+                0 => false,
+                1 => true,
+                other => return Err(invalid(format!("momentum advection flag {other} (0 or 1)"))),
+            };
+        let params = Params { momentum_advection, ..params };
         let frames = self.u64("frame count")?;
         let elapsed = self.f64("simulated time")?;
         let last_report = FrameReport {
@@ -366,8 +381,9 @@ impl Reader<'_> {
         let words = |bytes: &[u8]| bytes.chunks_exact(4).map(|w| [w[0], w[1], w[2], w[3]]).collect::<Vec<[u8; 4]>>();
         let terrain: Vec<f32> = words(self.take(4 * n, "terrain")?).into_iter().map(f32::from_le_bytes).collect();
         let depth: Vec<i32> = words(self.take(4 * n, "depth")?).into_iter().map(i32::from_le_bytes).collect();
-        let flux_words: Vec<f32> = words(self.take(16 * n, "flux")?).into_iter().map(f32::from_le_bytes).collect();
-        let flux: Vec<[f32; 4]> = flux_words.chunks_exact(4).map(|f| [f[0], f[1], f[2], f[3]]).collect();
+        let pipe_words: Vec<f32> = words(self.take(16 * n, "pipes")?).into_iter().map(f32::from_le_bytes).collect();
+        let pipes: Vec<[f32; 4]> = pipe_words.chunks_exact(4).map(|f| [f[0], f[1], f[2], f[3]]).collect();
+        let state = State { grid, terrain, depth, flow: pipes };
         Ok(SavedState {
             params,
             frames,
@@ -379,7 +395,8 @@ impl Reader<'_> {
             inflow_carry,
             next_source_id,
             sources,
-            state: State { grid, terrain, depth, flux },
+            state,
         })
     }
 }
+

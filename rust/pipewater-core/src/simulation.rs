@@ -180,10 +180,25 @@ impl Simulation {
     /// Replaces the parameters after validating them; the state is kept.
     pub fn set_params(&mut self, params: Params) -> Result<()> {
         params.validate()?;
+        if pipe_storage(&self.params) != pipe_storage(&params) {
+            // What the pipes keep changes meaning (flux or flow, over which depth): convert the
+            // running fields and the reset point so that every pipe carries the same flux.
+            let (from, to) = (self.step_constants(&self.params), self.step_constants(&params));
+            let mut state = self.backend.read_state()?;
+            state.convert_pipes(&from, &to);
+            let counters = self.backend.read_counters()?;
+            self.backend.restore(&state, counters, self.frames)?;
+            self.initial.convert_pipes(&from, &to);
+        }
         self.params = params;
         // Pipe widths may have changed: the reset point's current is rebuilt for them.
         self.apply_initial_velocity();
         Ok(())
+    }
+
+    /// Step constants of this grid for `params` (for conversions; no step length).
+    fn step_constants(&self, params: &Params) -> crate::pipes::StepConstants {
+        crate::pipes::StepConstants::new(params, self.grid.width, self.grid.height, self.grid.cell_size, 0.0, [0; 4])
     }
 
     /// Which backend runs.
@@ -221,15 +236,18 @@ impl Simulation {
         quantum_volume(self.grid.cell_size)
     }
 
-    /// The longest stable step for the current state, s: `cfl · dx / c`, where `c` is the speed of
-    /// small waves: `√(g·d_max)`, or `√(g·pipe_depth)` in classic mode. The model has no
-    /// advection term, so the flow speed does not enter. Capped by `max_step`.
+    /// The longest stable step for the current state, s: `cfl · dx / (|u| + c)`, where `c` is
+    /// the speed of small waves, `√(g·d_max)` (or `√(g·pipe_depth)` in classic mode), and `|u|`
+    /// the fastest water when the model advects momentum (the upstream transport it adds must
+    /// not carry water more than a cell per step). Capped by `max_step`.
     pub fn stable_step(&mut self) -> f32 {
+        let snapshot = self.backend.snapshot();
         let depth = match self.params.cross_section {
-            CrossSection::DepthDependent => self.backend.snapshot().map_or(0.0, |s| s.max_depth) + self.recent_gain.iter().sum::<f32>(),
+            CrossSection::DepthDependent => snapshot.as_ref().map_or(0.0, |s| s.max_depth) + self.recent_gain.iter().sum::<f32>(),
             CrossSection::Classic => self.params.pipe_depth,
         };
-        let wave = (self.params.gravity * depth).sqrt();
+        let flow = if self.params.advects() { snapshot.as_ref().map_or(0.0, |s| s.max_speed) } else { 0.0 };
+        let wave = (self.params.gravity * depth).sqrt() + flow;
         let stable = if wave > 0.0 { self.params.cfl * self.grid.cell_size / wave } else { f32::INFINITY };
         stable.clamp(MIN_STEP, self.params.max_step)
     }
@@ -739,7 +757,7 @@ pub fn sample_surface(s: &Snapshot, x: f32, z: f32) -> Option<f32> {
 fn check_state(state: &State, params: &Params) -> Result<()> {
     params.validate()?;
     crate::state::check_terrain(&state.grid, &state.terrain)?;
-    if state.depth.len() != state.grid.cell_count() || state.flux.len() != state.grid.cell_count() {
+    if state.depth.len() != state.grid.cell_count() || state.flow.len() != state.grid.cell_count() {
         return Err(Error::WrongLength { name: "depth", expected: state.grid.cell_count(), actual: state.depth.len() });
     }
     if let Some(i) = state.depth.iter().position(|&d| d < 0) {
@@ -768,4 +786,11 @@ fn gpu_backend(state: &State) -> Result<Box<dyn Backend>> {
 #[cfg(not(feature = "gpu"))]
 fn gpu_backend(_state: &State) -> Result<Box<dyn Backend>> {
     Err(Error::GpuUnavailable("pipewater-core was built without the `gpu` feature".into()))
+}
+
+/// What decides the meaning of the pipes' stored values ([`State::flow`]): whether they keep
+/// their flux, and over which depth they carry their flow.
+fn pipe_storage(params: &Params) -> (bool, CrossSection, u32) {
+    let keeps_flux = params.cross_section == CrossSection::DepthDependent && !params.momentum_advection;
+    (keeps_flux, params.cross_section, params.pipe_depth.to_bits())
 }

@@ -3,7 +3,7 @@
 use crate::error::{Error, Result};
 use crate::grid::Grid;
 use crate::params::Params;
-use crate::pipes::{centre_velocity, discharge, face_depth, pipe_width, StepConstants, NEIGHBOUR_OFFSETS, PIPE_DIRECTIONS, PIPE_OFFSETS};
+use crate::pipes::{carried_depth, centre_velocity, discharge, face_depth, flux_per_stored, kept_flow, pipe_width, StepConstants, NEIGHBOUR_OFFSETS, PIPE_DIRECTIONS, PIPE_OFFSETS};
 use crate::quanta::{depth_to_quanta, quanta_to_depth, MAX_DEPTH};
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -23,15 +23,19 @@ pub struct State {
     pub terrain: Vec<f32>,
     /// Water depth per cell, in quanta of [`crate::DEPTH_QUANTUM`] metres.
     pub depth: Vec<i32>,
-    /// Owned pipe fluxes per cell (E, S, SE, SW), m³/s, positive leaving the owner.
-    pub flux: Vec<[f32; 4]>,
+    /// Flow of each owned pipe per cell (E, S, SE, SW), m²/s, positive leaving the owner: the
+    /// velocity of the water in the pipe times the pipe's width. A pipe carries its flow times
+    /// its [`crate::pipes::carried_depth`] in m³/s. In depth-dependent mode without momentum
+    /// advection (the pressure-only pipe model) pipes keep their flux, m³/s, instead
+    /// ([`crate::pipes::flux_per_stored`]).
+    pub flow: Vec<[f32; 4]>,
 }
 
 impl State {
     /// A dry state over flat ground at height 0.
     pub fn new(grid: Grid) -> Self {
         let n = grid.cell_count();
-        State { grid, terrain: vec![0.0; n], depth: vec![0; n], flux: vec![[0.0; 4]; n] }
+        State { grid, terrain: vec![0.0; n], depth: vec![0; n], flow: vec![[0.0; 4]; n] }
     }
 
     /// A state with the given terrain (validated) and no water.
@@ -49,9 +53,9 @@ impl State {
         }
     }
 
-    /// Sets every pipe flux so that the water moves with `velocity(x, y)` (m/s along grid x and
-    /// y, i.e. local X and Z) for the pipe widths of `params`: each pipe carries its face depth
-    /// times its width times the mean velocity of its two cells along the pipe. For uniform
+    /// Sets every pipe's flow so that the water moves with `velocity(x, y)` (m/s along grid x and
+    /// y, i.e. local X and Z) for the pipe widths of `params`: each pipe's flow is its width
+    /// times the mean velocity of its two cells along the pipe. For uniform
     /// flow the cells' velocity ([`Snapshot`]'s flow texels) is exactly `velocity` wherever the
     /// water is level. Pipes over dry faces carry nothing.
     pub fn set_velocity(&mut self, params: &Params, velocity: impl Fn(u32, u32) -> [f32; 2]) {
@@ -73,9 +77,34 @@ impl State {
                     let along = 0.5 * ((va[0] + vb[0]) * e[0] + (va[1] + vb[1]) * e[1]);
                     let (ba, bb) = (self.terrain[i], self.terrain[j]);
                     let depth = face_depth(ba + self.depth_m(i), ba, bb + self.depth_m(j), bb);
-                    *pipe = pipe_width(&c, p, x, y) * depth * along;
+                    if depth > 0.0 {
+                        // What the pipe keeps, times flux_per_stored, is its flux w·d·u.
+                        let flux = pipe_width(&c, p, x, y) * depth * along;
+                        *pipe = flux / flux_per_stored(&c, depth);
+                    }
                 }
-                self.flux[i] = pipes;
+                self.flow[i] = pipes;
+            }
+        }
+    }
+
+    /// Re-expresses what every pipe keeps ([`State::flow`]) for steps of constants `to`, from
+    /// steps of constants `from`, so that each pipe carries the same flux as before.
+    pub fn convert_pipes(&mut self, from: &StepConstants, to: &StepConstants) {
+        let g = self.grid;
+        for y in 0..g.height {
+            for x in 0..g.width {
+                let i = g.index(x, y);
+                for (p, &(ox, oy)) in PIPE_OFFSETS.iter().enumerate() {
+                    let (nx, ny) = (x as i64 + ox as i64, y as i64 + oy as i64);
+                    if nx < 0 || ny < 0 || nx >= g.width as i64 || ny >= g.height as i64 {
+                        continue;
+                    }
+                    let j = g.index(nx as u32, ny as u32);
+                    let (ta, da, tb, db) = (self.terrain[i], self.depth[i], self.terrain[j], self.depth[j]);
+                    let flux = self.flow[i][p] * flux_per_stored(from, carried_depth(from, ta, da, tb, db));
+                    self.flow[i][p] = kept_flow(to, flux, 1.0, carried_depth(to, ta, da, tb, db));
+                }
             }
         }
     }
@@ -91,19 +120,19 @@ impl State {
         self.depth.iter().map(|&d| d as i64).sum()
     }
 
-    /// Flux leaving cell `(x, y)` towards each of its eight neighbours (see
-    /// [`crate::pipes::NEIGHBOUR_OFFSETS`]); pipes leading off the grid read zero.
-    pub fn outgoing_fluxes(&self, x: u32, y: u32) -> [f32; 8] {
+    /// Flow (m²/s, see [`State::flow`]) leaving cell `(x, y)` towards each of its eight
+    /// neighbours (see [`crate::pipes::NEIGHBOUR_OFFSETS`]); pipes leading off the grid read zero.
+    pub fn outgoing_flows(&self, x: u32, y: u32) -> [f32; 8] {
         let g = &self.grid;
         let mut out = [0.0; 8];
         let i = g.index(x, y);
-        out[..4].copy_from_slice(&self.flux[i]);
+        out[..4].copy_from_slice(&self.flow[i]);
         for p in 0..4 {
             // The neighbour at −offset owns pipe p pointing at this cell.
             let (ox, oy) = PIPE_OFFSETS[p];
             let (nx, ny) = (x as i64 - ox as i64, y as i64 - oy as i64);
             if nx >= 0 && ny >= 0 && nx < g.width as i64 && ny < g.height as i64 {
-                out[4 + p] = -self.flux[g.index(nx as u32, ny as u32)][p];
+                out[4 + p] = -self.flow[g.index(nx as u32, ny as u32)][p];
             }
         }
         out
@@ -126,15 +155,17 @@ impl State {
         faces
     }
 
-    /// Builds the snapshot that queries and textures read (rows in parallel).
+    /// Builds the snapshot that queries and textures read (rows in parallel), for pipes that carry
+    /// their flow over the face depth (depth-dependent mode).
     pub fn snapshot(&self, sequence: u64, counters: Counters) -> Snapshot {
-        self.snapshot_reusing(sequence, counters, None)
+        self.snapshot_reusing(sequence, counters, None, None)
     }
 
     /// [`State::snapshot`], writing into the buffers of `spare` (an earlier snapshot nobody holds
     /// any more) when it has them: a large grid's fresh buffers cost more in page faults than
-    /// the writing itself.
-    pub fn snapshot_reusing(&self, sequence: u64, counters: Counters, spare: Option<Snapshot>) -> Snapshot {
+    /// the writing itself. `fixed_flux_per_stored` is [`crate::pipes::fixed_flux_per_stored`] of
+    /// the step that made the fields: `None` where the pipes' flow is carried over the face depth.
+    pub fn snapshot_reusing(&self, sequence: u64, counters: Counters, spare: Option<Snapshot>, fixed_flux_per_stored: Option<f32>) -> Snapshot {
         let g = self.grid;
         let w = g.width as usize;
         let (mut height, mut flow) = Snapshot::texel_buffers(spare, g.cell_count());
@@ -148,9 +179,13 @@ impl State {
                     let i = y * w + x;
                     let d = self.depth_m(i);
                     let b = self.terrain[i];
-                    let outgoing = self.outgoing_fluxes(x as u32, y as u32);
+                    let faces = self.face_depths(x as u32, y as u32);
+                    let mut outgoing = self.outgoing_flows(x as u32, y as u32);
+                    for (flow, face) in outgoing.iter_mut().zip(faces) {
+                        *flow *= fixed_flux_per_stored.unwrap_or(face);
+                    }
                     let q = discharge(g.cell_size, &outgoing);
-                    let v = centre_velocity(g.cell_size, &outgoing, &self.face_depths(x as u32, y as u32));
+                    let v = centre_velocity(g.cell_size, &outgoing, &faces);
                     let speed = v[0].hypot(v[1]);
                     height_row[x] = [b + d, d, b, if d > WET_DEPTH { 1.0 } else { 0.0 }];
                     flow_row[x] = [v[0], v[1], speed, q[0].hypot(q[1])];
@@ -290,7 +325,7 @@ mod tests {
         let address = on_screen.height.as_ptr();
         drop(on_screen);
         let reused = spares.take();
-        let next = state.snapshot_reusing(2, Counters::default(), reused);
+        let next = state.snapshot_reusing(2, Counters::default(), reused, None);
         println!("taken while held: {while_held}; next snapshot reuses the buffer: {}", next.height.as_ptr() == address);
         assert!(!while_held, "a snapshot still held is never written into");
         assert_eq!(next.height.as_ptr(), address, "a released snapshot's buffer is reused");

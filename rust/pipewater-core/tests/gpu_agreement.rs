@@ -89,7 +89,7 @@ fn lake_at_rest_on_gpu_stays_still_and_matches_cpu() {
     run_both("lake at rest", &mut cpu, &mut gpu, 0.05, 10, 30, |_, _| {});
     let after = gpu.read_state().unwrap();
     let moved = difference(&initial, &after);
-    println!("lake at rest: GPU depth moved at most {:.3e} m, largest flux {:.3e} m³/s", moved.max_depth, after.flux.iter().flatten().fold(0.0f32, |m, f| m.max(f.abs())));
+    println!("lake at rest: GPU depth moved at most {:.3e} m, largest pipe flow {:.3e} m²/s", moved.max_depth, after.flow.iter().flatten().fold(0.0f32, |m, f| m.max(f.abs())));
     // Still water must not start to move: no cell may change by more than a few quanta.
     assert!(moved.max_depth <= 8.0 * pipewater_core::DEPTH_QUANTUM, "still lake moved by {} m on the GPU", moved.max_depth);
 }
@@ -196,8 +196,8 @@ fn fixed_level_edges_and_an_initial_current_on_gpu_match_cpu() {
         sim.set_initial_current([-20.0, -6.0], [0.0, 6.0], [0.4, -0.1]).unwrap();
     }
     let (c0, g0) = (cpu.read_state().unwrap(), gpu.read_state().unwrap());
-    println!("initial current: CPU and GPU start from identical fluxes: {}", c0.flux == g0.flux);
-    assert_eq!(c0.flux, g0.flux, "the initial current is computed once, on the CPU, for every backend");
+    println!("initial current: CPU and GPU start from identical pipe flows: {}", c0.flow == g0.flow);
+    assert_eq!(c0.flow, g0.flow, "the initial current is computed once, on the CPU, for every backend");
     run_both("fixed levels and an initial current", &mut cpu, &mut gpu, 0.03, 10, 30, |_, _| {});
     let c = gpu.ledger().unwrap().counters;
     println!("fixed levels: GPU boundary in {} out {} quanta", c.boundary_in, c.boundary_out);

@@ -29,8 +29,9 @@ fn front_radius(state: &State, threshold: f32, ux: i32, uy: i32) -> f32 {
 /// front runs ahead along the axes. Reports the axis / diagonal front-radius ratio of each mode.
 #[test]
 fn released_column_spreads_as_a_circle_with_eight_neighbours() {
-    /// The eight-neighbour front must be round within two cells at radius ~40 cells.
-    const EIGHT_RATIO_TOLERANCE: f32 = 0.05;
+    /// The eight-neighbour front must be round within 3 % (measured 1.4 % with advection, at a
+    /// radius of 43 cells).
+    const EIGHT_RATIO_TOLERANCE: f32 = 0.03;
     let g = grid(161, 161, 1.0);
     let mut ratios = Vec::new();
     for neighbours in [NeighbourMode::Four, NeighbourMode::Eight] {
@@ -51,9 +52,9 @@ fn released_column_spreads_as_a_circle_with_eight_neighbours() {
 /// In depth-dependent mode a small wave on still water travels at √(g·h).
 #[test]
 fn small_waves_travel_at_the_shallow_water_speed() {
-    /// Relative error allowed: the discrete scheme is dispersive (short waves lag) and the face
-    /// depth is the higher side's, biased by the amplitude (1 % of h).
-    const TOLERANCE: f64 = 0.03;
+    /// Relative error allowed: the discrete scheme is dispersive and the face depth is the
+    /// higher side's, biased by the amplitude (1 % of h). Measured +0.3 … +1.9 %.
+    const TOLERANCE: f64 = 0.02;
     for neighbours in [NeighbourMode::Four, NeighbourMode::Eight] {
         for depth in [0.5f32, 2.0] {
             // A wide channel, measured along its centre row: next to a wall an eight-neighbour cell
@@ -108,20 +109,19 @@ fn ritter_depth(h0: f64, x: f64, t: f64) -> f64 {
 }
 
 /// A dam break over a dry flat bed against Ritter's solution: reports the front position and
-/// the L1 error of the depth profile. The pipe model keeps pressure but not momentum advection,
-/// so the thin tip of the front lags Ritter's `2√(g·h₀)·t`; the bulk of the profile follows.
+/// the L1 error of the depth profile, in both neighbour modes at a coarse dx = 0.25 m.
+/// `tests/validation.rs` compares fronts, bores and profiles finely, with advection on and off.
 #[test]
 fn dam_break_follows_ritters_solution() {
     /// Profile error allowed (L1 over the disturbed region, relative to h₀·length): measured
-    /// about 10 % for this model; the bound leaves room for rounding, not for a broken step.
-    const PROFILE_TOLERANCE: f64 = 0.15;
-    /// The front (where depth falls below 1 % of h₀) reaches at least this fraction of Ritter's.
-    /// Measured about 40 %: without the advection term `∂(hu²)/∂x` the thin, fast tip of the
-    /// wave is carried by pressure alone. This is the pipe method's known limit, reported as is.
-    const FRONT_FRACTION_MIN: f64 = 0.33;
-    /// Depth at the dam site vs Ritter's constant 4/9·h₀, m: measured about 0.15 m deeper, for the
-    /// same reason (the outflow is pressure-driven only).
-    const DAM_DEPTH_TOLERANCE: f64 = 0.2;
+    /// 0.7 % with momentum advection (about 10 % without it).
+    const PROFILE_TOLERANCE: f64 = 0.03;
+    /// The front (where depth falls below 1 % of h₀) reaches at least this fraction of Ritter's
+    /// `2c₀t`, where the exact depth is zero; the exact 1 cm contour is at 85 % of it. Measured
+    /// 74–75 % at this coarse resolution (about 40 % without advection).
+    const FRONT_FRACTION_MIN: f64 = 0.70;
+    /// Depth at the dam site vs Ritter's constant 4/9·h₀, m: measured within 1 mm.
+    const DAM_DEPTH_TOLERANCE: f64 = 0.01;
     let (h0, dx, w) = (1.0f32, 0.25f32, 1600u32);
     let g = grid(w, 3, dx);
     let dam = w / 2;
@@ -224,18 +224,25 @@ fn parameter_extremes_stay_finite_and_conserved() {
 /// cell on a wall) a dam break runs as it does with four neighbours, where walls cost nothing.
 #[test]
 fn eight_neighbour_flow_along_a_wall_matches_four_neighbour_flow() {
-    /// Both modes apply the same total conductance to a flow that does not vary across the
-    /// channel; they differ only in float rounding of how it is split over the pipes.
-    const TOLERANCE_M: f32 = 1.0e-3;
+    /// Without advection both modes apply the same total conductance to a flow that does not
+    /// vary across the channel; they differ only in float rounding of how it is split over the
+    /// pipes.
+    const PRESSURE_ONLY_TOLERANCE_M: f32 = 1.0e-3;
+    /// With advection the modes also carry momentum differently (eight neighbours advect their
+    /// diagonal pipes too, steered by a discharge the diagonals tilt slightly across the
+    /// channel): measured 2.5 mm at the bore of this 0.9 m dam break.
+    const ADVECTION_TOLERANCE_M: f32 = 5.0e-3;
     let g = grid(400, 2, 0.25);
-    let run = |neighbours| {
-        let params = Params { neighbours, damping: 0.0, ..Params::default() };
-        run_fixed(&mut Simulation::cpu(scenarios::dam_break(g, 200, 1.0, 0.1), params).unwrap(), 0.004, 500)
-    };
-    let (four, eight) = (run(NeighbourMode::Four), run(NeighbourMode::Eight));
-    let worst = (0..g.cell_count()).map(|i| (four.depth_m(i) - eight.depth_m(i)).abs()).fold(0.0, f32::max);
-    let moved = (0..g.cell_count()).filter(|&i| (four.depth_m(i) - if i % 400 < 200 { 1.0 } else { 0.1 }).abs() > 0.01).count();
-    println!("2-cell channel dam break, 2 s: {moved} cells moved; largest four/eight depth difference {worst:.2e} m");
-    assert!(moved > 50, "the dam break must move water");
-    assert!(worst < TOLERANCE_M, "eight-neighbour flow along the walls differs by {worst} m");
+    for (momentum_advection, tolerance) in [(false, PRESSURE_ONLY_TOLERANCE_M), (true, ADVECTION_TOLERANCE_M)] {
+        let run = |neighbours| {
+            let params = Params { neighbours, damping: 0.0, momentum_advection, ..Params::default() };
+            run_fixed(&mut Simulation::cpu(scenarios::dam_break(g, 200, 1.0, 0.1), params).unwrap(), 0.004, 500)
+        };
+        let (four, eight) = (run(NeighbourMode::Four), run(NeighbourMode::Eight));
+        let worst = (0..g.cell_count()).map(|i| (four.depth_m(i) - eight.depth_m(i)).abs()).fold(0.0, f32::max);
+        let moved = (0..g.cell_count()).filter(|&i| (four.depth_m(i) - if i % 400 < 200 { 1.0 } else { 0.1 }).abs() > 0.01).count();
+        println!("2-cell channel dam break, advection {momentum_advection}, 2 s: {moved} cells moved; largest four/eight depth difference {worst:.2e} m (tolerance {tolerance:.0e} m)");
+        assert!(moved > 50, "the dam break must move water");
+        assert!(worst < tolerance, "advection {momentum_advection}: eight-neighbour flow along the walls differs by {worst} m");
+    }
 }

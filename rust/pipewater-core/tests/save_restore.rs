@@ -167,7 +167,7 @@ fn a_state_with_a_good_checksum_but_impossible_values_is_refused() {
     let mut nan = bytes.clone();
     nan[flux_at..flux_at + 4].copy_from_slice(&f32::NAN.to_le_bytes());
     reseal(&mut nan);
-    assert_refused("a NaN flux", &mut sim, &nan, "non-finite flux");
+    assert_refused("a NaN pipe flow", &mut sim, &nan, "non-finite pipe flow");
 }
 
 #[test]
@@ -176,4 +176,41 @@ fn a_state_from_a_future_format_version_is_refused_and_the_water_is_kept() {
     let mut future = bytes.clone();
     future[8..12].copy_from_slice(&(SAVE_FORMAT_VERSION + 1).to_le_bytes());
     assert_refused("the next format version", &mut sim, &future, "newer");
+}
+
+/// A state in format version 1 (saved before momentum advection existed, when pipes kept their
+/// flux) still loads: with advection off, so the pipes keep their flux and the water goes on as
+/// it ran; the fields and ledger come back as saved.
+#[test]
+fn a_version_1_state_loads_with_advection_off() {
+    /// Payload offset of the advection flag: grid 12, gravity 4, damping 4, neighbours 1,
+    /// cross-section 1, pipe depth 4, four boundaries 4 × 5, cfl 4, max step 4, max substeps 4.
+    const ADVECTION_FLAG_AT: usize = 58;
+    let (mut sim, _) = saved_busy_valley();
+    sim.set_params(Params { momentum_advection: false, ..*sim.params() }).unwrap();
+    let v2 = sim.save_state().unwrap();
+    assert_eq!(v2[HEADER + ADVECTION_FLAG_AT], 0, "the flag sits where the format says");
+    let mut v1 = v2.clone();
+    v1.remove(HEADER + ADVECTION_FLAG_AT);
+    v1[8..12].copy_from_slice(&1u32.to_le_bytes());
+    let length = (v1.len() - HEADER) as u64;
+    v1[12..20].copy_from_slice(&length.to_le_bytes());
+    reseal(&mut v1);
+    let mut restored = blank(sim.grid());
+    restored.restore_state(&v1).unwrap();
+    let (a, b) = (sim.read_state().unwrap(), restored.read_state().unwrap());
+    let (la, lb) = (sim.ledger().unwrap(), restored.ledger().unwrap());
+    println!(
+        "version 1 state of {} bytes loaded: advection {}, depth equal {}, pipes equal {}, ledger equal {}",
+        v1.len(),
+        restored.params().momentum_advection,
+        a.depth == b.depth,
+        a.flow == b.flow,
+        la == lb
+    );
+    assert!(!restored.params().momentum_advection);
+    assert_eq!(a.depth, b.depth);
+    assert_eq!(a.flow, b.flow);
+    assert_eq!(la, lb);
+    assert_eq!(restored.save_state().unwrap(), v2, "saving it again writes the version 2 state");
 }

@@ -23,6 +23,7 @@ pub struct ParamInputs {
     pub damping: f64,
     pub neighbours: WaterNeighbours,
     pub cross_section: WaterCrossSection,
+    pub momentum_advection: bool,
     pub pipe_depth: f64,
     /// The north (−Z), east (+X), south (+Z) and west (−X) edges.
     pub boundaries: [EdgeInputs; 4],
@@ -59,6 +60,7 @@ pub fn core_params(p: &ParamInputs) -> Params {
             WaterCrossSection::DepthDependent => CrossSection::DepthDependent,
         },
         pipe_depth: p.pipe_depth as f32,
+        momentum_advection: p.momentum_advection,
         boundaries: p.boundaries.map(boundary),
         cfl: p.courant as f32,
         max_step: p.max_step as f32,
@@ -362,6 +364,7 @@ mod tests {
             damping: p.damping as f64,
             neighbours: WaterNeighbours::default(),
             cross_section: WaterCrossSection::default(),
+            momentum_advection: true,
             pipe_depth: p.pipe_depth as f64,
             boundaries: [EdgeInputs::default(); 4],
             courant: p.cfl as f64,

@@ -139,6 +139,14 @@ pub struct PipeWater {
     #[var(set)]
     #[init(val = WaterCrossSection::DepthDependent)]
     cross_section: WaterCrossSection,
+    /// Momentum advection in depth-dependent mode: water carries its velocity with it, so a
+    /// flood's front runs out at the speed of the shallow-water equations and bores move at the
+    /// right speed. Off, the pipes are driven by pressure alone (fronts at about half the speed).
+    /// Ignored in classic mode.
+    #[export]
+    #[var(set)]
+    #[init(val = true)]
+    momentum_advection: bool,
     /// Depth of the pipe cross-section in classic mode, m, `0.001 ..= 1000`.
     #[export(range = (0.001, 10.0, 0.001, or_greater, suffix = "m"))]
     #[var(set)]
@@ -512,6 +520,13 @@ impl PipeWater {
     #[func]
     fn set_cross_section(&mut self, value: WaterCrossSection) {
         self.cross_section = value;
+        self.pending.params();
+    }
+
+    /// Sets `momentum_advection`.
+    #[func]
+    fn set_momentum_advection(&mut self, value: bool) {
+        self.momentum_advection = value;
         self.pending.params();
     }
 

@@ -3,7 +3,7 @@
 
 use super::{Backend, BackendKind, CellTerrain, CellWater, EditOutcome, FramePlan};
 use crate::error::{Error, Result};
-use crate::pipes::{accelerate, edge_outflow, inflow_for_cell, level_edge_inflow_quanta, limit_factor, pipe_quanta, requested_quanta, StepConstants, PIPE_OFFSETS};
+use crate::pipes::{accelerate, carried_depth, discharge, fixed_flux_per_stored, flux_per_stored, kept_flow, pipe_width, upstream_split, Upstream, edge_outflow, inflow_for_cell, level_edge_inflow_quanta, limit_factor, pipe_quanta, requested_quanta, StepConstants, PIPE_OFFSETS};
 use crate::quanta::MAX_DEPTH_QUANTA;
 use crate::state::{check_terrain, Counters, Snapshot, SpareSnapshots, State, MAX_TERRAIN_ABS};
 use rayon::prelude::*;
@@ -15,8 +15,15 @@ pub struct CpuBackend {
     state: State,
     /// Unlimited fluxes after phase 1, read by phases 2 and 3.
     accelerated: Vec<[f32; 4]>,
+    /// Discharge per metre at each cell's centre before the step (phase 0, with advection).
+    discharge: Vec<[f32; 2]>,
+    /// Depth carrying each owned pipe's flow this step ([`carried_depth`]), from phase 1.
+    carried: Vec<[f32; 4]>,
     /// Limit factor per cell from phase 2.
     limit: Vec<f32>,
+    /// The constant depth that turned the pipes' stored values into fluxes in the last step,
+    /// if it was constant, for the snapshot ([`State::snapshot_reusing`]).
+    fixed_flux_per_stored: Option<f32>,
     counters: Counters,
     frames: u64,
     cached: Option<Arc<Snapshot>>,
@@ -30,7 +37,10 @@ impl CpuBackend {
         CpuBackend {
             state: state.clone(),
             accelerated: vec![[0.0; 4]; n],
+            discharge: vec![[0.0; 2]; n],
+            carried: vec![[0.0; 4]; n],
             limit: vec![1.0; n],
+            fixed_flux_per_stored: None,
             counters: Counters::default(),
             frames: 0,
             cached: None,
@@ -96,34 +106,47 @@ impl CpuBackend {
         }
         self.counters.boundary_in += inflow.into_inner();
 
-        let State { terrain, depth, flux, .. } = &mut self.state;
+        let State { terrain, depth, flow, .. } = &mut self.state;
         let eight = c.eight_neighbours != 0;
 
         let terrain: &[f32] = terrain;
         let depth_before: &[i32] = depth;
-        let flux_before: &[[f32; 4]] = flux;
+        let flow_before: &[[f32; 4]] = flow;
+        let offsets = pipe_index_offsets(w);
 
 
-        // Phase 1: accelerate every owned pipe from the surface difference across it. Pipes that
-        // lead off the grid (or diagonals in four-neighbour mode) stay at zero.
-        self.accelerated.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
+        // Phase 1: accelerate every owned pipe from the surface difference across it (with
+        // advection, from the pipe behind it too). Pipes that lead off the grid (or diagonals in
+        // four-neighbour mode) stay at zero.
+        if c.advection != 0 {
+            // Phase 0: the discharge at every cell's centre, which advection carries upstream.
+            let before = OldFields { c, terrain, depth: depth_before, flow: flow_before, discharge: &[] };
+            self.discharge.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
+                for (x, q) in row.iter_mut().enumerate() {
+                    *q = before.centre_discharge(x as u32, y as u32);
+                }
+            });
+        }
+        let old = OldFields { c, terrain, depth: depth_before, flow: flow_before, discharge: &self.discharge };
+        self.accelerated.par_chunks_mut(w).zip(self.carried.par_chunks_mut(w)).enumerate().for_each(|(y, (row, carried_row))| {
             let below = y + 1 < h;
-            for (x, pipes) in row.iter_mut().enumerate() {
+            for (x, (pipes, carried)) in row.iter_mut().zip(carried_row.iter_mut()).enumerate() {
                 let i = y * w + x;
-                let (b, d, f) = (terrain[i], depth_before[i], flux_before[i]);
                 let (x32, y32) = (x as u32, y as u32);
                 let mut new = [0.0f32; 4];
-                if x + 1 < w {
-                    new[0] = accelerate(c, 0, x32, y32, f[0], b, d, terrain[i + 1], depth_before[i + 1]);
-                }
-                if below {
-                    let j = i + w;
-                    new[1] = accelerate(c, 1, x32, y32, f[1], b, d, terrain[j], depth_before[j]);
-                    if eight && x + 1 < w {
-                        new[2] = accelerate(c, 2, x32, y32, f[2], b, d, terrain[j + 1], depth_before[j + 1]);
-                    }
-                    if eight && x > 0 {
-                        new[3] = accelerate(c, 3, x32, y32, f[3], b, d, terrain[j - 1], depth_before[j - 1]);
+                *carried = [0.0; 4];
+                for (p, pipe) in new.iter_mut().enumerate() {
+                    let exists = match p {
+                        0 => x + 1 < w,
+                        1 => below,
+                        2 => eight && below && x + 1 < w,
+                        _ => eight && below && x > 0,
+                    };
+                    if exists {
+                        let j = (i as isize + offsets[p]) as usize;
+                        let f = flow_before[i][p];
+                        *pipe = accelerate(c, p, x32, y32, f, terrain[i], depth_before[i], terrain[j], depth_before[j], old.upstream(p, x32, y32, f));
+                        carried[p] = carried_depth(c, terrain[i], depth_before[i], terrain[j], depth_before[j]);
                     }
                 }
                 *pipes = new;
@@ -148,10 +171,10 @@ impl CpuBackend {
         // Phase 3: move whole quanta; both ends of a pipe compute the same integer from the same
         // flux and the limit factor of the cell it drains. Owned pipes keep their limited flux.
         let limit = &self.limit;
+        let carried = &self.carried;
         let outflow = AtomicU64::new(0);
         let level_inflow = AtomicU64::new(0);
-        let offsets = pipe_index_offsets(w);
-        depth.par_chunks_mut(w).zip(flux.par_chunks_mut(w)).enumerate().for_each(|(y, (depth_row, flux_row))| {
+        depth.par_chunks_mut(w).zip(flow.par_chunks_mut(w)).enumerate().for_each(|(y, (depth_row, flow_row))| {
             let (mut left, mut entered) = (0u64, 0u64);
             for x in 0..w {
                 let i = y * w + x;
@@ -164,7 +187,7 @@ impl CpuBackend {
                         let j = (i as isize + offsets[p]) as usize;
                         let k = if f > 0.0 { limit[i] } else { limit[j] };
                         net -= pipe_quanta(c.flux_to_quanta, f, k) as i64;
-                        kept[p] = f * k;
+                        kept[p] = kept_flow(c, f, k, carried[i][p]);
                     }
                     // The same pipe owned by the cell at i − offset, pointing here.
                     if let Some(owner) = pipe_owner_towards(w, h, x, y, p) {
@@ -189,13 +212,91 @@ impl CpuBackend {
                 let new_with_inflow = (new + came).min(MAX_DEPTH_QUANTA as i64);
                 entered += (new_with_inflow - new) as u64;
                 depth_row[x] = new_with_inflow as i32;
-                flux_row[x] = kept;
+                flow_row[x] = kept;
             }
             outflow.fetch_add(left, Ordering::Relaxed);
             level_inflow.fetch_add(entered, Ordering::Relaxed);
         });
         self.counters.boundary_out += outflow.into_inner();
         self.counters.boundary_in += level_inflow.into_inner();
+    }
+}
+
+/// The fields as they were before the step, read by phases 0 and 1.
+#[derive(Clone, Copy)]
+struct OldFields<'a> {
+    c: &'a StepConstants,
+    terrain: &'a [f32],
+    depth: &'a [i32],
+    flow: &'a [[f32; 4]],
+    /// Phase 0's result (with advection).
+    discharge: &'a [[f32; 2]],
+}
+
+impl OldFields<'_> {
+    /// Flux (m³/s) of owned pipe `p` of cell `(x, y)`, 0 where it does not exist.
+    #[inline]
+    fn pipe_flux(&self, p: usize, x: u32, y: u32) -> f32 {
+        let c = self.c;
+        if !c.pipe_active(p) || !c.pipe_in_grid(x, y, p) {
+            return 0.0;
+        }
+        let w = c.width as usize;
+        let (ox, oy) = PIPE_OFFSETS[p];
+        let i = y as usize * w + x as usize;
+        let j = (y as i64 + oy as i64) as usize * w + (x as i64 + ox as i64) as usize;
+        let carried = carried_depth(c, self.terrain[i], self.depth[i], self.terrain[j], self.depth[j]);
+        self.flow[i][p] * flux_per_stored(c, carried)
+    }
+
+    /// Phase 0: the discharge per metre (m²/s) at the centre of cell `(x, y)`, [`discharge`] of
+    /// the fluxes of its eight pipes.
+    fn centre_discharge(&self, x: u32, y: u32) -> [f32; 2] {
+        let mut outgoing = [0.0f32; 8];
+        for p in 0..4 {
+            outgoing[p] = self.pipe_flux(p, x, y);
+            let (ox, oy) = PIPE_OFFSETS[p];
+            let (nx, ny) = (x as i64 - ox as i64, y as i64 - oy as i64);
+            if nx >= 0 && ny >= 0 && nx < self.c.width as i64 && ny < self.c.height as i64 {
+                outgoing[4 + p] = -self.pipe_flux(p, nx as u32, ny as u32);
+            }
+        }
+        discharge(self.c.cell_size, &outgoing)
+    }
+
+    /// What advection needs upstream of owned pipe `p` of cell `(x, y)` whose flow has the sign
+    /// of `flow` ([`Upstream`]); nothing where the step does not advect.
+    #[inline]
+    fn upstream(&self, p: usize, x: u32, y: u32, flow: f32) -> Upstream {
+        let c = self.c;
+        if c.advection == 0 || flow == 0.0 {
+            return Upstream::default();
+        }
+        let w = c.width as usize;
+        let (ox, oy) = PIPE_OFFSETS[p];
+        let (ux, uy) = if flow > 0.0 { (x, y) } else { ((x as i64 + ox as i64) as u32, (y as i64 + oy as i64) as u32) };
+        let q = self.discharge[uy as usize * w + ux as usize];
+        let (offsets, _) = upstream_split(c, q);
+        let own = flow / pipe_width(c, p, x, y);
+        let velocity = offsets.map(|(dx, dy)| displaced_velocity(c, self.flow, p, x, y, dx, dy, own));
+        Upstream { discharge: q, velocity }
+    }
+}
+
+/// Velocity (m/s) along pipe `p` of the pipe of the same direction displaced from the one owned
+/// by `(x, y)` by `−(dx, dy)` (its velocity `own`): its flow over its width where it lies on the
+/// grid, and `own` where it would reach beyond the grid's edge, so that an edge neither drags
+/// the water along it nor pushes it (a free-slip, zero-gradient edge).
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn displaced_velocity(c: &StepConstants, flow: &[[f32; 4]], p: usize, x: u32, y: u32, dx: i32, dy: i32, own: f32) -> f32 {
+    let (ox, oy) = PIPE_OFFSETS[p];
+    let inside = |x: i64, y: i64| x >= 0 && y >= 0 && x < c.width as i64 && y < c.height as i64;
+    let (sx, sy) = (x as i64 - dx as i64, y as i64 - dy as i64);
+    if inside(sx, sy) && inside(sx + ox as i64, sy + oy as i64) {
+        flow[sy as usize * c.width as usize + sx as usize][p] / pipe_width(c, p, sx as u32, sy as u32)
+    } else {
+        own
     }
 }
 
@@ -293,6 +394,7 @@ impl Backend for CpuBackend {
         for _ in 0..plan.substeps {
             self.step(&plan.constants, plan.forcing);
         }
+        self.fixed_flux_per_stored = fixed_flux_per_stored(&plan.constants);
         self.frames += 1;
         self.invalidate_snapshot();
         Ok(())
@@ -301,7 +403,7 @@ impl Backend for CpuBackend {
     fn snapshot(&mut self) -> Option<Arc<Snapshot>> {
         if self.cached.is_none() {
             let spare = self.spares.take();
-            self.cached = Some(Arc::new(self.state.snapshot_reusing(self.frames, self.counters, spare)));
+            self.cached = Some(Arc::new(self.state.snapshot_reusing(self.frames, self.counters, spare, self.fixed_flux_per_stored)));
         }
         self.cached.clone()
     }

@@ -22,7 +22,7 @@ pub fn assert_physical(state: &State, context: &str) {
     if let Some((i, d)) = state.depth.iter().enumerate().find(|(_, &d)| d < 0) {
         panic!("{context}: depth {d} quanta below zero at cell {i}");
     }
-    if let Some((i, f)) = state.flux.iter().enumerate().find(|(_, f)| f.iter().any(|v| !v.is_finite())) {
+    if let Some((i, f)) = state.flow.iter().enumerate().find(|(_, f)| f.iter().any(|v| !v.is_finite())) {
         panic!("{context}: non-finite flux {f:?} at cell {i}");
     }
 }
@@ -100,7 +100,7 @@ pub fn fingerprint(state: &State) -> u64 {
         }
     };
     state.depth.iter().for_each(|&d| eat(d as u32));
-    state.flux.iter().flatten().for_each(|f| eat(f.to_bits()));
+    state.flow.iter().flatten().for_each(|f| eat(f.to_bits()));
     state.terrain.iter().for_each(|b| eat(b.to_bits()));
     h
 }
@@ -111,7 +111,7 @@ pub fn differing_cells(a: &State, b: &State) -> usize {
         .filter(|&i| {
             a.depth[i] != b.depth[i]
                 || a.terrain[i].to_bits() != b.terrain[i].to_bits()
-                || a.flux[i].iter().zip(&b.flux[i]).any(|(x, y)| x.to_bits() != y.to_bits())
+                || a.flow[i].iter().zip(&b.flow[i]).any(|(x, y)| x.to_bits() != y.to_bits())
         })
         .count()
 }

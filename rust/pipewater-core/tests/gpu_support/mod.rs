@@ -68,8 +68,8 @@ pub fn difference(reference: &State, other: &State) -> Difference {
         d.depth_scale = d.depth_scale.max(reference.depth[i] as f32 * q);
         d.max_terrain = d.max_terrain.max((reference.terrain[i] - other.terrain[i]).abs());
         for p in 0..4 {
-            d.max_flux = d.max_flux.max((reference.flux[i][p] - other.flux[i][p]).abs());
-            d.flux_scale = d.flux_scale.max(reference.flux[i][p].abs());
+            d.max_flux = d.max_flux.max((reference.flow[i][p] - other.flow[i][p]).abs());
+            d.flux_scale = d.flux_scale.max(reference.flow[i][p].abs());
         }
     }
     d.mean_depth /= reference.depth.len() as f64;
@@ -81,7 +81,7 @@ pub fn assert_physical(state: &State, context: &str) {
     if let Some((i, d)) = state.depth.iter().enumerate().find(|(_, &d)| d < 0) {
         panic!("{context}: depth {d} quanta below zero at cell {i}");
     }
-    if let Some((i, f)) = state.flux.iter().enumerate().find(|(_, f)| f.iter().any(|v| !v.is_finite())) {
+    if let Some((i, f)) = state.flow.iter().enumerate().find(|(_, f)| f.iter().any(|v| !v.is_finite())) {
         panic!("{context}: non-finite flux {f:?} at cell {i}");
     }
 }

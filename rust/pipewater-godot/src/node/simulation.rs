@@ -265,6 +265,7 @@ impl PipeWater {
             damping: self.damping,
             neighbours: self.neighbour_mode,
             cross_section: self.cross_section,
+            momentum_advection: self.momentum_advection,
             pipe_depth: self.pipe_depth,
             boundaries: [
                 EdgeInputs { mode: self.boundary_north, inflow_rate: self.inflow_rate_north, level: self.boundary_level_north },

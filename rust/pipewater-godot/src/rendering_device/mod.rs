@@ -230,7 +230,7 @@ impl RdBackend {
         self.current = 0;
         update(&mut rd, self.terrain, bytemuck::cast_slice(&state.terrain));
         update(&mut rd, self.depth[0], bytemuck::cast_slice(&state.depth));
-        update(&mut rd, self.flux[0], bytemuck::cast_slice(&state.flux));
+        update(&mut rd, self.flux[0], bytemuck::cast_slice(&state.flow));
         let words: Vec<u32> = [counters.added, counters.removed, counters.boundary_in, counters.boundary_out]
             .iter()
             .flat_map(|&c| [c as u32, (c >> 32) as u32])
@@ -606,7 +606,7 @@ impl Backend for RdBackend {
             grid: self.grid,
             terrain: bytemuck::pod_collect_to_vec(&terrain),
             depth: bytemuck::pod_collect_to_vec(&depth),
-            flux: bytemuck::pod_collect_to_vec(&flux),
+            flow: bytemuck::pod_collect_to_vec(&flux),
         })
     }
 

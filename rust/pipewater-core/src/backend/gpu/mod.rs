@@ -177,7 +177,9 @@ impl GpuBackend {
         let flux = [field("flux 0", n * 16, io), field("flux 1", n * 16, io)];
         // Scratch of the two-pass kernel only.
         let two_pass = ctx.kernel == StepKernel::TwoPass;
-        let accelerated = field("accelerated flux", if two_pass { n * 16 } else { 16 }, U::empty());
+        // The two-pass kernel keeps each cell's four accelerated fluxes and, after all cells, the
+        // depths that carried them (step.wgsl `carried_slot`).
+        let accelerated = field("accelerated flux", if two_pass { n * 32 } else { 16 }, U::empty());
         let limit = field("limit factor", if two_pass { n * 4 } else { 16 }, U::empty());
         let counters = field("ledger counters", 32, io);
         let stats = field("snapshot stats", 16, io);
@@ -354,7 +356,7 @@ impl GpuBackend {
         q.write_buffer(&self.terrain, 0, bytemuck::cast_slice(&state.terrain));
         self.current = 0;
         q.write_buffer(&self.depth[0], 0, bytemuck::cast_slice(&state.depth));
-        q.write_buffer(&self.flux[0], 0, bytemuck::cast_slice(&state.flux));
+        q.write_buffer(&self.flux[0], 0, bytemuck::cast_slice(&state.flow));
         // Each counter is a u64 kept as (low, high) u32 words: its little-endian bytes.
         let words = [counters.added, counters.removed, counters.boundary_in, counters.boundary_out];
         q.write_buffer(&self.counters, 0, bytemuck::cast_slice(&words.map(u64::to_le)[..]));
@@ -673,7 +675,7 @@ impl Backend for GpuBackend {
             grid: self.grid,
             terrain: bytemuck::pod_collect_to_vec(&bytes[..4 * n]),
             depth: bytemuck::pod_collect_to_vec(&bytes[4 * n..8 * n]),
-            flux: bytemuck::pod_collect_to_vec(&bytes[8 * n..24 * n]),
+            flow: bytemuck::pod_collect_to_vec(&bytes[8 * n..24 * n]),
         })
     }
 

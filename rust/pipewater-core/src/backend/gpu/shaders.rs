@@ -3,10 +3,12 @@
 
 /// Declarations shared by every pass family.
 pub const COMMON: &str = include_str!("../../../../../shaders/common.wgsl");
-/// Accelerate + limit, and transfer: the step of [`crate::pipes`].
-pub const STEP: &str = include_str!("../../../../../shaders/step.wgsl");
-/// The same step fused into one pass per step over tiles held in workgroup memory.
-pub const STEP_TILED: &str = include_str!("../../../../../shaders/step_tiled.wgsl");
+/// Accelerate + limit, and transfer: the step of [`crate::pipes`] (with `upstream.wgsl`, what
+/// momentum advection reads upstream of a pipe, in front).
+pub const STEP: &str = concat!(include_str!("../../../../../shaders/upstream.wgsl"), "\n", include_str!("../../../../../shaders/step.wgsl"));
+/// The same step fused into one pass per step over tiles held in workgroup memory (with
+/// `upstream.wgsl` in front).
+pub const STEP_TILED: &str = concat!(include_str!("../../../../../shaders/upstream.wgsl"), "\n", include_str!("../../../../../shaders/step_tiled.wgsl"));
 /// Water and terrain edits, sources and drains.
 pub const EDITS: &str = include_str!("../../../../../shaders/edits.wgsl");
 /// Snapshot texels and the reductions (total water, largest depth and speed).
