@@ -22,6 +22,7 @@ pub mod save;
 pub mod scenarios;
 pub mod simulation;
 pub mod state;
+pub mod validation;
 
 pub use backend::{Backend, BackendKind};
 pub use error::{Error, Result};

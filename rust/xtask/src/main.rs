@@ -4,6 +4,7 @@
 //! - `cargo xtask bench` — cell-steps per second of each backend; see docs/BENCHMARKS.md.
 //! - `cargo xtask build` — builds the GDExtension and installs it into addons/pipe_water/bin/.
 //! - `cargo xtask demo`  — builds and launches the demo, or renders it headless without Godot.
+//! - `cargo xtask validate` — the model against the shallow-water equations' exact answers.
 
 mod bench;
 mod build;
@@ -13,6 +14,7 @@ mod gdtoolkit;
 mod godot;
 mod test;
 mod util;
+mod validate;
 
 use std::process::ExitCode;
 
@@ -31,8 +33,9 @@ fn main() -> ExitCode {
         "bench" => bench::run(rest),
         "build" => build::run(rest),
         "demo" => demo::run(rest),
+        "validate" => validate::run(rest),
         _ => {
-            eprintln!("usage: cargo xtask <test|bench|build|demo> [options]\n\n{}", HELP);
+            eprintln!("usage: cargo xtask <test|bench|build|demo|validate> [options]\n\n{}", HELP);
             return if task == "help" || task == "--help" { ExitCode::SUCCESS } else { ExitCode::FAILURE };
         }
     };
@@ -51,4 +54,5 @@ const HELP: &str = "\
           (PIPEWATER_REQUIRE_GDTOOLKIT=1 makes that a failure, as PIPEWATER_REQUIRE_GPU=1 does for the GPU)
   bench   measure cell-steps per second: --backend cpu|gpu|all, --sizes 256,1024, --steps N
   build   build the GDExtension (--release for release) and install it into addons/pipe_water/bin/
-  demo    build the addon and launch the demo with $GODOT, or render it headless into target/demo/";
+  demo    build the addon and launch the demo with $GODOT, or render it headless into target/demo/
+  validate  run the dam breaks of docs/VALIDATION.md and draw their profiles into docs/validation/";
