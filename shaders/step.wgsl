@@ -48,6 +48,10 @@ fn old_flow(i: u32) -> vec4<f32> {
     return flux[i];
 }
 
+fn upstream_discharge(cell: vec2<i32>) -> vec2<f32> {
+    return old_centre_discharge(cell);
+}
+
 // Where accelerate_limit leaves the depth that carried each owned pipe, for transfer's kept
 // flow (transfer cannot recompute it: neighbours overwrite their depth meanwhile).
 fn carried_slot(i: u32) -> u32 {

@@ -40,6 +40,10 @@ var<workgroup> s_bed: array<f32, REGION>;
 var<workgroup> s_depth: array<i32, REGION>;
 var<workgroup> s_pipes: array<vec4<f32>, REGION>;
 var<workgroup> s_limit: array<f32, REGION>;
+// With advection, the discharge at the centre of every region cell (phase 0).
+var<workgroup> s_discharge: array<vec2<f32>, REGION>;
+// The grid position of region cell (0, 0) of this workgroup.
+var<private> region_origin: vec2<i32>;
 
 // The fields before the step, for upstream.wgsl.
 fn old_bed(i: u32) -> f32 {
@@ -52,6 +56,43 @@ fn old_depth(cell: vec2<i32>, i: u32) -> i32 {
 
 fn old_flow(i: u32) -> vec4<f32> {
     return flux_in[i];
+}
+
+// Phase 0's discharge (every pipe phase 1 accelerates draws from a region cell).
+fn upstream_discharge(cell: vec2<i32>) -> vec2<f32> {
+    let l = cell - region_origin;
+    if in_region(l) {
+        return s_discharge[region_index(l)];
+    }
+    return old_centre_discharge(cell);
+}
+
+fn in_inner_region(l: vec2<i32>) -> bool {
+    return l.x >= 1 && l.y >= 1 && l.x < i32(REGION_X) - 1 && l.y < i32(REGION_Y) - 1;
+}
+
+// OldFields::pipe_flux for the pipe p owned by region cell `l`, whose far end lies in the region.
+fn region_pipe_flux(g: vec2<i32>, l: vec2<i32>, p: u32) -> f32 {
+    if !pipe_active(c, p) || !cell_in_grid(c, g + pipe_offset(p)) {
+        return 0.0;
+    }
+    let r = region_index(l);
+    let o = region_index(l + pipe_offset(p));
+    return s_pipes[r][p] * flux_per_stored(c, carried_depth(c, s_bed[r], s_depth[r], s_bed[o], s_depth[o]));
+}
+
+// OldFields::centre_discharge of an inner region cell, from the region's old pipes.
+fn region_discharge(g: vec2<i32>, l: vec2<i32>) -> vec2<f32> {
+    var outgoing: array<f32, 8>;
+    for (var p = 0u; p < 4u; p++) {
+        outgoing[p] = region_pipe_flux(g, l, p);
+        var incoming = 0.0;
+        if cell_in_grid(c, g - pipe_offset(p)) {
+            incoming = region_pipe_flux(g - pipe_offset(p), l - pipe_offset(p), p);
+        }
+        outgoing[4u + p] = -incoming;
+    }
+    return discharge(c.cell_size, outgoing);
 }
 
 fn region_xy(r: u32) -> vec2<i32> {
@@ -79,6 +120,7 @@ fn count(slot: u32, amount: u32) {
 @compute @workgroup_size(GROUP_X, GROUP_Y)
 fn step_tiled(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) local: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let origin = vec2<i32>(wid.xy * vec2<u32>(TILE_X, TILE_Y)) - vec2<i32>(HALO);
+    region_origin = origin;
 
     // Load the region (the grid's cells; zeros off it).
     for (var r = lid; r < REGION; r += THREADS) {
@@ -95,6 +137,26 @@ fn step_tiled(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
         }
     }
     workgroupBarrier();
+
+    // Phase 0 (advection): the discharge at the centre of every region cell, once: from the
+    // region's old pipes, or for the outer ring (whose neighbours lie outside the region) from
+    // the input buffers.
+    if c.advection != 0u {
+        for (var r = lid; r < REGION; r += THREADS) {
+            let l = region_xy(r);
+            let g = origin + l;
+            var q = vec2<f32>(0.0);
+            if cell_in_grid(c, g) {
+                if in_inner_region(l) {
+                    q = region_discharge(g, l);
+                } else {
+                    q = old_centre_discharge(g);
+                }
+            }
+            s_discharge[r] = q;
+        }
+        workgroupBarrier();
+    }
 
     // Phase 1: accelerate each pipe whose two ends lie in the region (and on the grid). Each
     // invocation reads only its own cell's old pipes from the region, so it can overwrite them;

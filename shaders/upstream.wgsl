@@ -1,7 +1,8 @@
 // What momentum advection reads upstream of a pipe (pipes.rs Upstream), from the fields as they
 // were before the step: backend/cpu.rs OldFields, operation for operation. Prepended to both
 // step kernels, which provide the readers `old_bed(i)`, `old_depth(cell, i)` (with this step's
-// inflow) and `old_flow(i)`.
+// inflow) and `old_flow(i)`, and `upstream_discharge(cell)`: the discharge at a cell's centre,
+// `old_centre_discharge` or the same value kept from an earlier computation.
 
 // OldFields::pipe_flux: flux (m³/s) of owned pipe p of `cell` before the step, 0 where it does
 // not exist.
@@ -51,7 +52,7 @@ fn old_upstream(owner: vec2<i32>, p: u32, flow: f32) -> Upstream {
         return up;
     }
     let cell = select(owner + pipe_offset(p), owner, flow > 0.0);
-    let q = old_centre_discharge(cell);
+    let q = upstream_discharge(cell);
     let split = upstream_split(c, q);
     up.discharge = q;
     let own = flow / pipe_width(c, p, owner);

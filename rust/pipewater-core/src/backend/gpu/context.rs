@@ -23,8 +23,9 @@ pub const TILE: [u32; 2] = [32, 8];
 pub const TILED_INVOCATIONS: u32 = 32 * 8;
 
 /// Workgroup memory the fused step needs, bytes: the tile and a two-cell halo of terrain,
-/// depth, pipes and limit factors.
-pub const TILED_WORKGROUP_BYTES: u32 = (TILE[0] + 4) * (TILE[1] + 4) * (4 + 4 + 16 + 4);
+/// depth, pipes, limit factors and (for advection) cell discharges: 15 552 bytes, under the
+/// 16 KiB every Vulkan device and WebGPU's defaults allow.
+pub const TILED_WORKGROUP_BYTES: u32 = (TILE[0] + 4) * (TILE[1] + 4) * (4 + 4 + 16 + 4 + 8);
 
 /// Which step kernel runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
