@@ -7,6 +7,10 @@
 //!
 //! - `run_tests`: the node tests (`res://tests/run_tests.gd`), headless;
 //! - `demo smoke`: the demo scene for 300 frames (`res://tests/test_demo_smoke.gd`), headless;
+//! - `editor_surface`: the classes, inspector groups, hints and icons as the editor reads them
+//!   (`res://tests/test_editor_surface.gd`), headless;
+//! - `class_reference`: the class reference pages in a running editor
+//!   (`res://tests/test_class_reference.gd` with `--editor`), headless;
 //! - `rendering_device`: the RenderingDevice backend (`res://tests/test_rendering_device.gd`) in
 //!   a window with `--rendering-driver vulkan`, on `DISPLAY` or under `xvfb-run`.
 //!
@@ -31,8 +35,11 @@ pub const EXTRA_VAR: &str = "GODOT_EXTRA";
 pub const EXTENSION_RES_PATH: &str = "res://addons/pipe_water/pipe_water.gdextension";
 /// Longest a headless Godot run may take.
 const RUN_TIMEOUT: Duration = Duration::from_secs(900);
-/// Longest an import may take.
+/// Longest an editor session (import, class reference) may take.
 const EDITOR_TIMEOUT: Duration = Duration::from_secs(300);
+/// Output markers of an editor session ended by its script: the editor's own controls are still
+/// alive then, so Godot reports their RIDs as leaked, which says nothing about the addon.
+const EDITOR_FAILURE_MARKERS: [&str; 3] = ["SCRIPT ERROR", "[panic", "Parse Error"];
 /// Words that make an import `ERROR` line the addon's or the project's business.
 const ADDON_WORDS: [&str; 6] = ["pipe_water", "pipewater", "PipeWater", "res://", "[panic", "GDExtension"];
 
@@ -141,7 +148,10 @@ fn test_version(godot: &Path, folders: &mut Vec<String>) -> VersionReport {
     folders.push(folder.clone());
     let work = base.join(folder);
     let project = work.join("project");
-    let copied = match fresh_copy(&project) {
+    // Godot keeps its documentation cache per version in $XDG_CACHE_HOME/godot; a private one
+    // makes the import build it, so that the class reference session after it reads it.
+    let cache = base.join("cache");
+    let copied = match fresh_copy(&project).and_then(|c| std::fs::create_dir_all(&cache).map(|_| c).map_err(|e| format!("creating {}: {e}", cache.display()))) {
         Ok(copied) => copied,
         Err(why) => {
             report.layers.push(("project copy", Outcome::Failed(why)));
@@ -150,7 +160,7 @@ fn test_version(godot: &Path, folders: &mut Vec<String>) -> VersionReport {
     };
     println!("\n==== {label} ({}) in {}", godot.display(), project.display());
 
-    report.layers.push(("import", import(godot, &project, &label)));
+    report.layers.push(("import", import(godot, &project, &cache, &label)));
     let headless = |script: &str| {
         let mut c = Command::new(godot);
         c.args(["--headless", "--path"]).arg(&project).args(["--fixed-fps", "60", "-s", script]);
@@ -167,6 +177,14 @@ fn test_version(godot: &Path, folders: &mut Vec<String>) -> VersionReport {
         "demo smoke",
         run("demo smoke", headless("res://tests/test_demo_smoke.gd"), &crate::demo::SMOKE_FAILURE_MARKERS, crate::demo::SMOKE_PASS_LINE),
     ));
+    report.layers.push(("editor_surface", run("editor_surface", headless("res://tests/test_editor_surface.gd"), &FAILURE_MARKERS, crate::godot::PASS_LINE)));
+    let mut editor = Command::new(godot);
+    editor.env("XDG_CACHE_HOME", &cache).args(["--headless", "--editor", "--path"]).arg(&project).args(["-s", "res://tests/test_class_reference.gd"]);
+    let class_reference = match run_logged(editor, "class_reference", &label, EDITOR_TIMEOUT) {
+        Ok(run) => layer_outcome(&run, &EDITOR_FAILURE_MARKERS, crate::godot::PASS_LINE),
+        Err(why) => Outcome::Failed(why),
+    };
+    report.layers.push(("class_reference", class_reference));
     report.layers.push(("rendering_device", rendering_device(godot, &project, &label)));
     if let Err(why) = unchanged(&project, &copied) {
         report.layers.push(("files", Outcome::Failed(why)));
@@ -240,9 +258,9 @@ fn layer_outcome(run: &Run, markers: &[&str], pass_line: &str) -> Outcome {
 }
 
 /// Imports the project; see the module's documentation for what fails it.
-fn import(godot: &Path, project: &Path, label: &str) -> Outcome {
+fn import(godot: &Path, project: &Path, cache: &Path, label: &str) -> Outcome {
     let mut command = Command::new(godot);
-    command.args(["--headless", "--path"]).arg(project).arg("--import");
+    command.env("XDG_CACHE_HOME", cache).args(["--headless", "--path"]).arg(project).arg("--import");
     let run = match run_logged(command, "import", label, EDITOR_TIMEOUT) {
         Ok(run) => run,
         Err(why) => return Outcome::Failed(why),

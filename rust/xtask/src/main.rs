@@ -53,7 +53,7 @@ const HELP: &str = "\
           (PIPEWATER_REQUIRE_GDTOOLKIT=1 makes that a failure, as PIPEWATER_REQUIRE_GPU=1 does for the GPU)
           GODOT=<godot>               the Godot 4.3+ binary the Godot tests run on
           GODOT_EXTRA=<godot>:<godot> more binaries, ':'-separated: every Godot layer (import, node tests,
-                                      demo smoke, RenderingDevice tests) runs on each, in a
+                                      demo smoke, editor checks, RenderingDevice tests) runs on each, in a
                                       fresh copy of the project under target/godot-versions/, and one result
                                       line per version is printed; a failure on any version fails the run
           --godot                     only the Godot tests
