@@ -20,6 +20,14 @@ const VOLUME_TOLERANCE := 1.0e-3
 ## Frames a query may wait for its tile's first read (the read latency plus the frame that
 ## records the read).
 const QUERY_FRAMES := 6
+## Frames run before a state is saved, and frames run after it (twice: after the save and after
+## loading it back).
+const FRAMES_BEFORE_SAVE := 30
+const FRAMES_AFTER_SAVE := 40
+## Points (global, on the 64×48 grid of the save tests) whose heights are recorded every frame.
+const SAVE_PROBE_POINTS: Array[Vector3] = [
+	Vector3(-20, 0, -4), Vector3(-12, 0, 6), Vector3(4, 0, 0), Vector3(18, 0, -10), Vector3(30, 0, 20),
+]
 
 var _failures: int = 0
 var _checks: int = 0
@@ -43,6 +51,9 @@ func _run() -> void:
 	await _test_edits_sources_and_the_ledger_are_exact()
 	await _test_switching_backends_keeps_the_water()
 	await _test_a_probe_body_floats_and_the_surface_material_reads_the_gpu_textures()
+	await _test_load_state_replays_the_same_frames_on_the_rendering_device()
+	await _test_a_state_saved_on_the_rendering_device_loads_on_the_cpu()
+	await _test_a_wrong_size_state_is_refused_and_the_water_is_kept()
 	await _test_rebuilds_and_frees_leave_nothing_behind()
 	if _failures == 0:
 		print("%d checks passed" % _checks)
@@ -293,3 +304,189 @@ func _test_rebuilds_and_frees_leave_nothing_behind() -> void:
 	water.queue_free()
 	await _frames(2)
 	_check(true, "freed")
+
+
+## A 64×48 basin on the RenderingDevice backend with a bump, a spring near its west end and an
+## open east edge, run for FRAMES_BEFORE_SAVE frames of Godot's physics.
+func _make_flowing_rd_water() -> PipeWater:
+	var size := Vector2i(64, 48)
+	var water: PipeWater = await _make_water(PipeWater.BACKEND_RENDERING_DEVICE, size, 0.4)
+	var heights := PackedFloat32Array()
+	for y in size.y:
+		for x in size.x:
+			heights.append(0.3 * sin(0.2 * x) * cos(0.25 * y) + 0.01 * (size.x - x))
+	water.terrain_heights = heights
+	water.boundary_east = PipeWater.BOUNDARY_OPEN
+	water.rebuild()
+	water.add_source(Vector3(-22, 0, -2), 6.0, 3.0)
+	water.paused = false
+	await _frames(FRAMES_BEFORE_SAVE)
+	water.paused = true
+	for point: Vector3 in SAVE_PROBE_POINTS:
+		water.get_height(point)
+	return water
+
+
+## Runs FRAMES_AFTER_SAVE frames of 1/60 s with step() and records, per frame, the heights at
+## SAVE_PROBE_POINTS and get_total_water(); then the exact ledger and the depth of every cell.
+func _run_and_record(water: PipeWater) -> Dictionary:
+	var heights: Array[PackedFloat64Array] = []
+	var totals := PackedFloat64Array()
+	for i in FRAMES_AFTER_SAVE:
+		water.step(1.0 / 60.0)
+		await process_frame
+		var row := PackedFloat64Array()
+		for point: Vector3 in SAVE_PROBE_POINTS:
+			row.append(water.get_height(point))
+		heights.append(row)
+		totals.append(water.get_total_water())
+	return {"heights": heights, "totals": totals, "ledger": water.get_water_ledger(),
+			"image": water.get_height_image()}
+
+
+## Largest difference of the depth channel of two height images of the same size; INF when one
+## is missing or NaN appears.
+func _largest_depth_difference(a: Image, b: Image) -> float:
+	if a == null or b == null or a.get_size() != b.get_size():
+		return INF
+	var worst := 0.0
+	for y in a.get_height():
+		for x in a.get_width():
+			var d: float = absf(a.get_pixel(x, y).g - b.get_pixel(x, y).g)
+			if is_nan(d):
+				return INF
+			worst = maxf(worst, d)
+	return worst
+
+
+func _ledgers_equal(a: Dictionary, b: Dictionary, statement: String) -> void:
+	var keys := ["initial", "added", "removed", "boundary_in", "boundary_out", "expected", "total"]
+	var same := not a.is_empty() and not b.is_empty()
+	var shown: Array[String] = []
+	for key: String in keys:
+		same = same and a.get(key) == b.get(key)
+		shown.append("%s %.6f/%.6f" % [key, a.get(key, NAN), b.get(key, NAN)])
+	_check(same, "%s, entry for entry: %s" % [statement, ", ".join(shown)])
+
+
+func _test_load_state_replays_the_same_frames_on_the_rendering_device() -> void:
+	print("-- save_state on the RenderingDevice, %d frames, load_state, the same %d frames again" % [
+			FRAMES_AFTER_SAVE, FRAMES_AFTER_SAVE])
+	var water: PipeWater = await _make_flowing_rd_water()
+	_check(water.active_backend == PipeWater.BACKEND_RENDERING_DEVICE,
+			"the node runs on the RenderingDevice (%d)" % water.active_backend)
+	var saved_ledger: Dictionary = water.get_water_ledger()
+	var state: PipeWaterState = water.save_state()
+	_check(state != null and state.data.size() > 64 * 48 * 20,
+			"save_state returns %d bytes for 64×48 cells" % [state.data.size() if state else 0])
+	if state == null:
+		water.queue_free()
+		await process_frame
+		return
+	print("   ledger at the save: %s" % saved_ledger)
+	var first: Dictionary = await _run_and_record(water)
+	_check(first["ledger"]["added"] > saved_ledger["added"] and first["ledger"]["boundary_out"] > 0.0,
+			"the water moved on: the spring added %.3f m³ and %.3f m³ left by the open edge" % [
+				first["ledger"]["added"] - saved_ledger["added"], first["ledger"]["boundary_out"]])
+	water.clear_last_error()
+	_check(water.load_state(state),
+			"load_state accepts the state (error \"%s\")" % water.get_last_error())
+	_ledgers_equal(water.get_water_ledger(), saved_ledger,
+			"right after load_state the ledger is the saved one")
+	var second: Dictionary = await _run_and_record(water)
+	# The first frames' queries may still show reads issued before the save (first run) or the
+	# state loaded (second run): both runs are compared once those have arrived.
+	var worst := 0.0
+	var compared := 0
+	var totals_equal := true
+	for i in range(QUERY_FRAMES, FRAMES_AFTER_SAVE):
+		for k in SAVE_PROBE_POINTS.size():
+			var a: float = first["heights"][i][k]
+			var b: float = second["heights"][i][k]
+			worst = maxf(worst, absf(a - b) if is_finite(a) and is_finite(b) else INF)
+			compared += 1
+		totals_equal = totals_equal and first["totals"][i] == second["totals"][i]
+	_check(compared > 0 and worst <= MAX_DEPTH_DIFFERENCE,
+			"get_height at %d points over frames %d..%d: largest difference %.7f m ≤ %.4f m" % [
+				SAVE_PROBE_POINTS.size(), QUERY_FRAMES, FRAMES_AFTER_SAVE - 1, worst, MAX_DEPTH_DIFFERENCE])
+	_check(totals_equal,
+			"get_total_water agrees exactly over those frames (last %.6f m³ and %.6f m³)" % [
+			first["totals"][-1], second["totals"][-1]])
+	_ledgers_equal(second["ledger"], first["ledger"], "after the same frames the ledger is the same")
+	_check(first["ledger"]["total"] == first["ledger"]["expected"],
+			"and it balances: total %.6f m³ = expected %.6f m³" % [
+				first["ledger"]["total"], first["ledger"]["expected"]])
+	var cells: float = _largest_depth_difference(first["image"], second["image"])
+	_check(cells <= MAX_DEPTH_DIFFERENCE,
+			"every cell's depth agrees: largest difference %.7f m ≤ %.4f m" % [cells, MAX_DEPTH_DIFFERENCE])
+	water.queue_free()
+	await process_frame
+
+
+func _test_a_state_saved_on_the_rendering_device_loads_on_the_cpu() -> void:
+	print("-- a state saved on the RenderingDevice, through ResourceSaver, loaded on the CPU backend")
+	var water: PipeWater = await _make_flowing_rd_water()
+	var state: PipeWaterState = water.save_state()
+	var saved_ledger: Dictionary = water.get_water_ledger()
+	var saved_image: Image = water.get_height_image()
+	var ahead: Dictionary = await _run_and_record(water)
+	water.queue_free()
+	for path: String in ["user://pipewater_rd_state.res", "user://pipewater_rd_state.tres"]:
+		var written := ResourceSaver.save(state, path)
+		_check(written == OK, "ResourceSaver.save writes %s (error %d)" % [path, written])
+		var back := ResourceLoader.load(path, "", ResourceLoader.CACHE_MODE_IGNORE) as PipeWaterState
+		DirAccess.remove_absolute(ProjectSettings.globalize_path(path))
+		_check(back != null and back.data == state.data,
+				"ResourceLoader.load gives back the %d saved bytes" % [back.data.size() if back else 0])
+		if back == null:
+			continue
+		var cpu: PipeWater = await _make_water(PipeWater.BACKEND_CPU, Vector2i(64, 48), 0.0)
+		cpu.boundary_east = PipeWater.BOUNDARY_OPEN
+		_check(cpu.load_state(back), "a CPU-backend node loads it (error \"%s\")" % cpu.get_last_error())
+		_check(cpu.active_backend == PipeWater.BACKEND_CPU,
+				"and still runs on the CPU (%d)" % cpu.active_backend)
+		_ledgers_equal(cpu.get_water_ledger(), saved_ledger,
+				"its ledger is the one saved on the RenderingDevice")
+		var loaded_cells: float = _largest_depth_difference(cpu.get_height_image(), saved_image)
+		_check(loaded_cells == 0.0,
+				"every cell's depth is the saved one (largest difference %.7f m)" % loaded_cells)
+		var on_cpu: Dictionary = await _run_and_record(cpu)
+		var cells: float = _largest_depth_difference(on_cpu["image"], ahead["image"])
+		_check(cells <= MAX_DEPTH_DIFFERENCE,
+				("after %d more frames the CPU agrees with the RenderingDevice: largest depth "
+				+ "difference %.7f m ≤ %.4f m") % [
+					FRAMES_AFTER_SAVE, cells, MAX_DEPTH_DIFFERENCE])
+		_near(on_cpu["ledger"]["total"], ahead["ledger"]["total"], VOLUME_TOLERANCE,
+				"and so does the total water")
+		_near(on_cpu["ledger"]["total"], on_cpu["ledger"]["expected"], 0.0, "the CPU's ledger balances")
+		cpu.queue_free()
+		await process_frame
+
+
+func _test_a_wrong_size_state_is_refused_and_the_water_is_kept() -> void:
+	print("-- states for another grid or cell size on the RenderingDevice "
+			+ "(each prints a PipeWater error)")
+	var water: PipeWater = await _make_flowing_rd_water()
+	var state: PipeWaterState = water.save_state()
+	water.queue_free()
+	await process_frame
+	for shape: Array in [[Vector2i(48, 64), 1.0], [Vector2i(64, 48), 0.5]]:
+		var other: PipeWater = await _make_water(PipeWater.BACKEND_RENDERING_DEVICE, shape[0], 1.0)
+		other.cell_size = shape[1]
+		other.rebuild()
+		other.add_water(Vector3(2, 0, 3), 30.0, 4.0)
+		other.step(1.0 / 60.0)
+		await process_frame
+		var before: Dictionary = other.get_water_ledger()
+		var image_before: Image = other.get_height_image()
+		other.clear_last_error()
+		var accepted: bool = other.load_state(state)
+		var message: String = other.get_last_error()
+		_check(not accepted and message.contains("grid"),
+				"a state for 64×48 cells of 1 m is refused by %s cells of %s m: \"%s\"" % [
+					shape[0], shape[1], message])
+		_ledgers_equal(other.get_water_ledger(), before, "and the water is kept")
+		var cells: float = _largest_depth_difference(other.get_height_image(), image_before)
+		_check(cells == 0.0, "every cell's depth is unchanged (largest difference %.7f m)" % cells)
+		other.queue_free()
+		await process_frame

@@ -31,8 +31,11 @@ pub const HEIGHT_SCALE_RANGE: (f64, f64) = (-1.0e5, 1.0e5);
 
 /// Checks that `value` is finite and in `min ..= max`, and returns it as `f32`.
 pub fn float_in(name: &str, value: f64, min: f64, max: f64, unit: &str) -> Result<f32, String> {
-    if value.is_finite() && value >= min && value <= max {
-        Ok(value as f32)
+    // Compared as the f32 the simulation keeps: a limit that comes from an f32 constant (such as
+    // cell_size's 0.001, which widens to 0.0010000000475) must accept the value it prints as.
+    let narrowed = value as f32;
+    if value.is_finite() && narrowed >= min as f32 && narrowed <= max as f32 {
+        Ok(narrowed)
     } else {
         // Limits print as f32 so that 0.001 reads 0.001, not its f64 widening.
         Err(format!("{name} = {value} is out of range: valid range is {} ..= {}{unit}", min as f32, max as f32))
@@ -202,6 +205,22 @@ mod tests {
         for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, 1.0e9] {
             assert_rejected(cell_size(bad), "cell_size", "0.001 ..= 10000 m");
         }
+    }
+
+    #[test]
+    fn the_documented_ends_of_each_range_are_accepted() {
+        let ends = [
+            ("cell_size", cell_size(0.001), cell_size(10000.0)),
+            ("pipe_depth", float_in("pipe_depth", 0.001, PIPE_DEPTH_RANGE.0, PIPE_DEPTH_RANGE.1, " m"), float_in("pipe_depth", 1000.0, PIPE_DEPTH_RANGE.0, PIPE_DEPTH_RANGE.1, " m")),
+            ("max_step", float_in("max_step", 0.0001, MAX_STEP_RANGE.0, MAX_STEP_RANGE.1, " s"), float_in("max_step", 1.0, MAX_STEP_RANGE.0, MAX_STEP_RANGE.1, " s")),
+            ("courant", float_in("courant", 0.01, COURANT_RANGE.0, COURANT_RANGE.1, ""), float_in("courant", 1.0, COURANT_RANGE.0, COURANT_RANGE.1, "")),
+        ];
+        for (name, low, high) in ends {
+            println!("{name}: lowest {low:?}, highest {high:?}");
+            assert!(low.is_ok() && high.is_ok(), "{name}");
+        }
+        assert_rejected(cell_size(0.0009), "cell_size", "0.001 ..= 10000");
+        assert_rejected(cell_size(10001.0), "cell_size", "0.001 ..= 10000");
     }
 
     #[test]

@@ -214,10 +214,10 @@ fn launch(godot: &Path) -> Result<(), String> {
 }
 
 /// Printed by `godot_project/tests/test_demo_smoke.gd` when every check passed.
-const SMOKE_PASS_LINE: &str = "DEMO SMOKE TEST PASSED";
+pub const SMOKE_PASS_LINE: &str = "DEMO SMOKE TEST PASSED";
 /// Output that means the smoke test went wrong even if Godot exited with 0: GDScript errors,
 /// engine errors and Rust panics.
-const SMOKE_FAILURE_MARKERS: [&str; 4] = ["SCRIPT ERROR", "[panic", "Parse Error", "ERROR:"];
+pub const SMOKE_FAILURE_MARKERS: [&str; 4] = ["SCRIPT ERROR", "[panic", "Parse Error", "ERROR:"];
 
 /// Runs the demo scene's smoke test headless (the library must already be installed in
 /// `addons/pipe_water/bin/`).

@@ -1,4 +1,5 @@
-//! GDScript checks (gdtoolkit) and the headless Godot tests.
+//! GDScript checks (gdtoolkit), and what the Godot test runs share: finding the binaries,
+//! reading a run's verdict and its counts. [`crate::godot_runs`] runs the layers on each version.
 //!
 //! gdtoolkit is a Python package: `python3 -m pip install 'gdtoolkit==4.*'` provides the
 //! `gdlint` and `gdparse` commands used here. [`crate::gdtoolkit`] finds them or installs them
@@ -8,11 +9,12 @@ use crate::util::root;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Printed by `godot_project/tests/run_tests.gd` when every test passed.
-const PASS_LINE: &str = "PIPEWATER TESTS PASSED";
+/// Printed by the scripts in `godot_project/tests/` (all but the demo smoke test) when every
+/// check passed.
+pub const PASS_LINE: &str = "PIPEWATER TESTS PASSED";
 /// Output that means a test run went wrong even if Godot exited with 0: GDScript errors, Rust
 /// panics reported by godot-rust, and resources Godot found still allocated at exit.
-const FAILURE_MARKERS: [&str; 5] = ["SCRIPT ERROR", "[panic", "Parse Error", "leaked at exit", "RIDs of type"];
+pub const FAILURE_MARKERS: [&str; 5] = ["SCRIPT ERROR", "[panic", "Parse Error", "leaked at exit", "RIDs of type"];
 
 /// Lints and parses every GDScript file of the addon and the demo with gdtoolkit. Without
 /// gdtoolkit (and no way to install it), prints one SKIP line and passes, unless
@@ -69,53 +71,23 @@ fn collect_gdscript(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), String> 
     Ok(())
 }
 
-/// Runs `godot_project/tests/` headless with the binary in `GODOT`; one SKIP line without it.
-///
-/// Builds and installs the debug library, imports the project once (so that Godot registers the
-/// extension and the script classes), then runs `res://tests/run_tests.gd` with a fixed 60 Hz
-/// clock so that simulated seconds do not cost real ones.
+/// Runs the Godot layers (see [`crate::godot_runs`]) on the binary in `GODOT` and those in
+/// `GODOT_EXTRA`; one SKIP line without `GODOT`. Builds and installs the debug library first.
 pub fn run_headless_tests() -> Result<(), String> {
-    let godot = match std::env::var("GODOT") {
-        Ok(g) if !g.trim().is_empty() => g,
-        _ => {
-            println!("SKIP: headless Godot tests (set GODOT to a Godot 4.3+ binary to run godot_project/tests/: the node tests and the demo smoke test)");
-            return Ok(());
-        }
-    };
-    crate::build::build_and_install(false)?;
-    let godot = Path::new(&godot);
-    let (exited_ok, text) = run_project_script(godot, "res://tests/run_tests.gd")?;
-    verdict(exited_ok, &text)?;
-    let (exited_ok, text) = run_project_script(godot, "res://tests/test_demo_smoke.gd")?;
-    crate::demo::smoke_verdict(exited_ok, &text)?;
-    run_windowed_tests(godot)
-}
-
-/// Runs the RenderingDevice tests, which need a renderer with a RenderingDevice and so a window:
-/// on the display in `DISPLAY`, else under `xvfb-run` (Debian package `xvfb`), with the Vulkan
-/// driver (Mesa's lavapipe is enough). One SKIP line when neither exists.
-fn run_windowed_tests(godot: &Path) -> Result<(), String> {
-    let script = "res://tests/test_rendering_device.gd";
-    let has_display = std::env::var("DISPLAY").is_ok_and(|d| !d.is_empty());
-    let has_xvfb = Command::new("xvfb-run").arg("--help").output().is_ok();
-    if !has_display && !has_xvfb {
-        println!("SKIP: RenderingDevice tests (they need a window: set DISPLAY or install xvfb for xvfb-run)");
+    let godots = crate::godot_runs::binaries()?;
+    if godots.is_empty() {
+        println!(
+            "SKIP: Godot tests (set GODOT to a Godot 4.3+ binary, and GODOT_EXTRA to more separated by ':', to run godot_project/tests/: the node tests, the demo smoke test, the editor checks and the RenderingDevice tests)"
+        );
         return Ok(());
     }
-    let project = root().join("godot_project");
-    let mut command = if has_display {
-        Command::new(godot)
-    } else {
-        let mut c = Command::new("xvfb-run");
-        c.args(["-a", "-s", "-screen 0 1280x720x24"]).arg(godot);
-        c
-    };
-    command.args(["--rendering-driver", "vulkan", "--path"]).arg(&project).args(["--fixed-fps", "60", "-s", script]);
-    eprintln!("$ {}{} --rendering-driver vulkan --path godot_project --fixed-fps 60 -s {script}", if has_display { "" } else { "xvfb-run -a " }, godot.display());
-    let output = command.output().map_err(|e| format!("could not start the windowed Godot run: {e}"))?;
-    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-    println!("{text}");
-    verdict(output.status.success(), &text)
+    crate::build::build_and_install(false)?;
+    crate::godot_runs::run_all(&godots)
+}
+
+/// Whether `PIPEWATER_REQUIRE_GPU=1`: a GPU test that cannot run is then a failure.
+pub fn gpu_required() -> bool {
+    std::env::var("PIPEWATER_REQUIRE_GPU").is_ok_and(|v| v == "1")
 }
 
 /// Imports `godot_project` with `godot`, then runs `script` in it headless on a fixed 60 Hz clock.
@@ -145,18 +117,31 @@ pub fn run_project_script(godot: &Path, script: &str) -> Result<(bool, String), 
 }
 
 
-/// Whether a headless run passed: exit 0, the pass line printed, no script error or panic.
-fn verdict(exited_ok: bool, output: &str) -> Result<(), String> {
-    if let Some(marker) = FAILURE_MARKERS.iter().find(|m| output.contains(*m)) {
-        return Err(format!("headless Godot tests: the output contains `{marker}`"));
+/// Whether a run passed: exit 0, `pass_line` printed, none of `markers` printed.
+pub fn verdict_with(exited_ok: bool, output: &str, markers: &[&str], pass_line: &str) -> Result<(), String> {
+    if let Some(marker) = markers.iter().find(|m| output.contains(*m)) {
+        return Err(format!("the output contains `{marker}`"));
     }
     if !exited_ok {
-        return Err("headless Godot tests failed (non-zero exit)".into());
+        return Err("non-zero exit".into());
     }
-    if !output.contains(PASS_LINE) {
-        return Err(format!("headless Godot tests did not print `{PASS_LINE}`"));
+    if !output.contains(pass_line) {
+        return Err(format!("it did not print `{pass_line}`"));
     }
     Ok(())
+}
+
+/// `N` of the line `N checks passed` the test scripts end with.
+pub fn passed_checks(output: &str) -> Option<usize> {
+    output.lines().rev().find_map(|l| l.trim().strip_suffix(" checks passed")?.parse().ok())
+}
+
+/// `(failed, total)` of the line `F of N checks failed`.
+pub fn failed_checks(output: &str) -> Option<(usize, usize)> {
+    output.lines().rev().find_map(|l| {
+        let (failed, total) = l.trim().strip_suffix(" checks failed")?.split_once(" of ")?;
+        Some((failed.parse().ok()?, total.parse().ok()?))
+    })
 }
 
 #[cfg(test)]
@@ -175,9 +160,20 @@ mod tests {
             (true, format!("{PASS_LINE}\nERROR: 3 RID allocations of type 'N10RenderingDevice6BufferE' were leaked at exit."), false),
         ];
         for (exit_ok, output, expected) in cases {
-            let got = verdict(exit_ok, &output);
+            let got = verdict_with(exit_ok, &output, &FAILURE_MARKERS, PASS_LINE);
             println!("exit ok {exit_ok}, output {output:?} -> {got:?}");
             assert_eq!(got.is_ok(), expected);
         }
+    }
+
+    #[test]
+    fn the_counts_come_from_the_last_summary_line() {
+        let passed = "ok   - a\n   5 checks passed in the log\n147 checks passed\nPIPEWATER TESTS PASSED\n";
+        let failed = "FAIL - a\n3 of 147 checks failed\nPIPEWATER TESTS FAILED\n";
+        println!("{:?} {:?}", passed_checks(passed), failed_checks(failed));
+        assert_eq!(passed_checks(passed), Some(147));
+        assert_eq!(passed_checks(failed), None);
+        assert_eq!(failed_checks(failed), Some((3, 147)));
+        assert_eq!(failed_checks(passed), None);
     }
 }

@@ -1,6 +1,7 @@
 //! `cargo xtask …`: the project's tasks.
 //!
-//! - `cargo xtask test`  — every test layer that exists (Rust, shaders, GDScript, headless Godot).
+//! - `cargo xtask test`  — every test layer that exists (Rust, shaders, GDScript, and the Godot
+//!   tests on each Godot binary in `GODOT` and `GODOT_EXTRA`).
 //! - `cargo xtask bench` — cell-steps per second of each backend; see docs/BENCHMARKS.md.
 //! - `cargo xtask build` — builds the GDExtension and installs it into addons/pipe_water/bin/.
 //! - `cargo xtask demo`  — builds and launches the demo, or renders it headless without Godot.
@@ -12,6 +13,7 @@ mod demo;
 mod demo_render;
 mod gdtoolkit;
 mod godot;
+mod godot_runs;
 mod test;
 mod util;
 mod validate;
@@ -49,9 +51,15 @@ fn main() -> ExitCode {
 }
 
 const HELP: &str = "\
-  test    run every test layer (cargo test, shader validation, gdtoolkit, headless Godot when GODOT is set);
+  test    run every test layer (cargo test, shader validation, gdtoolkit, and the Godot tests when GODOT is set);
           a missing gdtoolkit is installed into target/gdtoolkit-venv or skipped with one SKIP line
           (PIPEWATER_REQUIRE_GDTOOLKIT=1 makes that a failure, as PIPEWATER_REQUIRE_GPU=1 does for the GPU)
+          GODOT=<godot>               the Godot 4.3+ binary the Godot tests run on
+          GODOT_EXTRA=<godot>:<godot> more binaries, ':'-separated: every Godot layer (import, node tests,
+                                      demo smoke, editor checks, RenderingDevice tests) runs on each, in a
+                                      fresh copy of the project under target/godot-versions/, and one result
+                                      line per version is printed; a failure on any version fails the run
+          --godot                     only the Godot tests
   bench   measure cell-steps per second: --backend cpu|gpu|all, --sizes 256,1024, --steps N
   build   build the GDExtension (--release for release) and install it into addons/pipe_water/bin/
   demo    build the addon and launch the demo with $GODOT, or render it headless into target/demo/

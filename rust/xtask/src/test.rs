@@ -1,4 +1,6 @@
 //! `cargo xtask test`: every test layer, failing when any fails.
+//!
+//! `--godot` runs only the Godot layers (for the binaries in `GODOT` and `GODOT_EXTRA`).
 
 use crate::util::{cargo, run as run_command};
 
@@ -9,6 +11,10 @@ pub fn run_all() -> Result<(), String> {
     Ok(())
 }
 
-pub fn run(_args: &[String]) -> Result<(), String> {
-    run_all()
+pub fn run(args: &[String]) -> Result<(), String> {
+    match args {
+        [] => run_all(),
+        [only] if only == "--godot" => crate::godot::run_headless_tests(),
+        _ => Err(format!("unknown options {args:?}: usage `cargo xtask test [--godot]`")),
+    }
 }
