@@ -58,6 +58,7 @@ func _run() -> void:
 	await _test_bad_states_are_refused_and_the_water_is_kept()
 	await _test_a_level_edge_fills_a_dry_basin_towards_its_level()
 	await _test_an_initial_current_flows_at_once_and_after_reset()
+	await _test_momentum_advection_carries_a_flood_farther()
 	_finish()
 
 
@@ -600,3 +601,33 @@ func _test_an_initial_current_flows_at_once_and_after_reset() -> void:
 	_near(water.get_flow_velocity(outside).z, -0.25, SPEED_TOLERANCE,
 			"every cell flows at -0.25 m/s along Z")
 	await _free(water)
+
+
+func _test_momentum_advection_carries_a_flood_farther() -> void:
+	print("-- momentum_advection: released water runs farther with it; turning it off keeps the water")
+	var fronts: Array[float] = []
+	for advect in [true, false]:
+		var water: PipeWater = await _make_water(Vector2i(96, 8), 0.0, Vector3.ZERO)
+		water.momentum_advection = advect
+		var added: float = water.add_water(Vector3(-40, 0, 0), 120.0, 6.0)
+		for i in 90:
+			water.step(1.0 / 30.0)
+		var front := -48.0
+		for x in range(-48, 48):
+			if water.get_depth(Vector3(x + 0.5, 0, 0.5)) > 0.01:
+				front = x + 0.5
+		fronts.append(front)
+		print("   momentum_advection = %s: after 3 s the 1 cm front is at x = %.1f m"
+			% [advect, front])
+		_near(water.get_total_water(), added, VOLUME_TOLERANCE,
+			"advection %s: the water is all there" % advect)
+		water.momentum_advection = not advect
+		for i in 10:
+			water.step(1.0 / 30.0)
+		_check(water.momentum_advection == (not advect), "momentum_advection reads back what was set")
+		_near(water.get_total_water(), added, VOLUME_TOLERANCE,
+			"switching advection mid-flow keeps the water")
+		await _free(water)
+	_check(fronts[0] > fronts[1] + 2.0,
+		"the front runs farther with advection (%.1f m) than without (%.1f m)" % [fronts[0], fronts[1]])
+
