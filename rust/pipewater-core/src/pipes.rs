@@ -339,8 +339,16 @@ pub fn keeps_flux(c: &StepConstants) -> bool {
 #[inline]
 #[allow(clippy::too_many_arguments)]
 pub fn accelerate(c: &StepConstants, p: usize, x: u32, y: u32, kept: f32, bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32, upstream: Upstream) -> f32 {
+    let carried = carried_depth(c, bed_a, depth_a, bed_b, depth_b);
+    accelerate_carried(c, p, x, y, kept, bed_a, depth_a, bed_b, depth_b, carried, upstream)
+}
+
+/// [`accelerate`] for a pipe whose [`carried_depth`] `carried` is already known.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn accelerate_carried(c: &StepConstants, p: usize, x: u32, y: u32, kept: f32, bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32, carried: f32, upstream: Upstream) -> f32 {
     let width = pipe_width(c, p, x, y);
-    let depth = carried_depth(c, bed_a, depth_a, bed_b, depth_b);
+    let depth = carried;
     if depth <= 0.0 {
         return 0.0;
     }

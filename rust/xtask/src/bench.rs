@@ -14,6 +14,7 @@ struct Options {
     modes: Vec<NeighbourMode>,
     steps_per_frame: u32,
     seconds: f64,
+    momentum_advection: bool,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -23,6 +24,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         modes: vec![NeighbourMode::Four, NeighbourMode::Eight],
         steps_per_frame: 8,
         seconds: 2.0,
+        momentum_advection: true,
     };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -51,6 +53,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             }
             "--steps" => options.steps_per_frame = value()?.parse().map_err(|e| format!("--steps: {e}"))?,
             "--seconds" => options.seconds = value()?.parse().map_err(|e| format!("--seconds: {e}"))?,
+            "--no-advection" => options.momentum_advection = false,
             other => return Err(format!("unknown option {other}")),
         }
     }
@@ -58,10 +61,9 @@ fn parse(args: &[String]) -> Result<Options, String> {
 }
 
 /// Times one backend, size and mode; returns (cell-steps per second, ns per step, description).
-fn measure(preference: BackendPreference, side: u32, mode: NeighbourMode, steps_per_frame: u32, seconds: f64) -> Result<(f64, f64, String), String> {
+fn measure(preference: BackendPreference, side: u32, params: Params, steps_per_frame: u32, seconds: f64) -> Result<(f64, f64, String), String> {
     let grid = Grid::new(side, side, 1.0).map_err(|e| e.to_string())?;
     let state = scenarios::benchmark_lake(grid);
-    let params = Params { neighbours: mode, ..Params::default() };
     let mut sim = Simulation::new(state, params, preference).map_err(|e| e.to_string())?;
     let dt = 0.02;
     sim.run_steps(dt, steps_per_frame).map_err(|e| e.to_string())?;
@@ -105,7 +107,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         };
         for &side in &sizes {
             for &mode in &options.modes {
-                match measure(preference, side, mode, options.steps_per_frame, options.seconds) {
+                match measure(preference, side, Params { neighbours: mode, momentum_advection: options.momentum_advection, ..Params::default() }, options.steps_per_frame, options.seconds) {
                     Ok((rate, ns, device)) => println!(
                         "| {kind:?} | {side}² | {} | {:.3} G | {:.3} | {device} |",
                         if mode == NeighbourMode::Four { 4 } else { 8 },

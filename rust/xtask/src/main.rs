@@ -60,7 +60,7 @@ const HELP: &str = "\
                                       fresh copy of the project under target/godot-versions/, and one result
                                       line per version is printed; a failure on any version fails the run
           --godot                     only the Godot tests
-  bench   measure cell-steps per second: --backend cpu|gpu|all, --sizes 256,1024, --steps N
+  bench   measure cell-steps per second: --backend cpu|gpu|all, --sizes 256,1024, --steps N, --no-advection
   build   build the GDExtension (--release for release) and install it into addons/pipe_water/bin/
   demo    build the addon and launch the demo with $GODOT, or render it headless into target/demo/
   validate  run the dam breaks of docs/VALIDATION.md and draw their profiles into docs/validation/";

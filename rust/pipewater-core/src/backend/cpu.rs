@@ -3,7 +3,7 @@
 
 use super::{Backend, BackendKind, CellTerrain, CellWater, EditOutcome, FramePlan};
 use crate::error::{Error, Result};
-use crate::pipes::{accelerate, carried_depth, discharge, fixed_flux_per_stored, flux_per_stored, kept_flow, pipe_width, upstream_split, Upstream, edge_outflow, inflow_for_cell, level_edge_inflow_quanta, limit_factor, pipe_quanta, requested_quanta, StepConstants, PIPE_OFFSETS};
+use crate::pipes::{accelerate, accelerate_carried, carried_depth, discharge, fixed_flux_per_stored, flux_per_stored, kept_flow, pipe_width, upstream_split, Upstream, edge_outflow, inflow_for_cell, level_edge_inflow_quanta, limit_factor, pipe_quanta, requested_quanta, StepConstants, PIPE_OFFSETS};
 use crate::quanta::MAX_DEPTH_QUANTA;
 use crate::state::{check_terrain, Counters, Snapshot, SpareSnapshots, State, MAX_TERRAIN_ABS};
 use rayon::prelude::*;
@@ -115,38 +115,55 @@ impl CpuBackend {
         let offsets = pipe_index_offsets(w);
 
 
-        // Phase 1: accelerate every owned pipe from the surface difference across it (with
-        // advection, from the pipe behind it too). Pipes that lead off the grid (or diagonals in
-        // four-neighbour mode) stay at zero.
-        if c.advection != 0 {
-            // Phase 0: the discharge at every cell's centre, which advection carries upstream.
-            let before = OldFields { c, terrain, depth: depth_before, flow: flow_before, discharge: &[] };
+        // Phase 0 (advection): the depth that carries each owned pipe this step, its flux before
+        // the step (held in `accelerated` until phase 1 replaces it), and the discharge at every
+        // cell's centre, which advection carries upstream. Pipes that lead off the grid (or
+        // diagonals in four-neighbour mode) carry nothing. Without advection phase 1 finds each
+        // carried depth itself and phase 3 does not need it (pipes keep their flux, or carry
+        // their flow over the constant classic depth).
+        let advects = c.advection != 0;
+        if advects {
+            self.carried.par_chunks_mut(w).zip(self.accelerated.par_chunks_mut(w)).enumerate().for_each(|(y, (carried_row, flux_row))| {
+                for (x, (carried, flux)) in carried_row.iter_mut().zip(flux_row.iter_mut()).enumerate() {
+                    let i = y * w + x;
+                    *carried = [0.0; 4];
+                    *flux = [0.0; 4];
+                    for p in 0..4 {
+                        if pipe_exists(eight, w, h, x, y, p) {
+                            let j = (i as isize + offsets[p]) as usize;
+                            carried[p] = carried_depth(c, terrain[i], depth_before[i], terrain[j], depth_before[j]);
+                            flux[p] = flow_before[i][p] * flux_per_stored(c, carried[p]);
+                        }
+                    }
+                }
+            });
+            let old_flux = &self.accelerated;
             self.discharge.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
                 for (x, q) in row.iter_mut().enumerate() {
-                    *q = before.centre_discharge(x as u32, y as u32);
+                    *q = discharge(c.cell_size, &leaving_fluxes(old_flux, w, x, y, y * w + x));
                 }
             });
         }
-        let old = OldFields { c, terrain, depth: depth_before, flow: flow_before, discharge: &self.discharge };
-        self.accelerated.par_chunks_mut(w).zip(self.carried.par_chunks_mut(w)).enumerate().for_each(|(y, (row, carried_row))| {
-            let below = y + 1 < h;
-            for (x, (pipes, carried)) in row.iter_mut().zip(carried_row.iter_mut()).enumerate() {
+
+        // Phase 1: accelerate every owned pipe from the surface difference across it (with
+        // advection, from the water upstream of it too).
+        let old = OldFields { c, flow: flow_before, discharge: &self.discharge };
+        let carried = &self.carried;
+        self.accelerated.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
+            for (x, pipes) in row.iter_mut().enumerate() {
                 let i = y * w + x;
                 let (x32, y32) = (x as u32, y as u32);
                 let mut new = [0.0f32; 4];
-                *carried = [0.0; 4];
                 for (p, pipe) in new.iter_mut().enumerate() {
-                    let exists = match p {
-                        0 => x + 1 < w,
-                        1 => below,
-                        2 => eight && below && x + 1 < w,
-                        _ => eight && below && x > 0,
-                    };
-                    if exists {
+                    if pipe_exists(eight, w, h, x, y, p) {
                         let j = (i as isize + offsets[p]) as usize;
                         let f = flow_before[i][p];
-                        *pipe = accelerate(c, p, x32, y32, f, terrain[i], depth_before[i], terrain[j], depth_before[j], old.upstream(p, x32, y32, f));
-                        carried[p] = carried_depth(c, terrain[i], depth_before[i], terrain[j], depth_before[j]);
+                        let (bed_a, depth_a, bed_b, depth_b) = (terrain[i], depth_before[i], terrain[j], depth_before[j]);
+                        *pipe = if advects {
+                            accelerate_carried(c, p, x32, y32, f, bed_a, depth_a, bed_b, depth_b, carried[i][p], old.upstream(p, x32, y32, f))
+                        } else {
+                            accelerate(c, p, x32, y32, f, bed_a, depth_a, bed_b, depth_b, Upstream::default())
+                        };
                     }
                 }
                 *pipes = new;
@@ -187,7 +204,7 @@ impl CpuBackend {
                         let j = (i as isize + offsets[p]) as usize;
                         let k = if f > 0.0 { limit[i] } else { limit[j] };
                         net -= pipe_quanta(c.flux_to_quanta, f, k) as i64;
-                        kept[p] = kept_flow(c, f, k, carried[i][p]);
+                        kept[p] = kept_flow(c, f, k, if advects { carried[i][p] } else { c.pipe_depth });
                     }
                     // The same pipe owned by the cell at i − offset, pointing here.
                     if let Some(owner) = pipe_owner_towards(w, h, x, y, p) {
@@ -222,48 +239,15 @@ impl CpuBackend {
     }
 }
 
-/// The fields as they were before the step, read by phases 0 and 1.
+/// What phase 1's advection reads: the pipes' flows before the step and phase 0's discharges.
 #[derive(Clone, Copy)]
 struct OldFields<'a> {
     c: &'a StepConstants,
-    terrain: &'a [f32],
-    depth: &'a [i32],
     flow: &'a [[f32; 4]],
-    /// Phase 0's result (with advection).
     discharge: &'a [[f32; 2]],
 }
 
 impl OldFields<'_> {
-    /// Flux (m³/s) of owned pipe `p` of cell `(x, y)`, 0 where it does not exist.
-    #[inline]
-    fn pipe_flux(&self, p: usize, x: u32, y: u32) -> f32 {
-        let c = self.c;
-        if !c.pipe_active(p) || !c.pipe_in_grid(x, y, p) {
-            return 0.0;
-        }
-        let w = c.width as usize;
-        let (ox, oy) = PIPE_OFFSETS[p];
-        let i = y as usize * w + x as usize;
-        let j = (y as i64 + oy as i64) as usize * w + (x as i64 + ox as i64) as usize;
-        let carried = carried_depth(c, self.terrain[i], self.depth[i], self.terrain[j], self.depth[j]);
-        self.flow[i][p] * flux_per_stored(c, carried)
-    }
-
-    /// Phase 0: the discharge per metre (m²/s) at the centre of cell `(x, y)`, [`discharge`] of
-    /// the fluxes of its eight pipes.
-    fn centre_discharge(&self, x: u32, y: u32) -> [f32; 2] {
-        let mut outgoing = [0.0f32; 8];
-        for p in 0..4 {
-            outgoing[p] = self.pipe_flux(p, x, y);
-            let (ox, oy) = PIPE_OFFSETS[p];
-            let (nx, ny) = (x as i64 - ox as i64, y as i64 - oy as i64);
-            if nx >= 0 && ny >= 0 && nx < self.c.width as i64 && ny < self.c.height as i64 {
-                outgoing[4 + p] = -self.pipe_flux(p, nx as u32, ny as u32);
-            }
-        }
-        discharge(self.c.cell_size, &outgoing)
-    }
-
     /// What advection needs upstream of owned pipe `p` of cell `(x, y)` whose flow has the sign
     /// of `flow` ([`Upstream`]); nothing where the step does not advect.
     #[inline]
@@ -297,6 +281,19 @@ fn displaced_velocity(c: &StepConstants, flow: &[[f32; 4]], p: usize, x: u32, y:
         flow[sy as usize * c.width as usize + sx as usize][p] / pipe_width(c, p, sx as u32, sy as u32)
     } else {
         own
+    }
+}
+
+/// Whether owned pipe `p` of cell `(x, y)` exists: its far end lies on the `w × h` grid, and
+/// diagonals only with eight neighbours.
+#[inline]
+fn pipe_exists(eight: bool, w: usize, h: usize, x: usize, y: usize, p: usize) -> bool {
+    let below = y + 1 < h;
+    match p {
+        0 => x + 1 < w,
+        1 => below,
+        2 => eight && below && x + 1 < w,
+        _ => eight && below && x > 0,
     }
 }
 
