@@ -188,7 +188,6 @@ impl CpuBackend {
         // Phase 3: move whole quanta; both ends of a pipe compute the same integer from the same
         // flux and the limit factor of the cell it drains. Owned pipes keep their limited flux.
         let limit = &self.limit;
-        let carried = &self.carried;
         let outflow = AtomicU64::new(0);
         let level_inflow = AtomicU64::new(0);
         depth.par_chunks_mut(w).zip(flow.par_chunks_mut(w)).enumerate().for_each(|(y, (depth_row, flow_row))| {
