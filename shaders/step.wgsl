@@ -17,7 +17,8 @@
 // edits.wgsl.
 
 @group(0) @binding(0) var<uniform> c: StepConstants;
-@group(0) @binding(1) var<storage, read> terrain: array<f32>;
+// The bed the step sees: the terrain plus the displacement of bodies (bodies.wgsl).
+@group(0) @binding(1) var<storage, read> step_terrain: array<f32>;
 @group(0) @binding(2) var<storage, read_write> depth: array<i32>;
 @group(0) @binding(3) var<storage, read_write> flux: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> accelerated: array<vec4<f32>>;
@@ -37,7 +38,7 @@ fn depth_with_inflow(p: vec2<i32>, i: u32) -> i32 {
 
 // The fields before the step, for upstream.wgsl (transfer, which writes them, runs after).
 fn old_bed(i: u32) -> f32 {
-    return terrain[i];
+    return step_terrain[i];
 }
 
 fn old_depth(cell: vec2<i32>, i: u32) -> i32 {
@@ -67,7 +68,7 @@ fn accelerated_pipe(owner: vec2<i32>, io: u32, p: u32) -> f32 {
     }
     let j = index_of(other);
     let kept = flux[io][p];
-    return accelerate(c, p, owner, kept, terrain[io], depth_with_inflow(owner, io), terrain[j], depth_with_inflow(other, j), old_upstream(owner, p, kept));
+    return accelerate(c, p, owner, kept, step_terrain[io], depth_with_inflow(owner, io), step_terrain[j], depth_with_inflow(other, j), old_upstream(owner, p, kept));
 }
 
 @compute @workgroup_size(WG_X, WG_Y)
@@ -87,7 +88,7 @@ fn accelerate_limit(@builtin(global_invocation_id) gid: vec3<u32>) {
         let other = cell + pipe_offset(p);
         if pipe_active(c, p) && cell_in_grid(c, other) {
             let j = index_of(other);
-            carried[p] = carried_depth(c, terrain[i], depth_with_inflow(cell, i), terrain[j], depth_with_inflow(other, j));
+            carried[p] = carried_depth(c, step_terrain[i], depth_with_inflow(cell, i), step_terrain[j], depth_with_inflow(other, j));
         }
         leaving[p] = own[p];
         let owner = cell - pipe_offset(p);
@@ -99,7 +100,7 @@ fn accelerate_limit(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     accelerated[i] = own;
     accelerated[carried_slot(i)] = carried;
-    limit[i] = cell_limit(c, cell, terrain[i], depth_with_inflow(cell, i), leaving);
+    limit[i] = cell_limit(c, cell, step_terrain[i], depth_with_inflow(cell, i), leaving);
 }
 
 // Adds `amount` to the 64-bit ledger counter `slot` (low word with carry into the high word).
@@ -149,7 +150,7 @@ fn transfer(@builtin(global_invocation_id) gid: vec3<u32>) {
             net += pipe_quanta(c.flux_to_quanta, f, k_drainer);
         }
     }
-    let bed = terrain[i];
+    let bed = step_terrain[i];
     let edge_flux = edge_outflow(c, cell, bed, d);
     if edge_flux > 0.0 {
         let gone = pipe_quanta(c.flux_to_quanta, edge_flux, k_here);

@@ -13,7 +13,8 @@
 // buffers, since neighbouring tiles read the old values while this one writes the new.
 
 @group(0) @binding(0) var<uniform> c: StepConstants;
-@group(0) @binding(1) var<storage, read> terrain: array<f32>;
+// The bed the step sees: the terrain plus the displacement of bodies (bodies.wgsl).
+@group(0) @binding(1) var<storage, read> step_terrain: array<f32>;
 @group(0) @binding(2) var<storage, read> depth_in: array<i32>;
 @group(0) @binding(3) var<storage, read> flux_in: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> depth_out: array<i32>;
@@ -47,7 +48,7 @@ var<private> region_origin: vec2<i32>;
 
 // The fields before the step, for upstream.wgsl.
 fn old_bed(i: u32) -> f32 {
-    return terrain[i];
+    return step_terrain[i];
 }
 
 fn old_depth(cell: vec2<i32>, i: u32) -> i32 {
@@ -127,7 +128,7 @@ fn step_tiled(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
         let g = origin + region_xy(r);
         if cell_in_grid(c, g) {
             let i = u32(g.y) * c.width + u32(g.x);
-            s_bed[r] = terrain[i];
+            s_bed[r] = step_terrain[i];
             s_depth[r] = with_inflow(c, g, depth_in[i]);
             s_pipes[r] = flux_in[i];
         } else {

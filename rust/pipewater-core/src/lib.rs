@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod bodies;
 pub mod error;
 pub mod grid;
 pub mod ledger;
@@ -25,6 +26,8 @@ pub mod state;
 pub mod validation;
 
 pub use backend::{Backend, BackendKind};
+pub use bodies::{Body, BodyForce, HullPart, HullShape};
+pub use glam;
 pub use error::{Error, Result};
 pub use grid::Grid;
 pub use ledger::MassLedger;

@@ -381,6 +381,26 @@ pub fn kept_flow(c: &StepConstants, flux: f32, k_drainer: f32, carried: f32) -> 
     }
 }
 
+/// What owned pipe `p` (width `width` m, carrying over `carried` m, [`carried_depth`]) keeps
+/// after a body or a scripted push drags its water towards `velocity` (m/s along the grid's x
+/// and y): the stored value moves `weight` (0..1) of the way to what the pipe would keep if its
+/// water moved at `velocity`'s component along the pipe. Dry pipes are left alone, so no body
+/// puts speed into water that is not there. Depth is untouched: a nudge moves momentum, never
+/// water.
+#[inline]
+pub fn nudged_pipe(c: &StepConstants, p: usize, stored: f32, velocity: [f32; 2], weight: f32, width: f32, carried: f32) -> f32 {
+    if carried <= 0.0 || weight <= 0.0 {
+        return stored;
+    }
+    let [dx, dy] = PIPE_DIRECTIONS[p];
+    let along = velocity[0] * dx + velocity[1] * dy;
+    let mut target = along * width;
+    if keeps_flux(c) {
+        target *= carried;
+    }
+    stored + weight.min(1.0) * (target - stored)
+}
+
 /// Outflow of a cell through one open edge at critical flow, m³/s: `cell_size · d · √(g·d)`.
 #[inline]
 pub fn open_edge_outflow(c: &StepConstants, depth: f32) -> f32 {

@@ -6,7 +6,8 @@
 //! from the newest snapshot.
 
 use crate::backend::cpu::CpuBackend;
-use crate::backend::{Backend, BackendKind, CellTerrain, CellWater, EditOutcome, FramePlan};
+use crate::backend::{Backend, BackendKind, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
+use crate::bodies::{self, Body, BodyForce, Coupling};
 use crate::error::{check_range, Error, Result};
 use crate::grid::Grid;
 use crate::ledger::MassLedger;
@@ -16,6 +17,7 @@ use crate::quanta::{quantum_volume, DEPTH_QUANTUM, MAX_DEPTH_QUANTA};
 use crate::state::{Snapshot, State, MAX_TERRAIN_ABS};
 use crate::save::SavedState;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Which backend to run.
@@ -96,6 +98,9 @@ pub struct Simulation {
     /// Velocity of each cell at the reset point (m/s, local X and Z), when one was set.
     initial_velocity: Option<Vec<[f32; 2]>>,
     gpu_unavailable: Option<Error>,
+    /// Drags on the pipes for the next frame (bodies and pushes), one per cell: (weight,
+    /// velocity along grid x and y).
+    pending_nudges: HashMap<u32, (f32, [f32; 2])>,
 }
 
 impl Simulation {
@@ -132,6 +137,7 @@ impl Simulation {
             carried_time: 0.0,
             initial_velocity: None,
             gpu_unavailable,
+            pending_nudges: HashMap::new(),
         }
     }
 
@@ -315,6 +321,12 @@ impl Simulation {
             source.carry = owed - planned;
         }
         let constants = StepConstants::new(&self.params, self.grid.width, self.grid.height, self.grid.cell_size, step, inflow_quanta);
+        if !self.pending_nudges.is_empty() {
+            let mut nudges: Vec<PipeNudge> =
+                self.pending_nudges.drain().map(|(cell, (weight, v))| PipeNudge { cell, velocity_x: v[0], velocity_y: v[1], weight }).collect();
+            nudges.sort_unstable_by_key(|n| n.cell);
+            self.backend.nudge_pipes(&nudges)?;
+        }
         self.backend.advance(&FramePlan { constants, substeps, forcing: &forcing })?;
         self.frames += 1;
         self.elapsed += frame_time;
@@ -550,6 +562,7 @@ impl Simulation {
     /// [`Simulation::set_terrain`]), zeroes the ledger and the clock. Sources are kept.
     pub fn reset(&mut self) -> Result<()> {
         self.backend.load(&self.initial)?;
+        self.pending_nudges.clear();
         self.initial_total = self.initial.total_quanta();
         self.inflow_carry = [0.0; 4];
         for s in &mut self.sources {
@@ -621,6 +634,7 @@ impl Simulation {
             )));
         }
         self.backend.restore(&saved.state, saved.counters, saved.frames)?;
+        self.pending_nudges.clear();
         self.params = saved.params;
         self.initial_total = saved.initial_total;
         self.sources = saved.sources;
@@ -630,6 +644,63 @@ impl Simulation {
         self.frames = saved.frames;
         self.elapsed = saved.elapsed;
         self.last_report = saved.last_report;
+        Ok(())
+    }
+
+    /// Couples `bodies` (in this grid's local frame) with the water for the coming frame of
+    /// `frame_dt` seconds, water being `density` kg/m³ ([`crate::bodies`]): replaces the
+    /// displacement of last frame's bodies with theirs, queues their drag on the water, and
+    /// returns the forces the water puts on each body (or why that body was left out). Call it
+    /// once per frame before [`Simulation::advance`], with every body (an empty list takes the
+    /// last ones out). Reads the newest snapshot, so on a GPU the bodies see water one or two
+    /// frames old.
+    pub fn couple_bodies(&mut self, bodies: &[Body], frame_dt: f32, density: f32) -> Result<Vec<Result<BodyForce>>> {
+        check_range("frame_dt", frame_dt, 0.0, MAX_FRAME_DELTA)?;
+        check_range("density", density, 1.0, 1.0e5)?;
+        if bodies.is_empty() {
+            self.backend.set_displacement(&[])?;
+            return Ok(Vec::new());
+        }
+        let cells = bodies::cells_to_read(&self.grid, bodies);
+        if !cells.is_empty() {
+            self.backend.want_cells(&cells);
+        }
+        let Some(snapshot) = self.backend.snapshot() else {
+            self.backend.set_displacement(&[])?;
+            return Ok(bodies.iter().map(|b| b.check().map(|_| BodyForce::default())).collect());
+        };
+        let coupling = bodies::couple(&snapshot, bodies, frame_dt, density, self.params.gravity);
+        self.apply_coupling(&coupling)?;
+        Ok(coupling.forces)
+    }
+
+    /// Applies a coupling computed by [`bodies::couple`]: its displacement replaces the last
+    /// one, its nudges join the frame's.
+    pub fn apply_coupling(&mut self, coupling: &Coupling) -> Result<()> {
+        self.backend.set_displacement(&coupling.displacement)?;
+        for n in &coupling.nudges {
+            bodies::merge_nudge(&mut self.pending_nudges, n.cell, n.weight, [n.velocity_x, n.velocity_y]);
+        }
+        Ok(())
+    }
+
+    /// Drags the water within `radius` m of local `(x, z)` towards `velocity` (m/s along local X
+    /// and Z) in the next frame: fully at the centre, fading smoothly to nothing at `radius`. A
+    /// paddle calls it every frame; an explosion calls it once per direction. Only momentum
+    /// moves, never water. A point off the grid reaches the cells its radius overlaps.
+    pub fn push_water(&mut self, x: f32, z: f32, velocity: [f32; 2], radius: f32) -> Result<()> {
+        Self::check_point(x, z)?;
+        let [ex, ez] = self.grid.extent();
+        check_range("radius", radius, 0.0, ex.max(ez) * 2.0)?;
+        for (axis, v) in ["velocity x", "velocity z"].into_iter().zip(velocity) {
+            check_range(axis, v, -bodies::MAX_BODY_SPEED, bodies::MAX_BODY_SPEED)?;
+        }
+        if radius == 0.0 {
+            return Ok(());
+        }
+        for (cell, weight) in self.grid.footprint(x, z, radius) {
+            bodies::merge_nudge(&mut self.pending_nudges, cell, weight, velocity);
+        }
         Ok(())
     }
 

@@ -203,3 +203,41 @@ fn fixed_level_edges_and_an_initial_current_on_gpu_match_cpu() {
     println!("fixed levels: GPU boundary in {} out {} quanta", c.boundary_in, c.boundary_out);
     assert!(c.boundary_in > 0 && c.boundary_out > 0);
 }
+
+/// Bodies on the GPU: one coupling per frame (computed from the CPU's water, so both backends
+/// get the same displacement and drag) and a scripted push, applied to both.
+#[test]
+fn bodies_and_pushes_on_gpu_match_cpu() {
+    if !gpu_or_skip("bodies_and_pushes_on_gpu_match_cpu") {
+        return;
+    }
+    use pipewater_core::bodies::{couple, Body, Coupling, HullShape};
+    use pipewater_core::glam::Vec3;
+    use std::cell::RefCell;
+    let state = scenarios::rough_lake(grid(64, 48, 0.5), 4, 1.0, 0.9);
+    let (mut cpu, mut gpu) = pair(state, Params::default());
+    let coupling: RefCell<Option<Coupling>> = RefCell::new(None);
+    run_both("bodies and pushes", &mut cpu, &mut gpu, 0.03, 16, 10, |frame, sim| {
+        let mut slot = coupling.borrow_mut();
+        let c = match slot.take() {
+            // First call of the frame (the CPU): couple from its water and keep it for the GPU.
+            None => {
+                let t = frame as f32 * 0.3;
+                let mut boat = Body::new(Vec3::new(-6.0 + 1.5 * t, 1.0, 0.5 * t.sin()), HullShape::Box { half_extents: Vec3::new(1.5, 0.4, 0.7) });
+                boat.linear_velocity = Vec3::new(5.0, 0.0, 0.5 * t.cos());
+                let mut rock = Body::new(Vec3::new(4.0, 1.4 - 0.1 * frame as f32, -3.0), HullShape::Sphere { radius: 0.8 });
+                rock.linear_velocity = Vec3::new(0.0, -3.0, 0.0);
+                let c = couple(&sim.snapshot().unwrap(), &[boat, rock], 0.3, 1000.0, 9.81);
+                *slot = Some(c.clone());
+                c
+            }
+            Some(c) => c,
+        };
+        sim.apply_coupling(&c).unwrap();
+        sim.push_water(2.0, 4.0, [-2.0, 1.0], 2.5).unwrap();
+        if frame == 15 {
+            // The last frame takes the bodies out again.
+            sim.apply_coupling(&Coupling::default()).unwrap();
+        }
+    });
+}

@@ -1,9 +1,9 @@
 //! The CPU reference backend: the step of [`crate::pipes`] written to be read, rows in parallel
 //! with rayon.
 
-use super::{Backend, BackendKind, CellTerrain, CellWater, EditOutcome, FramePlan};
+use super::{check_displacement, check_nudges, displacement_changes, Backend, BackendKind, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
 use crate::error::{Error, Result};
-use crate::pipes::{accelerate, accelerate_carried, carried_depth, discharge, fixed_flux_per_stored, flux_per_stored, kept_flow, pipe_width, upstream_split, Upstream, edge_outflow, inflow_for_cell, level_edge_inflow_quanta, limit_factor, pipe_quanta, requested_quanta, StepConstants, PIPE_OFFSETS};
+use crate::pipes::{accelerate, accelerate_carried, carried_depth, discharge, fixed_flux_per_stored, flux_per_stored, kept_flow, pipe_width, upstream_split, Upstream, edge_outflow, inflow_for_cell, level_edge_inflow_quanta, limit_factor, nudged_pipe, pipe_quanta, requested_quanta, StepConstants, PIPE_OFFSETS};
 use crate::quanta::MAX_DEPTH_QUANTA;
 use crate::state::{check_terrain, Counters, Snapshot, SpareSnapshots, State, MAX_TERRAIN_ABS};
 use rayon::prelude::*;
@@ -13,6 +13,14 @@ use std::sync::Arc;
 /// The CPU backend.
 pub struct CpuBackend {
     state: State,
+    /// The bed the step sees: terrain plus the displacement of bodies.
+    step_terrain: Vec<f32>,
+    /// Pressure head of bodies per cell, m ([`CellDisplacement`]).
+    displacement: Vec<f32>,
+    /// Cells whose displacement is not zero.
+    displaced: Vec<u32>,
+    /// Nudges for the start of the next frame.
+    pending_nudges: Vec<PipeNudge>,
     /// Unlimited fluxes after phase 1, read by phases 2 and 3.
     accelerated: Vec<[f32; 4]>,
     /// Discharge per metre at each cell's centre before the step (phase 0, with advection).
@@ -36,6 +44,10 @@ impl CpuBackend {
         let n = state.grid.cell_count();
         CpuBackend {
             state: state.clone(),
+            step_terrain: state.terrain.clone(),
+            displacement: vec![0.0; n],
+            displaced: Vec::new(),
+            pending_nudges: Vec::new(),
             accelerated: vec![[0.0; 4]; n],
             discharge: vec![[0.0; 2]; n],
             carried: vec![[0.0; 4]; n],
@@ -82,6 +94,25 @@ impl CpuBackend {
         (added, removed)
     }
 
+    /// Applies the queued nudges to the pipes, as the GPU's `nudge_pipes` does.
+    fn apply_nudges(&mut self, c: &StepConstants) {
+        let w = c.width;
+        for nudge in std::mem::take(&mut self.pending_nudges) {
+            let i = nudge.cell as usize;
+            let (x, y) = (nudge.cell % w, nudge.cell / w);
+            for p in 0..4 {
+                if !(c.pipe_active(p) && c.pipe_in_grid(x, y, p)) {
+                    continue;
+                }
+                let (ox, oy) = PIPE_OFFSETS[p];
+                let j = ((y as i32 + oy) as u32 * w + (x as i32 + ox) as u32) as usize;
+                let carried = carried_depth(c, self.step_terrain[i], self.state.depth[i], self.step_terrain[j], self.state.depth[j]);
+                let width = pipe_width(c, p, x, y);
+                self.state.flow[i][p] = nudged_pipe(c, p, self.state.flow[i][p], [nudge.velocity_x, nudge.velocity_y], nudge.weight, width, carried);
+            }
+        }
+    }
+
     /// One step: forcing, then accelerate, limit and transfer.
     fn step(&mut self, c: &StepConstants, forcing: &[CellWater]) {
         let (w, h) = (c.width as usize, c.height as usize);
@@ -106,10 +137,10 @@ impl CpuBackend {
         }
         self.counters.boundary_in += inflow.into_inner();
 
-        let State { terrain, depth, flow, .. } = &mut self.state;
+        let State { depth, flow, .. } = &mut self.state;
         let eight = c.eight_neighbours != 0;
 
-        let terrain: &[f32] = terrain;
+        let terrain: &[f32] = &self.step_terrain;
         let depth_before: &[i32] = depth;
         let flow_before: &[[f32; 4]] = flow;
         let offsets = pipe_index_offsets(w);
@@ -367,8 +398,10 @@ impl Backend for CpuBackend {
 
     fn edit_terrain(&mut self, cells: &[CellTerrain]) -> Result<()> {
         for c in cells {
-            if let Some(b) = self.state.terrain.get_mut(c.cell as usize) {
+            let i = c.cell as usize;
+            if let Some(b) = self.state.terrain.get_mut(i) {
                 *b = (*b + c.delta).clamp(-MAX_TERRAIN_ABS, MAX_TERRAIN_ABS);
+                self.step_terrain[i] = *b + self.displacement[i];
             }
         }
         self.invalidate_snapshot();
@@ -378,7 +411,27 @@ impl Backend for CpuBackend {
     fn set_terrain(&mut self, terrain: &[f32]) -> Result<()> {
         check_terrain(&self.state.grid, terrain)?;
         self.state.terrain.copy_from_slice(terrain);
+        for ((step, &bed), &head) in self.step_terrain.iter_mut().zip(terrain).zip(&self.displacement) {
+            *step = bed + head;
+        }
         self.invalidate_snapshot();
+        Ok(())
+    }
+
+    fn set_displacement(&mut self, cells: &[CellDisplacement]) -> Result<()> {
+        let n = self.displacement.len();
+        check_displacement(cells, n)?;
+        for change in displacement_changes(&mut self.displaced, cells) {
+            let i = change.cell as usize;
+            self.displacement[i] = change.head;
+            self.step_terrain[i] = self.state.terrain[i] + change.head;
+        }
+        Ok(())
+    }
+
+    fn nudge_pipes(&mut self, nudges: &[PipeNudge]) -> Result<()> {
+        check_nudges(nudges, self.displacement.len())?;
+        self.pending_nudges.extend_from_slice(nudges);
         Ok(())
     }
 
@@ -387,6 +440,7 @@ impl Backend for CpuBackend {
         if plan.constants.width != g.width || plan.constants.height != g.height {
             return Err(Error::invalid("plan grid", format!("{}x{}", plan.constants.width, plan.constants.height), format!("{}x{}", g.width, g.height)));
         }
+        self.apply_nudges(&plan.constants);
         for _ in 0..plan.substeps {
             self.step(&plan.constants, plan.forcing);
         }
@@ -412,3 +466,4 @@ impl Backend for CpuBackend {
         Ok(self.counters)
     }
 }
+

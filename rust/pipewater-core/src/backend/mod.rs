@@ -5,7 +5,8 @@ pub mod cpu;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::state::MAX_TERRAIN_ABS;
 use crate::pipes::StepConstants;
 use crate::state::{Counters, Snapshot, State};
 use bytemuck::{Pod, Zeroable};
@@ -43,6 +44,97 @@ pub struct CellTerrain {
     pub cell: u32,
     /// Height change, m.
     pub delta: f32,
+}
+
+/// The pressure head a floating or sunk body puts on the water of one cell: the thickness (m) of
+/// body below the water surface there. The step sees the cell's bed raised by it, so water flows
+/// out from under a body and back when it leaves; the water itself is never touched, so the
+/// ledger stays exact. Queries and textures keep showing the real bed and surface.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
+pub struct CellDisplacement {
+    /// Linear cell index.
+    pub cell: u32,
+    /// Pressure head, m (0 ..= [`crate::state::MAX_TERRAIN_ABS`]).
+    pub head: f32,
+}
+
+/// A drag on the pipes a cell owns towards a velocity: what a moving body or a scripted push
+/// does to the water's momentum ([`crate::pipes::nudged_pipe`]).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
+pub struct PipeNudge {
+    /// Linear cell index.
+    pub cell: u32,
+    /// Velocity the water is dragged towards, m/s along the grid's x (local X).
+    pub velocity_x: f32,
+    /// Velocity the water is dragged towards, m/s along the grid's y (local Z).
+    pub velocity_y: f32,
+    /// Share of the way there, 0..1.
+    pub weight: f32,
+}
+
+/// The entries that turn the displacement of the cells in `displaced` into `cells` (each cell
+/// once): `cells` themselves, then every cell of `displaced` that `cells` leave out, back to 0.
+/// `displaced` becomes the cells `cells` displace. Every backend keeps its displaced cells this
+/// way, so clearing last frame's bodies costs what they covered, not the grid.
+pub fn displacement_changes(displaced: &mut Vec<u32>, cells: &[CellDisplacement]) -> Vec<CellDisplacement> {
+    let mut changes: Vec<CellDisplacement> = cells.to_vec();
+    let now: std::collections::HashSet<u32> = cells.iter().map(|c| c.cell).collect();
+    changes.extend(displaced.iter().filter(|c| !now.contains(c)).map(|&cell| CellDisplacement { cell, head: 0.0 }));
+    *displaced = cells.iter().filter(|c| c.head != 0.0).map(|c| c.cell).collect();
+    changes
+}
+
+/// What a GPU backend queues for the bodies between frames: the displacement changes and the
+/// nudges for its next submission, and the heads in force (to restore after a new terrain).
+#[derive(Debug, Default)]
+pub struct BodyQueue {
+    displaced: Vec<u32>,
+    heads: Vec<CellDisplacement>,
+    /// Displacement entries for the next submission, each cell once.
+    pub displacement: Vec<CellDisplacement>,
+    /// Nudges for the next submission, each cell once.
+    pub nudges: Vec<PipeNudge>,
+}
+
+impl BodyQueue {
+    /// [`Backend::set_displacement`]: queues the changes from the heads in force to `cells`.
+    pub fn set_displacement(&mut self, cells: &[CellDisplacement], cell_count: usize) -> Result<()> {
+        check_displacement(cells, cell_count)?;
+        let changes = displacement_changes(&mut self.displaced, cells);
+        // A later change of a cell replaces an earlier one not yet applied.
+        let changed: std::collections::HashSet<u32> = changes.iter().map(|c| c.cell).collect();
+        self.displacement.retain(|d| !changed.contains(&d.cell));
+        self.displacement.extend(changes);
+        self.heads = cells.iter().filter(|c| c.head != 0.0).copied().collect();
+        Ok(())
+    }
+
+    /// [`Backend::nudge_pipes`]: queues `nudges`; true when a cell is queued already, in which
+    /// case the caller applies the queue first (one list names each cell once).
+    pub fn nudge(&mut self, nudges: &[PipeNudge], cell_count: usize) -> Result<bool> {
+        check_nudges(nudges, cell_count)?;
+        let queued: std::collections::HashSet<u32> = self.nudges.iter().map(|n| n.cell).collect();
+        Ok(nudges.iter().any(|n| queued.contains(&n.cell)))
+    }
+
+    /// After a new terrain was uploaded (the step's bed with it): the heads in force again.
+    pub fn restore_heads(&mut self) {
+        let heads: std::collections::HashSet<u32> = self.heads.iter().map(|h| h.cell).collect();
+        self.displacement.retain(|d| !heads.contains(&d.cell));
+        self.displacement.extend_from_slice(&self.heads);
+    }
+
+    /// Everything queued or in force is dropped (a new state was loaded, whose bed has none).
+    pub fn clear(&mut self) {
+        *self = BodyQueue::default();
+    }
+
+    /// Whether anything waits for the next submission.
+    pub fn is_empty(&self) -> bool {
+        self.displacement.is_empty() && self.nudges.is_empty()
+    }
 }
 
 /// Result of an edit: applied at once (CPU), or queued for the next frame (GPU), in which case
@@ -87,6 +179,13 @@ pub trait Backend: Send {
     fn edit_water(&mut self, cells: &[CellWater]) -> Result<EditOutcome>;
     /// Changes terrain in some cells, before the next step.
     fn edit_terrain(&mut self, cells: &[CellTerrain]) -> Result<()>;
+    /// Replaces the displacement of bodies ([`CellDisplacement`], each cell at most once): the
+    /// cells named take their head, every other cell goes back to none. Applied before the next
+    /// step; `load` and `restore` clear it.
+    fn set_displacement(&mut self, cells: &[CellDisplacement]) -> Result<()>;
+    /// Drags the pipes of some cells towards velocities ([`PipeNudge`], each cell at most once),
+    /// before the next step.
+    fn nudge_pipes(&mut self, nudges: &[PipeNudge]) -> Result<()>;
     /// Replaces the terrain everywhere, keeping depth and flux.
     fn set_terrain(&mut self, terrain: &[f32]) -> Result<()>;
     /// Runs one frame of steps.
@@ -111,3 +210,32 @@ pub trait Backend: Send {
 
 /// Frames between a GPU `advance` and the snapshot that shows it; 0 on the CPU.
 pub const CPU_SNAPSHOT_LATENCY: u32 = 0;
+
+/// Checks displacement entries: cells on the grid, heads finite and in range.
+pub fn check_displacement(cells: &[CellDisplacement], cell_count: usize) -> Result<()> {
+    for c in cells {
+        if c.cell as usize >= cell_count {
+            return Err(Error::invalid("displacement cell", c.cell, format!("0 .. {cell_count}")));
+        }
+        if !(c.head.is_finite() && (0.0..=MAX_TERRAIN_ABS).contains(&c.head)) {
+            return Err(Error::invalid("displacement head", c.head, format!("0 ..= {MAX_TERRAIN_ABS} m")));
+        }
+    }
+    Ok(())
+}
+
+/// Checks nudges: cells on the grid, velocities finite, weights in 0..1.
+pub fn check_nudges(nudges: &[PipeNudge], cell_count: usize) -> Result<()> {
+    for n in nudges {
+        if n.cell as usize >= cell_count {
+            return Err(Error::invalid("nudge cell", n.cell, format!("0 .. {cell_count}")));
+        }
+        if !(n.velocity_x.is_finite() && n.velocity_y.is_finite()) {
+            return Err(Error::invalid("nudge velocity", format!("({}, {})", n.velocity_x, n.velocity_y), "finite m/s"));
+        }
+        if !(0.0..=1.0).contains(&n.weight) {
+            return Err(Error::invalid("nudge weight", n.weight, "0 ..= 1"));
+        }
+    }
+    Ok(())
+}

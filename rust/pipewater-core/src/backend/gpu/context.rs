@@ -86,6 +86,14 @@ pub struct GpuContext {
     pub apply_water: wgpu::ComputePipeline,
     /// Terrain edits.
     pub apply_terrain: wgpu::ComputePipeline,
+    /// Bind group layout of the body passes.
+    pub bodies_layout: wgpu::BindGroupLayout,
+    /// The step's bed follows edited terrain.
+    pub refresh_step_terrain: wgpu::ComputePipeline,
+    /// Displacement of bodies.
+    pub displace: wgpu::ComputePipeline,
+    /// Drag of bodies and pushes on the pipes.
+    pub nudge_pipes: wgpu::ComputePipeline,
     /// Bind group layout of the snapshot pass.
     pub snapshot_layout: wgpu::BindGroupLayout,
     /// Snapshot texels and reductions.
@@ -189,6 +197,10 @@ impl GpuContext {
             &[uniform(0), storage(1, true), storage(2, true), storage(3, true), storage(4, false), storage(5, false), storage(6, false)],
         );
         let edit_layout = layout("edits", &[storage(0, false), storage(1, false), storage(2, false), storage(3, true), storage(4, true)]);
+        let bodies_layout = layout(
+            "bodies",
+            &[uniform(0), storage(1, true), storage(2, false), storage(3, false), storage(4, true), storage(5, false), storage(6, true), storage(7, true), storage(8, true)],
+        );
         let snapshot_layout =
             layout("snapshot", &[uniform(0), storage(1, true), storage(2, true), storage(3, true), storage(4, false), storage(5, false), storage(6, false)]);
 
@@ -218,6 +230,7 @@ impl GpuContext {
         let tiled_module = trusted("step_tiled.wgsl", shaders::STEP_TILED);
         let edit_module = module("edits.wgsl", shaders::EDITS);
         let snapshot_module = module("snapshot.wgsl", shaders::SNAPSHOT);
+        let bodies_module = module("bodies.wgsl", shaders::BODIES);
         let wg_constants = [("WG_X", workgroup[0] as f64), ("WG_Y", workgroup[1] as f64)];
         let pipeline = |label: &str, bgl: &wgpu::BindGroupLayout, module: &wgpu::ShaderModule, entry: &str, constants: &[(&str, f64)]| {
             let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
@@ -244,6 +257,9 @@ impl GpuContext {
         let kernel = if tiled_fits && !two_pass_asked { StepKernel::Tiled } else { StepKernel::TwoPass };
         let apply_water = pipeline("apply_water", &edit_layout, &edit_module, "apply_water", &[]);
         let apply_terrain = pipeline("apply_terrain", &edit_layout, &edit_module, "apply_terrain", &[]);
+        let refresh_step_terrain = pipeline("refresh_step_terrain", &bodies_layout, &bodies_module, "refresh_step_terrain", &[]);
+        let displace = pipeline("displace", &bodies_layout, &bodies_module, "displace", &[]);
+        let nudge_pipes = pipeline("nudge_pipes", &bodies_layout, &bodies_module, "nudge_pipes", &[]);
         let texels = pipeline("texels", &snapshot_layout, &snapshot_module, "texels", &[]);
         let ctx = GpuContext {
             device,
@@ -260,6 +276,10 @@ impl GpuContext {
             edit_layout,
             apply_water,
             apply_terrain,
+            bodies_layout,
+            refresh_step_terrain,
+            displace,
+            nudge_pipes,
             snapshot_layout,
             texels,
             error,

@@ -24,7 +24,7 @@ pub mod shaders;
 
 pub use context::{GpuContext, StepKernel, DEFAULT_WORKGROUP, EDIT_WORKGROUP, SNAPSHOT_WORKGROUP, TILE};
 
-use super::{Backend, BackendKind, CellTerrain, CellWater, EditOutcome, FramePlan};
+use super::{Backend, BackendKind, BodyQueue, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
 use crate::error::{Error, Result};
 use crate::grid::Grid;
 use crate::params::Params;
@@ -70,34 +70,38 @@ struct Slot {
     epoch: u64,
 }
 
-/// A list of edits on the device: `[count, 0, items…]`, grown by powers of two.
+/// A list of edits on the device: `[count, 0, items…]`, grown by powers of two. The header is
+/// padded to the items' size (16-byte items start 16 bytes in, as WGSL aligns them).
 struct EditList {
     buffer: wgpu::Buffer,
     capacity: usize,
+    /// Bytes per item.
+    item_bytes: usize,
 }
 
 impl EditList {
-    fn new(device: &wgpu::Device, label: &str, capacity: usize) -> Self {
+    fn new(device: &wgpu::Device, label: &str, capacity: usize, item_bytes: usize) -> Self {
         let capacity = capacity.max(16).next_power_of_two();
         let buffer = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(label),
-            size: 8 + 8 * capacity as u64,
+            size: (item_bytes.max(8) + item_bytes * capacity) as u64,
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        EditList { buffer, capacity }
+        EditList { buffer, capacity, item_bytes }
     }
 
-    /// Uploads `items` (8-byte records); true when the buffer had to be replaced.
+    /// Uploads `items` (records of `item_bytes`); true when the buffer had to be replaced.
     fn upload(&mut self, ctx: &GpuContext, label: &str, items: &[u8]) -> bool {
-        let count = items.len() / 8;
+        let count = items.len() / self.item_bytes;
         let grown = count > self.capacity;
         if grown {
-            *self = EditList::new(&ctx.device, label, count);
+            *self = EditList::new(&ctx.device, label, count, self.item_bytes);
         }
-        let mut bytes = Vec::with_capacity(8 + items.len());
+        let header = self.item_bytes.max(8);
+        let mut bytes = Vec::with_capacity(header + items.len());
         bytes.extend_from_slice(&(count as u32).to_le_bytes());
-        bytes.extend_from_slice(&0u32.to_le_bytes());
+        bytes.resize(header, 0);
         bytes.extend_from_slice(items);
         ctx.queue.write_buffer(&self.buffer, 0, &bytes);
         grown
@@ -111,6 +115,17 @@ pub struct GpuBackend {
     constants: StepConstants,
     uniforms: wgpu::Buffer,
     terrain: wgpu::Buffer,
+    /// The bed the step kernels read: terrain plus the displacement of bodies (bodies.wgsl).
+    step_terrain: wgpu::Buffer,
+    /// Pressure head of bodies per cell, m.
+    displacement: wgpu::Buffer,
+    displaced_list: EditList,
+    nudge_list: EditList,
+    /// Body passes' bind groups per current copy.
+    body_groups: Option<[wgpu::BindGroup; 2]>,
+    bodies: BodyQueue,
+    /// Displacement entries and nudges uploaded for the next recorded edits.
+    queued_bodies: (u32, u32),
     /// Depth and flux, twice: `current` indexes the copy that holds the state.
     depth: [wgpu::Buffer; 2],
     flux: [wgpu::Buffer; 2],
@@ -173,6 +188,8 @@ impl GpuBackend {
             mapped_at_creation: false,
         });
         let terrain = field("terrain", n * 4, io);
+        let step_terrain = field("step terrain", n * 4, U::COPY_DST);
+        let displacement = field("displacement", n * 4, U::COPY_DST);
         let depth = [field("depth 0", n * 4, io), field("depth 1", n * 4, io)];
         let flux = [field("flux 0", n * 16, io), field("flux 1", n * 16, io)];
         // Scratch of the two-pass kernel only.
@@ -190,9 +207,9 @@ impl GpuBackend {
                 buffers.iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect();
             device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(label), layout, entries: &entries })
         };
-        let step_groups = [0, 1].map(|k| group(&ctx.step_layout, "step", &[&uniforms, &terrain, &depth[k], &flux[k], &accelerated, &limit, &counters]));
+        let step_groups = [0, 1].map(|k| group(&ctx.step_layout, "step", &[&uniforms, &step_terrain, &depth[k], &flux[k], &accelerated, &limit, &counters]));
         let tiled_groups =
-            [0, 1].map(|k| group(&ctx.tiled_layout, "step tiled", &[&uniforms, &terrain, &depth[k], &flux[k], &depth[1 - k], &flux[1 - k], &counters]));
+            [0, 1].map(|k| group(&ctx.tiled_layout, "step tiled", &[&uniforms, &step_terrain, &depth[k], &flux[k], &depth[1 - k], &flux[1 - k], &counters]));
         let snapshot_groups =
             [0, 1].map(|k| group(&ctx.snapshot_layout, "snapshot", &[&uniforms, &terrain, &depth[k], &flux[k], &height_texels, &flow_texels, &stats]));
         let slots = (0..2)
@@ -210,9 +227,16 @@ impl GpuBackend {
             .collect();
         let constants = StepConstants::new(&Params::default(), grid.width, grid.height, grid.cell_size, 0.0, [0; 4]);
         let mut backend = GpuBackend {
-            water_edits: EditList::new(device, "water edits", 16),
-            forcing: EditList::new(device, "forcing", 16),
-            terrain_edits: EditList::new(device, "terrain edits", 16),
+            water_edits: EditList::new(device, "water edits", 16, 8),
+            forcing: EditList::new(device, "forcing", 16, 8),
+            terrain_edits: EditList::new(device, "terrain edits", 16, 8),
+            displaced_list: EditList::new(device, "displacement", 16, 8),
+            nudge_list: EditList::new(device, "nudges", 16, 16),
+            step_terrain,
+            displacement,
+            body_groups: None,
+            bodies: BodyQueue::default(),
+            queued_bodies: (0, 0),
             ctx: ctx.clone(),
             grid,
             constants,
@@ -354,6 +378,9 @@ impl GpuBackend {
         let q = &self.ctx.queue;
         q.write_buffer(&self.uniforms, 0, bytemuck::bytes_of(&self.constants));
         q.write_buffer(&self.terrain, 0, bytemuck::cast_slice(&state.terrain));
+        q.write_buffer(&self.step_terrain, 0, bytemuck::cast_slice(&state.terrain));
+        q.write_buffer(&self.displacement, 0, bytemuck::cast_slice(&vec![0.0f32; state.terrain.len()]));
+        self.bodies.clear();
         self.current = 0;
         q.write_buffer(&self.depth[0], 0, bytemuck::cast_slice(&state.depth));
         q.write_buffer(&self.flux[0], 0, bytemuck::cast_slice(&state.flow));
@@ -370,8 +397,8 @@ impl GpuBackend {
         self.ctx.check()
     }
 
-    /// Uploads the queued edits and returns how many water and terrain edits the next
-    /// submission must apply.
+    /// Uploads the queued edits and returns how many water, terrain and forcing edits the next
+    /// submission must apply (with the bodies' displacement and nudges, [`Self::prepare_bodies`]).
     fn prepare_edits(&mut self, forcing: &[CellWater]) -> (u32, u32, u32) {
         let ctx = self.ctx.clone();
         let mut grown = self.edit_groups.is_none();
@@ -380,10 +407,14 @@ impl GpuBackend {
             grown |= self.water_edits.upload(&ctx, "water edits", bytemuck::cast_slice(&self.pending_water));
             self.pending_water.clear();
         }
+        let mut terrain_grown = false;
         if t > 0 {
-            grown |= self.terrain_edits.upload(&ctx, "terrain edits", bytemuck::cast_slice(&self.pending_terrain));
+            terrain_grown = self.terrain_edits.upload(&ctx, "terrain edits", bytemuck::cast_slice(&self.pending_terrain));
+            grown |= terrain_grown;
             self.pending_terrain.clear();
         }
+        // The terrain edits' list also tells the body pass which cells' bed to refresh.
+        self.prepare_bodies(terrain_grown);
         if f > 0 {
             grown |= self.forcing.upload(&ctx, "forcing", bytemuck::cast_slice(forcing));
         }
@@ -400,13 +431,64 @@ impl GpuBackend {
         (w, t, f)
     }
 
+    /// Uploads the queued displacement and nudges; (re)makes the body passes' bind groups when a
+    /// list grew or `terrain_grows` may replace the terrain edits' list.
+    fn prepare_bodies(&mut self, terrain_grows: bool) -> (u32, u32) {
+        let ctx = self.ctx.clone();
+        let (d, n) = (self.bodies.displacement.len() as u32, self.bodies.nudges.len() as u32);
+        let mut grown = self.body_groups.is_none() || terrain_grows;
+        if d > 0 {
+            grown |= self.displaced_list.upload(&ctx, "displacement", bytemuck::cast_slice(&self.bodies.displacement));
+            self.bodies.displacement.clear();
+        }
+        if n > 0 {
+            grown |= self.nudge_list.upload(&ctx, "nudges", bytemuck::cast_slice(&self.bodies.nudges));
+            self.bodies.nudges.clear();
+        }
+        self.queued_bodies = (d, n);
+        if grown {
+            self.body_groups = None;
+        }
+        (d, n)
+    }
+
+    /// The body passes' bind groups, made after every list they name has its final buffer.
+    fn body_groups(&mut self) -> &[wgpu::BindGroup; 2] {
+        if self.body_groups.is_none() {
+            let ctx = &self.ctx;
+            let make = |k: usize| {
+                let buffers = [
+                    &self.uniforms,
+                    &self.terrain,
+                    &self.step_terrain,
+                    &self.displacement,
+                    &self.depth[k],
+                    &self.flux[k],
+                    &self.displaced_list.buffer,
+                    &self.terrain_edits.buffer,
+                    &self.nudge_list.buffer,
+                ];
+                let entries: Vec<wgpu::BindGroupEntry> =
+                    buffers.iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect();
+                ctx.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some("bodies"), layout: &ctx.bodies_layout, entries: &entries })
+            };
+            self.body_groups = Some([make(0), make(1)]);
+        }
+        self.body_groups.as_ref().expect("made")
+    }
+
     /// Workgroups for an edit list of `count` entries (the shader strides over the rest).
     fn edit_groups_for(&self, count: u32) -> u32 {
         count.div_ceil(EDIT_WORKGROUP).clamp(1, self.ctx.limits.max_compute_workgroups_per_dimension.min(65535))
     }
 
-    /// Records the queued edits into `pass`.
-    fn record_edits(&self, pass: &mut wgpu::ComputePass, water: u32, terrain: u32) {
+    /// Records the queued edits into `pass`: terrain, water, then the bodies' bed (refreshed
+    /// where terrain changed, displaced where bodies are) and their drag, as the CPU applies them.
+    fn record_edits(&mut self, pass: &mut wgpu::ComputePass, water: u32, terrain: u32) {
+        let (displaced, nudges) = std::mem::take(&mut self.queued_bodies);
+        if terrain > 0 || displaced > 0 || nudges > 0 {
+            self.body_groups();
+        }
         let Some(groups) = &self.edit_groups else { return };
         let groups = &groups[self.current];
         if terrain > 0 {
@@ -419,11 +501,20 @@ impl GpuBackend {
             pass.set_bind_group(0, &groups[0], &[]);
             pass.dispatch_workgroups(self.edit_groups_for(water), 1, 1);
         }
+        let Some(bodies) = &self.body_groups else { return };
+        let bodies = &bodies[self.current];
+        for (count, pipeline) in [(terrain, &self.ctx.refresh_step_terrain), (displaced, &self.ctx.displace), (nudges, &self.ctx.nudge_pipes)] {
+            if count > 0 {
+                pass.set_pipeline(pipeline);
+                pass.set_bind_group(0, bodies, &[]);
+                pass.dispatch_workgroups(self.edit_groups_for(count), 1, 1);
+            }
+        }
     }
 
     /// Submits the queued edits on their own (before a blocking read).
     fn flush_edits(&mut self) -> Result<()> {
-        if self.pending_water.is_empty() && self.pending_terrain.is_empty() {
+        if self.pending_water.is_empty() && self.pending_terrain.is_empty() && self.bodies.is_empty() {
             return Ok(());
         }
         let (w, t, _) = self.prepare_edits(&[]);
@@ -583,6 +674,21 @@ impl Backend for GpuBackend {
         // Earlier terrain edits would be overwritten anyway.
         self.pending_terrain.clear();
         self.ctx.queue.write_buffer(&self.terrain, 0, bytemuck::cast_slice(terrain));
+        self.ctx.queue.write_buffer(&self.step_terrain, 0, bytemuck::cast_slice(terrain));
+        // The displaced cells' bed is the new terrain plus their head again.
+        self.bodies.restore_heads();
+        Ok(())
+    }
+
+    fn set_displacement(&mut self, cells: &[CellDisplacement]) -> Result<()> {
+        self.bodies.set_displacement(cells, self.grid.cell_count())
+    }
+
+    fn nudge_pipes(&mut self, nudges: &[PipeNudge]) -> Result<()> {
+        if self.bodies.nudge(nudges, self.grid.cell_count())? {
+            self.flush_edits()?;
+        }
+        self.bodies.nudges.extend_from_slice(nudges);
         Ok(())
     }
 

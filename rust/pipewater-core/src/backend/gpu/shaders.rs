@@ -11,12 +11,20 @@ pub const STEP: &str = concat!(include_str!("../../../../../shaders/upstream.wgs
 pub const STEP_TILED: &str = concat!(include_str!("../../../../../shaders/upstream.wgsl"), "\n", include_str!("../../../../../shaders/step_tiled.wgsl"));
 /// Water and terrain edits, sources and drains.
 pub const EDITS: &str = include_str!("../../../../../shaders/edits.wgsl");
+/// Bodies: their displacement of the step's bed and their drag on the pipes.
+pub const BODIES: &str = include_str!("../../../../../shaders/bodies.wgsl");
 /// Snapshot texels and the reductions (total water, largest depth and speed).
 pub const SNAPSHOT: &str = include_str!("../../../../../shaders/snapshot.wgsl");
 
 /// Every pass family by file name, as compiled: `common.wgsl` followed by the file.
-pub fn pass_families() -> [(&'static str, String); 4] {
-    [("step.wgsl", with_common(STEP)), ("step_tiled.wgsl", with_common(STEP_TILED)), ("edits.wgsl", with_common(EDITS)), ("snapshot.wgsl", with_common(SNAPSHOT))]
+pub fn pass_families() -> [(&'static str, String); 5] {
+    [
+        ("step.wgsl", with_common(STEP)),
+        ("step_tiled.wgsl", with_common(STEP_TILED)),
+        ("edits.wgsl", with_common(EDITS)),
+        ("bodies.wgsl", with_common(BODIES)),
+        ("snapshot.wgsl", with_common(SNAPSHOT)),
+    ]
 }
 
 /// `common.wgsl` followed by `source`.
