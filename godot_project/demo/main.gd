@@ -9,6 +9,7 @@ enum Tool { ADD_WATER, REMOVE_WATER, DIG, RAISE }
 
 const Landscape := preload("res://demo/landscape.gd")
 const BoatScene := preload("res://demo/boat.tscn")
+const CrateScene := preload("res://demo/crate.tscn")
 const TOOL_NAMES: Array[String] = ["add water", "remove water", "dig", "raise terrain"]
 ## Where F5 saves the water and F9 loads it from.
 const SAVE_PATH := "user://pipewater_demo.res"
@@ -138,6 +139,18 @@ func drop_boat(at: Vector3) -> RigidBody3D:
 	return boat
 
 
+## Drops a 1.5 t crate from 8 m above the water at a global position: it splashes, rings spread
+## and it floats with 1.5 m³ under water (its PipeWaterBody hull).
+func drop_crate(at: Vector3) -> RigidBody3D:
+	var crate: RigidBody3D = CrateScene.instantiate()
+	var surface: float = water.get_height(at)
+	if is_inf(surface):
+		surface = 0.0
+	crate.position = Vector3(at.x, surface + 8.0, at.z)
+	boats.add_child(crate)
+	return crate
+
+
 ## Restores the landscape, the reservoir and one boat.
 func reset_demo() -> void:
 	water.reset()
@@ -166,6 +179,10 @@ func _unhandled_input(event: InputEvent) -> void:
 			var hit: Variant = pick()
 			if hit != null:
 				drop_boat(hit)
+		KEY_C:
+			var hit: Variant = pick()
+			if hit != null:
+				drop_crate(hit)
 		KEY_R:
 			reset_demo()
 		KEY_P, KEY_SPACE:
@@ -270,7 +287,7 @@ func _update_panel() -> void:
 		"",
 		"Left mouse: %s   (1 add water, 2 remove, 3 dig, 4 raise)" % TOOL_NAMES[current_tool],
 		"Right mouse drag: orbit   wheel: zoom   W A S D Q E: move",
-		"B: drop a boat   R: reset   P / Space: pause   H: hide panel",
+		"B: drop a boat   C: drop a crate   R: reset   P / Space: pause   H: hide panel",
 		save_message,
 		"",
 		"FPS %d" % Engine.get_frames_per_second(),

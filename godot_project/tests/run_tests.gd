@@ -59,6 +59,8 @@ func _run() -> void:
 	await _test_a_level_edge_fills_a_dry_basin_towards_its_level()
 	await _test_an_initial_current_flows_at_once_and_after_reset()
 	await _test_momentum_advection_carries_a_flood_farther()
+	await _test_a_hull_floats_displaces_water_and_pushes_a_wake()
+	await _test_bad_hulls_and_pushes_are_refused_safely()
 	_finish()
 
 
@@ -631,3 +633,93 @@ func _test_momentum_advection_carries_a_flood_farther() -> void:
 	_check(fronts[0] > fronts[1] + 2.0,
 		"the front runs farther with advection (%.1f m) than without (%.1f m)" % [fronts[0], fronts[1]])
 
+
+
+## A RigidBody3D crate of [param mass] kg with a box PipeWaterBody hull of [param size] m.
+func _make_crate(at: Vector3, size: Vector3, mass: float) -> RigidBody3D:
+	var crate := RigidBody3D.new()
+	crate.mass = mass
+	crate.position = at
+	var hull: Node3D = ClassDB.instantiate(&"PipeWaterBody")
+	hull.set(&"shape", 0)
+	hull.set(&"size", size)
+	hull.set(&"drag", 2.0)
+	crate.add_child(hull)
+	return crate
+
+
+func _test_a_hull_floats_displaces_water_and_pushes_a_wake() -> void:
+	print("-- a 2 x 1 x 2 m crate of 2000 kg on a PipeWaterBody in a 3 m pool of 64 x 32 m")
+	var water: PipeWater = await _make_water(Vector2i(64, 32), 3.0, Vector3.ZERO)
+	var before: float = water.get_total_water()
+	var crate: RigidBody3D = _make_crate(Vector3(-20.0, 3.6, 0.0), Vector3(2.0, 1.0, 2.0), 2000.0)
+	root.add_child(crate)
+	for i in 600:
+		await physics_frame
+	var hull: Node3D = crate.get_child(0)
+	var displaced: float = hull.get(&"displaced_volume")
+	# Afloat, the hull displaces its mass in water: 2000 kg / 1000 kg/m³ = 2 m³, so its bottom
+	# sits 0.5 m under the level and its centre at the level.
+	var level: float = hull.get(&"water_level")
+	print("displaced %.4f m³ (expected 2), crate at %.4f m, level %.4f m, vertical speed %.4f m/s" % [
+			displaced, crate.global_position.y, level, crate.linear_velocity.y])
+	_near(displaced, 2.0, 0.04, "the floating hull displaces its mass in water (2 %)")
+	_near(crate.global_position.y, level, 0.05, "the crate floats half in")
+	_near(water.get_total_water(), before, 0.01, "displacing water neither adds nor removes any")
+	# Faster than the waves (√(g·3 m) = 5.4 m/s): nothing can run ahead of it.
+	print("-- the same crate towed at 8 m/s along +X leaves a wake")
+	crate.freeze = true
+	crate.freeze_mode = RigidBody3D.FREEZE_MODE_KINEMATIC
+	for i in 180:
+		crate.global_position.x = -20.0 + 8.0 * float(i) / 60.0
+		await physics_frame
+	var x: float = crate.global_position.x
+	var behind: float = 0.0
+	var ahead: float = 0.0
+	for k in 5:
+		for z in [-3.0, 0.0, 3.0]:
+			var dz: float = z
+			behind += absf(water.get_height(Vector3(x - 3.0 - k, 0.0, dz)) - level)
+			ahead += absf(water.get_height(Vector3(x + 3.0 + k, 0.0, dz)) - level)
+	print("mean |surface - level| behind %.4f m, ahead %.4f m" % [behind / 15.0, ahead / 15.0])
+	_check(behind > 2.0 * ahead, "the towed crate's wake stands behind it")
+	_check(water.push_water(Vector3(5, 0, 5), Vector3(3, 0, 0), 2.0), "push_water accepts a push")
+	await physics_frame
+	var pushed: Vector3 = water.get_flow_velocity(Vector3(5, 0, 5))
+	print("pushed towards +X at 3 m/s: flow %s" % pushed)
+	_check(pushed.x > 0.5, "push_water moves the water along +X")
+	_near(water.get_total_water(), before, 0.01, "wakes and pushes move no water")
+	await _free(crate)
+	for i in 5:
+		await physics_frame
+	_check(is_finite(water.get_total_water()), "the water stays finite after the crate is freed")
+	await _free(water)
+
+
+func _test_bad_hulls_and_pushes_are_refused_safely() -> void:
+	print("-- bad hull sizes and pushes are refused; a body freed mid-frame leaves the water safe")
+	var water: PipeWater = await _make_water(Vector2i(16, 16), 2.0, Vector3.ZERO)
+	var crate: RigidBody3D = _make_crate(Vector3(0.0, 2.0, 0.0), Vector3(2.0, 1.0, 2.0), 500.0)
+	root.add_child(crate)
+	var hull: Node3D = crate.get_child(0)
+	hull.set(&"radius", -1.0)
+	hull.set(&"size", Vector3(0.0, 1.0, 1.0))
+	hull.set(&"drag", NAN)
+	_check(hull.get(&"radius") == 0.5, "a negative radius is refused (radius stays 0.5)")
+	_check(hull.get(&"size") == Vector3(2.0, 1.0, 2.0), "a zero side is refused")
+	_check(hull.get(&"drag") == 2.0, "a NaN drag is refused")
+	_check(not water.push_water(Vector3(NAN, 0, 0), Vector3.ONE, 1.0), "a NaN position is refused")
+	_check(not water.push_water(Vector3.ZERO, Vector3(INF, 0, 0), 1.0), "an infinite push is refused")
+	_check(not water.push_water(Vector3.ZERO, Vector3.ONE, -2.0), "a negative radius is refused")
+	var far: RigidBody3D = _make_crate(Vector3(5000.0, 2.0, 0.0), Vector3.ONE, 100.0)
+	root.add_child(far)
+	await physics_frame
+	crate.queue_free()
+	await physics_frame
+	await physics_frame
+	var total: float = water.get_total_water()
+	_check(is_finite(total) and absf(total - 512.0) < 0.01,
+			"after a freed body and one far off the grid the water is intact (%.4f m³)" % total)
+	_check(far.get_child(0).get(&"displaced_volume") == 0.0, "a body off the grid displaces nothing")
+	await _free(far)
+	await _free(water)

@@ -4,7 +4,8 @@
 //! edits and running in files of their own; its parts are components: [`outputs`] (the textures
 //! for materials), [`surface`] (the helper mesh and material), [`build`] (the simulation from the
 //! properties) and [`errors`] (errors and `get_last_error()`). [`saved_state`] is the
-//! `PipeWaterState` resource that `save_state()` returns. Argument checks live in
+//! `PipeWaterState` resource that `save_state()` returns; [`water_body`] is `PipeWaterBody`, a
+//! hull that pushes water. Argument checks live in
 //! [`validate`], coordinate mapping in [`mapping`], texture packing in [`texels`]; they, and the
 //! pure parts of [`build`], are plain Rust with unit tests. The core simulation is
 //! [`pipewater_core::Simulation`].
@@ -21,6 +22,7 @@ pub mod saved_state;
 pub mod surface;
 pub mod texels;
 pub mod validate;
+pub mod water_body;
 
 /// The extension's entry point (`gdext_rust_init` in the `.gdextension` file).
 struct PipeWaterExtension;

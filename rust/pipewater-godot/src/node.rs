@@ -10,6 +10,7 @@
 //! properties), [`ErrorLog`] (errors and `get_last_error()`). Setters stay here because gdext
 //! only finds a `#[var]` field's accessors in the primary block.
 
+mod bodies;
 mod edits;
 mod modes;
 mod persistence;
@@ -306,6 +307,8 @@ pub struct PipeWater {
     errors: ErrorLog,
     /// Main-thread cost of the last advance, µs.
     step_usec: i64,
+    /// Bodies pushed the water last frame (an empty frame then takes their displacement out).
+    had_bodies: bool,
     base: Base<Node3D>,
 }
 
@@ -335,6 +338,9 @@ impl INode3D for PipeWater {
         let in_editor = Engine::singleton().is_editor_hint();
         if !self.paused && (!in_editor || self.simulate_in_editor) {
             let frame = validate::scaled_frame_delta(delta, self.time_scale as f32);
+            if !in_editor {
+                self.couple_bodies(frame as f64);
+            }
             self.advance(frame);
         }
         self.update_outputs();

@@ -104,7 +104,7 @@ impl PipeWater {
 }
 
 impl PipeWater {
-    fn global_transform(&self) -> Transform3D {
+    pub(super) fn global_transform(&self) -> Transform3D {
         // Outside the tree there is no global transform; the node's own stands in for it.
         if self.base().is_inside_tree() {
             self.base().get_global_transform()

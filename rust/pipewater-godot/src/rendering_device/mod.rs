@@ -26,7 +26,7 @@ use godot::classes::{RdShaderSpirv, RdTextureFormat, RdTextureView, RdUniform, R
 use godot::prelude::*;
 use parking_lot::Mutex;
 use pipewater_core::backend::gpu::{EDIT_WORKGROUP, SNAPSHOT_WORKGROUP, TILE};
-use pipewater_core::backend::{Backend, BackendKind, CellTerrain, CellWater, EditOutcome, FramePlan};
+use pipewater_core::backend::{Backend, BackendKind, BodyQueue, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
 use pipewater_core::pipes::StepConstants;
 use pipewater_core::state::{check_terrain, Counters, Snapshot, State};
 use pipewater_core::{Error, Grid, Params, Result};
@@ -67,10 +67,12 @@ struct Pipeline {
     pipeline: Rid,
 }
 
-/// A list of edits or tiles on the device: `[count, 0, items…]`, grown by powers of two.
+/// A list of edits or tiles on the device: `[count, 0, items…]`, grown by powers of two. The
+/// header is padded to `header_bytes` (16-byte items start 16 bytes in, as WGSL aligns them).
 struct List {
     buffer: Rid,
     capacity_bytes: usize,
+    header_bytes: usize,
 }
 
 /// Which edit list a water-edit pass reads.
@@ -88,6 +90,10 @@ pub struct RdBackend {
     pipelines: Vec<Pipeline>,
     uniforms: Rid,
     terrain: Rid,
+    /// The bed the step reads: terrain plus the displacement of bodies (bodies.wgsl).
+    step_terrain: Rid,
+    /// Pressure head of bodies per cell, m.
+    displacement: Rid,
     depth: [Rid; 2],
     flux: [Rid; 2],
     current: usize,
@@ -99,6 +105,9 @@ pub struct RdBackend {
     forcing: List,
     terrain_edits: List,
     tile_list: List,
+    displaced_list: List,
+    nudge_list: List,
+    bodies: BodyQueue,
     gathered: Rid,
     /// Uniform sets by (entry point, set, current copy, water list).
     sets: HashMap<(usize, u32, usize, WaterList), Rid>,
@@ -124,6 +133,9 @@ const ENTRY_WATER: usize = 1;
 const ENTRY_TERRAIN: usize = 2;
 const ENTRY_IMAGES: usize = 3;
 const ENTRY_GATHER: usize = 4;
+const ENTRY_REFRESH: usize = 5;
+const ENTRY_DISPLACE: usize = 6;
+const ENTRY_NUDGE: usize = 7;
 
 impl RdBackend {
     /// Compiles the shaders on Godot's main rendering device and uploads `state`.
@@ -160,6 +172,8 @@ impl RdBackend {
         let storage = |rd: &mut Gd<RenderingDevice>, bytes: usize| rd.storage_buffer_create(bytes.max(16) as u32);
         let uniforms = rd.uniform_buffer_create(std::mem::size_of::<StepConstants>() as u32);
         let terrain = storage(&mut rd, n * 4);
+        let step_terrain = storage(&mut rd, n * 4);
+        let displacement = storage(&mut rd, n * 4);
         let depth = [storage(&mut rd, n * 4), storage(&mut rd, n * 4)];
         let flux = [storage(&mut rd, n * 16), storage(&mut rd, n * 16)];
         let counters = storage(&mut rd, 32);
@@ -167,7 +181,7 @@ impl RdBackend {
         let height_texture = texture(&mut rd, grid);
         let flow_texture = texture(&mut rd, grid);
         let gathered = storage(&mut rd, TileRequests::readback_bytes(MAX_TILES_PER_READ));
-        let list = |rd: &mut Gd<RenderingDevice>, capacity_bytes: usize| List { buffer: storage(rd, capacity_bytes), capacity_bytes };
+        let list = |rd: &mut Gd<RenderingDevice>, capacity_bytes: usize| List { buffer: storage(rd, capacity_bytes), capacity_bytes, header_bytes: 8 };
         let async_reads = rd.has_method("buffer_get_data_async");
         let description = format!("RenderingDevice: {} ({})", rd.get_device_name(), rd.get_device_vendor_name());
         let mut backend = RdBackend {
@@ -186,6 +200,11 @@ impl RdBackend {
             forcing: list(&mut rd, 8 + 8 * 64),
             terrain_edits: list(&mut rd, 8 + 8 * 64),
             tile_list: list(&mut rd, 8 + 4 * MAX_TILES_PER_READ),
+            displaced_list: list(&mut rd, 8 + 8 * 64),
+            nudge_list: List { header_bytes: 16, ..list(&mut rd, 16 + 16 * 64) },
+            bodies: BodyQueue::default(),
+            step_terrain,
+            displacement,
             gathered,
             pipelines,
             sets: HashMap::new(),
@@ -201,7 +220,7 @@ impl RdBackend {
             last_read_bytes: 0,
             description,
         };
-        let made = [backend.uniforms, backend.terrain, backend.counters, backend.stats, backend.gathered, backend.height_texture, backend.flow_texture];
+        let made = [backend.uniforms, backend.terrain, backend.step_terrain, backend.displacement, backend.counters, backend.stats, backend.gathered, backend.height_texture, backend.flow_texture];
         if made.iter().chain(&backend.depth).chain(&backend.flux).any(|r| !r.is_valid()) {
             return Err(Error::Gpu(format!("Godot could not allocate the fields of a {}x{} grid", grid.width, grid.height)));
         }
@@ -229,6 +248,9 @@ impl RdBackend {
         let mut rd = device()?;
         self.current = 0;
         update(&mut rd, self.terrain, bytemuck::cast_slice(&state.terrain));
+        update(&mut rd, self.step_terrain, bytemuck::cast_slice(&state.terrain));
+        update(&mut rd, self.displacement, bytemuck::cast_slice(&vec![0.0f32; state.terrain.len()]));
+        self.bodies.clear();
         update(&mut rd, self.depth[0], bytemuck::cast_slice(&state.depth));
         update(&mut rd, self.flux[0], bytemuck::cast_slice(&state.flow));
         let words: Vec<u32> = [counters.added, counters.removed, counters.boundary_in, counters.boundary_out]
@@ -253,7 +275,8 @@ impl RdBackend {
     /// the uniform sets that name it).
     fn fill_list(&mut self, which: ListId, items: &[u8], count: usize) -> Result<()> {
         let mut rd = device()?;
-        let needed = 8 + items.len();
+        let header = self.list_mut(which).header_bytes;
+        let needed = header + items.len();
         let list = self.list_mut(which);
         if needed > list.capacity_bytes {
             let capacity_bytes = needed.next_power_of_two();
@@ -265,7 +288,7 @@ impl RdBackend {
         }
         let mut bytes = Vec::with_capacity(needed);
         bytes.extend_from_slice(&(count as u32).to_le_bytes());
-        bytes.extend_from_slice(&0u32.to_le_bytes());
+        bytes.resize(header, 0);
         bytes.extend_from_slice(items);
         update(&mut rd, self.list_mut(which).buffer, &bytes);
         Ok(())
@@ -277,6 +300,8 @@ impl RdBackend {
             ListId::Forcing => &mut self.forcing,
             ListId::Terrain => &mut self.terrain_edits,
             ListId::Tiles => &mut self.tile_list,
+            ListId::Displaced => &mut self.displaced_list,
+            ListId::Nudges => &mut self.nudge_list,
         }
     }
 
@@ -293,6 +318,10 @@ impl RdBackend {
         Some(match name {
             "c" => self.uniforms,
             "terrain" | "terrain_bits" => self.terrain,
+            "step_terrain" => self.step_terrain,
+            "displacement" => self.displacement,
+            "displaced" => self.displaced_list.buffer,
+            "nudges" => self.nudge_list.buffer,
             "depth_in" | "depth" => self.depth[k],
             "flux_in" | "flux" => self.flux[k],
             "depth_out" => self.depth[1 - k],
@@ -446,7 +475,7 @@ impl RdBackend {
 
     /// Applies the queued edits on their own, before a blocking read.
     fn flush_edits(&mut self) -> Result<()> {
-        if self.pending_water.is_empty() && self.pending_terrain.is_empty() {
+        if self.pending_water.is_empty() && self.pending_terrain.is_empty() && self.bodies.is_empty() {
             return Ok(());
         }
         let mut rd = device()?;
@@ -457,27 +486,42 @@ impl RdBackend {
         result
     }
 
-    /// Moves the queued water and terrain edits into their device lists; returns how many of
-    /// each the next [`RdBackend::record_edits`] applies.
-    fn upload_edits(&mut self) -> Result<(usize, usize)> {
+    /// Moves the queued water and terrain edits, displacement and nudges into their device
+    /// lists; returns how many of each the next [`RdBackend::record_edits`] applies.
+    fn upload_edits(&mut self) -> Result<Edits> {
         let water = std::mem::take(&mut self.pending_water);
         let terrain = std::mem::take(&mut self.pending_terrain);
+        let displaced = std::mem::take(&mut self.bodies.displacement);
+        let nudges = std::mem::take(&mut self.bodies.nudges);
         if !water.is_empty() {
             self.fill_list(ListId::Water, bytemuck::cast_slice(&water), water.len())?;
         }
         if !terrain.is_empty() {
             self.fill_list(ListId::Terrain, bytemuck::cast_slice(&terrain), terrain.len())?;
         }
-        Ok((water.len(), terrain.len()))
+        if !displaced.is_empty() {
+            self.fill_list(ListId::Displaced, bytemuck::cast_slice(&displaced), displaced.len())?;
+        }
+        if !nudges.is_empty() {
+            self.fill_list(ListId::Nudges, bytemuck::cast_slice(&nudges), nudges.len())?;
+        }
+        Ok(Edits { water: water.len(), terrain: terrain.len(), displaced: displaced.len(), nudges: nudges.len() })
     }
 
-    /// Records the uploaded edits into `list`: terrain first, as the wgpu backend does.
-    fn record_edits(&mut self, rd: &mut Gd<RenderingDevice>, list: i64, (water, terrain): (usize, usize)) -> Result<()> {
-        if terrain > 0 {
-            self.dispatch(rd, list, ENTRY_TERRAIN, WaterList::User, Self::edit_groups(terrain))?;
-        }
-        if water > 0 {
-            self.dispatch(rd, list, ENTRY_WATER, WaterList::User, Self::edit_groups(water))?;
+    /// Records the uploaded edits into `list` in the wgpu backend's order: terrain, water, the
+    /// step's bed where terrain changed, the bodies' displacement, their drag.
+    fn record_edits(&mut self, rd: &mut Gd<RenderingDevice>, list: i64, edits: Edits) -> Result<()> {
+        let passes = [
+            (edits.terrain, ENTRY_TERRAIN),
+            (edits.water, ENTRY_WATER),
+            (edits.terrain, ENTRY_REFRESH),
+            (edits.displaced, ENTRY_DISPLACE),
+            (edits.nudges, ENTRY_NUDGE),
+        ];
+        for (count, entry) in passes {
+            if count > 0 {
+                self.dispatch(rd, list, entry, WaterList::User, Self::edit_groups(count))?;
+            }
         }
         Ok(())
     }
@@ -500,6 +544,17 @@ enum ListId {
     Forcing,
     Terrain,
     Tiles,
+    Displaced,
+    Nudges,
+}
+
+/// How many entries of each list the next recorded edits apply.
+#[derive(Clone, Copy)]
+struct Edits {
+    water: usize,
+    terrain: usize,
+    displaced: usize,
+    nudges: usize,
 }
 
 fn callable_variant(c: &Callable) -> Variant {
@@ -534,8 +589,8 @@ impl Drop for RdBackend {
     fn drop(&mut self) {
         let Some(mut rd) = main_device() else { return };
         self.drop_sets(&mut rd);
-        let lists = [self.water_edits.buffer, self.forcing.buffer, self.terrain_edits.buffer, self.tile_list.buffer];
-        let fields = [self.uniforms, self.terrain, self.depth[0], self.depth[1], self.flux[0], self.flux[1], self.counters, self.stats, self.gathered];
+        let lists = [self.water_edits.buffer, self.forcing.buffer, self.terrain_edits.buffer, self.tile_list.buffer, self.displaced_list.buffer, self.nudge_list.buffer];
+        let fields = [self.uniforms, self.terrain, self.step_terrain, self.displacement, self.depth[0], self.depth[1], self.flux[0], self.flux[1], self.counters, self.stats, self.gathered];
         let pipelines: Vec<Rid> = self.pipelines.iter().flat_map(|p| [p.pipeline, p.shader]).collect();
         free_all(&mut rd, pipelines.into_iter().chain(lists).chain(fields).chain([self.height_texture, self.flow_texture]));
     }
@@ -579,6 +634,21 @@ impl Backend for RdBackend {
         self.pending_terrain.clear();
         let mut rd = device()?;
         update(&mut rd, self.terrain, bytemuck::cast_slice(terrain));
+        update(&mut rd, self.step_terrain, bytemuck::cast_slice(terrain));
+        // The displaced cells' bed is the new terrain plus their head again.
+        self.bodies.restore_heads();
+        Ok(())
+    }
+
+    fn set_displacement(&mut self, cells: &[CellDisplacement]) -> Result<()> {
+        self.bodies.set_displacement(cells, self.grid.cell_count())
+    }
+
+    fn nudge_pipes(&mut self, nudges: &[PipeNudge]) -> Result<()> {
+        if self.bodies.nudge(nudges, self.grid.cell_count())? {
+            self.flush_edits()?;
+        }
+        self.bodies.nudges.extend_from_slice(nudges);
         Ok(())
     }
 

@@ -68,12 +68,15 @@ impl Program {
 
 /// The entry points the RenderingDevice backend runs, with the pass family that holds each and
 /// whether it runs trusted (without bounds checks, as the wgpu backend runs the step kernels).
-pub const ENTRY_POINTS: [(&str, &str, bool); 5] = [
+pub const ENTRY_POINTS: [(&str, &str, bool); 8] = [
     ("step_tiled", shaders::STEP_TILED, true),
     ("apply_water", shaders::EDITS, false),
     ("apply_terrain", shaders::EDITS, false),
     ("images", shaders::SNAPSHOT, false),
     ("gather", shaders::SNAPSHOT, false),
+    ("refresh_step_terrain", shaders::BODIES, false),
+    ("displace", shaders::BODIES, false),
+    ("nudge_pipes", shaders::BODIES, false),
 ];
 
 /// Translates entry point `entry_point` of `family` (a pass family's WGSL, without

@@ -1,0 +1,75 @@
+//! Bodies and pushes: the `PipeWaterBody` hulls coupled with the water once per physics frame,
+//! and `push_water` for scripted pushes (paddles, explosions).
+
+use super::PipeWater;
+use crate::water_body::{PipeWaterBody, BODY_GROUP};
+use godot::prelude::*;
+
+/// Density of the water bodies float in, kg/m³.
+pub const WATER_DENSITY: f32 = 1000.0;
+
+#[godot_api(secondary)]
+impl PipeWater {
+    /// Drags the water within `radius` m (`0 ..= 2 × grid extent`) of `global_position` towards
+    /// `velocity` (global, m/s; its horizontal part counts, each axis `-1e4 ..= 1e4`) in the next
+    /// frame: fully at the centre, fading smoothly to nothing at `radius`. Only momentum moves,
+    /// never water. A paddle calls it every frame; an explosion calls it once per direction
+    /// (`velocity` pointing away from the blast). Returns false when an argument is rejected or
+    /// the point is off the grid.
+    #[func]
+    fn push_water(&mut self, global_position: Vector3, velocity: Vector3, radius: f64) -> bool {
+        let Some((transform, xz)) = self.local_point("push_water", global_position) else {
+            return false;
+        };
+        if !velocity.is_finite() {
+            self.errors.reject(format!("push_water: velocity = {velocity} is not finite: valid range is finite m/s"));
+            return false;
+        }
+        let local = transform.basis.orthonormalized().transposed() * velocity;
+        let result = self.sim.as_mut().map(|s| s.push_water(xz[0], xz[1], [local.x, local.z], radius as f32));
+        self.errors.core_result("push_water", result).is_some()
+    }
+}
+
+impl PipeWater {
+    /// Couples every `PipeWaterBody` that pushes this water for a physics frame of `delta`
+    /// seconds and applies the water's forces to them. Bodies that left (freed, disabled) simply
+    /// stop displacing water.
+    pub(super) fn couple_bodies(&mut self, delta: f64) {
+        if !self.base().is_inside_tree() {
+            return;
+        }
+        let tree = self.base().get_tree();
+        let me = self.base().instance_id();
+        let first_water = tree.get_first_node_in_group("pipe_water").map(|n| n.instance_id());
+        let transform = self.global_transform();
+        let mut members: Vec<Gd<PipeWaterBody>> = Vec::new();
+        let mut bodies = Vec::new();
+        for node in tree.get_nodes_in_group(BODY_GROUP).iter_shared() {
+            let Ok(mut hull) = node.try_cast::<PipeWaterBody>() else { continue };
+            if !hull.bind().pushes(me, first_water) {
+                continue;
+            }
+            let described = hull.bind_mut().describe(&transform, delta);
+            match described {
+                Some(body) => {
+                    members.push(hull);
+                    bodies.push(body);
+                }
+                None => hull.bind_mut().clear_figures(),
+            }
+        }
+        if bodies.is_empty() && !self.had_bodies {
+            return;
+        }
+        self.had_bodies = !bodies.is_empty();
+        let result = self.sim.as_mut().map(|s| s.couple_bodies(&bodies, delta as f32, WATER_DENSITY));
+        let Some(forces) = self.errors.core_result("bodies", result) else { return };
+        for (mut hull, force) in members.into_iter().zip(forces) {
+            match force {
+                Ok(f) => hull.bind_mut().take(&transform, &f),
+                Err(_) => hull.bind_mut().clear_figures(),
+            }
+        }
+    }
+}
