@@ -636,7 +636,7 @@ func _test_momentum_advection_carries_a_flood_farther() -> void:
 
 
 ## A RigidBody3D crate of [param mass] kg with a box PipeWaterBody hull of [param size] m.
-func _make_crate(at: Vector3, size: Vector3, mass: float) -> RigidBody3D:
+func _make_crate(at: Vector3, size: Vector3, mass: float, water: PipeWater) -> RigidBody3D:
 	var crate := RigidBody3D.new()
 	crate.mass = mass
 	crate.position = at
@@ -644,6 +644,7 @@ func _make_crate(at: Vector3, size: Vector3, mass: float) -> RigidBody3D:
 	hull.set(&"shape", 0)
 	hull.set(&"size", size)
 	hull.set(&"drag", 2.0)
+	hull.set(&"water", water)
 	crate.add_child(hull)
 	return crate
 
@@ -652,7 +653,8 @@ func _test_a_hull_floats_displaces_water_and_pushes_a_wake() -> void:
 	print("-- a 2 x 1 x 2 m crate of 2000 kg on a PipeWaterBody in a 3 m pool of 64 x 32 m")
 	var water: PipeWater = await _make_water(Vector2i(64, 32), 3.0, Vector3.ZERO)
 	var before: float = water.get_total_water()
-	var crate: RigidBody3D = _make_crate(Vector3(-20.0, 3.6, 0.0), Vector3(2.0, 1.0, 2.0), 2000.0)
+	var crate: RigidBody3D = _make_crate(Vector3(-20.0, 3.6, 0.0), Vector3(2.0, 1.0, 2.0), 2000.0,
+			water)
 	root.add_child(crate)
 	for i in 600:
 		await physics_frame
@@ -699,7 +701,8 @@ func _test_a_hull_floats_displaces_water_and_pushes_a_wake() -> void:
 func _test_bad_hulls_and_pushes_are_refused_safely() -> void:
 	print("-- bad hull sizes and pushes are refused; a body freed mid-frame leaves the water safe")
 	var water: PipeWater = await _make_water(Vector2i(16, 16), 2.0, Vector3.ZERO)
-	var crate: RigidBody3D = _make_crate(Vector3(0.0, 2.0, 0.0), Vector3(2.0, 1.0, 2.0), 500.0)
+	var crate: RigidBody3D = _make_crate(Vector3(0.0, 2.0, 0.0), Vector3(2.0, 1.0, 2.0), 500.0,
+			water)
 	root.add_child(crate)
 	var hull: Node3D = crate.get_child(0)
 	hull.set(&"radius", -1.0)
@@ -711,7 +714,7 @@ func _test_bad_hulls_and_pushes_are_refused_safely() -> void:
 	_check(not water.push_water(Vector3(NAN, 0, 0), Vector3.ONE, 1.0), "a NaN position is refused")
 	_check(not water.push_water(Vector3.ZERO, Vector3(INF, 0, 0), 1.0), "an infinite push is refused")
 	_check(not water.push_water(Vector3.ZERO, Vector3.ONE, -2.0), "a negative radius is refused")
-	var far: RigidBody3D = _make_crate(Vector3(5000.0, 2.0, 0.0), Vector3.ONE, 100.0)
+	var far: RigidBody3D = _make_crate(Vector3(5000.0, 2.0, 0.0), Vector3.ONE, 100.0, water)
 	root.add_child(far)
 	await physics_frame
 	crate.queue_free()

@@ -92,7 +92,7 @@ pub struct PipeWaterBody {
     /// Global position in the last physics frame, for the velocity of a body that is not a
     /// rigid body.
     last_position: Option<Vector3>,
-    /// The last error pushed, so that a bad hull warns once, not every frame.
+    /// The last fault warned about, so that a bad hull warns once, not every frame.
     last_error: String,
     base: Base<Node3D>,
 }
@@ -254,10 +254,14 @@ impl PipeWaterBody {
         match body.check() {
             Ok(()) => Some(body),
             Err(e) => {
-                let message = format!("PipeWaterBody {}: {e}; the hull is left out", self.base().get_name());
-                if message != self.last_error {
-                    godot_warn!("{message}");
-                    self.last_error = message;
+                // Once per kind of fault, not every frame with new figures.
+                let fault = match &e {
+                    pipewater_core::Error::InvalidArgument { name, .. } => name.to_string(),
+                    other => other.to_string(),
+                };
+                if fault != self.last_error {
+                    godot_warn!("PipeWaterBody {}: {e}; the hull is left out", self.base().get_name());
+                    self.last_error = fault;
                 }
                 None
             }
