@@ -10,13 +10,6 @@ struct Displacements {
     items: array<vec2<u32>>,
 }
 
-struct TerrainEdits {
-    count: u32,
-    _pad: u32,
-    // (cell index, height change m as f32 bits), as edits.wgsl applied them.
-    items: array<vec2<u32>>,
-}
-
 struct Nudges {
     count: u32,
     // The items are 16-byte aligned: the header is padded to 16 bytes.

@@ -1,8 +1,17 @@
 // Declarations shared by every PipeWater compute shader. The host prepends this file to each
-// pass family (step.wgsl, edits.wgsl, snapshot.wgsl) before compiling it.
+// pass family (step.wgsl, edits.wgsl, bodies.wgsl, snapshot.wgsl) before compiling it.
 //
 // Mirrors rust/pipewater-core/src/pipes.rs and quanta.rs: constants and helper functions keep
 // the same names, and each computes with the same operations in the same order.
+
+// The terrain edits' list (backend::CellTerrain after an 8-byte header): edits.wgsl applies it,
+// bodies.wgsl refreshes the step's bed of the cells it names.
+struct TerrainEdits {
+    count: u32,
+    _pad: u32,
+    // (cell index, height change m as f32 bits).
+    items: array<vec2<u32>>,
+}
 
 // `StepConstants` of pipes.rs, byte for byte (112 bytes, uniform layout).
 struct StepConstants {

@@ -11,13 +11,6 @@ struct WaterEdits {
     items: array<vec2<u32>>,
 }
 
-struct TerrainEdits {
-    count: u32,
-    _pad: u32,
-    // (cell index, height change m as f32 bits).
-    items: array<vec2<u32>>,
-}
-
 @group(0) @binding(0) var<storage, read_write> terrain_bits: array<atomic<u32>>;
 @group(0) @binding(1) var<storage, read_write> depth: array<atomic<i32>>;
 @group(0) @binding(2) var<storage, read_write> counters: array<atomic<u32>, 8>;

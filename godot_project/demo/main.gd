@@ -130,10 +130,7 @@ func _update_collision() -> void:
 ## Drops a boat just above the water (or ground) at a global position.
 func drop_boat(at: Vector3) -> RigidBody3D:
 	var boat: RigidBody3D = BoatScene.instantiate()
-	var surface: float = water.get_height(at)
-	if is_inf(surface):
-		surface = 0.0
-	boat.position = Vector3(at.x, surface + 1.0, at.z)
+	boat.position = _above_surface(at, 1.0)
 	boat.rotation.y = randf() * TAU
 	boats.add_child(boat)
 	return boat
@@ -143,12 +140,18 @@ func drop_boat(at: Vector3) -> RigidBody3D:
 ## and it floats with 1.5 m³ under water (its PipeWaterBody hull).
 func drop_crate(at: Vector3) -> RigidBody3D:
 	var crate: RigidBody3D = CrateScene.instantiate()
+	crate.position = _above_surface(at, 8.0)
+	boats.add_child(crate)
+	return crate
+
+
+## The point [param height] m above the water (or ground) under a global position; above 0
+## off the grid.
+func _above_surface(at: Vector3, height: float) -> Vector3:
 	var surface: float = water.get_height(at)
 	if is_inf(surface):
 		surface = 0.0
-	crate.position = Vector3(at.x, surface + 8.0, at.z)
-	boats.add_child(crate)
-	return crate
+	return Vector3(at.x, surface + height, at.z)
 
 
 ## Restores the landscape, the reservoir and one boat.
