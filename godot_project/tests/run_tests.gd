@@ -640,6 +640,12 @@ func _make_crate(at: Vector3, size: Vector3, mass: float, water: PipeWater) -> R
 	var crate := RigidBody3D.new()
 	crate.mass = mass
 	crate.position = at
+	# The shape gives the body its inertia; without one any torque spins it without limit.
+	var shape := CollisionShape3D.new()
+	var box := BoxShape3D.new()
+	box.size = size
+	shape.shape = box
+	crate.add_child(shape)
 	var hull: Node3D = ClassDB.instantiate(&"PipeWaterBody")
 	hull.set(&"shape", 0)
 	hull.set(&"size", size)
@@ -658,7 +664,7 @@ func _test_a_hull_floats_displaces_water_and_pushes_a_wake() -> void:
 	root.add_child(crate)
 	for i in 600:
 		await physics_frame
-	var hull: Node3D = crate.get_child(0)
+	var hull: Node3D = crate.get_child(1)
 	var displaced: float = hull.get(&"displaced_volume")
 	# Afloat, the hull displaces its mass in water: 2000 kg / 1000 kg/m³ = 2 m³, so its bottom
 	# sits 0.5 m under the level and its centre at the level.
@@ -704,7 +710,7 @@ func _test_bad_hulls_and_pushes_are_refused_safely() -> void:
 	var crate: RigidBody3D = _make_crate(Vector3(0.0, 2.0, 0.0), Vector3(2.0, 1.0, 2.0), 500.0,
 			water)
 	root.add_child(crate)
-	var hull: Node3D = crate.get_child(0)
+	var hull: Node3D = crate.get_child(1)
 	hull.set(&"radius", -1.0)
 	hull.set(&"size", Vector3(0.0, 1.0, 1.0))
 	hull.set(&"drag", NAN)
@@ -723,6 +729,6 @@ func _test_bad_hulls_and_pushes_are_refused_safely() -> void:
 	var total: float = water.get_total_water()
 	_check(is_finite(total) and absf(total - 512.0) < 0.01,
 			"after a freed body and one far off the grid the water is intact (%.4f m³)" % total)
-	_check(far.get_child(0).get(&"displaced_volume") == 0.0, "a body off the grid displaces nothing")
+	_check(far.get_child(1).get(&"displaced_volume") == 0.0, "a body off the grid displaces nothing")
 	await _free(far)
 	await _free(water)
