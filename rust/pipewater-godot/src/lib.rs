@@ -5,8 +5,9 @@
 //! for materials), [`surface`] (the helper mesh and material), [`build`] (the simulation from the
 //! properties) and [`errors`] (errors and `get_last_error()`). [`saved_state`] is the
 //! `PipeWaterState` resource that `save_state()` returns. Argument checks live in
-//! [`validate`], coordinate mapping in [`mapping`], texture packing in [`texels`]; they, and the
-//! pure parts of [`build`], are plain Rust with unit tests. The core simulation is
+//! [`validate`], coordinate mapping in [`mapping`], texture packing in [`texels`], the surface
+//! mesh's vertices (a grid or a camera-centred clipmap) in [`mesh_layout`]; they, and the pure
+//! parts of [`build`], are plain Rust with unit tests. The core simulation is
 //! [`pipewater_core::Simulation`].
 
 use godot::prelude::*;
@@ -14,6 +15,7 @@ use godot::prelude::*;
 pub mod build;
 pub mod errors;
 pub mod mapping;
+pub mod mesh_layout;
 pub mod node;
 pub mod outputs;
 pub mod rendering_device;
