@@ -53,8 +53,9 @@ const SHADER_RENDERERS: [(&str, &str, &str); 3] = [
     ("shader gl_compatibility", "gl_compatibility", "opengl3"),
 ];
 /// Parts of `ERROR`/`WARNING` lines in which the engine talks about the machine, not the shader:
-/// a build without fontconfig, a GL driver that cannot change V-Sync.
-const MACHINE_NOISE: [&str; 3] = ["fontconfig", "system font", "V-Sync"];
+/// a build without fontconfig, a GL driver that cannot change V-Sync, an X server (Xvfb) that
+/// cannot keep the screen on (Godot 4.6).
+const MACHINE_NOISE: [&str; 4] = ["fontconfig", "system font", "V-Sync", "Keeping screen on"];
 /// Words that make an import `ERROR` line the addon's or the project's business.
 const ADDON_WORDS: [&str; 6] = ["pipe_water", "pipewater", "PipeWater", "res://", "[panic", "GDExtension"];
 
@@ -593,7 +594,7 @@ ok 1
 
     #[test]
     fn the_water_shader_layer_fails_on_shader_errors_and_warnings_but_not_on_the_machine() {
-        let clean = "ERROR: Godot was compiled without fontconfig, system font support is disabled.\nok   - a\n";
+        let clean = "ERROR: Godot was compiled without fontconfig, system font support is disabled.\nok   - a\nWARNING: Keeping screen on not supported by this display server.\n";
         assert!(shader_problems(clean).is_empty());
         let broken = "SHADER ERROR: Unknown identifier in expression: 'foo'.\n   at: (null) (:120)\nERROR: Shader compilation failed.\nWARNING: shader uniform unused\n";
         let problems = shader_problems(broken);
