@@ -68,8 +68,8 @@ func _run() -> void:
 	var river: Vector3 = _main.call("to_world", dam + Vector2(34.0 * cell, -18.0 * cell))
 	_look(river + Vector3(0.0, 3.0, 0.0), 55.0 * cell, -1.05, 0.42)
 	await _save("river")
-	var lake: Vector3 = _main.call("to_world", dam + Vector2(62.0 * cell, -14.0 * cell))
-	_look(lake + Vector3(0.0, 1.0, 0.0), 40.0 * cell, -2.4, 0.38)
+	var lake: Vector3 = _main.call("to_world", dam + Vector2(84.0 * cell, -20.0 * cell))
+	_look(lake + Vector3(0.0, 1.0, 0.0), 34.0 * cell, 1.9, 0.34)
 	await _save("shore")
 	quit(0)
 
