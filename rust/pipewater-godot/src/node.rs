@@ -252,8 +252,8 @@ pub struct PipeWater {
 
     /// When true, the node shows its water with an internal `MeshInstance3D` child with
     /// `water_material`: a grid mesh with a vertex on every cell centre, or for large grids
-    /// (from 512² cells) a clipmap of nested rings around the camera that the shader places, so
-    /// that a 4096² grid draws about 366 000 vertices.
+    /// (from about 406² cells, where it has fewer vertices) a clipmap of nested rings around the
+    /// camera that the shader places, so that a 4096² grid draws about 366 000 vertices.
     #[export_group(name = "Rendering")]
     #[export]
     #[var(set)]
