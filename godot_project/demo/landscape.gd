@@ -7,6 +7,10 @@ extends RefCounted
 ## GDScript computes in double precision, the Rust code in single).
 ##
 ## All heights are local metres; [param relief] is the height span of the terrain.
+##
+## [method generate_hills] is a second landscape, the demo's own (no Rust twin): the same
+## diamond-square noise alone, as rolling hills whose hollows hold lakes and a spring on the
+## highest ground.
 
 ## Fraction of the grid's width (local X) where the dam stands.
 const DAM_U := 0.52
@@ -47,6 +51,8 @@ var reservoir_start := Vector2.ZERO
 var source_rate: float = 0.0
 ## Radius of the spring, m.
 var source_radius: float = 0.0
+## Local X, Z (m) where the first boat is dropped.
+var boat_start := Vector2.ZERO
 
 var _rng_state: int = 0
 
@@ -92,6 +98,37 @@ func generate(size: Vector2i, cell_size: float, seed_value: int, roughness: floa
 			(centre_line(RESERVOIR_U) - 0.5) * extent.y)
 	source_rate = 0.6 * relief * cell_size * cell_size
 	source_radius = 3.0 * cell_size
+	boat_start = dam_position - Vector2(0.08 * extent.x, 0.0)
+
+
+## Rolling hills for a grid of [param size] cells of [param cell_size] m: diamond-square heights
+## over the whole relief, lakes up to 30 % of it, a spring on the highest cell. The fields of
+## the valley are filled so that the demo runs the same way: the "dam" is the point the camera
+## looks at (the middle of the grid), the reservoir is the lake around the lowest cell.
+func generate_hills(size: Vector2i, cell_size: float, seed_value: int, roughness: float,
+		relief: float) -> void:
+	var noise: PackedFloat32Array = diamond_square(size.x, size.y, seed_value, roughness)
+	heights.resize(size.x * size.y)
+	var highest: int = 0
+	var lowest: int = 0
+	for i in heights.size():
+		heights[i] = relief * noise[i]
+		if heights[i] > heights[highest]:
+			highest = i
+		if heights[i] < heights[lowest]:
+			lowest = i
+	var extent := Vector2(size) * cell_size
+	var at := func(i: int) -> Vector2:
+		return (Vector2(i % size.x, i / size.x) + Vector2(0.5, 0.5)) * cell_size - extent / 2.0
+	lake_level = 0.3 * relief
+	reservoir_level = lake_level
+	reservoir_start = at.call(lowest)
+	dam_position = Vector2.ZERO
+	dam_crest = lake_level
+	source_position = at.call(highest)
+	source_rate = 0.6 * relief * cell_size * cell_size
+	source_radius = 3.0 * cell_size
+	boat_start = reservoir_start
 
 
 ## Diamond-square heights in [0, 1] on a (2ⁿ+1)² lattice covering width × height, cropped to

@@ -6,6 +6,8 @@ extends Node3D
 ## from [member terrain_seed] and [member roughness], or read from [member heightmap_image].
 
 enum Tool { ADD_WATER, REMOVE_WATER, DIG, RAISE }
+## The landscapes of landscape.gd: the river valley with its dam, or rolling hills with lakes.
+enum TerrainKind { VALLEY, HILLS }
 
 const Landscape := preload("res://demo/landscape.gd")
 const BoatScene := preload("res://demo/boat.tscn")
@@ -15,6 +17,8 @@ const TOOL_NAMES: Array[String] = ["add water", "remove water", "dig", "raise te
 const SAVE_PATH := "user://pipewater_demo.res"
 
 @export_group("Terrain")
+## Which landscape [member terrain_seed] generates.
+@export var terrain_kind: TerrainKind = TerrainKind.VALLEY
 ## Seed of the diamond-square hills.
 @export var terrain_seed: int = 7
 ## Roughness of the hills, 0..1.
@@ -55,7 +59,10 @@ var _collision_timer: float = 0.0
 
 
 func _ready() -> void:
-	landscape.generate(grid_size, cell_size, terrain_seed, roughness, relief)
+	if terrain_kind == TerrainKind.HILLS:
+		landscape.generate_hills(grid_size, cell_size, terrain_seed, roughness, relief)
+	else:
+		landscape.generate(grid_size, cell_size, terrain_seed, roughness, relief)
 	water.grid_size = grid_size
 	water.cell_size = cell_size
 	water.initial_water_level = landscape.lake_level
@@ -72,7 +79,7 @@ func _ready() -> void:
 	_update_collision()
 	var dam: Vector2 = landscape.dam_position
 	camera.set("target", to_world(dam) + Vector3(0.0, landscape.dam_crest, 0.0))
-	drop_boat(to_world(dam - Vector2(0.08 * grid_size.x * cell_size, 0.0)))
+	drop_boat(to_world(landscape.boat_start))
 
 
 func _notification(what: int) -> void:
@@ -160,8 +167,7 @@ func reset_demo() -> void:
 	_fill_reservoir()
 	for boat in boats.get_children():
 		boat.queue_free()
-	var dam: Vector2 = landscape.dam_position
-	drop_boat(to_world(dam - Vector2(0.08 * grid_size.x * cell_size, 0.0)))
+	drop_boat(to_world(landscape.boat_start))
 	_update_collision()
 
 

@@ -6,8 +6,9 @@
 //! properties) and [`errors`] (errors and `get_last_error()`). [`saved_state`] is the
 //! `PipeWaterState` resource that `save_state()` returns; [`water_body`] is `PipeWaterBody`, a
 //! hull that pushes water. Argument checks live in
-//! [`validate`], coordinate mapping in [`mapping`], texture packing in [`texels`]; they, and the
-//! pure parts of [`build`], are plain Rust with unit tests. The core simulation is
+//! [`validate`], coordinate mapping in [`mapping`], texture packing in [`texels`], the surface
+//! mesh's vertices (a grid or a camera-centred clipmap) in [`mesh_layout`]; they, and the pure
+//! parts of [`build`], are plain Rust with unit tests. The core simulation is
 //! [`pipewater_core::Simulation`].
 
 use godot::prelude::*;
@@ -15,6 +16,7 @@ use godot::prelude::*;
 pub mod build;
 pub mod errors;
 pub mod mapping;
+pub mod mesh_layout;
 pub mod node;
 pub mod outputs;
 pub mod rendering_device;

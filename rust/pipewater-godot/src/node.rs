@@ -251,9 +251,10 @@ pub struct PipeWater {
     #[var(no_set)]
     active_backend: WaterBackend,
 
-    /// When true, the node shows its water with an internal `MeshInstance3D` child: a `PlaneMesh`
-    /// the size of the grid, subdivided once per cell (at most 1023 times per side), with
-    /// `water_material`.
+    /// When true, the node shows its water with an internal `MeshInstance3D` child with
+    /// `water_material`: a grid mesh with a vertex on every cell centre, or for large grids
+    /// (from about 406² cells, where it has fewer vertices) a clipmap of nested rings around the
+    /// camera that the shader places, so that a 4096² grid draws about 366 000 vertices.
     #[export_group(name = "Rendering")]
     #[export]
     #[var(set)]
@@ -262,7 +263,9 @@ pub struct PipeWater {
     /// Material of the helper mesh. Empty: a `ShaderMaterial` with
     /// `res://addons/pipe_water/water_surface.gdshader`. The node sets the shader parameters
     /// `height_texture`, `flux_texture`, `grid_size` (Vector2, cells) and `cell_size` (m) on any
-    /// `ShaderMaterial` given here.
+    /// `ShaderMaterial` given here, and `clipmap_snap`, `clipmap_spacing`, `clipmap_quads` and
+    /// `clipmap_levels` (0 snap: a plain mesh in local coordinates); a shader for large grids
+    /// places the clipmap's vertices as `water_surface.gdshader`'s `vertex()` does.
     #[export]
     #[var(set)]
     water_material: Option<Gd<Material>>,

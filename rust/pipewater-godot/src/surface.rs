@@ -1,21 +1,25 @@
-//! The water surface the node can show by itself: an internal `MeshInstance3D` child with a
-//! plane the size of the grid and the water material (the user's, or the addon's shader).
+//! The water surface the node can show by itself: an internal `MeshInstance3D` child with the
+//! mesh of [`crate::mesh_layout`] (a grid with a vertex per cell for small grids, a
+//! camera-centred clipmap for large ones) and the water material (the user's, or the addon's
+//! shader).
 
-use godot::classes::{Material, Mesh, MeshInstance3D, PlaneMesh, ResourceLoader, Shader, ShaderMaterial};
+use crate::mesh_layout::{self, Layout, MeshData};
+use godot::classes::mesh::{ArrayType, PrimitiveType};
+use godot::classes::{ArrayMesh, Material, Mesh, MeshInstance3D, ResourceLoader, Shader, ShaderMaterial};
 use godot::prelude::*;
 use pipewater_core::state::MAX_TERRAIN_ABS;
 use pipewater_core::Grid;
 
 /// Default water surface shader, loaded when `water_material` is empty.
 const DEFAULT_SHADER: &str = "res://addons/pipe_water/water_surface.gdshader";
-/// Most subdivisions of the helper mesh per side (about a million vertices at most).
-const MAX_MESH_SUBDIVISIONS: u32 = 1023;
 
 /// The helper mesh and the default material, created on first use.
 #[derive(Default)]
 pub struct WaterSurface {
     mesh_instance: Option<Gd<MeshInstance3D>>,
     default_material: Option<Gd<Material>>,
+    /// The mesh shown, and the layout and cell size it was built for.
+    mesh: Option<(Gd<ArrayMesh>, Layout, f32)>,
 }
 
 /// What the surface's material is given to draw the water.
@@ -41,28 +45,32 @@ impl WaterSurface {
         Some(mesh_instance)
     }
 
-    /// Shapes the plane to the grid and gives it the material, with the textures and grid set as
-    /// shader parameters on a `ShaderMaterial`.
+    /// Shapes the mesh to the grid and gives it the material, with the textures, the grid and
+    /// the clipmap's figures set as shader parameters on a `ShaderMaterial`.
     pub fn update(&mut self, inputs: SurfaceInputs) {
         let grid = inputs.grid;
         let [ex, ez] = grid.extent();
-        // Reshape the plane already shown rather than swapping in a new one: fewer renderer
-        // resources churned on every rebuild, and Godot's headless renderer reports an error
-        // when a replaced mesh's instance is freed.
-        let existing = self.mesh_instance.as_ref().and_then(|m| m.get_mesh()).and_then(|m| m.try_cast::<PlaneMesh>().ok());
-        let mut plane = existing.unwrap_or_else(PlaneMesh::new_gd);
-        plane.set_size(Vector2::new(ex, ez));
-        plane.set_subdivide_width((grid.width - 1).min(MAX_MESH_SUBDIVISIONS) as i32);
-        plane.set_subdivide_depth((grid.height - 1).min(MAX_MESH_SUBDIVISIONS) as i32);
+        let layout = mesh_layout::choose_layout(grid.width, grid.height);
+        let mesh = self.mesh(layout, grid);
         let material = self.material(inputs.material);
         if let Some(mut shader_material) = material.clone().and_then(|m| m.try_cast::<ShaderMaterial>().ok()) {
             shader_material.set_shader_parameter("height_texture", &inputs.height_texture);
             shader_material.set_shader_parameter("flux_texture", &inputs.flux_texture);
             shader_material.set_shader_parameter("grid_size", &Vector2::new(grid.width as f32, grid.height as f32).to_variant());
             shader_material.set_shader_parameter("cell_size", &grid.cell_size.to_variant());
+            let (snap, quads, levels) = match layout {
+                Layout::Grid { .. } => (0.0, 0, 1),
+                Layout::Clipmap { quads, levels } => (mesh_layout::clipmap_snap(grid.cell_size, levels), quads, levels),
+            };
+            shader_material.set_shader_parameter("clipmap_snap", &snap.to_variant());
+            shader_material.set_shader_parameter("clipmap_spacing", &grid.cell_size.to_variant());
+            shader_material.set_shader_parameter("clipmap_quads", &(quads as f32).to_variant());
+            shader_material.set_shader_parameter("clipmap_levels", &(levels as f32).to_variant());
         }
         if let Some(mesh_instance) = self.mesh_instance.as_mut() {
-            mesh_instance.set_mesh(&plane);
+            if mesh_instance.get_mesh().map(|m| m.instance_id()) != Some(mesh.instance_id()) {
+                mesh_instance.set_mesh(&mesh);
+            }
             mesh_instance.set_material_override(material.as_ref());
             // The surface moves up and down in the shader; keep it from being culled.
             mesh_instance.set_custom_aabb(Aabb::new(
@@ -88,6 +96,28 @@ impl WaterSurface {
             mesh_instance.set_material_override(Option::<&Gd<Material>>::None);
             mesh_instance.set_mesh(Option::<&Gd<Mesh>>::None);
         }
+        self.mesh = None;
+    }
+
+    /// The mesh for `layout`, built when the layout or the cell size changed. The same
+    /// `ArrayMesh` is refilled rather than swapped for a new one: fewer renderer resources churned
+    /// on every rebuild, and Godot's headless renderer reports an error when a replaced mesh's
+    /// instance is freed.
+    fn mesh(&mut self, layout: Layout, grid: Grid) -> Gd<ArrayMesh> {
+        if let Some((mesh, built, cell)) = &self.mesh {
+            if *built == layout && *cell == grid.cell_size {
+                return mesh.clone();
+            }
+        }
+        let data = match layout {
+            Layout::Grid { width, height } => mesh_layout::grid_mesh(width, height, grid.cell_size),
+            Layout::Clipmap { quads, levels } => mesh_layout::clipmap_mesh(quads, levels, grid.cell_size),
+        };
+        let mut mesh = self.mesh.take().map(|(m, _, _)| m).unwrap_or_else(ArrayMesh::new_gd);
+        mesh.clear_surfaces();
+        mesh.add_surface_from_arrays(PrimitiveType::TRIANGLES, &surface_arrays(&data));
+        self.mesh = Some((mesh.clone(), layout, grid.cell_size));
+        mesh
     }
 
     /// `chosen` (`water_material`), or the default shader material (created once).
@@ -108,4 +138,15 @@ impl WaterSurface {
         }
         self.default_material.clone()
     }
+}
+
+/// The arrays of one `ArrayMesh` surface: vertices and indices.
+fn surface_arrays(data: &MeshData) -> VarArray {
+    let mut arrays = VarArray::new();
+    arrays.resize(ArrayType::MAX.ord() as usize, &Variant::nil());
+    let vertices: PackedVector3Array = data.positions.iter().map(|p| Vector3::new(p[0], p[1], p[2])).collect();
+    let indices: PackedInt32Array = data.indices.iter().map(|&i| i as i32).collect();
+    arrays.set(ArrayType::VERTEX.ord() as usize, &vertices.to_variant());
+    arrays.set(ArrayType::INDEX.ord() as usize, &indices.to_variant());
+    arrays
 }

@@ -77,7 +77,7 @@ pub fn run_headless_tests() -> Result<(), String> {
     let godots = crate::godot_runs::binaries()?;
     if godots.is_empty() {
         println!(
-            "SKIP: Godot tests (set GODOT to a Godot 4.3+ binary, and GODOT_EXTRA to more separated by ':', to run godot_project/tests/: the node tests, the demo smoke test, the editor checks and the RenderingDevice tests)"
+            "SKIP: Godot tests (set GODOT to a Godot 4.3+ binary, and GODOT_EXTRA to more separated by ':', to run godot_project/tests/: the node tests, the demo smoke test, the editor checks, the RenderingDevice tests and the water shader in each renderer)"
         );
         return Ok(());
     }

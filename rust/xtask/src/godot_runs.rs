@@ -12,7 +12,12 @@
 //! - `class_reference`: the class reference pages in a running editor
 //!   (`res://tests/test_class_reference.gd` with `--editor`), headless;
 //! - `rendering_device`: the RenderingDevice backend (`res://tests/test_rendering_device.gd`) in
-//!   a window with `--rendering-driver vulkan`, on `DISPLAY` or under `xvfb-run`.
+//!   a window with `--rendering-driver vulkan`, on `DISPLAY` or under `xvfb-run`;
+//! - `shader forward_plus`, `shader mobile`, `shader gl_compatibility`: the addon's water
+//!   surface shader (`res://tests/test_water_shader.gd`) compiled and drawn in each renderer, in
+//!   a window as above (`--rendering-driver vulkan`, or `opengl3` for Compatibility). Besides the
+//!   script's checks, any `SHADER ERROR`, and any `ERROR` or `WARNING` line that is not the
+//!   engine talking about the machine ([`MACHINE_NOISE`]), fails the layer.
 //!
 //! The import fails on a crash, a non-zero exit, a GDScript error, and on `ERROR` lines about
 //! the addon or the project; engine errors about the machine (such as a build without
@@ -40,6 +45,17 @@ const EDITOR_TIMEOUT: Duration = Duration::from_secs(300);
 /// Output markers of an editor session ended by its script: the editor's own controls are still
 /// alive then, so Godot reports their RIDs as leaked, which says nothing about the addon.
 const EDITOR_FAILURE_MARKERS: [&str; 3] = ["SCRIPT ERROR", "[panic", "Parse Error"];
+/// The renderers the water shader is tested in: layer name, `--rendering-method`,
+/// `--rendering-driver`.
+const SHADER_RENDERERS: [(&str, &str, &str); 3] = [
+    ("shader forward_plus", "forward_plus", "vulkan"),
+    ("shader mobile", "mobile", "vulkan"),
+    ("shader gl_compatibility", "gl_compatibility", "opengl3"),
+];
+/// Parts of `ERROR`/`WARNING` lines in which the engine talks about the machine, not the shader:
+/// a build without fontconfig, a GL driver that cannot change V-Sync, an X server (Xvfb) that
+/// cannot keep the screen on (Godot 4.6).
+const MACHINE_NOISE: [&str; 4] = ["fontconfig", "system font", "V-Sync", "Keeping screen on"];
 /// Words that make an import `ERROR` line the addon's or the project's business.
 const ADDON_WORDS: [&str; 6] = ["pipe_water", "pipewater", "PipeWater", "res://", "[panic", "GDExtension"];
 
@@ -186,6 +202,9 @@ fn test_version(godot: &Path, folders: &mut Vec<String>) -> VersionReport {
     };
     report.layers.push(("class_reference", class_reference));
     report.layers.push(("rendering_device", rendering_device(godot, &project, &label)));
+    for (name, method, driver) in SHADER_RENDERERS {
+        report.layers.push((name, water_shader(godot, &project, &label, name, method, driver)));
+    }
     if let Err(why) = unchanged(&project, &copied) {
         report.layers.push(("files", Outcome::Failed(why)));
     }
@@ -345,6 +364,58 @@ fn rendering_device(godot: &Path, project: &Path, label: &str) -> Outcome {
         },
         Err(why) => Outcome::Failed(why),
     }
+}
+
+/// The window a rendering test draws in: Godot itself on `DISPLAY`, else under `xvfb-run`; an
+/// error when there is neither.
+fn windowed(godot: &Path) -> Result<Command, String> {
+    if std::env::var("DISPLAY").is_ok_and(|d| !d.is_empty()) {
+        return Ok(Command::new(godot));
+    }
+    if Command::new("xvfb-run").arg("--help").stdout(Stdio::null()).stderr(Stdio::null()).status().is_err() {
+        return Err("no window: set DISPLAY or install xvfb for xvfb-run".into());
+    }
+    let mut c = Command::new("xvfb-run");
+    c.args(["-a", "-s", "-screen 0 1280x720x24"]).arg(godot);
+    Ok(c)
+}
+
+/// The water shader's tests in one renderer (`method` with `driver`), in a window. Skipped
+/// without one (a failure with `PIPEWATER_REQUIRE_GPU=1`); failed by the script's checks, by a
+/// shader error, or by an `ERROR` or `WARNING` line ([`shader_problems`]).
+fn water_shader(godot: &Path, project: &Path, label: &str, name: &str, method: &str, driver: &str) -> Outcome {
+    let mut command = match windowed(godot) {
+        Ok(command) => command,
+        Err(why) if gpu_required() => return Outcome::Failed(format!("{why}, and PIPEWATER_REQUIRE_GPU=1")),
+        Err(why) => {
+            println!("SKIP: water shader tests in {method} on {label} ({why})");
+            return Outcome::Skipped(why);
+        }
+    };
+    command.args(["--rendering-method", method, "--rendering-driver", driver, "--path"]).arg(project);
+    command.args(["--fixed-fps", "60", "-s", "res://tests/test_water_shader.gd", "--", &format!("--renderer={method}")]);
+    let run = match run_logged(command, name, label, RUN_TIMEOUT) {
+        Ok(run) => run,
+        Err(why) => return Outcome::Failed(why),
+    };
+    let problems = shader_problems(&run.text);
+    match layer_outcome(&run, &FAILURE_MARKERS, crate::godot::PASS_LINE) {
+        Outcome::Passed(_) if !problems.is_empty() => Outcome::Failed(format!("{} error or warning lines, first: {}", problems.len(), problems[0])),
+        Outcome::Skipped(why) if gpu_required() => Outcome::Failed(format!("{why}, and PIPEWATER_REQUIRE_GPU=1")),
+        other => other,
+    }
+}
+
+/// The lines of a rendering run that fail the water shader's layer: `SHADER ERROR`, and the
+/// `ERROR` and `WARNING` lines that are not [`MACHINE_NOISE`].
+pub fn shader_problems(output: &str) -> Vec<String> {
+    output
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.contains("SHADER ERROR") || l.starts_with("ERROR:") || l.starts_with("WARNING:") || l.starts_with("SHADER WARNING"))
+        .filter(|l| l.contains("SHADER ERROR") || !MACHINE_NOISE.iter().any(|n| l.contains(n)))
+        .map(str::to_string)
+        .collect()
 }
 
 /// Makes `project` a fresh copy of `godot_project/` with the addon inside it (no `.godot`), and
@@ -519,6 +590,17 @@ ok 1
         assert!(matches!(got, Outcome::Failed(ref why) if why.starts_with("2 of 147 checks failed")));
         let skip = Run { exited_ok: true, text: format!("SKIP: RenderingDevice tests (none)\n{}\n", crate::godot::PASS_LINE) };
         assert!(matches!(layer_outcome(&skip, &FAILURE_MARKERS, crate::godot::PASS_LINE), Outcome::Skipped(_)));
+    }
+
+    #[test]
+    fn the_water_shader_layer_fails_on_shader_errors_and_warnings_but_not_on_the_machine() {
+        let clean = "ERROR: Godot was compiled without fontconfig, system font support is disabled.\nok   - a\nWARNING: Keeping screen on not supported by this display server.\n";
+        assert!(shader_problems(clean).is_empty());
+        let broken = "SHADER ERROR: Unknown identifier in expression: 'foo'.\n   at: (null) (:120)\nERROR: Shader compilation failed.\nWARNING: shader uniform unused\n";
+        let problems = shader_problems(broken);
+        println!("{problems:#?}");
+        assert_eq!(problems.len(), 3);
+        assert_eq!(SHADER_RENDERERS.map(|r| r.0), ["shader forward_plus", "shader mobile", "shader gl_compatibility"]);
     }
 
     #[test]

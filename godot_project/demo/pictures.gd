@@ -1,0 +1,102 @@
+extends SceneTree
+## Takes the demo's pictures for README.md and docs/DEMO.md, as the demo draws them.
+##
+## In a window (Forward+), from the repository root after cargo xtask build:
+## [codeblock]
+## xvfb-run -a -s "-screen 0 1280x720x24" $GODOT --rendering-driver vulkan \
+##     --resolution 1280x720 --path godot_project -s res://demo/pictures.gd -- --out=/tmp/pictures
+## [/codeblock]
+## It loads the demo scene and saves [code]start.png[/code] (the first view, after two seconds
+## of the spring), then runs the simulation on with the node's [method PipeWater.step]: ten
+## seconds of the spring, a notch dug through the dam as the dig tool would, twenty seconds of
+## the flood. Then it saves [code]flood.png[/code] (the first view again), [code]river.png[/code]
+## (the river below the dam, close) and [code]shore.png[/code] (the lake's shore). The panel is
+## hidden unless [code]--panel[/code] is given. With [code]--hills[/code] it draws the rolling
+## hills landscape instead and saves [code]hills.png[/code] after twenty seconds of the spring.
+
+const MAIN_SCENE := "res://demo/main.tscn"
+## Simulated seconds per manual step while the story runs.
+const STEP := 0.25
+## Frames drawn before a picture is saved (the flow-map animation and the shadows settle).
+const SETTLE_FRAMES := 3
+
+var _main: Node3D
+var _water: PipeWater
+var _camera: Camera3D
+var _out: String = "user://pictures"
+
+
+func _initialize() -> void:
+	_run.call_deferred()
+
+
+func _run() -> void:
+	var panel: bool = false
+	var hills: bool = false
+	for argument in OS.get_cmdline_user_args():
+		if argument.begins_with("--out="):
+			_out = argument.get_slice("=", 1)
+		elif argument == "--panel":
+			panel = true
+		elif argument == "--hills":
+			hills = true
+	DirAccess.make_dir_recursive_absolute(_out)
+	_main = (load(MAIN_SCENE) as PackedScene).instantiate()
+	if hills:
+		_main.set("terrain_kind", 1)
+	root.add_child(_main)
+	_main.get_node("Hud").visible = panel
+	_water = _main.get("water")
+	_camera = _main.get("camera")
+	if hills:
+		_look(_camera.get("target"), 230.0, -0.6, 0.6)
+		await _run_simulation(20.0)
+		await _save("hills")
+		quit(0)
+		return
+	await _run_simulation(2.0)
+	await _save("start")
+	await _run_simulation(10.0)
+	var landscape: RefCounted = _main.get("landscape")
+	var dam: Vector2 = landscape.get("dam_position")
+	var cell: float = _main.get("cell_size")
+	for i in 9:
+		var along: float = (i - 4) * 1.5 * cell
+		_water.modify_terrain(_main.call("to_world", dam + Vector2(along, 0.0)), -2.2, 3.0 * cell)
+	await _run_simulation(20.0)
+	await _save("flood")
+	var river: Vector3 = _main.call("to_world", dam + Vector2(34.0 * cell, -18.0 * cell))
+	_look(river + Vector3(0.0, 3.0, 0.0), 55.0 * cell, -1.05, 0.42)
+	await _save("river")
+	var lake: Vector3 = _main.call("to_world", dam + Vector2(84.0 * cell, -20.0 * cell))
+	_look(lake + Vector3(0.0, 1.0, 0.0), 34.0 * cell, 1.9, 0.34)
+	await _save("shore")
+	quit(0)
+
+
+## Runs the simulation for [param seconds] with the picture switched off, a step per frame.
+func _run_simulation(seconds: float) -> void:
+	_water.paused = true
+	root.disable_3d = true
+	var done: float = 0.0
+	while done < seconds:
+		_water.step(STEP)
+		done += STEP
+		await process_frame
+	root.disable_3d = false
+
+
+func _look(target: Vector3, distance: float, yaw: float, pitch: float) -> void:
+	_camera.set("target", target)
+	_camera.set("distance", distance)
+	_camera.set("yaw", yaw)
+	_camera.set("pitch", pitch)
+
+
+func _save(name: String) -> void:
+	for i in SETTLE_FRAMES:
+		await process_frame
+	await RenderingServer.frame_post_draw
+	var path: String = _out.path_join(name + ".png")
+	root.get_texture().get_image().save_png(path)
+	print("saved %s" % path)

@@ -1,0 +1,261 @@
+extends SceneTree
+## Tests of the addon's water surface shader (addons/pipe_water/water_surface.gdshader) in the
+## renderer Godot was started with.
+##
+## Needs a window (a renderer that draws), e.g. under Xvfb with Mesa's software drivers:
+## [codeblock]
+## xvfb-run -a $GODOT --rendering-method forward_plus --rendering-driver vulkan \
+##     --path godot_project -s res://tests/test_water_shader.gd -- --renderer=forward_plus
+## xvfb-run -a $GODOT --rendering-method mobile --rendering-driver vulkan ... --renderer=mobile
+## xvfb-run -a $GODOT --rendering-method gl_compatibility --rendering-driver opengl3 ... \
+##     --renderer=gl_compatibility
+## [/codeblock]
+## It loads the shader, checks that it compiled (its parameters are listed), that every
+## parameter a user tunes sits in a group with a range, and that it declares no uniform,
+## varying, function or local it does not use (what the shader editor warns about), then draws
+## a PipeWater node with a river running into a pool and checks the water changed the picture.
+## Shader compile errors and warnings show in Godot's output, which cargo xtask scans. Headless
+## (nothing is drawn) it prints one SKIP line. Ends with PIPEWATER TESTS PASSED or PIPEWATER
+## TESTS FAILED.
+
+const SHADER_PATH := "res://addons/pipe_water/water_surface.gdshader"
+## Parameters the node sets, not meant for tuning.
+const NODE_PARAMETERS: Array[String] = [
+	"height_texture", "flux_texture", "grid_size", "cell_size", "clipmap_snap",
+	"clipmap_spacing", "clipmap_quads", "clipmap_levels",
+]
+## The groups the tunable parameters belong to.
+const GROUPS: Array[String] = ["water_body", "detail", "foam", "cut_off"]
+## Grid of the scene drawn: cells per side, m per cell.
+const CELLS := 64
+const CELL := 1.0
+## Frames drawn before the picture is taken (the river starts running).
+const FRAMES := 40
+## Least share of the picture the water must change.
+const MIN_CHANGED := 0.03
+
+var _failures: int = 0
+var _checks: int = 0
+
+
+func _initialize() -> void:
+	_run.call_deferred()
+
+
+func _run() -> void:
+	var renderer: String = _argument("renderer", "")
+	print("PipeWater water shader tests, Godot %s, renderer %s, adapter %s" % [
+		Engine.get_version_info().string, renderer, RenderingServer.get_video_adapter_name()])
+	if DisplayServer.get_name() == "headless":
+		print("SKIP: water shader tests (headless: nothing is drawn; run in a window, e.g. under "
+				+ "xvfb-run, with --rendering-method and --rendering-driver)")
+		print("PIPEWATER TESTS PASSED")
+		quit(0)
+		return
+	if renderer != "":
+		var has_device: bool = RenderingServer.get_rendering_device() != null
+		_check(has_device == (renderer != "gl_compatibility"),
+				"the renderer is %s (a RenderingDevice: %s)" % [renderer, has_device])
+	_test_the_shader_compiles_and_its_parameters_are_grouped_with_ranges()
+	_test_the_shader_declares_nothing_it_does_not_use()
+	await _test_the_node_draws_water_with_it()
+	if _failures == 0:
+		print("%d checks passed" % _checks)
+		print("PIPEWATER TESTS PASSED")
+		quit(0)
+	else:
+		print("%d of %d checks failed" % [_failures, _checks])
+		print("PIPEWATER TESTS FAILED")
+		quit(1)
+
+
+func _check(ok: bool, statement: String) -> void:
+	_checks += 1
+	if ok:
+		print("ok   - %s" % statement)
+	else:
+		_failures += 1
+		print("FAIL - %s" % statement)
+
+
+## The value of a user argument `--name=value` (after `--`), or [param fallback].
+func _argument(name: String, fallback: String) -> String:
+	for argument in OS.get_cmdline_user_args():
+		if argument.begins_with("--%s=" % name):
+			return argument.get_slice("=", 1)
+	return fallback
+
+
+func _test_the_shader_compiles_and_its_parameters_are_grouped_with_ranges() -> void:
+	var shader := load(SHADER_PATH) as Shader
+	_check(shader != null and shader.code.length() > 0, "%s loads as a Shader" % SHADER_PATH)
+	if shader == null:
+		return
+	var listed: Array = shader.get_shader_uniform_list(true)
+	var group: String = ""
+	var names: Array[String] = []
+	var ungrouped: Array[String] = []
+	var without_range: Array[String] = []
+	var groups_seen: Array[String] = []
+	for entry: Dictionary in listed:
+		if entry["usage"] & PROPERTY_USAGE_GROUP:
+			group = entry["name"]
+			if group != "" and not groups_seen.has(group):
+				groups_seen.append(group)
+			continue
+		var name: String = entry["name"]
+		names.append(name)
+		if NODE_PARAMETERS.has(name):
+			continue
+		if group == "":
+			ungrouped.append(name)
+		var numeric: bool = entry["type"] == TYPE_FLOAT or entry["type"] == TYPE_INT
+		if numeric and entry["hint"] != PROPERTY_HINT_RANGE:
+			without_range.append(name)
+	# A shader that failed to compile lists no parameters.
+	_check(names.size() >= NODE_PARAMETERS.size() + 20,
+			"the shader compiled: it lists %d parameters (%s)" % [names.size(), ", ".join(names)])
+	var missing: Array[String] = []
+	for name in NODE_PARAMETERS:
+		if not names.has(name):
+			missing.append(name)
+	_check(missing.is_empty(), "it has the parameters the node sets (missing: %s)" % [missing])
+	_check(ungrouped.is_empty(), "every tunable parameter is in a group (not: %s)" % [ungrouped])
+	_check(groups_seen == GROUPS, "its groups are %s (got %s)" % [GROUPS, groups_seen])
+	_check(without_range.is_empty(), "every tunable number has a range hint (not: %s)"
+			% [without_range])
+
+
+## Godot reports unused uniforms, varyings, functions and locals only in the shader editor; the
+## same warnings, from the source: every name declared is used somewhere else.
+func _test_the_shader_declares_nothing_it_does_not_use() -> void:
+	var shader := load(SHADER_PATH) as Shader
+	if shader == null:
+		return
+	# Comments do not count as uses.
+	var code: String = RegEx.create_from_string("//[^\\n]*").sub(shader.code, "", true)
+	var declaration := RegEx.create_from_string(
+			"(?m)(?:^uniform\\s+\\w+\\s+(\\w+)|^varying\\s+\\w+\\s+(\\w+)|^\\w+\\s+(\\w+)\\s*\\("
+			+ "|\\b(?:float|int|bool|vec[234]|mat[234])\\s+(\\w+)\\s*=)")
+	var word := RegEx.create_from_string("\\b\\w+\\b")
+	var uses := {}
+	for found in word.search_all(code):
+		uses[found.get_string()] = uses.get(found.get_string(), 0) + 1
+	var names: Array[String] = []
+	for found in declaration.search_all(code):
+		for group in range(1, 5):
+			var name: String = found.get_string(group)
+			if name != "" and name not in ["vertex", "fragment", "light"] and not names.has(name):
+				names.append(name)
+	var unused: Array[String] = []
+	for name in names:
+		if uses.get(name, 0) < 2:
+			unused.append(name)
+	_check(names.size() > 40 and unused.is_empty(),
+			"all %d names the shader declares are used (unused: %s)" % [names.size(), unused])
+
+
+func _test_the_node_draws_water_with_it() -> void:
+	var scene := Node3D.new()
+	root.add_child(scene)
+	var environment := Environment.new()
+	environment.background_mode = Environment.BG_SKY
+	environment.sky = Sky.new()
+	environment.sky.sky_material = ProceduralSkyMaterial.new()
+	var world := WorldEnvironment.new()
+	world.environment = environment
+	scene.add_child(world)
+	var sun := DirectionalLight3D.new()
+	sun.rotation = Vector3(-0.9, 0.6, 0.0)
+	scene.add_child(sun)
+	var ground := _ground()
+	scene.add_child(ground)
+	var water := PipeWater.new()
+	water.grid_size = Vector2i(CELLS, CELLS)
+	water.cell_size = CELL
+	water.terrain_heights = _terrain()
+	water.initial_water_level = 2.5
+	scene.add_child(water)
+	water.add_source(Vector3(-0.4 * CELLS * CELL, 0.0, 0.0), 6.0, 3.0)
+	var camera := Camera3D.new()
+	scene.add_child(camera)
+	camera.look_at_from_position(Vector3(0.0, 0.55 * CELLS * CELL, 0.55 * CELLS * CELL),
+			Vector3(0.15 * CELLS * CELL, 0.0, 0.0))
+	camera.make_current()
+	var material := ground.material_override as ShaderMaterial
+	material.set_shader_parameter("height_texture", water.height_texture)
+	for i in FRAMES:
+		await process_frame
+	var surface: MeshInstance3D = null
+	for child in water.get_children(true):
+		if child is MeshInstance3D:
+			surface = child
+	var shader_material := surface.material_override as ShaderMaterial if surface else null
+	var shader_path: String = shader_material.shader.resource_path if shader_material else ""
+	_check(shader_path == SHADER_PATH, "the node draws its surface with %s (got %s)"
+			% [SHADER_PATH, shader_path])
+	await RenderingServer.frame_post_draw
+	var with_water: Image = root.get_texture().get_image()
+	water.show_mesh = false
+	for i in 3:
+		await process_frame
+	await RenderingServer.frame_post_draw
+	var without_water: Image = root.get_texture().get_image()
+	var changed: int = 0
+	var finite: bool = true
+	var size: Vector2i = with_water.get_size()
+	for y in range(0, size.y, 4):
+		for x in range(0, size.x, 4):
+			var a: Color = with_water.get_pixel(x, y)
+			var b: Color = without_water.get_pixel(x, y)
+			finite = finite and is_finite(a.r + a.g + a.b)
+			if absf(a.r - b.r) + absf(a.g - b.g) + absf(a.b - b.b) > 0.03:
+				changed += 1
+	var sampled: int = ceili(size.x / 4.0) * ceili(size.y / 4.0)
+	var share: float = float(changed) / sampled
+	_check(finite, "every pixel drawn with the water is finite")
+	_check(share >= MIN_CHANGED, "the water changes %.1f %% of a %d × %d picture (at least %.0f %%)"
+			% [100.0 * share, size.x, size.y, 100.0 * MIN_CHANGED])
+	scene.queue_free()
+	await process_frame
+	await process_frame
+
+
+## Heights of the scene's terrain: a channel falling along +X into a pool, banks on both sides.
+func _terrain() -> PackedFloat32Array:
+	var heights := PackedFloat32Array()
+	heights.resize(CELLS * CELLS)
+	for y in CELLS:
+		for x in CELLS:
+			var u: float = (x + 0.5) / CELLS
+			var v: float = (y + 0.5) / CELLS - 0.5
+			var bed: float = 4.0 * (1.0 - u) + 8.0 * v * v * 4.0
+			var pool: float = Vector2(u - 0.75, v).length()
+			heights[y * CELLS + x] = bed - 3.0 * maxf(0.0, 1.0 - pool / 0.22)
+	return heights
+
+
+## A plain grey ground drawn from the node's terrain heights, so the water has a bed to show.
+func _ground() -> MeshInstance3D:
+	var shader := Shader.new()
+	shader.code = """
+shader_type spatial;
+uniform sampler2D height_texture : filter_linear, repeat_disable;
+void vertex() {
+	VERTEX.y = textureLod(height_texture, VERTEX.xz / %.1f + 0.5, 0.0).b;
+}
+void fragment() {
+	ALBEDO = vec3(0.55, 0.5, 0.42);
+}
+""" % (CELLS * CELL)
+	var material := ShaderMaterial.new()
+	material.shader = shader
+	var plane := PlaneMesh.new()
+	plane.size = Vector2(CELLS, CELLS) * CELL
+	plane.subdivide_width = CELLS - 1
+	plane.subdivide_depth = CELLS - 1
+	var mesh := MeshInstance3D.new()
+	mesh.mesh = plane
+	mesh.material_override = material
+	mesh.custom_aabb = AABB(Vector3(-CELLS, -20.0, -CELLS), Vector3(2 * CELLS, 40.0, 2 * CELLS))
+	return mesh
