@@ -15,6 +15,10 @@ use gpu_support::*;
 use pipewater_core::scenarios;
 use pipewater_core::{Boundary, CrossSection, Edge, Grid, NeighbourMode, Params, Simulation};
 
+/// Largest depth difference where a drain is clamped, as a fraction of the deepest water (see
+/// `sources_and_drains_on_gpu_match_cpu`).
+const CLAMPED_DRAIN_DEPTH_DIFFERENCE: f32 = 6.0e-3;
+
 fn grid(w: u32, h: u32, dx: f32) -> Grid {
     Grid::new(w, h, dx).expect("valid grid")
 }
@@ -22,6 +26,13 @@ fn grid(w: u32, h: u32, dx: f32) -> Grid {
 /// Runs `frames` frames of `steps` fixed steps on both, calling `between(frame, sim)` on each
 /// before every frame, then compares and checks the GPU's invariants.
 fn run_both(name: &str, cpu: &mut Simulation, gpu: &mut Simulation, dt: f32, frames: u32, steps: u32, between: impl Fn(u32, &mut Simulation)) {
+    run_both_within(name, cpu, gpu, dt, frames, steps, MAX_DEPTH_DIFFERENCE, between);
+}
+
+/// [`run_both`] with its own bound on the largest depth difference, as a fraction of the
+/// deepest water.
+#[allow(clippy::too_many_arguments)]
+fn run_both_within(name: &str, cpu: &mut Simulation, gpu: &mut Simulation, dt: f32, frames: u32, steps: u32, max_depth_difference: f32, between: impl Fn(u32, &mut Simulation)) {
     for frame in 0..frames {
         between(frame, cpu);
         between(frame, gpu);
@@ -35,12 +46,14 @@ fn run_both(name: &str, cpu: &mut Simulation, gpu: &mut Simulation, dt: f32, fra
     let d = difference(&reference, &state);
     let scale = d.depth_scale.max(1e-6);
     println!(
-        "{name}: {} steps; depth max |Δ| {:.3e} m ({:.2e} of {:.3} m), mean |Δ| {:.3e} m; flux max |Δ| {:.3e} of {:.3e} m³/s; \
+        "{name}: {} steps; depth max |Δ| {:.3e} m ({:.2e} of {:.3} m) at cell {:?} ({:.4} m deep), mean |Δ| {:.3e} m; flux max |Δ| {:.3e} of {:.3e} m³/s; \
          terrain max |Δ| {:.1e} m; totals CPU {} GPU {} quanta; GPU mass identity {actual} vs {expected}",
         frames * steps,
         d.max_depth,
         d.max_depth / scale,
         scale,
+        d.max_depth_at.0,
+        d.max_depth_at.1,
         d.mean_depth,
         d.max_flux,
         d.flux_scale,
@@ -49,7 +62,7 @@ fn run_both(name: &str, cpu: &mut Simulation, gpu: &mut Simulation, dt: f32, fra
         d.totals.1
     );
     assert_eq!(actual, expected, "{name}: GPU mass identity broken by {} quanta", actual - expected);
-    assert!(d.max_depth / scale <= MAX_DEPTH_DIFFERENCE, "{name}: max depth difference {} m exceeds {MAX_DEPTH_DIFFERENCE} of {scale} m", d.max_depth);
+    assert!(d.max_depth / scale <= max_depth_difference, "{name}: max depth difference {} m exceeds {max_depth_difference} of {scale} m", d.max_depth);
     assert!(d.mean_depth / scale as f64 <= MEAN_DEPTH_DIFFERENCE, "{name}: mean depth difference {} m", d.mean_depth);
     let total_diff = (d.totals.0 - d.totals.1).unsigned_abs() as f64 / (d.totals.0.max(1) as f64);
     assert!(total_diff <= TOTAL_DIFFERENCE, "{name}: totals differ by {total_diff}");
@@ -108,7 +121,12 @@ fn sources_and_drains_on_gpu_match_cpu() {
         // A drain stronger than what flows to it: it empties its cells and is clamped.
         sim.add_source(10.0, -6.0, -2.0, 0.6).unwrap();
     }
-    run_both("sources and drains", &mut cpu, &mut gpu, 0.03, 12, 20, |_, _| {});
+    // The drain empties its cells and is clamped: whether a cell at its rim holds enough to pay
+    // the full rate is a threshold, and a flux one rounding apart (an H100 fuses a·b + c; lavapipe
+    // does not) can tip it for a step. On the H100 that left 0.22 mm (2.95e-3 of this thin
+    // pool's 7.4 cm) at one rim cell, with a mean of 7.6e-7 m: the bound here is 6e-3 for the
+    // largest difference, the mean keeps the common bound.
+    run_both_within("sources and drains", &mut cpu, &mut gpu, 0.03, 12, 20, CLAMPED_DRAIN_DEPTH_DIFFERENCE, |_, _| {});
     let ledger = gpu.ledger().unwrap();
     println!("sources and drains: GPU ledger {:?}", ledger.counters);
     assert!(ledger.counters.added > 0 && ledger.counters.removed > 0);

@@ -43,6 +43,8 @@ pub fn pair(state: State, params: Params) -> (Simulation, Simulation) {
 pub struct Difference {
     /// Largest depth difference, m.
     pub max_depth: f32,
+    /// Cell (x, z index) of the largest depth difference, and the reference depth there, m.
+    pub max_depth_at: ((usize, usize), f32),
     /// Mean depth difference, m.
     pub mean_depth: f64,
     /// Largest depth of the reference, m (the scale the differences compare with).
@@ -60,10 +62,14 @@ pub struct Difference {
 /// Compares `other` with `reference` cell by cell.
 pub fn difference(reference: &State, other: &State) -> Difference {
     let q = pipewater_core::DEPTH_QUANTUM;
-    let mut d = Difference { max_depth: 0.0, mean_depth: 0.0, depth_scale: 0.0, max_flux: 0.0, flux_scale: 0.0, max_terrain: 0.0, totals: (reference.total_quanta(), other.total_quanta()) };
+    let width = reference.grid.width as usize;
+    let mut d = Difference { max_depth: 0.0, max_depth_at: ((0, 0), 0.0), mean_depth: 0.0, depth_scale: 0.0, max_flux: 0.0, flux_scale: 0.0, max_terrain: 0.0, totals: (reference.total_quanta(), other.total_quanta()) };
     for i in 0..reference.depth.len() {
         let diff = (reference.depth[i] as i64 - other.depth[i] as i64).unsigned_abs() as f32 * q;
-        d.max_depth = d.max_depth.max(diff);
+        if diff > d.max_depth {
+            d.max_depth = diff;
+            d.max_depth_at = ((i % width, i / width), reference.depth[i] as f32 * q);
+        }
         d.mean_depth += diff as f64;
         d.depth_scale = d.depth_scale.max(reference.depth[i] as f32 * q);
         d.max_terrain = d.max_terrain.max((reference.terrain[i] - other.terrain[i]).abs());
