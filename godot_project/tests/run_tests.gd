@@ -60,6 +60,7 @@ func _run() -> void:
 	await _test_an_initial_current_flows_at_once_and_after_reset()
 	await _test_momentum_advection_carries_a_flood_farther()
 	await _test_a_hull_floats_displaces_water_and_pushes_a_wake()
+	await _test_a_hull_without_a_collision_shape_floats_without_spinning()
 	await _test_bad_hulls_and_pushes_are_refused_safely()
 	_finish()
 
@@ -635,17 +636,20 @@ func _test_momentum_advection_carries_a_flood_farther() -> void:
 
 
 
-## A RigidBody3D crate of [param mass] kg with a box PipeWaterBody hull of [param size] m.
-func _make_crate(at: Vector3, size: Vector3, mass: float, water: PipeWater) -> RigidBody3D:
+## A RigidBody3D crate of [param mass] kg with a box PipeWaterBody hull of [param size] m and,
+## unless [param with_shape] is false, a box CollisionShape3D of the same size.
+func _make_crate(at: Vector3, size: Vector3, mass: float, water: PipeWater,
+		with_shape: bool = true) -> RigidBody3D:
 	var crate := RigidBody3D.new()
 	crate.mass = mass
 	crate.position = at
-	# The shape gives the body its inertia; without one any torque spins it without limit.
-	var shape := CollisionShape3D.new()
-	var box := BoxShape3D.new()
-	box.size = size
-	shape.shape = box
-	crate.add_child(shape)
+	if with_shape:
+		# The shape gives the body its inertia.
+		var shape := CollisionShape3D.new()
+		var box := BoxShape3D.new()
+		box.size = size
+		shape.shape = box
+		crate.add_child(shape)
 	var hull: Node3D = ClassDB.instantiate(&"PipeWaterBody")
 	hull.set(&"shape", 0)
 	hull.set(&"size", size)
@@ -701,6 +705,28 @@ func _test_a_hull_floats_displaces_water_and_pushes_a_wake() -> void:
 	for i in 5:
 		await physics_frame
 	_check(is_finite(water.get_total_water()), "the water stays finite after the crate is freed")
+	await _free(water)
+
+
+func _test_a_hull_without_a_collision_shape_floats_without_spinning() -> void:
+	print("-- a crate of 1000 kg on a 2 x 1 x 2 m hull but no CollisionShape3D: Godot gives it no")
+	print("   inertia, so the water's torque is left out (with a warning): it floats, not spinning")
+	var water: PipeWater = await _make_water(Vector2i(32, 32), 3.0, Vector3.ZERO)
+	var crate: RigidBody3D = _make_crate(Vector3(0.0, 3.4, 0.0), Vector3(2.0, 1.0, 2.0), 1000.0,
+			water, false)
+	crate.rotation = Vector3(0.3, 0.0, 0.2)
+	root.add_child(crate)
+	for i in 300:
+		await physics_frame
+	var hull: Node3D = crate.get_child(0)
+	var displaced: float = hull.get(&"displaced_volume")
+	var spin: float = crate.angular_velocity.length()
+	print("displaced %.4f m³ (mass 1000 kg: about 1 m³, tilted), spin %.6f rad/s" % [displaced,
+			spin])
+	_check(is_finite(spin) and spin < 1.0e-3, "the shapeless body takes no torque from the water")
+	_check(is_finite(crate.global_position.y) and absf(displaced - 1.0) < 0.1,
+			"the shapeless body still floats with its mass in water (10 %)")
+	await _free(crate)
 	await _free(water)
 
 

@@ -176,7 +176,9 @@ pub struct PipeWater {
     #[var(set)]
     #[init(val = Params::default().cfl as f64)]
     courant: f64,
-    /// When true, `_physics_process` does not advance the simulation (`step()` still does).
+    /// When true, `_physics_process` does not advance the simulation (`step()` still does) and
+    /// does not couple `PipeWaterBody` hulls: they push no water and take no forces until it
+    /// runs again (pause the scene tree to stop their rigid bodies too).
     #[export]
     #[var]
     paused: bool,

@@ -40,8 +40,13 @@ pub enum HullKind {
 /// node that is not a rigid body (an `AnimatableBody3D`, a paddle moved by a script) it pushes
 /// the water with the velocity it moves at and takes no forces.
 ///
+/// The rigid body needs a `CollisionShape3D` (or an `inertia` set by hand): Godot gives a body
+/// without shapes no moment of inertia, so the water's torque would spin it without limit. Such
+/// a body gets the buoyancy and drag at its centre of mass only, with a warning.
+///
 /// With `BuoyancyProbe`s already floating a body, turn `apply_forces` off: the hull then only
-/// makes waves.
+/// makes waves. Probes and hulls should not share a footprint: a probe reads the surface, and a
+/// hull pushes the surface under it down.
 #[derive(GodotClass)]
 #[class(init, base = Node3D)]
 pub struct PipeWaterBody {
@@ -179,6 +184,12 @@ fn positive_size(name: &str, value: f64) -> Result<f32, String> {
     }
 }
 
+/// Whether a rigid body with `shape_owners` collision shapes and the `inertia` property (zero:
+/// computed from the shapes) has a moment of inertia that a torque can act on.
+pub fn has_inertia(shape_owners: usize, inertia: Vector3) -> bool {
+    shape_owners > 0 || (inertia.x > 0.0 && inertia.y > 0.0 && inertia.z > 0.0)
+}
+
 /// The core hull for a body's shape properties.
 pub fn hull_shape(kind: HullKind, size: Vector3, radius: f64, height: f64) -> HullShape {
     match kind {
@@ -278,6 +289,22 @@ impl PipeWaterBody {
         }
         let Some(mut rb) = self.rigid_body() else { return };
         let (f, t) = force_to_global(water, force);
+        if !has_inertia(rb.get_shape_owners().len(), rb.get_inertia()) {
+            // Godot gives a rigid body without collision shapes no inertia, and then any torque,
+            // even one of rounding size, spins it without limit: it gets the force at its centre
+            // of mass only.
+            let fault = "inertia".to_string();
+            if fault != self.last_error {
+                godot_warn!(
+                    "PipeWaterBody {}: the RigidBody3D {} has no CollisionShape3D and no inertia set, so the water's torque is left out (it only lifts and drags it); give it a collision shape or set its inertia",
+                    self.base().get_name(),
+                    rb.get_name()
+                );
+                self.last_error = fault;
+            }
+            rb.apply_central_force(f);
+            return;
+        }
         let offset = self.base().get_global_position() - rb.get_global_position();
         rb.apply_force_ex(f).position(offset).done();
         rb.apply_torque(t);
@@ -320,6 +347,14 @@ mod tests {
         let (global, _) = force_to_global(&water, &f);
         println!("local force (0, 0, 5) is global {global:?}");
         assert!((global - Vector3::new(5.0, 0.0, 0.0)).length() < 1e-5);
+    }
+
+    #[test]
+    fn only_bodies_with_shapes_or_an_inertia_take_torque() {
+        assert!(has_inertia(1, Vector3::ZERO));
+        assert!(has_inertia(0, Vector3::new(1.0, 2.0, 3.0)));
+        assert!(!has_inertia(0, Vector3::ZERO));
+        assert!(!has_inertia(0, Vector3::new(1.0, 0.0, 1.0)));
     }
 
     #[test]
