@@ -15,6 +15,9 @@ const CrateScene := preload("res://demo/crate.tscn")
 const TOOL_NAMES: Array[String] = ["add water", "remove water", "dig", "raise terrain"]
 ## Where F5 saves the water and F9 loads it from.
 const SAVE_PATH := "user://pipewater_demo.res"
+## The first boat's motor: about 3 m/s on the reservoir, turning slowly.
+const MOTOR_THRUST := 12000.0
+const MOTOR_TURN_RATE := 0.2
 
 @export_group("Terrain")
 ## Which landscape [member terrain_seed] generates.
@@ -79,7 +82,7 @@ func _ready() -> void:
 	_update_collision()
 	var dam: Vector2 = landscape.dam_position
 	camera.set("target", to_world(dam) + Vector3(0.0, landscape.dam_crest, 0.0))
-	drop_boat(to_world(landscape.boat_start))
+	drop_boat(to_world(landscape.boat_start), MOTOR_THRUST, MOTOR_TURN_RATE)
 
 
 func _notification(what: int) -> void:
@@ -134,11 +137,16 @@ func _update_collision() -> void:
 	_collision_dirty = false
 
 
-## Drops a boat just above the water (or ground) at a global position.
-func drop_boat(at: Vector3) -> RigidBody3D:
+## Drops a boat just above the water (or ground) at a global position, its bow towards
+## [param heading] (rad about Y). With [param thrust] (N) its motor runs and it turns at
+## [param turn_rate] (rad/s), leaving a wake.
+func drop_boat(at: Vector3, thrust: float = 0.0, turn_rate: float = 0.0,
+		heading: float = randf() * TAU) -> RigidBody3D:
 	var boat: RigidBody3D = BoatScene.instantiate()
 	boat.position = _above_surface(at, 1.0)
-	boat.rotation.y = randf() * TAU
+	boat.rotation.y = heading
+	boat.set("thrust", thrust)
+	boat.set("turn_rate", turn_rate)
 	boats.add_child(boat)
 	return boat
 
@@ -167,7 +175,7 @@ func reset_demo() -> void:
 	_fill_reservoir()
 	for boat in boats.get_children():
 		boat.queue_free()
-	drop_boat(to_world(landscape.boat_start))
+	drop_boat(to_world(landscape.boat_start), MOTOR_THRUST, MOTOR_TURN_RATE)
 	_update_collision()
 
 

@@ -7,8 +7,9 @@ extends SceneTree
 ## $GODOT --headless --path godot_project --fixed-fps 60 -s res://tests/test_demo_smoke.gd
 ## [/codeblock]
 ## Loads the main scene, runs 300 frames, and checks that water moved below the spring, that the
-## boat stayed afloat and that the water stayed finite. Ends with DEMO SMOKE TEST PASSED (exit
-## code 0) or DEMO SMOKE TEST FAILED (exit code 1), like tests/run_tests.gd.
+## boat stayed afloat on its hull and under way, and that the water stayed finite. Ends with
+## DEMO SMOKE TEST PASSED (exit code 0) or DEMO SMOKE TEST FAILED (exit code 1), like
+## tests/run_tests.gd.
 
 const MAIN_SCENE := "res://demo/main.tscn"
 const FRAMES := 300
@@ -17,6 +18,11 @@ const MOVED_DEPTH := 1.0e-3
 ## The boat's origin stays within this of the water surface (m): its probes sit at the waterline
 ## when it floats, and it may bob.
 const AFLOAT_TOLERANCE := 1.5
+## The motor boat's hull displaces its mass in water within this fraction (it pitches and bobs
+## under way).
+const HULL_VOLUME_TOLERANCE := 0.15
+## Speed through the water (m/s) that counts as the motor boat being under way.
+const UNDER_WAY_SPEED := 0.5
 ## Frames run before the first figures are taken.
 const SETTLE_FRAMES := 5
 ## The spring's delivery agrees with rate × time within this fraction (a GPU snapshot lags by up
@@ -86,6 +92,22 @@ func _run() -> void:
 		_check(is_finite(at.y) and absf(at.y - surface) < AFLOAT_TOLERANCE and surface > ground,
 				"the boat floats: |%.3f - %.3f| < %.1f m over water (ground %.3f m)" % [at.y,
 				surface, AFLOAT_TOLERANCE, ground])
+		var hull: Node = boat.get_node_or_null("WaterHull")
+		if hull == null or boat.get("thrust") == null or boat.get("thrust") <= 0.0:
+			continue
+		# Archimedes: the hull displaces the boat's mass in water (1000 kg/m³).
+		var displaced: float = hull.get("displaced_volume")
+		var expected_volume: float = boat.mass / 1000.0
+		var through_water: Vector3 = boat.linear_velocity - water.get_flow_velocity(at)
+		through_water.y = 0.0
+		print("motor boat: hull displaces %.3f m³ (mass %.0f kg: %.3f m³), %.2f m/s through the water"
+				% [displaced, boat.mass, expected_volume, through_water.length()])
+		_check(absf(displaced - expected_volume) <= HULL_VOLUME_TOLERANCE * expected_volume,
+				"the motor boat's hull displaces its mass in water within %d %%" % roundi(
+				HULL_VOLUME_TOLERANCE * 100.0))
+		_check(through_water.length() > UNDER_WAY_SPEED,
+				"the motor boat is under way: %.2f m/s through the water > %.1f m/s" % [
+				through_water.length(), UNDER_WAY_SPEED])
 	main.queue_free()
 	await process_frame
 	_finish()
