@@ -13,7 +13,8 @@ extends SceneTree
 ## It loads the shader, checks that it compiled (its parameters are listed), that every
 ## parameter a user tunes sits in a group with a range, and that it declares no uniform,
 ## varying, function or local it does not use (what the shader editor warns about), then draws
-## a PipeWater node with a river running into a pool and checks the water changed the picture.
+## a PipeWater node with a river running into a pool and checks the water changed the picture,
+## and a 1024² lake drawn by the clipmap, checked for cracks.
 ## Shader compile errors and warnings show in Godot's output, which cargo xtask scans. Headless
 ## (nothing is drawn) it prints one SKIP line. Ends with PIPEWATER TESTS PASSED or PIPEWATER
 ## TESTS FAILED.
@@ -33,6 +34,9 @@ const CELL := 1.0
 const FRAMES := 40
 ## Least share of the picture the water must change.
 const MIN_CHANGED := 0.03
+## The large grid that the node draws with a clipmap: cells per side, m per cell.
+const LARGE_CELLS := 1024
+const LARGE_CELL := 0.25
 
 var _failures: int = 0
 var _checks: int = 0
@@ -59,6 +63,7 @@ func _run() -> void:
 	_test_the_shader_compiles_and_its_parameters_are_grouped_with_ranges()
 	_test_the_shader_declares_nothing_it_does_not_use()
 	await _test_the_node_draws_water_with_it()
+	await _test_a_large_grid_draws_a_clipmap_without_cracks()
 	if _failures == 0:
 		print("%d checks passed" % _checks)
 		print("PIPEWATER TESTS PASSED")
@@ -216,6 +221,72 @@ func _test_the_node_draws_water_with_it() -> void:
 	_check(finite, "every pixel drawn with the water is finite")
 	_check(share >= MIN_CHANGED, "the water changes %.1f %% of a %d × %d picture (at least %.0f %%)"
 			% [100.0 * share, size.x, size.y, 100.0 * MIN_CHANGED])
+	scene.queue_free()
+	await process_frame
+	await process_frame
+
+
+func _test_a_large_grid_draws_a_clipmap_without_cracks() -> void:
+	# 1024² cells of 0.25 m: a 256 m lake, 2 m deep over a flat red floor, seen straight down
+	# from 120 m with a 50° field of view, so the picture spans the clipmap's three finest levels
+	# (±32, ±64, ±128 m) and the seams where each level's vertices slide onto the next one's.
+	# A crack or a gap between levels would show the red floor unchanged.
+	var scene := Node3D.new()
+	root.add_child(scene)
+	var sun := DirectionalLight3D.new()
+	sun.rotation = Vector3(-0.9, 0.6, 0.0)
+	scene.add_child(sun)
+	var floor_material := StandardMaterial3D.new()
+	floor_material.albedo_color = Color(0.9, 0.1, 0.1)
+	var floor_plane := PlaneMesh.new()
+	floor_plane.size = Vector2(LARGE_CELLS, LARGE_CELLS) * LARGE_CELL
+	floor_plane.material = floor_material
+	var ground := MeshInstance3D.new()
+	ground.mesh = floor_plane
+	ground.position.y = -0.01
+	scene.add_child(ground)
+	var water := PipeWater.new()
+	water.grid_size = Vector2i(LARGE_CELLS, LARGE_CELLS)
+	water.cell_size = LARGE_CELL
+	water.initial_water_level = 2.0
+	water.paused = true
+	scene.add_child(water)
+	var camera := Camera3D.new()
+	camera.fov = 50.0
+	scene.add_child(camera)
+	camera.look_at_from_position(Vector3(0.0, 120.0, 0.001), Vector3.ZERO)
+	camera.make_current()
+	for i in 5:
+		await process_frame
+	var surface: MeshInstance3D = null
+	for child in water.get_children(true):
+		if child is MeshInstance3D:
+			surface = child
+	var vertices: int = surface.mesh.surface_get_array_len(0) if surface and surface.mesh else 0
+	print("%d² grid: the surface mesh has %d vertices" % [LARGE_CELLS, vertices])
+	_check(vertices > 0 and vertices < LARGE_CELLS * LARGE_CELLS / 2,
+			"a %d² grid is drawn by a clipmap of %d vertices, not one per cell" % [LARGE_CELLS,
+			vertices])
+	await RenderingServer.frame_post_draw
+	var with_water: Image = root.get_texture().get_image()
+	water.show_mesh = false
+	for i in 3:
+		await process_frame
+	await RenderingServer.frame_post_draw
+	var without_water: Image = root.get_texture().get_image()
+	var unchanged: int = 0
+	var sampled: int = 0
+	var size: Vector2i = with_water.get_size()
+	for y in range(0, size.y, 2):
+		for x in range(0, size.x, 2):
+			var a: Color = with_water.get_pixel(x, y)
+			var b: Color = without_water.get_pixel(x, y)
+			sampled += 1
+			if absf(a.r - b.r) + absf(a.g - b.g) + absf(a.b - b.b) <= 0.03:
+				unchanged += 1
+	print("floor left unchanged by the water at %d of %d sampled pixels" % [unchanged, sampled])
+	_check(unchanged == 0, "the clipmap covers the lake without a crack (%d of %d pixels show "
+			% [unchanged, sampled] + "the bare floor)")
 	scene.queue_free()
 	await process_frame
 	await process_frame
