@@ -254,7 +254,7 @@ func _test_a_large_grid_draws_a_clipmap_without_cracks() -> void:
 	var camera := Camera3D.new()
 	camera.fov = 50.0
 	scene.add_child(camera)
-	camera.look_at_from_position(Vector3(0.0, 120.0, 0.001), Vector3.ZERO)
+	camera.look_at_from_position(Vector3(0.0, 120.0, 0.0), Vector3.ZERO, Vector3.FORWARD)
 	camera.make_current()
 	for i in 5:
 		await process_frame
