@@ -14,7 +14,7 @@ extends SceneTree
 ## parameter a user tunes sits in a group with a range, and that it declares no uniform,
 ## varying, function or local it does not use (what the shader editor warns about), then draws
 ## a PipeWater node with a river running into a pool and checks the water changed the picture,
-## and a 1024² lake drawn by the clipmap, checked for cracks.
+## and a 1024² lake drawn by the clipmap, checked for holes between its rings.
 ## Shader compile errors and warnings show in Godot's output, which cargo xtask scans. Headless
 ## (nothing is drawn) it prints one SKIP line. Ends with PIPEWATER TESTS PASSED or PIPEWATER
 ## TESTS FAILED.
@@ -63,7 +63,7 @@ func _run() -> void:
 	_test_the_shader_compiles_and_its_parameters_are_grouped_with_ranges()
 	_test_the_shader_declares_nothing_it_does_not_use()
 	await _test_the_node_draws_water_with_it()
-	await _test_a_large_grid_draws_a_clipmap_without_cracks()
+	await _test_a_large_grid_draws_a_clipmap_that_covers_it()
 	if _failures == 0:
 		print("%d checks passed" % _checks)
 		print("PIPEWATER TESTS PASSED")
@@ -226,11 +226,14 @@ func _test_the_node_draws_water_with_it() -> void:
 	await process_frame
 
 
-func _test_a_large_grid_draws_a_clipmap_without_cracks() -> void:
-	# 1024² cells of 0.25 m: a 256 m lake, 2 m deep over a flat red floor, seen straight down
+func _test_a_large_grid_draws_a_clipmap_that_covers_it() -> void:
+	# 1024² cells of 0.25 m: a 256 m lake, 2 m deep over a flat red floor with mounds of water
+	# on it, seen straight down
 	# from 120 m with a 50° field of view, so the picture spans the clipmap's three finest levels
-	# (±32, ±64, ±128 m) and the seams where each level's vertices slide onto the next one's.
-	# A crack or a gap between levels would show the red floor unchanged.
+	# (±32, ±64, ±128 m) and the seams between them. A hole or a gap between rings (a wrong
+	# ring count, snap or centre) would show the red floor unchanged. Sub-pixel T-junction
+	# cracks are not seen at this distance: the unit tests of mesh_layout.rs check that each
+	# ring's edge vertices land on the next ring's.
 	var scene := Node3D.new()
 	root.add_child(scene)
 	var sun := DirectionalLight3D.new()
@@ -251,6 +254,12 @@ func _test_a_large_grid_draws_a_clipmap_without_cracks() -> void:
 	water.initial_water_level = 2.0
 	water.paused = true
 	scene.add_child(water)
+	# Mounds of water (one step spreads them a little), so the rings are checked over a surface
+	# that is not flat.
+	for i in 5:
+		for j in 5:
+			water.add_water(Vector3(-96.0 + 48.0 * i, 0.0, -96.0 + 48.0 * j), 1500.0, 16.0)
+	water.step(0.05)
 	var camera := Camera3D.new()
 	camera.fov = 50.0
 	scene.add_child(camera)
@@ -285,8 +294,8 @@ func _test_a_large_grid_draws_a_clipmap_without_cracks() -> void:
 			if absf(a.r - b.r) + absf(a.g - b.g) + absf(a.b - b.b) <= 0.03:
 				unchanged += 1
 	print("floor left unchanged by the water at %d of %d sampled pixels" % [unchanged, sampled])
-	_check(unchanged == 0, "the clipmap covers the lake without a crack (%d of %d pixels show "
-			% [unchanged, sampled] + "the bare floor)")
+	_check(unchanged == 0, "the clipmap's rings cover the lake without a hole or gap (%d of %d "
+			% [unchanged, sampled] + "pixels show the bare floor)")
 	scene.queue_free()
 	await process_frame
 	await process_frame
