@@ -13,12 +13,17 @@ extends SceneTree
 ## (the river below the dam, close) and [code]shore.png[/code] (the lake's shore). The panel is
 ## hidden unless [code]--panel[/code] is given. With [code]--hills[/code] it draws the rolling
 ## hills landscape instead and saves [code]hills.png[/code] after twenty seconds of the spring.
+## With [code]--wake[/code] it lets the demo run live for [constant WAKE_SECONDS] (the motor boat
+## under way on the reservoir, its hull coupled with the water every physics frame), then stops
+## the world and saves [code]wake.png[/code], looking at the boat from behind.
 
 const MAIN_SCENE := "res://demo/main.tscn"
 ## Simulated seconds per manual step while the story runs.
 const STEP := 0.25
 ## Frames drawn before a picture is saved (the flow-map animation and the shadows settle).
 const SETTLE_FRAMES := 3
+## Seconds of the live demo before the wake picture.
+const WAKE_SECONDS := 24.0
 
 var _main: Node3D
 var _water: PipeWater
@@ -33,6 +38,7 @@ func _initialize() -> void:
 func _run() -> void:
 	var panel: bool = false
 	var hills: bool = false
+	var wake: bool = false
 	for argument in OS.get_cmdline_user_args():
 		if argument.begins_with("--out="):
 			_out = argument.get_slice("=", 1)
@@ -40,6 +46,8 @@ func _run() -> void:
 			panel = true
 		elif argument == "--hills":
 			hills = true
+		elif argument == "--wake":
+			wake = true
 	DirAccess.make_dir_recursive_absolute(_out)
 	_main = (load(MAIN_SCENE) as PackedScene).instantiate()
 	if hills:
@@ -48,6 +56,10 @@ func _run() -> void:
 	_main.get_node("Hud").visible = panel
 	_water = _main.get("water")
 	_camera = _main.get("camera")
+	if wake:
+		await _save_wake()
+		quit(0)
+		return
 	if hills:
 		_look(_camera.get("target"), 230.0, -0.6, 0.6)
 		await _run_simulation(20.0)
@@ -74,8 +86,34 @@ func _run() -> void:
 	quit(0)
 
 
+## Runs the demo live (water and physics at 60 Hz) for [constant WAKE_SECONDS] with the picture
+## switched off, stops the world and saves the motor boat and its wake, seen from behind.
+func _save_wake() -> void:
+	Engine.physics_ticks_per_second = 60
+	Engine.max_physics_steps_per_frame = 1
+	root.disable_3d = true
+	for i in roundi(WAKE_SECONDS * 60.0):
+		await physics_frame
+	root.disable_3d = false
+	var boat: RigidBody3D = _main.get_node("Boats").get_child(0)
+	var bow: Vector3 = boat.global_basis.x
+	bow.y = 0.0
+	bow = bow.normalized()
+	print("boat at %s, %.2f m/s, hull displaces %.3f m³" % [boat.global_position,
+			boat.linear_velocity.length(), boat.get_node("WaterHull").get("displaced_volume")])
+	# The camera keeps following its target while the rest of the world stands still.
+	_camera.process_mode = Node.PROCESS_MODE_ALWAYS
+	paused = true
+	_look(boat.global_position - bow * 5.0, 17.0, atan2(-bow.x, -bow.z) + 0.5, 0.62)
+	await _save("wake")
+
+
 ## Runs the simulation for [param seconds] with the picture switched off, a step per frame.
+## The boats are frozen where they are: the story steps the water far faster than physics runs,
+## and a paused PipeWater couples no hulls, so they would sink.
 func _run_simulation(seconds: float) -> void:
+	for boat: RigidBody3D in _main.get_node("Boats").get_children():
+		boat.freeze = true
 	_water.paused = true
 	root.disable_3d = true
 	var done: float = 0.0
