@@ -1,4 +1,4 @@
-extends SceneTree
+extends "res://tests/test_base.gd"
 ## Headless tests of the PipeWater addon.
 ##
 ## Run from the repository root (cargo xtask test does this when GODOT is set):
@@ -26,8 +26,6 @@ const SPEED_TOLERANCE := 1.0e-3
 ## A basin fed by a level edge stands within this of the level (m) once the inrush has settled.
 const LEVEL_TOLERANCE := 0.02
 
-var _failures: int = 0
-var _checks: int = 0
 
 
 func _initialize() -> void:
@@ -63,31 +61,6 @@ func _run() -> void:
 	await _test_a_hull_without_a_collision_shape_floats_without_spinning()
 	await _test_bad_hulls_and_pushes_are_refused_safely()
 	_finish()
-
-
-func _finish() -> void:
-	if _failures == 0:
-		print("%d checks passed" % _checks)
-		print("PIPEWATER TESTS PASSED")
-		quit(0)
-	else:
-		print("%d of %d checks failed" % [_failures, _checks])
-		print("PIPEWATER TESTS FAILED")
-		quit(1)
-
-
-func _check(ok: bool, statement: String) -> void:
-	_checks += 1
-	if ok:
-		print("ok   - %s" % statement)
-	else:
-		_failures += 1
-		print("FAIL - %s" % statement)
-
-
-func _near(actual: float, expected: float, tolerance: float, statement: String) -> void:
-	var ok: bool = is_finite(actual) and absf(actual - expected) <= tolerance
-	_check(ok, "%s: got %.6f, expected %.6f ± %s" % [statement, actual, expected, tolerance])
 
 
 ## A PipeWater on the CPU backend over flat ground, filled to [param level], in the tree.
@@ -634,29 +607,6 @@ func _test_momentum_advection_carries_a_flood_farther() -> void:
 	_check(fronts[0] > fronts[1] + 2.0,
 		"the front runs farther with advection (%.1f m) than without (%.1f m)" % [fronts[0], fronts[1]])
 
-
-
-## A RigidBody3D crate of [param mass] kg with a box PipeWaterBody hull of [param size] m and,
-## unless [param with_shape] is false, a box CollisionShape3D of the same size.
-func _make_crate(at: Vector3, size: Vector3, mass: float, water: PipeWater,
-		with_shape: bool = true) -> RigidBody3D:
-	var crate := RigidBody3D.new()
-	crate.mass = mass
-	crate.position = at
-	if with_shape:
-		# The shape gives the body its inertia.
-		var shape := CollisionShape3D.new()
-		var box := BoxShape3D.new()
-		box.size = size
-		shape.shape = box
-		crate.add_child(shape)
-	var hull: Node3D = ClassDB.instantiate(&"PipeWaterBody")
-	hull.set(&"shape", 0)
-	hull.set(&"size", size)
-	hull.set(&"drag", 2.0)
-	hull.set(&"water", water)
-	crate.add_child(hull)
-	return crate
 
 
 func _test_a_hull_floats_displaces_water_and_pushes_a_wake() -> void:

@@ -1,4 +1,4 @@
-extends SceneTree
+extends "res://tests/test_base.gd"
 ## The addon's pages in the editor's class reference (F1), read from a running editor.
 ##
 ## Runs inside the editor, headless, after an import (cargo xtask test does this for every
@@ -35,8 +35,6 @@ const PAGE_TIMEOUT := 60.0
 ## while it is still starting).
 const ASK_AGAIN := 2.0
 
-var _failures: int = 0
-var _checks: int = 0
 var _pending: Array = PAGES.keys()
 var _asked := ""
 var _asked_at := 0.0
@@ -130,21 +128,3 @@ func _check_page(name: String, page: String) -> void:
 				name, entries.size(), properties if properties > 0 else "its", empty])
 
 
-func _check(ok: bool, statement: String) -> void:
-	_checks += 1
-	if ok:
-		print("ok   - %s" % statement)
-	else:
-		_failures += 1
-		print("FAIL - %s" % statement)
-
-
-func _finish() -> void:
-	if _failures == 0:
-		print("%d checks passed" % _checks)
-		print("PIPEWATER TESTS PASSED")
-		quit(0)
-	else:
-		print("%d of %d checks failed" % [_failures, _checks])
-		print("PIPEWATER TESTS FAILED")
-		quit(1)

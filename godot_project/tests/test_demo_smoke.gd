@@ -1,4 +1,4 @@
-extends SceneTree
+extends "res://tests/test_base.gd"
 ## Headless smoke test of the demo scene (res://demo/main.tscn).
 ##
 ## Run from the repository root (cargo xtask demo --smoke does this when GODOT is set):
@@ -29,9 +29,6 @@ const SETTLE_FRAMES := 5
 ## to two of the 300 frames).
 const SPRING_TOLERANCE := 0.05
 
-var _failures: int = 0
-var _checks: int = 0
-
 
 func _initialize() -> void:
 	_run.call_deferred()
@@ -41,12 +38,12 @@ func _run() -> void:
 	print("PipeWater demo smoke test, Godot %s" % Engine.get_version_info().string)
 	if not ClassDB.class_exists(&"PipeWater"):
 		_check(false, "the PipeWater class is registered (is the library in addons/pipe_water/bin?)")
-		_finish()
+		_finish("DEMO SMOKE TEST")
 		return
 	var scene: PackedScene = load(MAIN_SCENE)
 	_check(scene != null, "%s loads" % MAIN_SCENE)
 	if scene == null:
-		_finish()
+		_finish("DEMO SMOKE TEST")
 		return
 	var main: Node3D = scene.instantiate()
 	root.add_child(main)
@@ -110,24 +107,4 @@ func _run() -> void:
 				through_water.length(), UNDER_WAY_SPEED])
 	main.queue_free()
 	await process_frame
-	_finish()
-
-
-func _finish() -> void:
-	if _failures == 0:
-		print("%d checks passed" % _checks)
-		print("DEMO SMOKE TEST PASSED")
-		quit(0)
-	else:
-		print("%d of %d checks failed" % [_failures, _checks])
-		print("DEMO SMOKE TEST FAILED")
-		quit(1)
-
-
-func _check(ok: bool, statement: String) -> void:
-	_checks += 1
-	if ok:
-		print("ok   - %s" % statement)
-	else:
-		_failures += 1
-		print("FAIL - %s" % statement)
+	_finish("DEMO SMOKE TEST")

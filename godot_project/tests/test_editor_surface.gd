@@ -1,4 +1,4 @@
-extends SceneTree
+extends "res://tests/test_base.gd"
 ## Headless tests of what the editor shows of the addon: the registered classes, the inspector's
 ## groups, range and enum hints, and the icons.
 ##
@@ -43,9 +43,6 @@ const ENUM_CONSTANT_PREFIXES := {
 ## Properties scripts read but the inspector must not offer for editing.
 const READ_ONLY := ["active_backend", "height_texture", "flux_texture"]
 
-var _failures: int = 0
-var _checks: int = 0
-
 
 func _initialize() -> void:
 	_run.call_deferred()
@@ -63,23 +60,7 @@ func _run() -> void:
 		_test_the_state_resource_stores_its_bytes()
 	_test_the_icons_load_as_textures()
 	_test_the_buoyancy_probe_script_class()
-	if _failures == 0:
-		print("%d checks passed" % _checks)
-		print("PIPEWATER TESTS PASSED")
-		quit(0)
-	else:
-		print("%d of %d checks failed" % [_failures, _checks])
-		print("PIPEWATER TESTS FAILED")
-		quit(1)
-
-
-func _check(ok: bool, statement: String) -> void:
-	_checks += 1
-	if ok:
-		print("ok   - %s" % statement)
-	else:
-		_failures += 1
-		print("FAIL - %s" % statement)
+	_finish()
 
 
 func _test_the_extension_and_its_classes_are_registered() -> void:

@@ -1,4 +1,4 @@
-extends SceneTree
+extends "res://tests/test_base.gd"
 ## Tests of the RenderingDevice backend: the step on Godot's own GPU device.
 ##
 ## Needs a renderer with a RenderingDevice (Forward+ or Mobile), so it runs in a window, e.g.
@@ -29,9 +29,6 @@ const SAVE_PROBE_POINTS: Array[Vector3] = [
 	Vector3(-20, 0, -4), Vector3(-12, 0, 6), Vector3(4, 0, 0), Vector3(18, 0, -10), Vector3(30, 0, 20),
 ]
 
-var _failures: int = 0
-var _checks: int = 0
-
 
 func _initialize() -> void:
 	_run.call_deferred()
@@ -56,28 +53,7 @@ func _run() -> void:
 	await _test_a_state_saved_on_the_rendering_device_loads_on_the_cpu()
 	await _test_a_wrong_size_state_is_refused_and_the_water_is_kept()
 	await _test_rebuilds_and_frees_leave_nothing_behind()
-	if _failures == 0:
-		print("%d checks passed" % _checks)
-		print("PIPEWATER TESTS PASSED")
-		quit(0)
-	else:
-		print("%d of %d checks failed" % [_failures, _checks])
-		print("PIPEWATER TESTS FAILED")
-		quit(1)
-
-
-func _check(ok: bool, statement: String) -> void:
-	_checks += 1
-	if ok:
-		print("ok   - %s" % statement)
-	else:
-		_failures += 1
-		print("FAIL - %s" % statement)
-
-
-func _near(actual: float, expected: float, tolerance: float, statement: String) -> void:
-	var ok: bool = is_finite(actual) and absf(actual - expected) <= tolerance
-	_check(ok, "%s: got %.6f, expected %.6f ± %s" % [statement, actual, expected, tolerance])
+	_finish()
 
 
 func _make_water(backend: int, size: Vector2i, level: float) -> PipeWater:
@@ -297,20 +273,10 @@ func _test_a_hull_floats_and_pushes_water_on_the_rendering_device() -> void:
 	var water: PipeWater = await _make_water(PipeWater.BACKEND_RENDERING_DEVICE, Vector2i(32, 32), 3.0)
 	water.paused = false
 	var before: float = water.get_total_water()
-	var crate := RigidBody3D.new()
-	crate.mass = 2000.0
-	var shape := CollisionShape3D.new()
-	var box := BoxShape3D.new()
-	box.size = Vector3(2.0, 1.0, 2.0)
-	shape.shape = box
-	crate.add_child(shape)
-	var hull: Node3D = ClassDB.instantiate(&"PipeWaterBody")
-	hull.set(&"size", Vector3(2.0, 1.0, 2.0))
-	hull.set(&"drag", 2.0)
-	hull.set(&"water", water)
-	crate.add_child(hull)
-	crate.position = Vector3(0.0, 3.6, 0.0)
+	var crate: RigidBody3D = _make_crate(Vector3(0.0, 3.6, 0.0), Vector3(2.0, 1.0, 2.0), 2000.0,
+			water)
 	root.add_child(crate)
+	var hull: Node3D = crate.get_child(1)
 	await _frames(600)
 	var displaced: float = hull.get(&"displaced_volume")
 	print(("displaced %.4f m³ (expected 2), crate at %.4f m moving %.4f m/s, level %.4f m, "

@@ -1,4 +1,4 @@
-extends SceneTree
+extends "res://tests/test_base.gd"
 ## Tests of the addon's water surface shader (addons/pipe_water/water_surface.gdshader) in the
 ## renderer Godot was started with.
 ##
@@ -34,12 +34,11 @@ const CELL := 1.0
 const FRAMES := 40
 ## Least share of the picture the water must change.
 const MIN_CHANGED := 0.03
+## Change of a pixel (R + G + B, 0..3) that counts as the water having changed it.
+const PIXEL_CHANGE := 0.03
 ## The large grid that the node draws with a clipmap: cells per side, m per cell.
 const LARGE_CELLS := 1024
 const LARGE_CELL := 0.25
-
-var _failures: int = 0
-var _checks: int = 0
 
 
 func _initialize() -> void:
@@ -64,23 +63,7 @@ func _run() -> void:
 	_test_the_shader_declares_nothing_it_does_not_use()
 	await _test_the_node_draws_water_with_it()
 	await _test_a_large_grid_draws_a_clipmap_that_covers_it()
-	if _failures == 0:
-		print("%d checks passed" % _checks)
-		print("PIPEWATER TESTS PASSED")
-		quit(0)
-	else:
-		print("%d of %d checks failed" % [_failures, _checks])
-		print("PIPEWATER TESTS FAILED")
-		quit(1)
-
-
-func _check(ok: bool, statement: String) -> void:
-	_checks += 1
-	if ok:
-		print("ok   - %s" % statement)
-	else:
-		_failures += 1
-		print("FAIL - %s" % statement)
+	_finish()
 
 
 ## The value of a user argument `--name=value` (after `--`), or [param fallback].
@@ -191,34 +174,15 @@ func _test_the_node_draws_water_with_it() -> void:
 	material.set_shader_parameter("height_texture", water.height_texture)
 	for i in FRAMES:
 		await process_frame
-	var surface: MeshInstance3D = null
-	for child in water.get_children(true):
-		if child is MeshInstance3D:
-			surface = child
+	var surface: MeshInstance3D = _surface_of(water)
 	var shader_material := surface.material_override as ShaderMaterial if surface else null
 	var shader_path: String = shader_material.shader.resource_path if shader_material else ""
 	_check(shader_path == SHADER_PATH, "the node draws its surface with %s (got %s)"
 			% [SHADER_PATH, shader_path])
-	await RenderingServer.frame_post_draw
-	var with_water: Image = root.get_texture().get_image()
-	water.show_mesh = false
-	for i in 3:
-		await process_frame
-	await RenderingServer.frame_post_draw
-	var without_water: Image = root.get_texture().get_image()
-	var changed: int = 0
-	var finite: bool = true
-	var size: Vector2i = with_water.get_size()
-	for y in range(0, size.y, 4):
-		for x in range(0, size.x, 4):
-			var a: Color = with_water.get_pixel(x, y)
-			var b: Color = without_water.get_pixel(x, y)
-			finite = finite and is_finite(a.r + a.g + a.b)
-			if absf(a.r - b.r) + absf(a.g - b.g) + absf(a.b - b.b) > 0.03:
-				changed += 1
-	var sampled: int = ceili(size.x / 4.0) * ceili(size.y / 4.0)
-	var share: float = float(changed) / sampled
-	_check(finite, "every pixel drawn with the water is finite")
+	var seen: Dictionary = await _what_the_water_changes(water, 4)
+	var share: float = float(seen["changed"]) / seen["sampled"]
+	var size: Vector2i = seen["size"]
+	_check(seen["finite"], "every pixel drawn with the water is finite")
 	_check(share >= MIN_CHANGED, "the water changes %.1f %% of a %d × %d picture (at least %.0f %%)"
 			% [100.0 * share, size.x, size.y, 100.0 * MIN_CHANGED])
 	scene.queue_free()
@@ -228,12 +192,11 @@ func _test_the_node_draws_water_with_it() -> void:
 
 func _test_a_large_grid_draws_a_clipmap_that_covers_it() -> void:
 	# 1024² cells of 0.25 m: a 256 m lake, 2 m deep over a flat red floor with mounds of water
-	# on it, seen straight down
-	# from 120 m with a 50° field of view, so the picture spans the clipmap's three finest levels
-	# (±32, ±64, ±128 m) and the seams between them. A hole or a gap between rings (a wrong
-	# ring count, snap or centre) would show the red floor unchanged. Sub-pixel T-junction
-	# cracks are not seen at this distance: the unit tests of mesh_layout.rs check that each
-	# ring's edge vertices land on the next ring's.
+	# on it, seen straight down from 120 m with a 50° field of view, so the picture spans the
+	# clipmap's three finest levels (±32, ±64, ±128 m) and the seams between them. A hole or a
+	# gap between rings (a wrong ring count, snap or centre) would show the red floor unchanged.
+	# Sub-pixel T-junction cracks are not seen at this distance: the unit tests of
+	# mesh_layout.rs check that each ring's edge vertices land on the next ring's.
 	var scene := Node3D.new()
 	root.add_child(scene)
 	var sun := DirectionalLight3D.new()
@@ -267,15 +230,36 @@ func _test_a_large_grid_draws_a_clipmap_that_covers_it() -> void:
 	camera.make_current()
 	for i in 5:
 		await process_frame
-	var surface: MeshInstance3D = null
-	for child in water.get_children(true):
-		if child is MeshInstance3D:
-			surface = child
+	var surface: MeshInstance3D = _surface_of(water)
 	var vertices: int = surface.mesh.surface_get_array_len(0) if surface and surface.mesh else 0
 	print("%d² grid: the surface mesh has %d vertices" % [LARGE_CELLS, vertices])
 	_check(vertices > 0 and vertices < LARGE_CELLS * LARGE_CELLS / 2,
 			"a %d² grid is drawn by a clipmap of %d vertices, not one per cell" % [LARGE_CELLS,
 			vertices])
+	var seen: Dictionary = await _what_the_water_changes(water, 2)
+	var sampled: int = seen["sampled"]
+	var unchanged: int = sampled - seen["changed"]
+	print("floor left unchanged by the water at %d of %d sampled pixels" % [unchanged, sampled])
+	_check(unchanged == 0, "the clipmap's rings cover the lake without a hole or gap (%d of %d "
+			% [unchanged, sampled] + "pixels show the bare floor)")
+	scene.queue_free()
+	await process_frame
+	await process_frame
+
+
+## The node's internal surface mesh, or null.
+func _surface_of(water: PipeWater) -> MeshInstance3D:
+	for child in water.get_children(true):
+		if child is MeshInstance3D:
+			return child
+	return null
+
+
+## Draws the picture with [param water]'s surface, hides it, draws it again and compares every
+## [param stride]-th pixel of each row and column: how many the water changed (by more than
+## [constant PIXEL_CHANGE] summed over R, G, B), of how many sampled, whether all drawn with the
+## water are finite, and the picture's size.
+func _what_the_water_changes(water: PipeWater, stride: int) -> Dictionary:
 	await RenderingServer.frame_post_draw
 	var with_water: Image = root.get_texture().get_image()
 	water.show_mesh = false
@@ -283,22 +267,19 @@ func _test_a_large_grid_draws_a_clipmap_that_covers_it() -> void:
 		await process_frame
 	await RenderingServer.frame_post_draw
 	var without_water: Image = root.get_texture().get_image()
-	var unchanged: int = 0
+	var changed: int = 0
 	var sampled: int = 0
+	var finite: bool = true
 	var size: Vector2i = with_water.get_size()
-	for y in range(0, size.y, 2):
-		for x in range(0, size.x, 2):
+	for y in range(0, size.y, stride):
+		for x in range(0, size.x, stride):
 			var a: Color = with_water.get_pixel(x, y)
 			var b: Color = without_water.get_pixel(x, y)
 			sampled += 1
-			if absf(a.r - b.r) + absf(a.g - b.g) + absf(a.b - b.b) <= 0.03:
-				unchanged += 1
-	print("floor left unchanged by the water at %d of %d sampled pixels" % [unchanged, sampled])
-	_check(unchanged == 0, "the clipmap's rings cover the lake without a hole or gap (%d of %d "
-			% [unchanged, sampled] + "pixels show the bare floor)")
-	scene.queue_free()
-	await process_frame
-	await process_frame
+			finite = finite and is_finite(a.r + a.g + a.b)
+			if absf(a.r - b.r) + absf(a.g - b.g) + absf(a.b - b.b) > PIXEL_CHANGE:
+				changed += 1
+	return {"changed": changed, "sampled": sampled, "finite": finite, "size": size}
 
 
 ## Heights of the scene's terrain: a channel falling along +X into a pool, banks on both sides.

@@ -1,0 +1,61 @@
+extends SceneTree
+## What the PipeWater test scripts share: counting checks, comparing figures, building a crate
+## with a hull, and the closing verdict that cargo xtask reads. Each test script
+## [code]extends "res://tests/test_base.gd"[/code].
+
+var _failures: int = 0
+var _checks: int = 0
+
+
+## Counts a check and prints it as [code]ok   - statement[/code] or
+## [code]FAIL - statement[/code].
+func _check(ok: bool, statement: String) -> void:
+	_checks += 1
+	if ok:
+		print("ok   - %s" % statement)
+	else:
+		_failures += 1
+		print("FAIL - %s" % statement)
+
+
+## A check that [param actual] is finite and within [param tolerance] of [param expected],
+## printing both.
+func _near(actual: float, expected: float, tolerance: float, statement: String) -> void:
+	var ok: bool = is_finite(actual) and absf(actual - expected) <= tolerance
+	_check(ok, "%s: got %.6f, expected %.6f ± %s" % [statement, actual, expected, tolerance])
+
+
+## Prints the tally and [code]<verdict> PASSED[/code] or [code]<verdict> FAILED[/code] (the
+## lines cargo xtask looks for), and quits with exit code 0 or 1.
+func _finish(verdict: String = "PIPEWATER TESTS") -> void:
+	if _failures == 0:
+		print("%d checks passed" % _checks)
+		print("%s PASSED" % verdict)
+		quit(0)
+	else:
+		print("%d of %d checks failed" % [_failures, _checks])
+		print("%s FAILED" % verdict)
+		quit(1)
+
+
+## A RigidBody3D crate of [param mass] kg at [param at] with a box PipeWaterBody hull of
+## [param size] m pushing [param water] and, unless [param with_shape] is false, a box
+## CollisionShape3D of the same size (the shape gives the body its inertia). Not yet in the tree.
+func _make_crate(at: Vector3, size: Vector3, mass: float, water: PipeWater,
+		with_shape: bool = true) -> RigidBody3D:
+	var crate := RigidBody3D.new()
+	crate.mass = mass
+	crate.position = at
+	if with_shape:
+		var shape := CollisionShape3D.new()
+		var box := BoxShape3D.new()
+		box.size = size
+		shape.shape = box
+		crate.add_child(shape)
+	var hull: Node3D = ClassDB.instantiate(&"PipeWaterBody")
+	hull.set(&"shape", 0)
+	hull.set(&"size", size)
+	hull.set(&"drag", 2.0)
+	hull.set(&"water", water)
+	crate.add_child(hull)
+	return crate
