@@ -270,10 +270,7 @@ impl PipeWaterBody {
                     pipewater_core::Error::InvalidArgument { name, .. } => name.to_string(),
                     other => other.to_string(),
                 };
-                if fault != self.last_error {
-                    godot_warn!("PipeWaterBody {}: {e}; the hull is left out", self.base().get_name());
-                    self.last_error = fault;
-                }
+                self.warn_once(fault, |name| format!("PipeWaterBody {name}: {e}; the hull is left out"));
                 None
             }
         }
@@ -293,21 +290,25 @@ impl PipeWaterBody {
             // Godot gives a rigid body without collision shapes no inertia, and then any torque,
             // even one of rounding size, spins it without limit: it gets the force at its centre
             // of mass only.
-            let fault = "inertia".to_string();
-            if fault != self.last_error {
-                godot_warn!(
-                    "PipeWaterBody {}: the RigidBody3D {} has no CollisionShape3D and no inertia set, so the water's torque is left out (it only lifts and drags it); give it a collision shape or set its inertia",
-                    self.base().get_name(),
-                    rb.get_name()
-                );
-                self.last_error = fault;
-            }
+            let body_name = rb.get_name();
+            self.warn_once("inertia".to_string(), |name| {
+                format!("PipeWaterBody {name}: the RigidBody3D {body_name} has no CollisionShape3D and no inertia set, so the water's torque is left out (it only lifts and drags it); give it a collision shape or set its inertia")
+            });
             rb.apply_central_force(f);
             return;
         }
         let offset = self.base().get_global_position() - rb.get_global_position();
         rb.apply_force_ex(f).position(offset).done();
         rb.apply_torque(t);
+    }
+
+    /// Warns with `message(this node's name)` unless the last warning was about the same
+    /// `fault`, so that a lasting fault warns once, not every physics frame.
+    fn warn_once(&mut self, fault: String, message: impl FnOnce(&StringName) -> String) {
+        if fault != self.last_error {
+            godot_warn!("{}", message(&self.base().get_name()));
+            self.last_error = fault;
+        }
     }
 
     /// The nearest `RigidBody3D` above this node.
