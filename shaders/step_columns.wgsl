@@ -122,22 +122,41 @@ fn pipe_exists(cell: vec2<i32>, p: u32) -> bool {
     return pipe_active(c, p) && cell_in_grid(c, cell) && cell_in_grid(c, cell + pipe_offset(p));
 }
 
-// Phase B: the flux before the step of each pipe `cell` owns (backend/cpu.rs phase 0).
-fn old_fluxes(cell: vec2<i32>, lanes: Lanes) -> vec4<f32> {
-    var old = vec4<f32>(0.0);
-    let here = at(ring(cell.y), lanes.here);
-    let bed = s_bed[here];
-    let depth = s_depth[here];
-    let flow = s_flow[here];
-    for (var p = 0u; p < 4u; p++) {
-        if pipe_exists(cell, p) {
-            let o = pipe_offset(p);
-            let end = at(ring(cell.y + o.y), lane(lanes, o.x));
-            let carried = carried_depth(c, bed, depth, s_bed[end], s_depth[end]);
-            old[p] = flow[p] * flux_per_stored(c, carried);
-        }
+// The cell an invocation works on in a phase, and its own fields there.
+struct Here {
+    cell: vec2<i32>,
+    bed: f32,
+    depth: i32,
+    flow: vec4<f32>,
+}
+
+fn here_at(cell: vec2<i32>, lanes: Lanes) -> Here {
+    var h: Here;
+    h.cell = cell;
+    let slot = at(ring(cell.y), lanes.here);
+    h.bed = s_bed[slot];
+    h.depth = s_depth[slot];
+    h.flow = s_flow[slot];
+    return h;
+}
+
+// Each phase handles a cell's pipes one call per pipe, with `p` a constant at the call, so that
+// the driver's compiler sees every vector component and workgroup slot it indexes by `p` as a
+// constant (a component chosen at run time can push a vector out of registers).
+
+// Phase B: the flux before the step of owned pipe p of `h` (backend/cpu.rs phase 0).
+fn old_flux(h: Here, lanes: Lanes, p: u32) -> f32 {
+    if !pipe_exists(h.cell, p) {
+        return 0.0;
     }
-    return old;
+    let o = pipe_offset(p);
+    let end = at(ring(h.cell.y + o.y), lane(lanes, o.x));
+    let carried = carried_depth(c, h.bed, h.depth, s_bed[end], s_depth[end]);
+    return h.flow[p] * flux_per_stored(c, carried);
+}
+
+fn old_fluxes(h: Here, lanes: Lanes) -> vec4<f32> {
+    return vec4<f32>(old_flux(h, lanes, 0u), old_flux(h, lanes, 1u), old_flux(h, lanes, 2u), old_flux(h, lanes, 3u));
 }
 
 // Phase C: the discharge at the centre of `cell` from the old fluxes of its eight pipes.
@@ -170,51 +189,38 @@ fn displaced_velocity(owner: vec2<i32>, p: u32, offset: vec2<i32>, lanes: Lanes,
     return own;
 }
 
-// What accelerating the pipes of a cell leaves: their fluxes (for the neighbours) and what each
-// will keep before the limit (for the cell's own transfer).
-struct AcceleratedPipes {
-    flux: vec4<f32>,
-    stored: vec4<f32>,
-}
-
-// Phase D: accelerate the pipes `cell` owns (backend/cpu.rs phase 1).
-fn accelerate_pipes(cell: vec2<i32>, lanes: Lanes) -> AcceleratedPipes {
-    var result: AcceleratedPipes;
-    result.flux = vec4<f32>(0.0);
-    result.stored = vec4<f32>(0.0);
-    let here = at(ring(cell.y), lanes.here);
-    let bed = s_bed[here];
-    let depth = s_depth[here];
-    let flow = s_flow[here];
-    for (var p = 0u; p < 4u; p++) {
-        if !pipe_exists(cell, p) {
-            continue;
-        }
-        let o = pipe_offset(p);
-        let end = at(ring(cell.y + o.y), lane(lanes, o.x));
-        let carried = carried_depth(c, bed, depth, s_bed[end], s_depth[end]);
-        let kind = pipe_class(c, p, cell);
-        let kept = flow[p];
-        var up: Upstream;
-        up.discharge = vec2<f32>(0.0);
-        up.velocity = vec2<f32>(0.0);
-        if advects(c) && kept != 0.0 {
-            // The discharge at the centre of the cell the pipe draws from.
-            var source = at(pair(cell.y), lanes.here);
-            if kept < 0.0 {
-                source = at(pair(cell.y + o.y), lane(lanes, o.x));
-            }
-            let q = s_discharge[source];
-            let split = upstream_split(c, q);
-            up.discharge = q;
-            let own = kept * c.inverse_widths[kind];
-            up.velocity = vec2<f32>(displaced_velocity(cell, p, split.first, lanes, own), displaced_velocity(cell, p, split.second, lanes, own));
-        }
-        let a = accelerate(c, kind, kept, bed, depth, s_bed[end], s_depth[end], carried, up);
-        result.flux[p] = a.flux;
-        result.stored[p] = a.stored;
+// Phase D: accelerate owned pipe p of `h` (backend/cpu.rs phase 1): its flux (for the
+// neighbours) and what it keeps before the limit (for the cell's own transfer).
+fn accelerate_pipe(h: Here, lanes: Lanes, p: u32) -> Accelerated {
+    var none: Accelerated;
+    none.stored = 0.0;
+    none.flux = 0.0;
+    if !pipe_exists(h.cell, p) {
+        return none;
     }
-    return result;
+    let o = pipe_offset(p);
+    let end = at(ring(h.cell.y + o.y), lane(lanes, o.x));
+    let bed_b = s_bed[end];
+    let depth_b = s_depth[end];
+    let carried = carried_depth(c, h.bed, h.depth, bed_b, depth_b);
+    let kind = pipe_class(c, p, h.cell);
+    let kept = h.flow[p];
+    var up: Upstream;
+    up.discharge = vec2<f32>(0.0);
+    up.velocity = vec2<f32>(0.0);
+    if advects(c) && kept != 0.0 {
+        // The discharge at the centre of the cell the pipe draws from.
+        var source = at(pair(h.cell.y), lanes.here);
+        if kept < 0.0 {
+            source = at(pair(h.cell.y + o.y), lane(lanes, o.x));
+        }
+        let q = s_discharge[source];
+        let split = upstream_split(c, q);
+        up.discharge = q;
+        let own = kept * c.inverse_widths[kind];
+        up.velocity = vec2<f32>(displaced_velocity(h.cell, p, split.first, lanes, own), displaced_velocity(h.cell, p, split.second, lanes, own));
+    }
+    return accelerate(c, kind, kept, h.bed, h.depth, bed_b, depth_b, carried, up);
 }
 
 // Phase E: the limit factors of `cell` (backend/cpu.rs phase 2); (1, 1) off the grid.
@@ -238,36 +244,57 @@ fn limits_of(cell: vec2<i32>, lanes: Lanes) -> vec2<f32> {
     return cell_limits(c, cell, s_bed[here], s_depth[here], leaving);
 }
 
+// What phase D leaves of a cell's pipes: their fluxes (for the neighbours) and what each will keep
+// before the limit (for the cell's own transfer, one iteration later).
+struct AcceleratedPipes {
+    flux: vec4<f32>,
+    stored: vec4<f32>,
+}
+
+// What phase F does with one pipe of a cell: the quanta it brings in (negative: takes out), and
+// what the cell keeps of it when the cell owns it.
+struct Moved {
+    quanta: i32,
+    kept: f32,
+}
+
+// Phase F for pipe p of `cell` (limit factors `limits`): the owned pipe p, whose flux is `f` and
+// which keeps `stored` before the limit, and the same pipe owned by the cell at cell - offset(p).
+fn move_pipe(cell: vec2<i32>, lanes: Lanes, limits: vec2<f32>, f: f32, stored: f32, p: u32) -> Moved {
+    var moved: Moved;
+    moved.quanta = 0;
+    moved.kept = 0.0;
+    let o = pipe_offset(p);
+    if f != 0.0 {
+        let k = transfer_limit(f, limits, s_limits[at(ring(cell.y + o.y), lane(lanes, o.x))]);
+        moved.quanta -= pipe_quanta(c.flux_to_quanta, f, k);
+        moved.kept = stored * k;
+    }
+    let owner = at(ring(cell.y - o.y), lane(lanes, -o.x));
+    let g = s_flux[owner][p];
+    if g != 0.0 {
+        let k = transfer_limit(g, s_limits[owner], limits);
+        moved.quanta += pipe_quanta(c.flux_to_quanta, g, k);
+    }
+    return moved;
+}
+
 // Phase F: the transfer of `cell` (backend/cpu.rs phase 3), whose owned pipes keep `stored`
 // before the limit.
 fn transfer(cell: vec2<i32>, lanes: Lanes, stored: vec4<f32>) {
     let i = u32(cell.y) * c.width + u32(cell.x);
-    let row = ring(cell.y);
-    let here = at(row, lanes.here);
+    let here = at(ring(cell.y), lanes.here);
     let d = s_depth[here];
     let bed = s_bed[here];
     let limits = s_limits[here];
     let own = s_flux[here];
-    var kept = vec4<f32>(0.0);
-    var net = 0;
-    for (var p = 0u; p < 4u; p++) {
-        let o = pipe_offset(p);
-        // Owned pipe p, towards cell + o (zero flux where it does not exist).
-        let f = own[p];
-        if f != 0.0 {
-            let k = transfer_limit(f, limits, s_limits[at(ring(cell.y + o.y), lane(lanes, o.x))]);
-            net -= pipe_quanta(c.flux_to_quanta, f, k);
-            kept[p] = stored[p] * k;
-        }
-        // The same pipe owned by the cell at cell - o, towards this one.
-        let owner = at(ring(cell.y - o.y), lane(lanes, -o.x));
-        let g = s_flux[owner][p];
-        if g != 0.0 {
-            let k = transfer_limit(g, s_limits[owner], limits);
-            net += pipe_quanta(c.flux_to_quanta, g, k);
-        }
-    }
-    var new_depth = d + net;
+    let e = move_pipe(cell, lanes, limits, own.x, stored.x, 0u);
+    let s = move_pipe(cell, lanes, limits, own.y, stored.y, 1u);
+    let se = move_pipe(cell, lanes, limits, own.z, stored.z, 2u);
+    let sw = move_pipe(cell, lanes, limits, own.w, stored.w, 3u);
+    // Every partial sum lies in 0 ..= MAX_DEPTH_QUANTA: the limit factors keep what leaves within
+    // d and what enters within the room.
+    var new_depth = d + e.quanta + s.quanta + se.quanta + sw.quanta;
     if has_edge_exchange(c) {
         count(COUNTER_BOUNDARY_IN, u32(d - depth_in[i]));
         let edge_flux = edge_outflow(c, cell, bed, d);
@@ -284,7 +311,7 @@ fn transfer(cell: vec2<i32>, lanes: Lanes, stored: vec4<f32>) {
         }
     }
     depth_out[i] = new_depth;
-    flux_out[i] = kept;
+    flux_out[i] = vec4<f32>(e.kept, s.kept, se.kept, sw.kept);
 }
 
 @compute @workgroup_size(COLUMNS)
@@ -317,7 +344,7 @@ fn step_columns(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
         if advects(c) {
             // B: needed from row y0 - 3.
             if r >= y0 - 2 {
-                s_old_flux[at(pair(r - 1), t)] = old_fluxes(vec2<i32>(x, r - 1), lanes);
+                s_old_flux[at(pair(r - 1), t)] = old_fluxes(here_at(vec2<i32>(x, r - 1), lanes), lanes);
             }
             workgroupBarrier();
             // C: needed from row y0 - 2.
@@ -331,7 +358,13 @@ fn step_columns(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
         accelerated.flux = vec4<f32>(0.0);
         accelerated.stored = vec4<f32>(0.0);
         if r >= y0 {
-            accelerated = accelerate_pipes(vec2<i32>(x, r - 2), lanes);
+            let h = here_at(vec2<i32>(x, r - 2), lanes);
+            let e = accelerate_pipe(h, lanes, 0u);
+            let s = accelerate_pipe(h, lanes, 1u);
+            let se = accelerate_pipe(h, lanes, 2u);
+            let sw = accelerate_pipe(h, lanes, 3u);
+            accelerated.flux = vec4<f32>(e.flux, s.flux, se.flux, sw.flux);
+            accelerated.stored = vec4<f32>(e.stored, s.stored, se.stored, sw.stored);
             s_flux[at(ring(r - 2), t)] = accelerated.flux;
         }
         workgroupBarrier();

@@ -188,7 +188,14 @@ impl GpuContext {
         // against the grid's size or a workgroup-memory slot of a fixed ring, and every loop is
         // bounded. `PIPEWATER_GPU_CHECKED=1` keeps the checks for debugging.
         let checked = std::env::var("PIPEWATER_GPU_CHECKED").is_ok_and(|v| v == "1");
-        let step_desc = wgpu::ShaderModuleDescriptor { label: Some("step_columns.wgsl"), source: wgpu::ShaderSource::Wgsl(shaders::with_common(shaders::STEP).into()) };
+        // `PIPEWATER_GPU_STEP_WGSL=<file>` builds the step from another WGSL file (with
+        // common.wgsl in front) with the same bindings and entry point: kernel variants compared
+        // in one benchmark run, without rebuilding the benchmark.
+        let step_source = match std::env::var("PIPEWATER_GPU_STEP_WGSL") {
+            Ok(path) => std::fs::read_to_string(&path).map_err(|e| Error::GpuUnavailable(format!("PIPEWATER_GPU_STEP_WGSL={path}: {e}")))?,
+            Err(_) => shaders::STEP.to_string(),
+        };
+        let step_desc = wgpu::ShaderModuleDescriptor { label: Some("step_columns.wgsl"), source: wgpu::ShaderSource::Wgsl(shaders::with_common(&step_source).into()) };
         let step_module = if checked {
             device.create_shader_module(step_desc)
         } else {
