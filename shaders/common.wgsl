@@ -245,63 +245,47 @@ fn carried_depth(c: StepConstants, bed_a: f32, depth_a: i32, bed_b: f32, depth_b
     return face_depth(bed_a + f32(depth_a) * DEPTH_QUANTUM, bed_a, bed_b + f32(depth_b) * DEPTH_QUANTUM, bed_b);
 }
 
-// pipes.rs Upstream for the four pipes of a cell: the discharge (m²/s) at the centre of each
-// pipe's upstream cell, and the velocities of the two displaced pipes of each.
+// pipes.rs Upstream for the four pipes of a cell: the parts of the discharge at the centre of
+// each pipe's upstream cell along its two offsets, and the velocities of the two displaced pipes.
 struct Upstream {
-    discharge_x: vec4<f32>,
-    discharge_y: vec4<f32>,
+    parts_first: vec4<f32>,
+    parts_second: vec4<f32>,
     velocity_first: vec4<f32>,
     velocity_second: vec4<f32>,
 }
 
-// pipes.rs upstream_split, the offsets: the two grid offsets around the direction of `q`.
-struct UpstreamOffsets {
+// pipes.rs upstream_split: the two grid offsets around the direction of `q`, and q's parts.
+struct UpstreamSplit {
     first: vec2<i32>,
     second: vec2<i32>,
+    parts: vec2<f32>,
 }
 
-fn upstream_offsets(c: StepConstants, q: vec2<f32>) -> UpstreamOffsets {
+fn upstream_split(c: StepConstants, q: vec2<f32>) -> UpstreamSplit {
     let sx = select(1, -1, q.x < 0.0);
     let sy = select(1, -1, q.y < 0.0);
-    var split: UpstreamOffsets;
+    let ax = abs(q.x);
+    let ay = abs(q.y);
+    var split: UpstreamSplit;
     if !eight_neighbours(c) {
         split.first = vec2<i32>(sx, 0);
         split.second = vec2<i32>(0, sy);
+        split.parts = vec2<f32>(ax, ay);
         return split;
     }
-    split.first = select(vec2<i32>(0, sy), vec2<i32>(sx, 0), abs(q.x) >= abs(q.y));
-    split.second = vec2<i32>(sx, sy);
-    return split;
-}
-
-// pipes.rs upstream_split, the parts: each discharge's non-negative parts along its two offsets.
-struct UpstreamParts {
-    first: vec4<f32>,
-    second: vec4<f32>,
-}
-
-fn upstream_parts(c: StepConstants, qx: vec4<f32>, qy: vec4<f32>) -> UpstreamParts {
-    let ax = abs(qx);
-    let ay = abs(qy);
-    var parts: UpstreamParts;
-    if !eight_neighbours(c) {
-        parts.first = ax;
-        parts.second = ay;
-        return parts;
-    }
     let along_x = ax >= ay;
-    parts.first = select(ay - ax, ax - ay, along_x);
-    parts.second = select(ax, ay, along_x);
-    return parts;
+    split.first = select(vec2<i32>(0, sy), vec2<i32>(sx, 0), along_x);
+    split.second = vec2<i32>(sx, sy);
+    split.parts = select(vec2<f32>(ay - ax, ax), vec2<f32>(ax - ay, ay), along_x);
+    return split;
 }
 
 // pipes.rs advect, for pipes of classes `kind` between a cell `depth_a` m deep and cells
 // `depth_b` m deep.
 fn advect(c: StepConstants, flow: vec4<f32>, kind: vec4<u32>, depth_a: f32, depth_b: vec4<f32>, up: Upstream) -> vec4<f32> {
-    let parts = upstream_parts(c, up.discharge_x, up.discharge_y);
     let held = 0.5 * (vec4<f32>(depth_a) + depth_b) * c.cell_size;
-    let w0 = c.dt * parts.first;
-    let w1 = c.dt * parts.second;
+    let w0 = c.dt * up.parts_first;
+    let w1 = c.dt * up.parts_second;
     let total = w0 + w1;
     let scale = 1.0 / max(total, held);
     let velocity = flow * per_class(c.inverse_widths, kind);

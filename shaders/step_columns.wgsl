@@ -258,16 +258,17 @@ fn far_end(h: Here, lanes: Lanes, p: u32) -> u32 {
 }
 
 // What advection needs upstream of owned pipe p of `h`, which kept `kept` (backend/cpu.rs
-// OldFields::upstream): (discharge x, discharge y, velocity along the first offset, along the
-// second); none for a pipe at rest, which advection leaves as it is.
+// OldFields::upstream): (the discharge's part along the first offset, along the second, the
+// velocity displaced by the first offset, by the second); none for a pipe at rest, which
+// advection leaves as it is.
 fn upstream_of(h: Here, lanes: Lanes, kept: f32, kind: u32, p: u32) -> vec4<f32> {
     let o = pipe_offset(p);
     // The discharge at the centre of the cell the pipe draws from.
     let source = select(at(pair(h.cell.y), lanes.here), at(pair(h.cell.y + o.y), lane(lanes, o.x)), kept < 0.0);
     let q = select(s_discharge[source], vec2<f32>(0.0), kept == 0.0);
-    let offsets = upstream_offsets(c, q);
+    let split = upstream_split(c, q);
     let own = kept * c.inverse_widths[kind];
-    return vec4<f32>(q, displaced_velocity(h, p, offsets.first, lanes, own), displaced_velocity(h, p, offsets.second, lanes, own));
+    return vec4<f32>(split.parts, displaced_velocity(h, p, split.first, lanes, own), displaced_velocity(h, p, split.second, lanes, own));
 }
 
 // Phase D: accelerate the four pipes of `h`, which carry over `carried` (backend/cpu.rs phase 1):
@@ -284,8 +285,8 @@ fn accelerate_pipes(h: Here, lanes: Lanes, carried_b: vec4<f32>) -> AcceleratedP
     let centre = vec2<i32>(0);
     let kind = vec4<u32>(pipe_class_at(h.window, centre, 0u), pipe_class_at(h.window, centre, 1u), CLASS_DIAGONAL, CLASS_DIAGONAL);
     var up: Upstream;
-    up.discharge_x = vec4<f32>(0.0);
-    up.discharge_y = vec4<f32>(0.0);
+    up.parts_first = vec4<f32>(0.0);
+    up.parts_second = vec4<f32>(0.0);
     up.velocity_first = vec4<f32>(0.0);
     up.velocity_second = vec4<f32>(0.0);
     if advects(c) {
@@ -293,8 +294,8 @@ fn accelerate_pipes(h: Here, lanes: Lanes, carried_b: vec4<f32>) -> AcceleratedP
         let s = upstream_of(h, lanes, h.flow.y, kind.y, 1u);
         let se = upstream_of(h, lanes, h.flow.z, kind.z, 2u);
         let sw = upstream_of(h, lanes, h.flow.w, kind.w, 3u);
-        up.discharge_x = vec4<f32>(e.x, s.x, se.x, sw.x);
-        up.discharge_y = vec4<f32>(e.y, s.y, se.y, sw.y);
+        up.parts_first = vec4<f32>(e.x, s.x, se.x, sw.x);
+        up.parts_second = vec4<f32>(e.y, s.y, se.y, sw.y);
         up.velocity_first = vec4<f32>(e.z, s.z, se.z, sw.z);
         up.velocity_second = vec4<f32>(e.w, s.w, se.w, sw.w);
     }

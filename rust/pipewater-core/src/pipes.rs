@@ -195,11 +195,32 @@ impl StepConstants {
     }
 }
 
+/// The larger of two numbers that are never NaN (the model's are not), as one comparison, as a
+/// GPU's `max` computes it: `f32::max` spends instructions on NaN rules the step never needs.
+#[inline(always)]
+pub fn larger(a: f32, b: f32) -> f32 {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+/// The smaller of two numbers that are never NaN; see [`larger`].
+#[inline(always)]
+pub fn smaller(a: f32, b: f32) -> f32 {
+    if a < b {
+        a
+    } else {
+        b
+    }
+}
+
 /// Depth of water over the face between two cells: the higher surface above the higher bed.
 /// Water below a ridge cannot cross it, and still water over uneven ground gives no flux.
 #[inline]
 pub fn face_depth(surface_a: f32, bed_a: f32, surface_b: f32, bed_b: f32) -> f32 {
-    (surface_a.max(surface_b) - bed_a.max(bed_b)).max(0.0)
+    larger(larger(surface_a, surface_b) - larger(bed_a, bed_b), 0.0)
 }
 
 /// Surface difference `η_a − η_b` (m) that drives a pipe, from beds (m) and depths (quanta).
@@ -210,7 +231,7 @@ pub fn face_depth(surface_a: f32, bed_a: f32, surface_b: f32, bed_b: f32) -> f32
 #[inline]
 pub fn surface_drive(bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32) -> f32 {
     let difference = (bed_a - bed_b) + (depth_a - depth_b) as f32 * DEPTH_QUANTUM;
-    difference - difference.clamp(-DEPTH_QUANTUM, DEPTH_QUANTUM)
+    difference - smaller(larger(difference, -DEPTH_QUANTUM), DEPTH_QUANTUM)
 }
 
 /// The [class](CLASS_ORTHOGONAL) of owned pipe `p` of cell `(x, y)`.
@@ -272,13 +293,14 @@ pub fn film_drag(c: &StepConstants, flow: f32, depth: f32) -> f32 {
 /// What momentum advection ([`advect`]) needs to know about the water upstream of a pipe.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Upstream {
-    /// Discharge per metre (m²/s, grid x and y) at the centre of the cell the pipe draws from
-    /// (the owner for positive flow, the neighbour for negative): [`discharge`] of its pipes.
-    pub discharge: [f32; 2],
+    /// The parts (m²/s, [`upstream_split`]) of the discharge per metre at the centre of the cell
+    /// the pipe draws from (the owner for positive flow, the neighbour for negative; [`discharge`]
+    /// of its pipes) along the two grid offsets around its direction.
+    pub parts: [f32; 2],
     /// Velocity (m/s, along the pipe: flow times [`StepConstants::inverse_widths`]) of the two
-    /// pipes of the same direction displaced from this one by `−offset` for the two offsets of
-    /// [`upstream_split`] of `discharge`; where such a pipe would reach beyond the grid's edge,
-    /// this pipe's own velocity (a free-slip edge).
+    /// pipes of the same direction displaced from this one by `−offset` for those two offsets;
+    /// where such a pipe would reach beyond the grid's edge, this pipe's own velocity (a
+    /// free-slip edge).
     pub velocity: [f32; 2],
 }
 
@@ -317,14 +339,14 @@ pub fn upstream_split(c: &StepConstants, q: [f32; 2]) -> ([(i32, i32); 2], [f32;
 /// diagonal pipes at the same rate as its axial ones.
 #[inline]
 pub fn advect(c: &StepConstants, flow: f32, class: usize, depth_a: f32, depth_b: f32, upstream: Upstream) -> f32 {
-    let (_, parts) = upstream_split(c, upstream.discharge);
+    let parts = upstream.parts;
     let held = 0.5 * (depth_a + depth_b) * c.cell_size;
     let weights = parts.map(|q| c.dt * q);
     let total = weights[0] + weights[1];
     if total <= 0.0 || held <= 0.0 {
         return flow;
     }
-    let scale = 1.0 / total.max(held);
+    let scale = 1.0 / larger(total, held);
     let velocity = flow * c.inverse_widths[class];
     let advected = velocity + scale * (weights[0] * (upstream.velocity[0] - velocity) + weights[1] * (upstream.velocity[1] - velocity));
     advected * c.widths[class]
@@ -480,7 +502,7 @@ pub fn open_edge_outflow(c: &StepConstants, depth: f32) -> f32 {
 /// gives the exactly rotated or mirrored answer.
 #[inline]
 pub fn requested_quanta(flux_to_quanta: f32, leaving: &[f32; 8]) -> f32 {
-    let q = |i: usize| (leaving[i].max(0.0) * flux_to_quanta).abs();
+    let q = |i: usize| (larger(leaving[i], 0.0) * flux_to_quanta).abs();
     // NEIGHBOUR_OFFSETS order: E, S, SE, SW, W, N, NW, NE.
     ((q(0) + q(4)) + (q(1) + q(5))) + ((q(2) + q(6)) + (q(3) + q(7)))
 }
@@ -495,7 +517,7 @@ pub fn limit_factor(depth_quanta: i32, requested: f32) -> f32 {
     if requested <= available {
         1.0
     } else {
-        (available / requested).min(1.0)
+        smaller(available / requested, 1.0)
     }
 }
 
@@ -509,7 +531,7 @@ pub fn room_factor(depth_quanta: i32, incoming: f32) -> f32 {
     if incoming <= room {
         1.0
     } else {
-        (room / incoming).min(1.0)
+        smaller(room / incoming, 1.0)
     }
 }
 
@@ -520,9 +542,9 @@ pub fn room_factor(depth_quanta: i32, incoming: f32) -> f32 {
 #[inline]
 pub fn transfer_limit(flux: f32, owner: CellLimits, neighbour: CellLimits) -> f32 {
     if flux > 0.0 {
-        owner.outflow.min(neighbour.room)
+        smaller(owner.outflow, neighbour.room)
     } else {
-        neighbour.outflow.min(owner.room)
+        smaller(neighbour.outflow, owner.room)
     }
 }
 

@@ -4,9 +4,9 @@
 use super::{check_displacement, check_nudges, displacement_changes, Backend, BackendKind, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
 use crate::error::{Error, Result};
 use crate::pipes::{
-    accelerate, accelerate_carried, carried_depth, cell_limits, discharge, edge_outflow, fixed_flux_per_stored, flux_per_stored, inflow_for_cell, kept_flow,
+    accelerate_carried, carried_depth, cell_limits, discharge, edge_outflow, fixed_flux_per_stored, flux_per_stored, inflow_for_cell, kept_flow,
     level_edge_inflow_quanta, nudged_pipe, pipe_class, pipe_quanta, pipe_width, transfer_limit, upstream_split, Accelerated, CellLimits, StepConstants, Upstream,
-    PIPE_OFFSETS,
+    CLASS_DIAGONAL, CLASS_ORTHOGONAL, PIPE_OFFSETS,
 };
 use crate::quanta::MAX_DEPTH_QUANTA;
 use crate::state::{check_terrain, Counters, Snapshot, SpareSnapshots, State, MAX_TERRAIN_ABS};
@@ -158,14 +158,17 @@ impl CpuBackend {
         // diagonals in four-neighbour mode) carry nothing. Without advection phase 1 finds each
         // carried depth itself.
         let advects = c.advection != 0;
+        // Only open, inflow and fixed-level edges move water across the grid's edge.
+        let exchange = c.has_edge_exchange();
         if advects {
             self.carried.par_chunks_mut(w).zip(self.accelerated.par_chunks_mut(w)).enumerate().for_each(|(y, (carried_row, flux_row))| {
                 for (x, (carried, flux)) in carried_row.iter_mut().zip(flux_row.iter_mut()).enumerate() {
                     let i = y * w + x;
                     *carried = [0.0; 4];
                     *flux = [0.0; 4];
+                    let interior = x >= 1 && y + 1 < h && x + 1 < w;
                     for p in 0..4 {
-                        if pipe_exists(eight, w, h, x, y, p) {
+                        if if interior { c.pipe_active(p) } else { pipe_exists(eight, w, h, x, y, p) } {
                             let j = (i as isize + offsets[p]) as usize;
                             carried[p] = carried_depth(c, terrain[i], depth_before[i], terrain[j], depth_before[j]);
                             flux[p] = flow_before[i][p] * flux_per_stored(c, carried[p]);
@@ -190,16 +193,22 @@ impl CpuBackend {
             for (x, (fluxes, stored)) in flux_row.iter_mut().zip(stored_row.iter_mut()).enumerate() {
                 let i = y * w + x;
                 let (x32, y32) = (x as u32, y as u32);
+                // Two cells or more from every edge, every pipe exists, has its inner class, and
+                // every pipe advection reads upstream lies on the grid.
+                let interior = x >= 2 && y >= 2 && x + 2 < w && y + 2 < h;
                 let mut new = [Accelerated::default(); 4];
                 for (p, pipe) in new.iter_mut().enumerate() {
-                    if pipe_exists(eight, w, h, x, y, p) {
+                    let exists = if interior { c.pipe_active(p) } else { pipe_exists(eight, w, h, x, y, p) };
+                    if exists {
                         let j = (i as isize + offsets[p]) as usize;
                         let f = flow_before[i][p];
                         let (bed_a, depth_a, bed_b, depth_b) = (terrain[i], depth_before[i], terrain[j], depth_before[j]);
+                        let class = if interior { INTERIOR_CLASSES[p] } else { pipe_class(c, p, x32, y32) };
                         *pipe = if advects {
-                            accelerate_carried(c, pipe_class(c, p, x32, y32), f, bed_a, depth_a, bed_b, depth_b, carried[i][p], old.upstream(p, x32, y32, f))
+                            let upstream = if interior { old.upstream_interior(p, i, f, class) } else { old.upstream(p, x32, y32, f) };
+                            accelerate_carried(c, class, f, bed_a, depth_a, bed_b, depth_b, carried[i][p], upstream)
                         } else {
-                            accelerate(c, p, x32, y32, f, bed_a, depth_a, bed_b, depth_b, Upstream::default())
+                            accelerate_carried(c, class, f, bed_a, depth_a, bed_b, depth_b, carried_depth(c, bed_a, depth_a, bed_b, depth_b), Upstream::default())
                         };
                     }
                 }
@@ -214,7 +223,7 @@ impl CpuBackend {
             for (x, limits) in row.iter_mut().enumerate() {
                 let i = y * w + x;
                 let leaving = leaving_fluxes(accelerated, w, x, y, i);
-                let edge = edge_outflow(c, x as u32, y as u32, terrain[i], depth_before[i]);
+                let edge = if exchange { edge_outflow(c, x as u32, y as u32, terrain[i], depth_before[i]) } else { 0.0 };
                 *limits = cell_limits(c.flux_to_quanta, depth_before[i], &leaving, edge);
             }
         });
@@ -250,16 +259,18 @@ impl CpuBackend {
                     }
                 }
                 let (bed, d) = (terrain[i], depth_row[x]);
-                let edge = edge_outflow(c, x as u32, y as u32, bed, d);
-                if edge > 0.0 {
-                    let gone = pipe_quanta(c.flux_to_quanta, edge, limits[i].outflow) as i64;
-                    net -= gone;
-                    left += gone as u64;
+                if exchange {
+                    let edge = edge_outflow(c, x as u32, y as u32, bed, d);
+                    if edge > 0.0 {
+                        let gone = pipe_quanta(c.flux_to_quanta, edge, limits[i].outflow) as i64;
+                        net -= gone;
+                        left += gone as u64;
+                    }
                 }
                 let new = d as i64 + net;
                 debug_assert!((0..=MAX_DEPTH_QUANTA as i64).contains(&new), "cell {x},{y} left its range: {new}");
                 // Water from a fixed level beyond the edge, up to the deepest a cell holds.
-                let came = level_edge_inflow_quanta(c, x as u32, y as u32, bed, d) as i64;
+                let came = if exchange { level_edge_inflow_quanta(c, x as u32, y as u32, bed, d) as i64 } else { 0 };
                 let new_with_inflow = (new + came).min(MAX_DEPTH_QUANTA as i64);
                 entered += (new_with_inflow - new) as u64;
                 depth_row[x] = new_with_inflow as i32;
@@ -294,12 +305,33 @@ impl OldFields<'_> {
         let (ox, oy) = PIPE_OFFSETS[p];
         let (ux, uy) = if flow > 0.0 { (x, y) } else { ((x as i64 + ox as i64) as u32, (y as i64 + oy as i64) as u32) };
         let q = self.discharge[uy as usize * w + ux as usize];
-        let (offsets, _) = upstream_split(c, q);
+        let (offsets, parts) = upstream_split(c, q);
         let own = flow * c.inverse_widths[pipe_class(c, p, x, y)];
         let velocity = offsets.map(|(dx, dy)| displaced_velocity(c, self.flow, p, x, y, dx, dy, own));
-        Upstream { discharge: q, velocity }
+        Upstream { parts, velocity }
+    }
+
+    /// [`Self::upstream`] for owned pipe `p` (class `class`) of cell `i`, two or more cells from
+    /// every edge of the grid: every displaced pipe lies on the grid, with its inner class.
+    #[inline]
+    fn upstream_interior(&self, p: usize, i: usize, flow: f32, class: usize) -> Upstream {
+        let c = self.c;
+        if flow == 0.0 {
+            return Upstream::default();
+        }
+        let w = c.width as usize;
+        let (ox, oy) = PIPE_OFFSETS[p];
+        let source = if flow > 0.0 { i } else { (i as isize + oy as isize * w as isize + ox as isize) as usize };
+        let q = self.discharge[source];
+        let (offsets, parts) = upstream_split(c, q);
+        let inverse = c.inverse_widths[class];
+        let velocity = offsets.map(|(dx, dy)| self.flow[(i as isize - dy as isize * w as isize - dx as isize) as usize][p] * inverse);
+        Upstream { parts, velocity }
     }
 }
+
+/// The class of each owned pipe of a cell away from the grid's edges ([`pipe_class`]).
+const INTERIOR_CLASSES: [usize; 4] = [CLASS_ORTHOGONAL, CLASS_ORTHOGONAL, CLASS_DIAGONAL, CLASS_DIAGONAL];
 
 /// Velocity (m/s) along pipe `p` of the pipe of the same direction displaced from the one owned
 /// by `(x, y)` by `−(dx, dy)` (its velocity `own`): its flow over its width where it lies on the
