@@ -61,6 +61,11 @@ fn bytes_of(data: &[u8]) -> PackedByteArray {
     PackedByteArray::from(data)
 }
 
+/// Workgroup memory every Vulkan device offers, bytes (`maxComputeSharedMemorySize`).
+const VULKAN_MINIMUM_WORKGROUP_BYTES: u32 = 16384;
+/// Invocations per workgroup, and along x, every Vulkan device offers.
+const VULKAN_MINIMUM_INVOCATIONS: u32 = 128;
+
 /// A compiled entry point.
 struct Pipeline {
     program: Program,
@@ -169,14 +174,11 @@ impl RdBackend {
             return Err(Error::GpuUnavailable(why));
         }
         let mut rd = device()?;
-        use godot::classes::rendering_device::Limit;
-        let limit = |rd: &Gd<RenderingDevice>, which: Limit| rd.limit_get(which).min(u32::MAX as u64) as u32;
-        let kernel = ColumnKernel::for_limits(
-            limit(&rd, Limit::MAX_COMPUTE_SHARED_MEMORY_SIZE),
-            limit(&rd, Limit::MAX_COMPUTE_WORKGROUP_INVOCATIONS),
-            limit(&rd, Limit::MAX_COMPUTE_WORKGROUP_SIZE_X),
-        )
-        .ok_or_else(|| Error::GpuUnavailable("the RenderingDevice allows too little workgroup memory for the step".into()))?;
+        // Godot 4.3's Vulkan driver does not report the workgroup-memory limit (asking prints an
+        // error and answers 0), so the kernel is shaped for what every Vulkan device guarantees:
+        // 16 KiB of workgroup memory and 128 invocations, which fit the 64-column kernel.
+        let kernel = ColumnKernel::for_limits(VULKAN_MINIMUM_WORKGROUP_BYTES, VULKAN_MINIMUM_INVOCATIONS, VULKAN_MINIMUM_INVOCATIONS)
+            .ok_or_else(|| Error::GpuUnavailable("the step kernel does not fit Vulkan's minimum workgroup limits".into()))?;
         let programs = spirv::all_programs().map_err(Error::Gpu)?;
         let mut pipelines = Vec::new();
         for program in programs {
