@@ -14,6 +14,7 @@ fn main() {
 #[cfg(feature = "gpu")]
 mod bench {
     use pipewater_core::backend::gpu::{GpuBackend, GpuContext};
+    use pipewater_core::backend::step_kernel::BYTES_PER_CELL_STEP;
     use pipewater_core::backend::{Backend, FramePlan};
     use pipewater_core::pipes::StepConstants;
     use pipewater_core::{scenarios, Grid, NeighbourMode, Params};
@@ -155,14 +156,14 @@ mod bench {
             }
         };
         println!("adapter: {}", ctx.adapter_description());
-        println!("workgroup: {}x{}", ctx.workgroup[0], ctx.workgroup[1]);
+        println!("step kernel: {} columns per workgroup, bands of {} rows", ctx.kernel.columns, ctx.kernel.band_rows);
         let bandwidth = copy_bandwidth(&ctx, copy_mib << 20, 20);
         println!("device-to-device copy_buffer_to_buffer: {:.1} GB/s (read + write, {copy_mib} MiB buffers)", bandwidth / 1e9);
         let copy_bytes = (copy_mib << 20).min(ctx.limits.max_storage_buffer_binding_size as u64) / 16 * 16;
         let stream = shader_copy_bandwidth(&ctx, copy_bytes, 20);
         println!("compute-shader stream copy: {:.1} GB/s (read + write, {} MiB buffers)", stream / 1e9, copy_bytes >> 20);
         let bandwidth = bandwidth.max(stream);
-        println!("kernel: {:?}, bytes per cell-step (model): {}", ctx.kernel, ctx.kernel.bytes_per_cell_step());
+        println!("bytes per cell-step (model): {BYTES_PER_CELL_STEP}");
         println!();
         println!("momentum advection: {}, initial current: {current} m/s", if momentum_advection { "on" } else { "off" });
         println!("| grid | neighbours | advection | G cell-steps/s | ms/step | effective GB/s | of measured copy bandwidth |");
@@ -170,7 +171,7 @@ mod bench {
         for side in sizes {
             match measure(side, params, current, steps, seconds) {
                 Ok((rate, ms)) => {
-                    let bytes = rate * ctx.kernel.bytes_per_cell_step() as f64;
+                    let bytes = rate * BYTES_PER_CELL_STEP as f64;
                     println!(
                         "| {side}² | {} | {} | {:.3} | {:.4} | {:.0} | {:.0}% |",
                         if mode == NeighbourMode::Eight { 8 } else { 4 },

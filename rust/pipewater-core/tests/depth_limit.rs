@@ -4,8 +4,8 @@
 //! and counts exactly that. Each test runs on the CPU and, where an adapter exists, on wgpu
 //! (`PIPEWATER_REQUIRE_GPU=1` makes a missing adapter a failure).
 //!
-//! The step's own transfers at the limit (inflow and level edges into full cells, flow into a
-//! nearly full cell) are tested in `depth_limit_step.rs`.
+//! The step's own transfers at the limit (flow into a full cell, inflow and level edges beside
+//! full cells) are tested in `step_at_the_depth_limit.rs`.
 #![cfg(feature = "gpu")]
 
 mod gpu_support;

@@ -3,7 +3,11 @@
 
 use super::{check_displacement, check_nudges, displacement_changes, Backend, BackendKind, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
 use crate::error::{Error, Result};
-use crate::pipes::{accelerate, accelerate_carried, carried_depth, discharge, fixed_flux_per_stored, flux_per_stored, kept_flow, pipe_width, upstream_split, Upstream, edge_outflow, inflow_for_cell, level_edge_inflow_quanta, limit_factor, nudged_pipe, pipe_quanta, requested_quanta, StepConstants, PIPE_OFFSETS};
+use crate::pipes::{
+    accelerate, accelerate_carried, carried_depth, cell_limits, discharge, edge_outflow, fixed_flux_per_stored, flux_per_stored, inflow_for_cell, kept_flow,
+    level_edge_inflow_quanta, nudged_pipe, pipe_class, pipe_quanta, pipe_width, transfer_limit, upstream_split, Accelerated, CellLimits, StepConstants, Upstream,
+    PIPE_OFFSETS,
+};
 use crate::quanta::MAX_DEPTH_QUANTA;
 use crate::state::{check_terrain, Counters, Snapshot, SpareSnapshots, State, MAX_TERRAIN_ABS};
 use rayon::prelude::*;
@@ -23,12 +27,14 @@ pub struct CpuBackend {
     pending_nudges: Vec<PipeNudge>,
     /// Unlimited fluxes after phase 1, read by phases 2 and 3.
     accelerated: Vec<[f32; 4]>,
+    /// What each owned pipe keeps before the limit, from phase 1 ([`Accelerated::stored`]).
+    stored: Vec<[f32; 4]>,
     /// Discharge per metre at each cell's centre before the step (phase 0, with advection).
     discharge: Vec<[f32; 2]>,
     /// Depth carrying each owned pipe's flow this step ([`carried_depth`]), from phase 1.
     carried: Vec<[f32; 4]>,
-    /// Limit factor per cell from phase 2.
-    limit: Vec<f32>,
+    /// Limit factors per cell from phase 2.
+    limits: Vec<CellLimits>,
     /// The constant depth that turned the pipes' stored values into fluxes in the last step,
     /// if it was constant, for the snapshot ([`State::snapshot_reusing`]).
     fixed_flux_per_stored: Option<f32>,
@@ -49,9 +55,10 @@ impl CpuBackend {
             displaced: Vec::new(),
             pending_nudges: Vec::new(),
             accelerated: vec![[0.0; 4]; n],
+            stored: vec![[0.0; 4]; n],
             discharge: vec![[0.0; 2]; n],
             carried: vec![[0.0; 4]; n],
-            limit: vec![1.0; n],
+            limits: vec![CellLimits::default(); n],
             fixed_flux_per_stored: None,
             counters: Counters::default(),
             frames: 0,
@@ -145,13 +152,11 @@ impl CpuBackend {
         let flow_before: &[[f32; 4]] = flow;
         let offsets = pipe_index_offsets(w);
 
-
         // Phase 0 (advection): the depth that carries each owned pipe this step, its flux before
         // the step (held in `accelerated` until phase 1 replaces it), and the discharge at every
         // cell's centre, which advection carries upstream. Pipes that lead off the grid (or
         // diagonals in four-neighbour mode) carry nothing. Without advection phase 1 finds each
-        // carried depth itself and phase 3 does not need it (pipes keep their flux, or carry
-        // their flow over the constant classic depth).
+        // carried depth itself.
         let advects = c.advection != 0;
         if advects {
             self.carried.par_chunks_mut(w).zip(self.accelerated.par_chunks_mut(w)).enumerate().for_each(|(y, (carried_row, flux_row))| {
@@ -177,48 +182,47 @@ impl CpuBackend {
         }
 
         // Phase 1: accelerate every owned pipe from the surface difference across it (with
-        // advection, from the water upstream of it too).
+        // advection, from the water upstream of it too): its flux this step, and what it will
+        // keep before the limit.
         let old = OldFields { c, flow: flow_before, discharge: &self.discharge };
         let carried = &self.carried;
-        self.accelerated.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
-            for (x, pipes) in row.iter_mut().enumerate() {
+        self.accelerated.par_chunks_mut(w).zip(self.stored.par_chunks_mut(w)).enumerate().for_each(|(y, (flux_row, stored_row))| {
+            for (x, (fluxes, stored)) in flux_row.iter_mut().zip(stored_row.iter_mut()).enumerate() {
                 let i = y * w + x;
                 let (x32, y32) = (x as u32, y as u32);
-                let mut new = [0.0f32; 4];
+                let mut new = [Accelerated::default(); 4];
                 for (p, pipe) in new.iter_mut().enumerate() {
                     if pipe_exists(eight, w, h, x, y, p) {
                         let j = (i as isize + offsets[p]) as usize;
                         let f = flow_before[i][p];
                         let (bed_a, depth_a, bed_b, depth_b) = (terrain[i], depth_before[i], terrain[j], depth_before[j]);
                         *pipe = if advects {
-                            accelerate_carried(c, p, x32, y32, f, bed_a, depth_a, bed_b, depth_b, carried[i][p], old.upstream(p, x32, y32, f))
+                            accelerate_carried(c, pipe_class(c, p, x32, y32), f, bed_a, depth_a, bed_b, depth_b, carried[i][p], old.upstream(p, x32, y32, f))
                         } else {
                             accelerate(c, p, x32, y32, f, bed_a, depth_a, bed_b, depth_b, Upstream::default())
                         };
                     }
                 }
-                *pipes = new;
+                *fluxes = new.map(|a| a.flux);
+                *stored = new.map(|a| a.stored);
             }
         });
 
-        // Phase 2: limit factor of each cell from everything that wants to leave it.
+        // Phase 2: the limit factors of each cell from everything that wants to leave or enter it.
         let accelerated = &self.accelerated;
-        self.limit.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
-            for (x, k) in row.iter_mut().enumerate() {
+        self.limits.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
+            for (x, limits) in row.iter_mut().enumerate() {
                 let i = y * w + x;
                 let leaving = leaving_fluxes(accelerated, w, x, y, i);
-                let mut requested = requested_quanta(c.flux_to_quanta, &leaving);
                 let edge = edge_outflow(c, x as u32, y as u32, terrain[i], depth_before[i]);
-                if edge > 0.0 {
-                    requested += (edge * c.flux_to_quanta).abs();
-                }
-                *k = limit_factor(depth_before[i], requested);
+                *limits = cell_limits(c.flux_to_quanta, depth_before[i], &leaving, edge);
             }
         });
 
         // Phase 3: move whole quanta; both ends of a pipe compute the same integer from the same
-        // flux and the limit factor of the cell it drains. Owned pipes keep their limited flux.
-        let limit = &self.limit;
+        // flux and limit factors. Owned pipes keep their limited flow.
+        let limits = &self.limits;
+        let stored = &self.stored;
         let outflow = AtomicU64::new(0);
         let level_inflow = AtomicU64::new(0);
         depth.par_chunks_mut(w).zip(flow.par_chunks_mut(w)).enumerate().for_each(|(y, (depth_row, flow_row))| {
@@ -232,15 +236,15 @@ impl CpuBackend {
                     let f = accelerated[i][p];
                     if f != 0.0 {
                         let j = (i as isize + offsets[p]) as usize;
-                        let k = if f > 0.0 { limit[i] } else { limit[j] };
+                        let k = transfer_limit(f, limits[i], limits[j]);
                         net -= pipe_quanta(c.flux_to_quanta, f, k) as i64;
-                        kept[p] = kept_flow(c, f, k, if advects { carried[i][p] } else { c.pipe_depth });
+                        kept[p] = kept_flow(stored[i][p], k);
                     }
                     // The same pipe owned by the cell at i − offset, pointing here.
                     if let Some(owner) = pipe_owner_towards(w, h, x, y, p) {
                         let f = accelerated[owner][p];
                         if f != 0.0 {
-                            let k = if f > 0.0 { limit[owner] } else { limit[i] };
+                            let k = transfer_limit(f, limits[owner], limits[i]);
                             net += pipe_quanta(c.flux_to_quanta, f, k) as i64;
                         }
                     }
@@ -248,12 +252,12 @@ impl CpuBackend {
                 let (bed, d) = (terrain[i], depth_row[x]);
                 let edge = edge_outflow(c, x as u32, y as u32, bed, d);
                 if edge > 0.0 {
-                    let gone = pipe_quanta(c.flux_to_quanta, edge, limit[i]) as i64;
+                    let gone = pipe_quanta(c.flux_to_quanta, edge, limits[i].outflow) as i64;
                     net -= gone;
                     left += gone as u64;
                 }
                 let new = d as i64 + net;
-                debug_assert!(new >= 0, "cell {x},{y} went negative: {new}");
+                debug_assert!((0..=MAX_DEPTH_QUANTA as i64).contains(&new), "cell {x},{y} left its range: {new}");
                 // Water from a fixed level beyond the edge, up to the deepest a cell holds.
                 let came = level_edge_inflow_quanta(c, x as u32, y as u32, bed, d) as i64;
                 let new_with_inflow = (new + came).min(MAX_DEPTH_QUANTA as i64);
@@ -291,7 +295,7 @@ impl OldFields<'_> {
         let (ux, uy) = if flow > 0.0 { (x, y) } else { ((x as i64 + ox as i64) as u32, (y as i64 + oy as i64) as u32) };
         let q = self.discharge[uy as usize * w + ux as usize];
         let (offsets, _) = upstream_split(c, q);
-        let own = flow / pipe_width(c, p, x, y);
+        let own = flow * c.inverse_widths[pipe_class(c, p, x, y)];
         let velocity = offsets.map(|(dx, dy)| displaced_velocity(c, self.flow, p, x, y, dx, dy, own));
         Upstream { discharge: q, velocity }
     }
@@ -308,7 +312,7 @@ fn displaced_velocity(c: &StepConstants, flow: &[[f32; 4]], p: usize, x: u32, y:
     let inside = |x: i64, y: i64| x >= 0 && y >= 0 && x < c.width as i64 && y < c.height as i64;
     let (sx, sy) = (x as i64 - dx as i64, y as i64 - dy as i64);
     if inside(sx, sy) && inside(sx + ox as i64, sy + oy as i64) {
-        flow[sy as usize * c.width as usize + sx as usize][p] / pipe_width(c, p, sx as u32, sy as u32)
+        flow[sy as usize * c.width as usize + sx as usize][p] * c.inverse_widths[pipe_class(c, p, sx as u32, sy as u32)]
     } else {
         own
     }

@@ -7,6 +7,7 @@ pub mod gpu;
 pub mod limits;
 pub mod pending;
 pub mod readback;
+pub mod step_kernel;
 
 use crate::error::{Error, Result};
 use crate::state::MAX_TERRAIN_ABS;
