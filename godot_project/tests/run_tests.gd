@@ -752,10 +752,10 @@ func _test_the_depth_limit_is_refused_naming_the_property_and_its_range() -> voi
 	_check(added == 0.0 and message.contains("fill_basin") and message.contains("2048"),
 			"fill_basin to 2500 m adds nothing: \"%s\"" % message)
 	water.clear_last_error()
-	var id: int = water.add_source(Vector3(0.5, 0, 0.5), 300.0, 0.0)
+	var id: int = water.add_source(Vector3(0.5, 0, 0.5), 3000.0, 0.0)
 	message = water.get_last_error()
-	_check(id == -1 and message.contains("rate") and message.contains("204.8"),
-			"a 300 m³/s source on one cell is refused with the largest rate: \"%s\"" % message)
+	_check(id == -1 and message.contains("rate") and message.contains("-2048 ..= 2048 m³/s"),
+			"a 3000 m³/s source on one 1 m² cell is refused with the largest rate: \"%s\"" % message)
 	water.clear_last_error()
 	water.boundary_north = PipeWater.BOUNDARY_INFLOW
 	water.inflow_rate_north = 1.0e6

@@ -11,7 +11,7 @@ use crate::bodies::{self, Body, BodyForce, Coupling};
 use crate::error::{check_range, Error, Result};
 use crate::grid::Grid;
 use crate::ledger::MassLedger;
-use crate::params::{Boundary, CrossSection, NeighbourMode, Params};
+use crate::params::{Boundary, CrossSection, NeighbourMode, Params, LONGEST_STEP};
 use crate::pipes::{edge_cell_count, StepConstants};
 use crate::quanta::{quantum_volume, DEPTH_QUANTUM, MAX_DEPTH, MAX_DEPTH_QUANTA};
 use crate::state::{Snapshot, State, MAX_TERRAIN_ABS};
@@ -44,8 +44,9 @@ pub const MIN_STEP: f32 = 1.0e-7;
 pub const MAX_FRAME_DELTA: f32 = 10.0;
 /// Fastest initial velocity accepted, m/s (magnitude of each component).
 pub const MAX_INITIAL_SPEED: f32 = 1.0e3;
-/// Longest single step [`Simulation::run_steps`] accepts, s. Sources and inflow edges are
-/// checked against it: what they add to one cell in a step this long must fit in the cell.
+/// Longest single step [`Simulation::run_steps`] accepts, s. Steps longer than
+/// [`LONGEST_STEP`] (which `advance` never takes) may ask sources and inflow edges for more than a
+/// cell holds; they add what fits and owe nothing more.
 pub const MAX_STEP_LENGTH: f32 = 10.0;
 /// Deepest water (m) a GPU backend's newest snapshot may show, with what was added since,
 /// for [`Simulation::add_water`] to count the water it places from the request alone. Past it
@@ -447,9 +448,11 @@ impl Simulation {
             if let Boundary::Inflow { rate } = *boundary {
                 let cells = edge_cell_count(self.grid.width, self.grid.height, e) as f64 * substeps as f64;
                 let owed = rate as f64 * frame_time / qv + self.inflow_carry[e];
-                let per_cell = (owed / cells).floor().clamp(0.0, MAX_DEPTH_QUANTA as f64);
+                let wanted = (owed / cells).floor();
+                let per_cell = wanted.clamp(0.0, MAX_DEPTH_QUANTA as f64);
                 inflow_quanta[e] = per_cell as i32;
-                self.inflow_carry[e] = owed - per_cell * cells;
+                // What a cell cannot hold in one step is not owed later (steps past LONGEST_STEP).
+                self.inflow_carry[e] = if per_cell < wanted { 0.0 } else { owed - per_cell * cells };
             } else {
                 self.inflow_carry[e] = 0.0;
             }
@@ -457,15 +460,18 @@ impl Simulation {
         let mut forcing = Vec::new();
         for source in &mut self.sources {
             let owed = source.rate as f64 * frame_time / qv + source.carry;
-            let mut planned = 0.0;
+            let (mut planned, mut capped) = (0.0, false);
             for &(cell, share) in &source.cells {
-                let per_step = (owed * share / substeps as f64).trunc().clamp(-(MAX_DEPTH_QUANTA as f64), MAX_DEPTH_QUANTA as f64);
+                let wanted = (owed * share / substeps as f64).trunc();
+                let per_step = wanted.clamp(-(MAX_DEPTH_QUANTA as f64), MAX_DEPTH_QUANTA as f64);
+                capped |= per_step != wanted;
                 if per_step != 0.0 {
                     forcing.push(CellWater { cell, quanta: per_step as i32 });
                     planned += per_step * substeps as f64;
                 }
             }
-            source.carry = owed - planned;
+            // What a cell cannot hold in one step is not owed later (steps past LONGEST_STEP).
+            source.carry = if capped { 0.0 } else { owed - planned };
         }
         let constants = StepConstants::new(&self.params, self.grid.width, self.grid.height, self.grid.cell_size, step, inflow_quanta);
         if !self.pending_nudges.is_empty() {
@@ -721,7 +727,7 @@ impl Simulation {
     /// source stops adding to a cell that holds [`MAX_DEPTH`] (the ledger counts what entered).
     ///
     /// Refused when the rate itself cannot fit: more than [`MAX_DEPTH`] m of water for its
-    /// heaviest cell within one step of up to [`MAX_STEP_LENGTH`] s (the error names the limit
+    /// heaviest cell within one step of up to [`LONGEST_STEP`] s (the error names the limit
     /// and the largest rate for that footprint).
     pub fn add_source(&mut self, x: f32, z: f32, rate: f32, radius: f32) -> Result<SourceId> {
         Self::check_point(x, z)?;
@@ -751,20 +757,20 @@ impl Simulation {
     }
 
     /// Refuses a source or drain rate that would move more than [`MAX_DEPTH`] m of water in or out
-    /// of its heaviest cell (`cells`: cells and shares) in one step of [`MAX_STEP_LENGTH`] s.
+    /// of its heaviest cell (`cells`: cells and shares) in one step of [`LONGEST_STEP`] s.
     fn check_source_rate(&self, rate: f32, cells: &[(u32, f64)]) -> Result<()> {
         let share = cells.iter().map(|&(_, share)| share).fold(0.0, f64::max);
         let area = self.grid.cell_area() as f64;
-        let per_step = rate.abs() as f64 * share * MAX_STEP_LENGTH as f64 / area;
+        let per_step = rate.abs() as f64 * share * LONGEST_STEP as f64 / area;
         if per_step <= MAX_DEPTH as f64 {
             return Ok(());
         }
-        let fits = (MAX_DEPTH as f64 * area / (share * MAX_STEP_LENGTH as f64) * 1000.0).floor() / 1000.0;
+        let fits = (MAX_DEPTH as f64 * area / (share * LONGEST_STEP as f64) * 1000.0).floor() / 1000.0;
         Err(Error::invalid(
             "rate",
             format!("{rate} m³/s"),
             format!(
-                "-{fits} ..= {fits} m³/s for this footprint: its heaviest cell takes {:.1} % of the rate, and a cell may gain at most the {MAX_DEPTH} m of water it holds in one step of up to {MAX_STEP_LENGTH} s (spread it over a larger radius)",
+                "-{fits} ..= {fits} m³/s for this footprint: its heaviest cell takes {:.1} % of the rate, and a cell may gain at most the {MAX_DEPTH} m of water it holds in one step of up to {LONGEST_STEP} s (spread it over a larger radius)",
                 share * 100.0
             ),
         ))
@@ -1099,7 +1105,7 @@ fn check_state(state: &State, params: &Params) -> Result<()> {
 
 /// Refuses edges that would put more water into a cell than it holds ([`MAX_DEPTH`]) on this
 /// grid and terrain: an inflow edge whose rate adds more than that to each of its cells in one
-/// step of up to [`MAX_STEP_LENGTH`] s, or a fixed-level edge whose level stands more than that
+/// step of up to [`LONGEST_STEP`] s, or a fixed-level edge whose level stands more than that
 /// above the lowest ground along it. The errors name the edge's property (`inflow_rate_north`,
 /// `boundary_level_east`, …) and its valid range here.
 fn check_edge_limits(params: &Params, grid: Grid, terrain: &[f32]) -> Result<()> {
@@ -1108,13 +1114,13 @@ fn check_edge_limits(params: &Params, grid: Grid, terrain: &[f32]) -> Result<()>
             Boundary::Inflow { rate } => {
                 let cells = edge_cell_count(grid.width, grid.height, e) as f64;
                 let area = grid.cell_area() as f64;
-                let fits = MAX_DEPTH as f64 * cells * area / MAX_STEP_LENGTH as f64;
+                let fits = MAX_DEPTH as f64 * cells * area / LONGEST_STEP as f64;
                 if rate as f64 > fits {
                     return Err(Error::invalid(
                         INFLOW_RATE_NAMES[e],
                         format!("{rate} m³/s"),
                         format!(
-                            "0 ..= {} m³/s on this grid: the edge's {cells} cells of {area} m² may each gain at most the {MAX_DEPTH} m of water a cell holds in one step of up to {MAX_STEP_LENGTH} s",
+                            "0 ..= {} m³/s on this grid: the edge's {cells} cells of {area} m² may each gain at most the {MAX_DEPTH} m of water a cell holds in one step of up to {LONGEST_STEP} s",
                             (fits * 1000.0).floor() / 1000.0
                         ),
                     ));

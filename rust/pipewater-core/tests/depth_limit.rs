@@ -109,20 +109,20 @@ fn a_basin_fill_past_the_limit_is_refused_and_one_at_the_limit_fills_to_it() {
 fn a_source_whose_rate_cannot_fit_is_refused_and_one_into_a_full_cell_adds_nothing() {
     for backend in backends("a_source_whose_rate_cannot_fit_is_refused_and_one_into_a_full_cell_adds_nothing") {
         let mut sim = Simulation::new(pool(MAX_DEPTH_QUANTA), Params::default(), backend).unwrap();
-        // One 1 m² cell may gain 2048 m in a 10 s step: 204.8 m³/s.
-        let refused = sim.add_source(0.5, 0.5, 300.0, 0.0);
-        let drain_refused = sim.add_source(0.5, 0.5, -300.0, 0.0);
-        let source = sim.add_source(0.5, 0.5, 200.0, 0.0).unwrap();
+        // One 1 m² cell may gain 2048 m in a step of up to 1 s: 2048 m³/s.
+        let refused = sim.add_source(0.5, 0.5, 3000.0, 0.0);
+        let drain_refused = sim.add_source(0.5, 0.5, -3000.0, 0.0);
+        let source = sim.add_source(0.5, 0.5, 2000.0, 0.0).unwrap();
         let raised = sim.set_source_rate(source, 1.0e4);
         for _ in 0..5 {
             sim.advance(1.0 / 60.0).unwrap();
         }
         let state = sim.read_state().unwrap();
         let ledger = sim.ledger().unwrap();
-        println!("{backend:?}: 300 m³/s: {refused:?}; drain: {drain_refused:?}; raised to 1e4: {raised:?}; after 5 frames into full cells: ledger {:?}", ledger.counters);
+        println!("{backend:?}: 3000 m³/s: {refused:?}; drain: {drain_refused:?}; raised to 1e4: {raised:?}; after 5 frames into full cells: ledger {:?}", ledger.counters);
         for r in [refused.map(drop), drain_refused.map(drop), raised.map(drop)] {
-            let Err(e) = r else { panic!("{backend:?}: a rate past 204.8 m³/s for one cell is refused") };
-            assert!(names_the_limit(&e) && e.to_string().contains("204.8"), "{backend:?}: names the limit and the largest rate: {e}");
+            let Err(e) = r else { panic!("{backend:?}: a rate past 2048 m³/s for one cell is refused") };
+            assert!(names_the_limit(&e) && e.to_string().contains("-2048 ..= 2048 m³/s"), "{backend:?}: names the limit and the largest rate: {e}");
         }
         assert_eq!(ledger.counters.added, 0, "{backend:?}: a full cell takes nothing from a source");
         assert!(state.depth.iter().all(|&d| d == MAX_DEPTH_QUANTA), "{backend:?}: every cell stays at the limit");
@@ -136,9 +136,9 @@ fn inflow_rates_and_edge_levels_that_cannot_fit_are_refused_naming_their_edge_an
     let mut terrain = vec![0.0; grid.cell_count()];
     terrain[grid.index(9, 2)] = -100.0;
     let state = State::with_terrain(grid, terrain).unwrap();
-    // The east edge has 4 cells of 1 m²: 4 · 2048 m / 10 s = 819.2 m³/s.
+    // The east edge has 4 cells of 1 m²: 4 · 2048 m in a step of up to 1 s, 8192 m³/s.
     let mut inflow = Params::default();
-    inflow.boundaries[Edge::East as usize] = Boundary::Inflow { rate: 900.0 };
+    inflow.boundaries[Edge::East as usize] = Boundary::Inflow { rate: 9000.0 };
     let mut level = Params::default();
     level.boundaries[Edge::East as usize] = Boundary::Level { level: 2000.0 };
     let refused_inflow = Simulation::cpu(state.clone(), inflow).map(drop);
@@ -147,12 +147,12 @@ fn inflow_rates_and_edge_levels_that_cannot_fit_are_refused_naming_their_edge_an
     let refused_later = sim.set_params(level);
     let mut fits = Params::default();
     fits.boundaries[Edge::East as usize] = Boundary::Level { level: 1900.0 };
-    fits.boundaries[Edge::West as usize] = Boundary::Inflow { rate: 819.0 };
+    fits.boundaries[Edge::West as usize] = Boundary::Inflow { rate: 8000.0 };
     let accepted = sim.set_params(fits);
-    println!("inflow 900 m³/s: {refused_inflow:?}\nlevel 2000 m over ground at -100 m: {refused_level:?}\nset_params: {refused_later:?}\nlevel 1900 m and inflow 819 m³/s: {accepted:?}");
-    let Err(Error::InvalidArgument { name, .. }) = &refused_inflow else { panic!("900 m³/s into 4 cells cannot fit") };
+    println!("inflow 9000 m³/s: {refused_inflow:?}\nlevel 2000 m over ground at -100 m: {refused_level:?}\nset_params: {refused_later:?}\nlevel 1900 m and inflow 8000 m³/s: {accepted:?}");
+    let Err(Error::InvalidArgument { name, .. }) = &refused_inflow else { panic!("9000 m³/s into 4 cells cannot fit") };
     assert_eq!(*name, "inflow_rate_east");
-    assert!(names_the_limit(&refused_inflow.clone().unwrap_err()) && refused_inflow.unwrap_err().to_string().contains("819.2"));
+    assert!(names_the_limit(&refused_inflow.clone().unwrap_err()) && refused_inflow.unwrap_err().to_string().contains("8192"));
     for refused in [refused_level, refused_later] {
         let Err(e @ Error::InvalidArgument { name: "boundary_level_east", .. }) = refused else { panic!("a level 2100 m above the edge's lowest ground cannot fit") };
         assert!(names_the_limit(&e) && e.to_string().contains("1948"), "names the limit and the highest level (-100 + 2048): {e}");

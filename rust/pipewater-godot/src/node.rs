@@ -69,9 +69,9 @@ use pipewater_core::{Params, Simulation};
 /// put more into a cell by itself is refused with an error naming the limit: an
 /// `initial_water_level` more than 2048 m above the lowest ground, an `add_water` whose share
 /// for one cell passes it, a `fill_basin` to such a level, a source whose rate adds more in one
-/// step of up to 10 s, an inflow edge or a level edge likewise. Water added to cells that are
-/// nearly full fills them to the limit; `add_water` returns (and a warning states) what fit, and
-/// the ledger counts what entered.
+/// step of up to 1 s (the longest `max_step`), an inflow edge or a level edge likewise. Water
+/// added to cells that are nearly full fills them to the limit; `add_water` returns (and a
+/// warning states) what fit, and the ledger counts what entered.
 ///
 /// **A lost GPU device** (a driver reset, an unplugged GPU, or `simulate_device_loss()`) is
 /// noticed at the next step or read: the node warns once and goes on on the next backend —

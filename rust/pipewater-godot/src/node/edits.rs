@@ -87,8 +87,9 @@ impl PipeWater {
     /// Adds a source of `rate` m³/s (`-1e6 ..= 1e6`; negative drains) spread over `radius` m
     /// around `global_position`. Returns its id (≥ 1), or -1 when rejected (off the grid, bad
     /// argument, or a rate that would move more than the 2048 m of water a cell holds through its
-    /// heaviest cell in one 10 s step: the error names the largest rate for that radius). A
-    /// source stops adding to a full cell. Sources survive `reset()` but not a rebuild.
+    /// heaviest cell in one step of up to 1 s, the longest `max_step`: the error names the
+    /// largest rate for that radius). A source stops adding to a full cell. Sources survive
+    /// `reset()` but not a rebuild.
     #[func]
     fn add_source(&mut self, global_position: Vector3, rate: f64, radius: f64) -> i64 {
         let Some(rate) = self.errors.accept(validate::source_rate("add_source", rate)) else {
