@@ -175,11 +175,11 @@ fn face_depth(surface_a: f32, bed_a: f32, surface_b: f32, bed_b: f32) -> f32 {
     return max(max(surface_a, surface_b) - max(bed_a, bed_b), 0.0);
 }
 
-// pipes.rs surface_drive: eta_a - eta_b from beds (m) and depths (quanta), differences within
-// one quantum driving nothing.
-fn surface_drive(bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32) -> f32 {
-    let difference = (bed_a - bed_b) + f32(depth_a - depth_b) * DEPTH_QUANTUM;
-    return difference - clamp(difference, -DEPTH_QUANTUM, DEPTH_QUANTUM);
+// pipes.rs surface_drive for the four pipes of a cell (one vector lane a pipe): eta_a - eta_b from
+// beds (m) and depths (quanta), differences within one quantum driving nothing.
+fn surface_drive(bed_a: f32, depth_a: i32, bed_b: vec4<f32>, depth_b: vec4<i32>) -> vec4<f32> {
+    let difference = (vec4<f32>(bed_a) - bed_b) + vec4<f32>(vec4<i32>(depth_a) - depth_b) * DEPTH_QUANTUM;
+    return difference - clamp(difference, vec4<f32>(-DEPTH_QUANTUM), vec4<f32>(DEPTH_QUANTUM));
 }
 
 // pipes.rs CLASS_*.
@@ -209,13 +209,22 @@ fn pipe_width(c: StepConstants, p: u32, owner: vec2<i32>) -> f32 {
     return c.widths[pipe_class(c, p, owner)];
 }
 
+// The model's functions below work on the four pipes a cell owns at once, one vector lane a
+// pipe (E, S, SE, SW), and choose with `select` rather than branch: the four pipes' long chains
+// of dependent operations then run side by side instead of one after another. Each lane computes
+// what its pipes.rs twin returns for that pipe, operation for operation; a lane that `select`
+// discards may hold an infinity or a NaN, never returned.
+
+// The value of a per-class constant (StepConstants widths, inverse_widths, conductance) for the
+// classes of four pipes.
+fn per_class(values: vec4<f32>, kind: vec4<u32>) -> vec4<f32> {
+    return vec4<f32>(values[kind.x], values[kind.y], values[kind.z], values[kind.w]);
+}
+
 // pipes.rs film_drag.
-fn film_drag(c: StepConstants, f: f32, depth: f32) -> f32 {
-    if depth <= 0.0 {
-        return 0.0;
-    }
+fn film_drag(c: StepConstants, f: vec4<f32>, depth: vec4<f32>) -> vec4<f32> {
     let squared = depth * depth;
-    return f * (squared / (squared + c.film));
+    return select(f * (squared / (squared + c.film)), vec4<f32>(0.0), depth <= vec4<f32>(0.0));
 }
 
 // pipes.rs keeps_flux: pipes keep their flux (depth-dependent mode without advection).
@@ -236,89 +245,100 @@ fn carried_depth(c: StepConstants, bed_a: f32, depth_a: i32, bed_b: f32, depth_b
     return face_depth(bed_a + f32(depth_a) * DEPTH_QUANTUM, bed_a, bed_b + f32(depth_b) * DEPTH_QUANTUM, bed_b);
 }
 
-// pipes.rs Upstream.
+// pipes.rs Upstream for the four pipes of a cell: the discharge (m²/s) at the centre of each
+// pipe's upstream cell, and the velocities of the two displaced pipes of each.
 struct Upstream {
-    discharge: vec2<f32>,
-    velocity: vec2<f32>,
+    discharge_x: vec4<f32>,
+    discharge_y: vec4<f32>,
+    velocity_first: vec4<f32>,
+    velocity_second: vec4<f32>,
 }
 
-// pipes.rs upstream_split: the two grid offsets around the direction of `q`, and q's parts.
-struct UpstreamSplit {
+// pipes.rs upstream_split, the offsets: the two grid offsets around the direction of `q`.
+struct UpstreamOffsets {
     first: vec2<i32>,
     second: vec2<i32>,
-    parts: vec2<f32>,
 }
 
-fn upstream_split(c: StepConstants, q: vec2<f32>) -> UpstreamSplit {
+fn upstream_offsets(c: StepConstants, q: vec2<f32>) -> UpstreamOffsets {
     let sx = select(1, -1, q.x < 0.0);
     let sy = select(1, -1, q.y < 0.0);
-    let ax = abs(q.x);
-    let ay = abs(q.y);
-    var split: UpstreamSplit;
+    var split: UpstreamOffsets;
     if !eight_neighbours(c) {
         split.first = vec2<i32>(sx, 0);
         split.second = vec2<i32>(0, sy);
-        split.parts = vec2<f32>(ax, ay);
-    } else if ax >= ay {
-        split.first = vec2<i32>(sx, 0);
-        split.second = vec2<i32>(sx, sy);
-        split.parts = vec2<f32>(ax - ay, ay);
-    } else {
-        split.first = vec2<i32>(0, sy);
-        split.second = vec2<i32>(sx, sy);
-        split.parts = vec2<f32>(ay - ax, ax);
+        return split;
     }
+    split.first = select(vec2<i32>(0, sy), vec2<i32>(sx, 0), abs(q.x) >= abs(q.y));
+    split.second = vec2<i32>(sx, sy);
     return split;
 }
 
-// pipes.rs advect.
-fn advect(c: StepConstants, flow: f32, kind: u32, depth_a: f32, depth_b: f32, up: Upstream) -> f32 {
-    let parts = upstream_split(c, up.discharge).parts;
-    let held = 0.5 * (depth_a + depth_b) * c.cell_size;
-    let w0 = c.dt * parts.x;
-    let w1 = c.dt * parts.y;
+// pipes.rs upstream_split, the parts: each discharge's non-negative parts along its two offsets.
+struct UpstreamParts {
+    first: vec4<f32>,
+    second: vec4<f32>,
+}
+
+fn upstream_parts(c: StepConstants, qx: vec4<f32>, qy: vec4<f32>) -> UpstreamParts {
+    let ax = abs(qx);
+    let ay = abs(qy);
+    var parts: UpstreamParts;
+    if !eight_neighbours(c) {
+        parts.first = ax;
+        parts.second = ay;
+        return parts;
+    }
+    let along_x = ax >= ay;
+    parts.first = select(ay - ax, ax - ay, along_x);
+    parts.second = select(ax, ay, along_x);
+    return parts;
+}
+
+// pipes.rs advect, for pipes of classes `kind` between a cell `depth_a` m deep and cells
+// `depth_b` m deep.
+fn advect(c: StepConstants, flow: vec4<f32>, kind: vec4<u32>, depth_a: f32, depth_b: vec4<f32>, up: Upstream) -> vec4<f32> {
+    let parts = upstream_parts(c, up.discharge_x, up.discharge_y);
+    let held = 0.5 * (vec4<f32>(depth_a) + depth_b) * c.cell_size;
+    let w0 = c.dt * parts.first;
+    let w1 = c.dt * parts.second;
     let total = w0 + w1;
-    if total <= 0.0 || held <= 0.0 {
-        return flow;
-    }
     let scale = 1.0 / max(total, held);
-    let velocity = flow * c.inverse_widths[kind];
-    let advected = velocity + scale * (w0 * (up.velocity.x - velocity) + w1 * (up.velocity.y - velocity));
-    return advected * c.widths[kind];
+    let velocity = flow * per_class(c.inverse_widths, kind);
+    let advected = velocity + scale * (w0 * (up.velocity_first - velocity) + w1 * (up.velocity_second - velocity));
+    let still = total <= vec4<f32>(0.0) | held <= vec4<f32>(0.0);
+    return select(advected * per_class(c.widths, kind), flow, still);
 }
 
-// pipes.rs Accelerated.
+// pipes.rs Accelerated, for four pipes.
 struct Accelerated {
-    stored: f32,
-    flux: f32,
+    stored: vec4<f32>,
+    flux: vec4<f32>,
 }
 
-// pipes.rs accelerate_carried: what a pipe of class `class` carrying over `depth` m
-// (carried_depth) does this step, from what it kept.
-fn accelerate(c: StepConstants, kind: u32, kept: f32, bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32, depth: f32, up: Upstream) -> Accelerated {
+// pipes.rs accelerate_carried for the four pipes of a cell (bed `bed_a` m, `depth_a` quanta) of
+// classes `kind`, which kept `kept` and lead to cells of beds `bed_b` and depths `depth_b`,
+// carrying over `depth` m (carried_depth; 0 for a pipe that does not exist).
+fn accelerate(c: StepConstants, kind: vec4<u32>, kept: vec4<f32>, bed_a: f32, depth_a: i32, bed_b: vec4<f32>, depth_b: vec4<i32>, depth: vec4<f32>, up: Upstream) -> Accelerated {
+    let dry = depth <= vec4<f32>(0.0);
+    let drive = per_class(c.conductance, kind) * surface_drive(bed_a, depth_a, bed_b, depth_b);
     var result: Accelerated;
-    result.stored = 0.0;
-    result.flux = 0.0;
-    if depth <= 0.0 {
-        return result;
-    }
-    let drive = c.conductance[kind] * surface_drive(bed_a, depth_a, bed_b, depth_b);
     if keeps_flux(c) {
-        let flux = film_drag(c, kept * c.flux_decay + drive * depth, depth);
+        let flux = select(film_drag(c, kept * c.flux_decay + drive * depth, depth), vec4<f32>(0.0), dry);
         result.stored = flux;
         result.flux = flux;
         return result;
     }
     var flow = kept;
     if advects(c) {
-        flow = advect(c, flow, kind, f32(depth_a) * DEPTH_QUANTUM, f32(depth_b) * DEPTH_QUANTUM, up);
+        flow = advect(c, flow, kind, f32(depth_a) * DEPTH_QUANTUM, vec4<f32>(depth_b) * DEPTH_QUANTUM, up);
     }
     flow = flow * c.flux_decay + drive;
     if depth_dependent(c) {
         flow = film_drag(c, flow, depth);
     }
-    result.stored = flow;
-    result.flux = flow * depth;
+    result.stored = select(flow, vec4<f32>(0.0), dry);
+    result.flux = select(flow * depth, vec4<f32>(0.0), dry);
     return result;
 }
 
@@ -399,28 +419,19 @@ fn requested_quanta(flux_to_quanta: f32, leaving: array<f32, 8>) -> f32 {
 // pipes.rs limit_factor.
 fn limit_factor(depth_quanta: i32, requested: f32) -> f32 {
     let available = f32(depth_quanta) * LIMIT_MARGIN;
-    if requested <= available {
-        return 1.0;
-    }
-    return min(available / requested, 1.0);
+    return select(min(available / requested, 1.0), 1.0, requested <= available);
 }
 
 // pipes.rs room_factor.
 fn room_factor(depth_quanta: i32, incoming: f32) -> f32 {
     let room = f32(MAX_DEPTH_QUANTA - depth_quanta) * LIMIT_MARGIN;
-    if incoming <= room {
-        return 1.0;
-    }
-    return min(room / incoming, 1.0);
+    return select(min(room / incoming, 1.0), 1.0, incoming <= room);
 }
 
 // pipes.rs transfer_limit: `limits` are (outflow, room) factors of the pipe's owner and its
 // neighbour.
 fn transfer_limit(f: f32, owner: vec2<f32>, neighbour: vec2<f32>) -> f32 {
-    if f > 0.0 {
-        return min(owner.x, neighbour.y);
-    }
-    return min(neighbour.x, owner.y);
+    return select(min(neighbour.x, owner.y), min(owner.x, neighbour.y), f > 0.0);
 }
 
 // Whole quanta the pipes in `q` (as requested_quanta counts them: q[n] = |max(flow, 0)| ·

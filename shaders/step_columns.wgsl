@@ -16,10 +16,11 @@
 // memory, after a barrier; each phase keeps the few rows its readers still need in a ring. The
 // pipes a cell owns point right, down, down-right and down-left, so the step at row y needs rows
 // y-3 ..= y+3 and columns x-5 ..= x+5: a band is loaded with three rows above and below it, and
-// the HALO columns on each side of a strip compute values only their neighbours use. Every cell
-// of the grid is loaded by COLUMNS / (COLUMNS - 2·HALO) strips and (rows + 6) / rows bands, and
-// its fields cross DRAM once per step: terrain, depth and pipes in, depth and pipes out (44
-// bytes), as in a fused tile kernel, with far less of the step recomputed for halos.
+// the HALO columns on each side of a strip compute values only their neighbours use. A cell's
+// fields cross DRAM once per step: terrain, depth and pipes in, depth and pipes out (44 bytes;
+// halo columns and rows come again from the caches), as in a fused tile kernel, with less of the
+// step recomputed for halos (with 64 columns and 64 rows, 1.24 cells computed per cell stepped,
+// against 1.69 for a 32 × 8 tile with a two-cell halo).
 //
 // Neighbouring strips and bands compute the shared halo pipes and limit factors from the same
 // inputs with the same code, so both ends of every pipe apply the same integer and mass stays
@@ -37,8 +38,15 @@
 @group(0) @binding(6) var<storage, read_write> counters: array<atomic<u32>, 8>;
 
 // Invocations per workgroup, one per column; the host chooses it from the device's workgroup
-// memory (backend::gpu COLUMN_CHOICES): 240 bytes per column.
-override COLUMNS: u32 = 128u;
+// memory (backend/step_kernel.rs COLUMN_CHOICES): 240 bytes per column.
+override COLUMNS: u32 = 64u;
+// Columns each invocation walks (1 or 2, set by the host with COLUMNS): two give each
+// invocation two independent cells in every phase, whose latencies overlap.
+override PER_INVOCATION: u32 = 1u;
+// (Named, and declared before the workgroup arrays, whose sizes naga turns into unnamed
+// overrides that it cannot evaluate on the way to a later one.)
+override INVOCATIONS: u32 = COLUMNS / PER_INVOCATION;
+
 // Columns on each side of a strip whose results only their neighbours use.
 const HALO: u32 = 5u;
 
@@ -116,23 +124,74 @@ fn lane(lanes: Lanes, dx: i32) -> u32 {
     return lanes.here;
 }
 
-// Whether owned pipe p of `cell` exists: its cell and far end on the grid (diagonals only with
-// eight neighbours).
-fn pipe_exists(cell: vec2<i32>, p: u32) -> bool {
-    return pipe_active(c, p) && cell_in_grid(c, cell) && cell_in_grid(c, cell + pipe_offset(p));
+// Which cells of the 5×5 window around a cell lie on the grid: bit (dy + 2)·5 + (dx + 2) for
+// the cell (dx, dy) away. Built once per cell and phase from the invocation's columns and the
+// row, so that the many "is this neighbour on the grid" questions of a phase cost a shift each.
+fn window(columns: u32, y: i32) -> u32 {
+    var mask = 0u;
+    for (var k = 0; k < 5; k++) {
+        let row = y + k - 2;
+        if row >= 0 && row < i32(c.height) {
+            mask |= columns << u32(5 * k);
+        }
+    }
+    return mask;
 }
 
-// The cell an invocation works on in a phase, and its own fields there.
+// Bits 0..4: whether columns x - 2 ..= x + 2 lie on the grid.
+fn columns_on_grid(x: i32) -> u32 {
+    var bits = 0u;
+    for (var k = 0; k < 5; k++) {
+        let column = x + k - 2;
+        if column >= 0 && column < i32(c.width) {
+            bits |= 1u << u32(k);
+        }
+    }
+    return bits;
+}
+
+// The window of a cell whose 5×5 neighbourhood lies on the grid.
+const WINDOW_INSIDE: u32 = 0x1ffffffu;
+
+fn inside(window: u32, d: vec2<i32>) -> bool {
+    return ((window >> u32((d.y + 2) * 5 + d.x + 2)) & 1u) != 0u;
+}
+
+// Whether owned pipe p of the cell `d` away from the window's centre exists: that cell and the
+// pipe's far end on the grid (diagonals only with eight neighbours).
+fn pipe_exists_at(window: u32, d: vec2<i32>, p: u32) -> bool {
+    return pipe_active(c, p) && inside(window, d) && inside(window, d + pipe_offset(p));
+}
+
+// common.wgsl pipe_class for owned pipe p of the cell `d` away from the window's centre (which
+// lies on the grid): an orthogonal pipe along an edge is one whose neighbours across it are off.
+fn pipe_class_at(window: u32, d: vec2<i32>, p: u32) -> u32 {
+    if p >= 2u {
+        return CLASS_DIAGONAL;
+    }
+    if !eight_neighbours(c) {
+        return CLASS_ORTHOGONAL;
+    }
+    var across = vec2<i32>(1, 0);
+    if p == 0u {
+        across = vec2<i32>(0, 1);
+    }
+    return u32(!inside(window, d - across)) + u32(!inside(window, d + across));
+}
+
+// The cell an invocation works on in a phase, its own fields there and its window.
 struct Here {
     cell: vec2<i32>,
+    window: u32,
     bed: f32,
     depth: i32,
     flow: vec4<f32>,
 }
 
-fn here_at(cell: vec2<i32>, lanes: Lanes) -> Here {
+fn here_at(cell: vec2<i32>, columns: u32, lanes: Lanes) -> Here {
     var h: Here;
     h.cell = cell;
+    h.window = window(columns, cell.y);
     let slot = at(ring(cell.y), lanes.here);
     h.bed = s_bed[slot];
     h.depth = s_depth[slot];
@@ -144,28 +203,31 @@ fn here_at(cell: vec2<i32>, lanes: Lanes) -> Here {
 // the driver's compiler sees every vector component and workgroup slot it indexes by `p` as a
 // constant (a component chosen at run time can push a vector out of registers).
 
-// Phase B: the flux before the step of owned pipe p of `h` (backend/cpu.rs phase 0).
-fn old_flux(h: Here, lanes: Lanes, p: u32) -> f32 {
-    if !pipe_exists(h.cell, p) {
-        return 0.0;
-    }
+// The depth carrying owned pipe p of `h` (pipes.rs carried_depth), 0 where it does not exist.
+fn carried_of(h: Here, lanes: Lanes, p: u32) -> f32 {
     let o = pipe_offset(p);
     let end = at(ring(h.cell.y + o.y), lane(lanes, o.x));
-    let carried = carried_depth(c, h.bed, h.depth, s_bed[end], s_depth[end]);
-    return h.flow[p] * flux_per_stored(c, carried);
+    return select(0.0, carried_depth(c, h.bed, h.depth, s_bed[end], s_depth[end]), pipe_exists_at(h.window, vec2<i32>(0), p));
 }
 
-fn old_fluxes(h: Here, lanes: Lanes) -> vec4<f32> {
-    return vec4<f32>(old_flux(h, lanes, 0u), old_flux(h, lanes, 1u), old_flux(h, lanes, 2u), old_flux(h, lanes, 3u));
+fn carried_depths(h: Here, lanes: Lanes) -> vec4<f32> {
+    return vec4<f32>(carried_of(h, lanes, 0u), carried_of(h, lanes, 1u), carried_of(h, lanes, 2u), carried_of(h, lanes, 3u));
 }
 
-// Phase C: the discharge at the centre of `cell` from the old fluxes of its eight pipes.
-fn centre_discharge(cell: vec2<i32>, lanes: Lanes) -> vec2<f32> {
-    if !cell_in_grid(c, cell) {
-        return vec2<f32>(0.0);
-    }
-    let row = pair(cell.y);
-    let above = pair(cell.y - 1);
+// Phase B: the flux before the step of owned pipe p of `h`, which carries over `carried`
+// (backend/cpu.rs phase 0; 0 where the pipe does not exist).
+fn old_flux(h: Here, carried: f32, p: u32) -> f32 {
+    return select(0.0, h.flow[p] * flux_per_stored(c, carried), pipe_exists_at(h.window, vec2<i32>(0), p));
+}
+
+fn old_fluxes(h: Here, carried: vec4<f32>) -> vec4<f32> {
+    return vec4<f32>(old_flux(h, carried.x, 0u), old_flux(h, carried.y, 1u), old_flux(h, carried.z, 2u), old_flux(h, carried.w, 3u));
+}
+
+// Phase C: the discharge at the centre of `h`'s cell from the old fluxes of its eight pipes.
+fn centre_discharge(h: Here, lanes: Lanes) -> vec2<f32> {
+    let row = pair(h.cell.y);
+    let above = pair(h.cell.y - 1);
     let own = s_old_flux[at(row, lanes.here)];
     var outgoing: array<f32, 8>;
     outgoing[0] = own.x;
@@ -176,51 +238,71 @@ fn centre_discharge(cell: vec2<i32>, lanes: Lanes) -> vec2<f32> {
     outgoing[5] = -s_old_flux[at(above, lanes.here)].y;
     outgoing[6] = -s_old_flux[at(above, lanes.left)].z;
     outgoing[7] = -s_old_flux[at(above, lanes.right)].w;
-    return discharge(c.cell_size, outgoing);
+    return select(vec2<f32>(0.0), discharge(c.cell_size, outgoing), inside(h.window, vec2<i32>(0)));
 }
 
 // backend/cpu.rs displaced_velocity: velocity (m/s) along pipe p of the pipe of the same
-// direction owned by `owner - offset`, or `own` where that pipe would reach beyond the grid.
-fn displaced_velocity(owner: vec2<i32>, p: u32, offset: vec2<i32>, lanes: Lanes, own: f32) -> f32 {
-    let s = owner - offset;
-    if cell_in_grid(c, s) && cell_in_grid(c, s + pipe_offset(p)) {
-        return s_flow[at(ring(s.y), lane(lanes, -offset.x))][p] * c.inverse_widths[pipe_class(c, p, s)];
-    }
-    return own;
+// direction owned by the cell `offset` behind `h`'s, or `own` where that pipe would reach beyond
+// the grid.
+fn displaced_velocity(h: Here, p: u32, offset: vec2<i32>, lanes: Lanes, own: f32) -> f32 {
+    let d = -offset;
+    // The read is of a slot of the ring whatever `d`; off the grid its value is not used.
+    let there = s_flow[at(ring(h.cell.y + d.y), lane(lanes, d.x))][p] * c.inverse_widths[pipe_class_at(h.window, d, p)];
+    return select(own, there, inside(h.window, d) && inside(h.window, d + pipe_offset(p)));
 }
 
-// Phase D: accelerate owned pipe p of `h` (backend/cpu.rs phase 1): its flux (for the
-// neighbours) and what it keeps before the limit (for the cell's own transfer).
-fn accelerate_pipe(h: Here, lanes: Lanes, p: u32) -> Accelerated {
-    var none: Accelerated;
-    none.stored = 0.0;
-    none.flux = 0.0;
-    if !pipe_exists(h.cell, p) {
-        return none;
-    }
+// The slot of the far end of owned pipe p of `h`.
+fn far_end(h: Here, lanes: Lanes, p: u32) -> u32 {
     let o = pipe_offset(p);
-    let end = at(ring(h.cell.y + o.y), lane(lanes, o.x));
-    let bed_b = s_bed[end];
-    let depth_b = s_depth[end];
-    let carried = carried_depth(c, h.bed, h.depth, bed_b, depth_b);
-    let kind = pipe_class(c, p, h.cell);
-    let kept = h.flow[p];
-    var up: Upstream;
-    up.discharge = vec2<f32>(0.0);
-    up.velocity = vec2<f32>(0.0);
-    if advects(c) && kept != 0.0 {
-        // The discharge at the centre of the cell the pipe draws from.
-        var source = at(pair(h.cell.y), lanes.here);
-        if kept < 0.0 {
-            source = at(pair(h.cell.y + o.y), lane(lanes, o.x));
-        }
-        let q = s_discharge[source];
-        let split = upstream_split(c, q);
-        up.discharge = q;
-        let own = kept * c.inverse_widths[kind];
-        up.velocity = vec2<f32>(displaced_velocity(h.cell, p, split.first, lanes, own), displaced_velocity(h.cell, p, split.second, lanes, own));
+    return at(ring(h.cell.y + o.y), lane(lanes, o.x));
+}
+
+// What advection needs upstream of owned pipe p of `h`, which kept `kept` (backend/cpu.rs
+// OldFields::upstream): (discharge x, discharge y, velocity along the first offset, along the
+// second); none for a pipe at rest, which advection leaves as it is.
+fn upstream_of(h: Here, lanes: Lanes, kept: f32, kind: u32, p: u32) -> vec4<f32> {
+    let o = pipe_offset(p);
+    // The discharge at the centre of the cell the pipe draws from.
+    let source = select(at(pair(h.cell.y), lanes.here), at(pair(h.cell.y + o.y), lane(lanes, o.x)), kept < 0.0);
+    let q = select(s_discharge[source], vec2<f32>(0.0), kept == 0.0);
+    let offsets = upstream_offsets(c, q);
+    let own = kept * c.inverse_widths[kind];
+    return vec4<f32>(q, displaced_velocity(h, p, offsets.first, lanes, own), displaced_velocity(h, p, offsets.second, lanes, own));
+}
+
+// Phase D: accelerate the four pipes of `h`, which carry over `carried` (backend/cpu.rs phase 1):
+// their fluxes (for the neighbours) and what they keep before the limit (for the cell's own
+// transfer). A pipe that does not exist has carried depth 0 (carried_of), so its lane is zero.
+fn accelerate_pipes(h: Here, lanes: Lanes, carried_b: vec4<f32>) -> AcceleratedPipes {
+    var carried = carried_b;
+    if !advects(c) {
+        carried = carried_depths(h, lanes);
     }
-    return accelerate(c, kind, kept, h.bed, h.depth, bed_b, depth_b, carried, up);
+    let ends = vec4<u32>(far_end(h, lanes, 0u), far_end(h, lanes, 1u), far_end(h, lanes, 2u), far_end(h, lanes, 3u));
+    let bed_b = vec4<f32>(s_bed[ends.x], s_bed[ends.y], s_bed[ends.z], s_bed[ends.w]);
+    let depth_b = vec4<i32>(s_depth[ends.x], s_depth[ends.y], s_depth[ends.z], s_depth[ends.w]);
+    let centre = vec2<i32>(0);
+    let kind = vec4<u32>(pipe_class_at(h.window, centre, 0u), pipe_class_at(h.window, centre, 1u), CLASS_DIAGONAL, CLASS_DIAGONAL);
+    var up: Upstream;
+    up.discharge_x = vec4<f32>(0.0);
+    up.discharge_y = vec4<f32>(0.0);
+    up.velocity_first = vec4<f32>(0.0);
+    up.velocity_second = vec4<f32>(0.0);
+    if advects(c) {
+        let e = upstream_of(h, lanes, h.flow.x, kind.x, 0u);
+        let s = upstream_of(h, lanes, h.flow.y, kind.y, 1u);
+        let se = upstream_of(h, lanes, h.flow.z, kind.z, 2u);
+        let sw = upstream_of(h, lanes, h.flow.w, kind.w, 3u);
+        up.discharge_x = vec4<f32>(e.x, s.x, se.x, sw.x);
+        up.discharge_y = vec4<f32>(e.y, s.y, se.y, sw.y);
+        up.velocity_first = vec4<f32>(e.z, s.z, se.z, sw.z);
+        up.velocity_second = vec4<f32>(e.w, s.w, se.w, sw.w);
+    }
+    let a = accelerate(c, kind, h.flow, h.bed, h.depth, bed_b, depth_b, carried, up);
+    var pipes: AcceleratedPipes;
+    pipes.flux = a.flux;
+    pipes.stored = a.stored;
+    return pipes;
 }
 
 // Phase E: the limit factors of `cell` (backend/cpu.rs phase 2); (1, 1) off the grid.
@@ -265,17 +347,13 @@ fn move_pipe(cell: vec2<i32>, lanes: Lanes, limits: vec2<f32>, f: f32, stored: f
     moved.quanta = 0;
     moved.kept = 0.0;
     let o = pipe_offset(p);
-    if f != 0.0 {
-        let k = transfer_limit(f, limits, s_limits[at(ring(cell.y + o.y), lane(lanes, o.x))]);
-        moved.quanta -= pipe_quanta(c.flux_to_quanta, f, k);
-        moved.kept = stored * k;
-    }
+    // A pipe with no flux moves no quanta (pipe_quanta of 0 is 0) and keeps nothing.
+    let k = transfer_limit(f, limits, s_limits[at(ring(cell.y + o.y), lane(lanes, o.x))]);
     let owner = at(ring(cell.y - o.y), lane(lanes, -o.x));
     let g = s_flux[owner][p];
-    if g != 0.0 {
-        let k = transfer_limit(g, s_limits[owner], limits);
-        moved.quanta += pipe_quanta(c.flux_to_quanta, g, k);
-    }
+    let k_in = transfer_limit(g, s_limits[owner], limits);
+    moved.quanta = pipe_quanta(c.flux_to_quanta, g, k_in) - pipe_quanta(c.flux_to_quanta, f, k);
+    moved.kept = select(0.0, stored * k, f != 0.0);
     return moved;
 }
 
@@ -314,69 +392,156 @@ fn transfer(cell: vec2<i32>, lanes: Lanes, stored: vec4<f32>) {
     flux_out[i] = vec4<f32>(e.kept, s.kept, se.kept, sw.kept);
 }
 
-@compute @workgroup_size(COLUMNS)
+// One column's state as its invocation walks down the band.
+struct Column {
+    // Grid column, and the workgroup-memory columns of it and its neighbours.
+    x: i32,
+    lanes: Lanes,
+    // columns_on_grid(x).
+    columns: u32,
+    // Whether this column is the strip's own (not halo) and on the grid.
+    writes: bool,
+    // The row loaded one iteration ago, for phase A to store.
+    next: Loaded,
+    // What the cell of row r - 3 keeps before the limit, from phase D one iteration ago.
+    stored: vec4<f32>,
+    // With advection, the carried depths of row r - 2 (from phase B one iteration ago) and of
+    // row r - 1 (from phase B of this iteration).
+    carried: vec4<f32>,
+    carried_next: vec4<f32>,
+    // Phase B's cell, for phase C.
+    b: Here,
+}
+
+fn column_at(strip: u32, lane_index: u32, y0: i32) -> Column {
+    var col: Column;
+    col.x = i32(strip * (COLUMNS - 2u * HALO) + lane_index) - i32(HALO);
+    col.lanes.here = lane_index;
+    col.lanes.left = max(lane_index, 1u) - 1u;
+    col.lanes.right = min(lane_index + 1u, COLUMNS - 1u);
+    col.columns = columns_on_grid(col.x);
+    col.writes = lane_index >= HALO && lane_index < COLUMNS - HALO && col.x < i32(c.width);
+    col.next = load(vec2<i32>(col.x, y0 - 3));
+    col.stored = vec4<f32>(0.0);
+    col.carried = vec4<f32>(0.0);
+    col.carried_next = vec4<f32>(0.0);
+    return col;
+}
+
+// A: store the row loaded one iteration ago and start loading the next, so that its latency
+// hides behind this iteration's phases.
+fn phase_a(col: ptr<function, Column>, r: i32, y_end: i32) {
+    let slot = at(ring(r), (*col).lanes.here);
+    s_bed[slot] = (*col).next.bed;
+    s_depth[slot] = (*col).next.depth;
+    s_flow[slot] = (*col).next.flow;
+    if r < y_end + 2 {
+        (*col).next = load(vec2<i32>((*col).x, r + 1));
+    }
+}
+
+// B, needed from row y0 - 3.
+fn phase_b(col: ptr<function, Column>, r: i32, y0: i32) {
+    (*col).b = here_at(vec2<i32>((*col).x, r - 1), (*col).columns, (*col).lanes);
+    (*col).carried_next = vec4<f32>(0.0);
+    if r >= y0 - 2 {
+        (*col).carried_next = carried_depths((*col).b, (*col).lanes);
+        s_old_flux[at(pair(r - 1), (*col).lanes.here)] = old_fluxes((*col).b, (*col).carried_next);
+    }
+}
+
+// C, needed from row y0 - 2.
+fn phase_c(col: ptr<function, Column>, r: i32, y0: i32) {
+    if r >= y0 - 1 {
+        s_discharge[at(pair(r - 1), (*col).lanes.here)] = centre_discharge((*col).b, (*col).lanes);
+    }
+}
+
+// D, needed from row y0 - 2: returns what the cell of row r - 2 keeps before the limit.
+fn phase_d(col: ptr<function, Column>, r: i32, y0: i32) -> vec4<f32> {
+    if r < y0 {
+        return vec4<f32>(0.0);
+    }
+    let lanes = (*col).lanes;
+    let h = here_at(vec2<i32>((*col).x, r - 2), (*col).columns, lanes);
+    var pipes: AcceleratedPipes;
+    // Most cells lie two or more cells from every edge of the grid, where every neighbour the
+    // step reads is on the grid and every pipe has its inner width: the same code with the
+    // window known to be full compiles without any of the edge tests.
+    if h.window == WINDOW_INSIDE {
+        var inner = h;
+        inner.window = WINDOW_INSIDE;
+        pipes = accelerate_pipes(inner, lanes, (*col).carried);
+    } else {
+        pipes = accelerate_pipes(h, lanes, (*col).carried);
+    }
+    s_flux[at(ring(r - 2), lanes.here)] = pipes.flux;
+    return pipes.stored;
+}
+
+// E, needed from row y0 - 1.
+fn phase_e(col: ptr<function, Column>, r: i32, y0: i32) {
+    if r >= y0 + 1 {
+        s_limits[at(ring(r - 2), (*col).lanes.here)] = limits_of(vec2<i32>((*col).x, r - 2), (*col).lanes);
+    }
+}
+
+// F: the band's own rows; then the pipes of row r - 2 wait for next iteration's transfer.
+fn phase_f(col: ptr<function, Column>, r: i32, y0: i32, stored_next: vec4<f32>) {
+    if r >= y0 + 3 && (*col).writes {
+        transfer(vec2<i32>((*col).x, r - 3), (*col).lanes, (*col).stored);
+    }
+    (*col).stored = stored_next;
+    if advects(c) {
+        (*col).carried = (*col).carried_next;
+    }
+}
+
+@compute @workgroup_size(INVOCATIONS)
 fn step_columns(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>, @builtin(local_invocation_index) t: u32) {
-    let x = i32(wid.x * (COLUMNS - 2u * HALO) + t) - i32(HALO);
     // The band: the rows of the grid shared out evenly among the workgroups along y.
     let rows = (c.height + groups.y - 1u) / groups.y;
     let y0 = i32(wid.y * rows);
     let y_end = min(y0 + i32(rows), i32(c.height));
-    var lanes: Lanes;
-    lanes.here = t;
-    lanes.left = max(t, 1u) - 1u;
-    lanes.right = min(t + 1u, COLUMNS - 1u);
-    let writes = t >= HALO && t < COLUMNS - HALO && x < i32(c.width);
-
-    var next = load(vec2<i32>(x, y0 - 3));
-    // What the cell of row r - 3 keeps before the limit, from phase D one iteration ago.
-    var stored = vec4<f32>(0.0);
+    // With two columns per invocation, invocation t walks columns 2t and 2t + 1.
+    let pairs = PER_INVOCATION == 2u;
+    var one = column_at(wid.x, t * PER_INVOCATION, y0);
+    var two: Column;
+    if pairs {
+        two = column_at(wid.x, t * PER_INVOCATION + 1u, y0);
+    }
     for (var r = y0 - 3; r <= y_end + 2; r++) {
-        // A: store the row loaded one iteration ago and start loading the next, so that its
-        // latency hides behind this iteration's phases.
-        let slot = at(ring(r), t);
-        s_bed[slot] = next.bed;
-        s_depth[slot] = next.depth;
-        s_flow[slot] = next.flow;
-        if r < y_end + 2 {
-            next = load(vec2<i32>(x, r + 1));
+        phase_a(&one, r, y_end);
+        if pairs {
+            phase_a(&two, r, y_end);
         }
         workgroupBarrier();
         if advects(c) {
-            // B: needed from row y0 - 3.
-            if r >= y0 - 2 {
-                s_old_flux[at(pair(r - 1), t)] = old_fluxes(here_at(vec2<i32>(x, r - 1), lanes), lanes);
+            phase_b(&one, r, y0);
+            if pairs {
+                phase_b(&two, r, y0);
             }
             workgroupBarrier();
-            // C: needed from row y0 - 2.
-            if r >= y0 - 1 {
-                s_discharge[at(pair(r - 1), t)] = centre_discharge(vec2<i32>(x, r - 1), lanes);
+            phase_c(&one, r, y0);
+            if pairs {
+                phase_c(&two, r, y0);
             }
             workgroupBarrier();
         }
-        // D: needed from row y0 - 2.
-        var accelerated: AcceleratedPipes;
-        accelerated.flux = vec4<f32>(0.0);
-        accelerated.stored = vec4<f32>(0.0);
-        if r >= y0 {
-            let h = here_at(vec2<i32>(x, r - 2), lanes);
-            let e = accelerate_pipe(h, lanes, 0u);
-            let s = accelerate_pipe(h, lanes, 1u);
-            let se = accelerate_pipe(h, lanes, 2u);
-            let sw = accelerate_pipe(h, lanes, 3u);
-            accelerated.flux = vec4<f32>(e.flux, s.flux, se.flux, sw.flux);
-            accelerated.stored = vec4<f32>(e.stored, s.stored, se.stored, sw.stored);
-            s_flux[at(ring(r - 2), t)] = accelerated.flux;
+        let stored_one = phase_d(&one, r, y0);
+        var stored_two = vec4<f32>(0.0);
+        if pairs {
+            stored_two = phase_d(&two, r, y0);
         }
         workgroupBarrier();
-        // E: needed from row y0 - 1.
-        if r >= y0 + 1 {
-            s_limits[at(ring(r - 2), t)] = limits_of(vec2<i32>(x, r - 2), lanes);
+        phase_e(&one, r, y0);
+        if pairs {
+            phase_e(&two, r, y0);
         }
         workgroupBarrier();
-        // F: the band's own rows.
-        if r >= y0 + 3 && writes {
-            transfer(vec2<i32>(x, r - 3), lanes, stored);
+        phase_f(&one, r, y0, stored_one);
+        if pairs {
+            phase_f(&two, r, y0, stored_two);
         }
-        stored = accelerated.stored;
     }
 }

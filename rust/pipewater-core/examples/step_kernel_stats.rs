@@ -25,7 +25,7 @@ fn main() {
 mod stats {
     use ash::vk;
     use pipewater_core::backend::gpu::shaders;
-    use pipewater_core::backend::step_kernel::StepMode;
+    use pipewater_core::backend::step_kernel::{ColumnKernel, StepMode};
     use std::ffi::CStr;
 
     fn arg(args: &[String], name: &str) -> Option<String> {
@@ -34,7 +34,7 @@ mod stats {
 
     /// The step kernel as SPIR-V for `mode` and `columns` (from `PIPEWATER_GPU_STEP_WGSL` when
     /// set, as the backend does).
-    fn spirv(mode: StepMode, columns: u32) -> Result<Vec<u32>, String> {
+    fn spirv(mode: StepMode, columns: u32, per_invocation: u32) -> Result<Vec<u32>, String> {
         let step = match std::env::var("PIPEWATER_GPU_STEP_WGSL") {
             Ok(path) => std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?,
             Err(_) => shaders::STEP.to_string(),
@@ -44,7 +44,7 @@ mod stats {
         let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::default())
             .validate(&module)
             .map_err(|e| e.emit_to_string(&source))?;
-        let constants: naga::back::PipelineConstants = mode.overrides(columns).iter().map(|&(k, v)| (k.to_string(), v)).collect();
+        let constants: naga::back::PipelineConstants = mode.overrides(&ColumnKernel { columns, per_invocation, band_rows: None }).iter().map(|&(k, v)| (k.to_string(), v)).collect();
         let (module, info) = naga::back::pipeline_constants::process_overrides(&module, &info, None, &constants).map_err(|e| e.to_string())?;
         let unchecked = naga::proc::BoundsCheckPolicy::Unchecked;
         let options = naga::back::spv::Options {
@@ -68,6 +68,7 @@ mod stats {
         let columns: Vec<u32> = arg(&args, "--columns").map(|s| s.split(',').filter_map(|v| v.trim().parse().ok()).collect()).unwrap_or_else(|| vec![128, 64]);
         let wanted = arg(&args, "--device");
         let dump = arg(&args, "--dump").map(std::path::PathBuf::from);
+        let per_invocation: u32 = arg(&args, "--per-invocation").and_then(|v| v.parse().ok()).unwrap_or(1);
         // SAFETY: loads the system's Vulkan loader; every call below follows the Vulkan spec's
         // valid usage (objects created and destroyed on the same device, sizes as queried).
         unsafe {
@@ -113,7 +114,7 @@ mod stats {
             ];
             for &c in &columns {
                 for (label, mode) in modes {
-                    let words = spirv(mode, c)?;
+                    let words = spirv(mode, c, per_invocation)?;
                     let module = device.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&words), None).map_err(|e| e.to_string())?;
                     let name = c"step_columns";
                     let stage = vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::COMPUTE).module(module).name(name);

@@ -472,7 +472,7 @@ impl RdBackend {
         if let Some(&entry) = self.step_entries.get(&mode) {
             return Ok(entry);
         }
-        let program = spirv::step_program(mode, self.kernel.columns).map_err(Error::Gpu)?;
+        let program = spirv::step_program(mode, &self.kernel).map_err(Error::Gpu)?;
         self.pipelines.push(Pipeline::create(rd, program)?);
         let entry = self.pipelines.len() - 1;
         self.step_entries.insert(mode, entry);

@@ -11,7 +11,7 @@ use naga::back::spv;
 use naga::proc::{BoundsCheckPolicies, BoundsCheckPolicy};
 use naga::valid::{Capabilities, ValidationFlags, Validator};
 use pipewater_core::backend::gpu::shaders;
-use pipewater_core::backend::step_kernel::StepMode;
+use pipewater_core::backend::step_kernel::{ColumnKernel, StepMode};
 
 /// The entry point name Godot's drivers pass to the graphics API, whatever the shader calls it.
 pub const GODOT_ENTRY_POINT: &str = "main";
@@ -81,8 +81,8 @@ pub const ENTRY_POINTS: [(&str, &str, bool); 7] = [
 
 /// The step kernel (`step_columns.wgsl`) specialised for `mode` with `columns` invocations per
 /// workgroup, as the wgpu backend runs it (trusted: see the SAFETY note of its module).
-pub fn step_program(mode: StepMode, columns: u32) -> Result<Program, String> {
-    translate_with(shaders::STEP, "step_columns", true, &mode.overrides(columns))
+pub fn step_program(mode: StepMode, kernel: &ColumnKernel) -> Result<Program, String> {
+    translate_with(shaders::STEP, "step_columns", true, &mode.overrides(kernel))
 }
 
 /// Translates entry point `entry_point` of `family` (a pass family's WGSL, without
@@ -159,7 +159,7 @@ mod tests {
     #[test]
     fn every_rendering_device_entry_point_translates_to_spirv() {
         let modes = (0..16).map(|m| StepMode { eight_neighbours: m & 1 != 0, depth_dependent: m & 2 != 0, advection: m & 4 != 0, edge_exchange: m & 8 != 0 });
-        let steps: Vec<Program> = modes.map(|mode| step_program(mode, 128).expect("the step translates in every mode")).collect();
+        let steps: Vec<Program> = modes.map(|mode| step_program(mode, &ColumnKernel { columns: 128, per_invocation: 1, band_rows: None }).expect("the step translates in every mode")).collect();
         for p in all_programs().expect("translates").into_iter().chain(steps) {
             println!("{}: {} words, workgroup {:?}, bindings {:?}", p.entry_point, p.words.len(), p.workgroup_size, names(&p));
             assert_eq!(p.words[0], 0x0723_0203, "{}: SPIR-V magic number", p.entry_point);
@@ -195,8 +195,11 @@ mod tests {
 
     #[test]
     fn every_program_enters_at_main_as_godot_expects() {
-        let step = step_program(StepMode { eight_neighbours: true, depth_dependent: true, advection: true, edge_exchange: false }, 64).unwrap();
+        let mode = StepMode { eight_neighbours: true, depth_dependent: true, advection: true, edge_exchange: false };
+        let step = step_program(mode, &ColumnKernel { columns: 64, per_invocation: 1, band_rows: None }).unwrap();
         assert_eq!(step.workgroup_size, [64, 1, 1], "the COLUMNS override sets the workgroup size");
+        let pairs = step_program(mode, &ColumnKernel { columns: 128, per_invocation: 2, band_rows: None }).unwrap();
+        assert_eq!(pairs.workgroup_size, [64, 1, 1], "two columns per invocation halve it");
         for p in all_programs().unwrap().into_iter().chain([step]) {
             // OpEntryPoint: word count 4+ and opcode 15, then model, id, and the name as a
             // nul-terminated string.

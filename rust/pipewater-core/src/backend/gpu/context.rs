@@ -116,7 +116,7 @@ impl GpuContext {
             .lock()
             .entry(mode)
             .or_insert_with(|| {
-                let constants = mode.overrides(self.kernel.columns);
+                let constants = mode.overrides(&self.kernel);
                 Arc::new(self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                     label: Some("step_columns"),
                     layout: Some(&self.step_pipeline_layout),
@@ -193,7 +193,7 @@ impl GpuContext {
                     "{} allows {} bytes of workgroup memory; the step needs at least {}",
                     adapter_info.name,
                     limits.max_compute_workgroup_storage_size,
-                    crate::backend::step_kernel::COLUMN_CHOICES[2] * crate::backend::step_kernel::WORKGROUP_BYTES_PER_COLUMN
+                    crate::backend::step_kernel::COLUMN_CHOICES[crate::backend::step_kernel::COLUMN_CHOICES.len() - 1] * crate::backend::step_kernel::WORKGROUP_BYTES_PER_COLUMN
                 ))
             })?;
 
