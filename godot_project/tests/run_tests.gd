@@ -802,8 +802,8 @@ func _test_wgpu_reads_back_only_the_tiles_queries_touch_unless_the_textures_are_
 	var grid_bytes: int = 64 * 64 * READBACK_CELL_BYTES
 	_check(tiles > READBACK_HEADER_BYTES and tiles <= READBACK_HEADER_BYTES + 4 * READBACK_TILE_BYTES
 			and (tiles - READBACK_HEADER_BYTES) % READBACK_TILE_BYTES == 0,
-			"with no texture in use a frame reads the header and the queried tiles: %d bytes (the grid's texels: %d)" % [
-				tiles, grid_bytes])
+			("with no texture in use a frame reads the header and the queried tiles: %d bytes "
+			+ "(the grid's texels: %d)") % [tiles, grid_bytes])
 	_near(water.get_depth(point), 1.0, HEIGHT_TOLERANCE, "the query reads its tiles' water")
 	var held: Texture2D = water.height_texture
 	water.step(1.0 / 60.0)
@@ -812,7 +812,8 @@ func _test_wgpu_reads_back_only_the_tiles_queries_touch_unless_the_textures_are_
 	_check(full == READBACK_HEADER_BYTES + grid_bytes,
 			"while a script holds the texture a frame reads every cell: %d bytes" % full)
 	var image: Image = water.get_height_image()
-	_near(image.get_pixel(40, 10).g, 1.0, HEIGHT_TOLERANCE, "and the texture shows the water far from the query")
+	_near(image.get_pixel(40, 10).g, 1.0, HEIGHT_TOLERANCE,
+			"and the texture shows the water far from the query")
 	held = null
 	await _free(water)
 
@@ -839,7 +840,8 @@ func _test_a_lost_wgpu_device_moves_the_water_to_the_cpu() -> void:
 	_check(rebuilt == [PipeWater.BACKEND_CPU], "simulation_rebuilt is emitted once: %s" % [rebuilt])
 	var after: Dictionary = water.get_water_ledger()
 	_near(after["total"], before["total"], VOLUME_TOLERANCE, "the water is all still there (walls)")
-	_near(after["total"], after["expected"], VOLUME_TOLERANCE, "the mass identity holds across the loss")
+	_near(after["total"], after["expected"], VOLUME_TOLERANCE,
+			"the mass identity holds across the loss")
 	_check(water.height_texture is ImageTexture, "the textures are filled on the CPU now")
 	held = null
 	var fresh: PipeWater = await _make_water(Vector2i(16, 16), 1.0, Vector3.ZERO)

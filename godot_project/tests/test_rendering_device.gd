@@ -502,7 +502,8 @@ func _test_a_wrong_size_state_is_refused_and_the_water_is_kept() -> void:
 
 func _test_a_state_loaded_while_reads_are_in_flight_never_answers_with_old_water() -> void:
 	print("-- load_state while tile reads of other water are in flight")
-	var water: PipeWater = await _make_water(PipeWater.BACKEND_RENDERING_DEVICE, Vector2i(32, 32), -1.0)
+	var water: PipeWater = await _make_water(
+			PipeWater.BACKEND_RENDERING_DEVICE, Vector2i(32, 32), -1.0)
 	var dry: PipeWaterState = water.save_state()
 	var point := Vector3(2.5, 0, -3.5)
 	var queries := 0
@@ -521,10 +522,12 @@ func _test_a_state_loaded_while_reads_are_in_flight_never_answers_with_old_water
 			queries += 1
 			if depth != 0.0 or total != 0.0:
 				wrong += 1
-				print("   round %d, frame %d after the load: depth %.3f m, total %.3f m³" % [round, i, depth, total])
+				print("   round %d, frame %d after the load: depth %.3f m, total %.3f m³" % [
+						round, i, depth, total])
 			water.step(1.0 / 60.0)
 			await process_frame
-	_check(wrong == 0, "%d queries after loads: %d answered with water from before the load" % [queries, wrong])
+	_check(wrong == 0, "%d queries after loads: %d answered with water from before the load" % [
+			queries, wrong])
 	water.queue_free()
 	await process_frame
 
@@ -547,7 +550,8 @@ func _test_a_lost_rendering_device_moves_the_water_to_wgpu() -> void:
 	_check(active == PipeWater.BACKEND_GPU or active == PipeWater.BACKEND_CPU,
 			"the water goes on on wgpu, or the CPU without an adapter (active_backend %d: %s)" % [
 				active, water.get_backend_description()])
-	_check(rebuilt.size() == 1 and rebuilt[0] == active, "simulation_rebuilt is emitted once: %s" % [rebuilt])
+	_check(rebuilt.size() == 1 and rebuilt[0] == active,
+			"simulation_rebuilt is emitted once: %s" % [rebuilt])
 	_check(water.height_texture is ImageTexture, "the textures are filled on the CPU now (%s)" % [
 			water.height_texture.get_class()])
 	# The mound keeps slumping for the frames the snapshot lagged and the frame since; had the
@@ -557,6 +561,7 @@ func _test_a_lost_rendering_device_moves_the_water_to_wgpu() -> void:
 			"the queried water goes on where it was: %.3f m before the loss, %.3f m after (1 m loaded)" % [
 				depth_before, depth_after])
 	var ledger: Dictionary = water.get_water_ledger()
-	_near(ledger["total"], ledger["expected"], VOLUME_TOLERANCE, "the mass identity holds across the loss")
+	_near(ledger["total"], ledger["expected"], VOLUME_TOLERANCE,
+			"the mass identity holds across the loss")
 	water.queue_free()
 	await process_frame

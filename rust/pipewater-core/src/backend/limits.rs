@@ -3,6 +3,7 @@
 //! failing (or reading out of bounds) halfway through building it.
 
 use super::readback::{CELL_TEXEL_BYTES, HEADER_BYTES};
+use super::step_kernel::{ColumnKernel, BAND_ROWS, COLUMN_HALO};
 use crate::error::{Error, Result};
 use crate::grid::{Grid, MAX_GRID_SIDE};
 
@@ -29,6 +30,13 @@ pub struct DeviceLimits {
     /// Cells along x and y one workgroup of the backend's step covers: what sets the number of
     /// workgroups a grid dispatches.
     pub step_tile: [u32; 2],
+}
+
+/// The cells along x and y one workgroup of `kernel` covers at the least (bands of a fixed
+/// height, or the shortest the dispatch chooses): what [`DeviceLimits::step_tile`] holds for
+/// both GPU backends.
+pub fn step_tile_of(kernel: &ColumnKernel) -> [u32; 2] {
+    [kernel.columns - 2 * COLUMN_HALO, kernel.band_rows.unwrap_or(BAND_ROWS[0])]
 }
 
 impl DeviceLimits {

@@ -38,7 +38,7 @@ use pipewater_core::backend::limits::DeviceLimits;
 use pipewater_core::backend::pending::{list_bytes, list_header_bytes, EditBatch, EditCounts, EditPass, PendingEdits};
 use pipewater_core::backend::readback::{Coverage, Read, Readbacks, TileRequests, MAX_TILES_PER_READ};
 use pipewater_core::backend::{Backend, BackendKind, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
-use pipewater_core::backend::step_kernel::{ColumnKernel, StepMode, COLUMN_HALO};
+use pipewater_core::backend::step_kernel::{ColumnKernel, StepMode};
 use pipewater_core::pipes::StepConstants;
 use pipewater_core::state::{check_terrain, Counters, Snapshot, State};
 use pipewater_core::{Error, Grid, Params, Result};
@@ -82,7 +82,7 @@ fn device_limits(rd: &Gd<RenderingDevice>, kernel: ColumnKernel) -> DeviceLimits
         full_reads: false,
         max_texture_side: limit(Limit::MAX_TEXTURE_SIZE_2D),
         max_workgroups: [limit(Limit::MAX_COMPUTE_WORKGROUP_COUNT_X), limit(Limit::MAX_COMPUTE_WORKGROUP_COUNT_Y)],
-        step_tile: [kernel.columns - 2 * COLUMN_HALO, kernel.band_rows],
+        step_tile: pipewater_core::backend::limits::step_tile_of(&kernel),
     }
 }
 

@@ -2,7 +2,7 @@
 
 use super::shaders;
 use crate::backend::limits::DeviceLimits;
-use crate::backend::step_kernel::{ColumnKernel, StepMode, COLUMN_HALO};
+use crate::backend::step_kernel::{ColumnKernel, StepMode};
 use crate::error::{Error, Result};
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -105,7 +105,7 @@ impl GpuContext {
             full_reads: true,
             max_texture_side: u32::MAX,
             max_workgroups: [groups, groups],
-            step_tile: [self.kernel.columns - 2 * COLUMN_HALO, self.kernel.band_rows],
+            step_tile: crate::backend::limits::step_tile_of(&self.kernel),
         }
     }
 
