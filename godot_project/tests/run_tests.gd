@@ -25,6 +25,13 @@ const EXACT := 0.0
 const SPEED_TOLERANCE := 1.0e-3
 ## A basin fed by a level edge stands within this of the level (m) once the inrush has settled.
 const LEVEL_TOLERANCE := 0.02
+## The most water a cell holds, m (2³¹ − 1 quanta of 2⁻²⁰ m, named 2048 m in errors).
+const MAX_DEPTH := 2048.0
+## Bytes of a readback's header (ledger and totals), of one 8×8-cell tile, and per cell of a full
+## read (a height and a flow texel).
+const READBACK_HEADER_BYTES := 48
+const READBACK_TILE_BYTES := 2048
+const READBACK_CELL_BYTES := 32
 
 
 
@@ -60,6 +67,10 @@ func _run() -> void:
 	await _test_a_hull_floats_displaces_water_and_pushes_a_wake()
 	await _test_a_hull_without_a_collision_shape_floats_without_spinning()
 	await _test_bad_hulls_and_pushes_are_refused_safely()
+	await _test_the_depth_limit_is_refused_naming_the_property_and_its_range()
+	await _test_nearly_full_cells_take_exactly_what_fits()
+	await _test_wgpu_reads_back_only_the_tiles_queries_touch_unless_the_textures_are_used()
+	await _test_a_lost_wgpu_device_moves_the_water_to_the_cpu()
 	_finish()
 
 
@@ -707,4 +718,137 @@ func _test_bad_hulls_and_pushes_are_refused_safely() -> void:
 			"after a freed body and one far off the grid the water is intact (%.4f m³)" % total)
 	_check(far.get_child(1).get(&"displaced_volume") == 0.0, "a body off the grid displaces nothing")
 	await _free(far)
+	await _free(water)
+
+
+## [param water] rebuilt on [param backend]; false (with a SKIP line) when it does not run there.
+func _on_backend(water: PipeWater, backend: int, what: String) -> bool:
+	water.backend = backend
+	water.rebuild()
+	if water.active_backend != backend:
+		print("SKIP: %s: backend %d is not available here (%s)" % [
+				what, backend, water.get_backend_description()])
+		return false
+	return true
+
+
+func _test_the_depth_limit_is_refused_naming_the_property_and_its_range() -> void:
+	print("-- requests that put more than 2048 m of water into a cell (each prints an error)")
+	var water: PipeWater = await _make_water(Vector2i(8, 8), 1.0, Vector3.ZERO)
+	water.clear_last_error()
+	water.initial_water_level = 3000.0
+	var message: String = water.get_last_error()
+	_check(water.initial_water_level == 1.0 and message.contains("initial_water_level")
+			and message.contains("2048"),
+			"initial_water_level = 3000 m over ground at 0 m is refused, value kept: \"%s\"" % message)
+	water.clear_last_error()
+	var added: float = water.add_water(Vector3(0.5, 0, 0.5), 3000.0, 0.0)
+	message = water.get_last_error()
+	_check(added == 0.0 and message.contains("add_water") and message.contains("2048"),
+			"add_water of 3000 m³ on one 1 m² cell adds nothing: \"%s\"" % message)
+	water.clear_last_error()
+	added = water.fill_basin(Vector3(0.5, 2500.0, 0.5))
+	message = water.get_last_error()
+	_check(added == 0.0 and message.contains("fill_basin") and message.contains("2048"),
+			"fill_basin to 2500 m adds nothing: \"%s\"" % message)
+	water.clear_last_error()
+	var id: int = water.add_source(Vector3(0.5, 0, 0.5), 3000.0, 0.0)
+	message = water.get_last_error()
+	_check(id == -1 and message.contains("rate") and message.contains("-2048 ..= 2048 m³/s"),
+			"a 3000 m³/s source on one 1 m² cell is refused with the largest rate: \"%s\"" % message)
+	water.clear_last_error()
+	water.boundary_north = PipeWater.BOUNDARY_INFLOW
+	water.inflow_rate_north = 1.0e6
+	water.step(0.01)
+	message = water.get_last_error()
+	_check(message.contains("inflow_rate_north") and message.contains("2048"),
+			"an inflow of 1e6 m³/s through 8 cells is refused: \"%s\"" % message)
+	var ledger: Dictionary = water.get_water_ledger()
+	_near(ledger["total"], 8.0 * 8.0 * 1.0, VOLUME_TOLERANCE, "and the water stays as it was")
+	await _free(water)
+
+
+func _test_nearly_full_cells_take_exactly_what_fits() -> void:
+	for backend: int in [PipeWater.BACKEND_CPU, PipeWater.BACKEND_GPU]:
+		print("-- add_water into cells 1 mm short of the limit, backend %d" % backend)
+		var water: PipeWater = await _make_water(Vector2i(8, 8), MAX_DEPTH - 0.001, Vector3.ZERO)
+		if not _on_backend(water, backend, "nearly full cells"):
+			await _free(water)
+			continue
+		var before: Dictionary = water.get_water_ledger()
+		var placed: float = water.add_water(Vector3(0.5, 0, 0.5), 1.0, 0.0)
+		var after: Dictionary = water.get_water_ledger()
+		var entered: float = after["added"] - before["added"]
+		print("   asked 1 m³, placed %.9f m³, the ledger counts %.9f m³" % [placed, entered])
+		_check(placed > 0.0 and placed < 0.002, "about the 1 mm of room arrives (%.6f m³)" % placed)
+		_near(entered, placed, 1.0e-12, "add_water returns exactly what the ledger counts")
+		_near(after["total"], after["expected"], 0.0, "the mass identity holds")
+		var depth: float = water.get_depth(Vector3(0.5, 0, 0.5))
+		_check(depth <= MAX_DEPTH, "no cell passes the limit (%.4f m)" % depth)
+		await _free(water)
+
+
+func _test_wgpu_reads_back_only_the_tiles_queries_touch_unless_the_textures_are_used() -> void:
+	print("-- readback_bytes on wgpu: tiles for queries, every cell for used textures")
+	var water: PipeWater = await _make_water(Vector2i(64, 64), 1.0, Vector3.ZERO)
+	if not _on_backend(water, PipeWater.BACKEND_GPU, "wgpu readback"):
+		await _free(water)
+		return
+	var point := Vector3(3.0, 0, -5.0)
+	for i in 3:
+		water.get_depth(point)
+		water.step(1.0 / 60.0)
+	var tiles: int = water.get_frame_stats()["readback_bytes"]
+	var grid_bytes: int = 64 * 64 * READBACK_CELL_BYTES
+	_check(tiles > READBACK_HEADER_BYTES and tiles <= READBACK_HEADER_BYTES + 4 * READBACK_TILE_BYTES
+			and (tiles - READBACK_HEADER_BYTES) % READBACK_TILE_BYTES == 0,
+			("with no texture in use a frame reads the header and the queried tiles: %d bytes "
+			+ "(the grid's texels: %d)") % [tiles, grid_bytes])
+	_near(water.get_depth(point), 1.0, HEIGHT_TOLERANCE, "the query reads its tiles' water")
+	var held: Texture2D = water.height_texture
+	water.step(1.0 / 60.0)
+	water.step(1.0 / 60.0)
+	var full: int = water.get_frame_stats()["readback_bytes"]
+	_check(full == READBACK_HEADER_BYTES + grid_bytes,
+			"while a script holds the texture a frame reads every cell: %d bytes" % full)
+	var image: Image = water.get_height_image()
+	_near(image.get_pixel(40, 10).g, 1.0, HEIGHT_TOLERANCE,
+			"and the texture shows the water far from the query")
+	held = null
+	await _free(water)
+
+
+func _test_a_lost_wgpu_device_moves_the_water_to_the_cpu() -> void:
+	print("-- simulate_device_loss() on wgpu (prints a PipeWater warning)")
+	var water: PipeWater = await _make_water(Vector2i(24, 24), 1.0, Vector3.ZERO)
+	if not _on_backend(water, PipeWater.BACKEND_GPU, "a lost wgpu device"):
+		_check(not water.simulate_device_loss(), "the CPU backend has no device to lose")
+		await _free(water)
+		return
+	var held: Texture2D = water.height_texture
+	water.add_water(Vector3(3, 0, 3), 20.0, 3.0)
+	for i in 5:
+		water.step(1.0 / 60.0)
+	var before: Dictionary = water.get_water_ledger()
+	var rebuilt: Array[int] = []
+	water.simulation_rebuilt.connect(func(active: int) -> void: rebuilt.append(active))
+	_check(water.simulate_device_loss(), "simulate_device_loss() loses the wgpu device")
+	water.step(1.0 / 60.0)
+	water.step(1.0 / 60.0)
+	_check(water.active_backend == PipeWater.BACKEND_CPU,
+			"the water goes on on the CPU (active_backend %d)" % water.active_backend)
+	_check(rebuilt == [PipeWater.BACKEND_CPU], "simulation_rebuilt is emitted once: %s" % [rebuilt])
+	var after: Dictionary = water.get_water_ledger()
+	_near(after["total"], before["total"], VOLUME_TOLERANCE, "the water is all still there (walls)")
+	_near(after["total"], after["expected"], VOLUME_TOLERANCE,
+			"the mass identity holds across the loss")
+	_check(water.height_texture is ImageTexture, "the textures are filled on the CPU now")
+	held = null
+	var fresh: PipeWater = await _make_water(Vector2i(16, 16), 1.0, Vector3.ZERO)
+	_check(_on_backend(fresh, PipeWater.BACKEND_GPU, "a new node after the loss"),
+			"a new node runs on a fresh wgpu device (%s)" % fresh.get_backend_description())
+	fresh.step(0.1)
+	var ledger: Dictionary = fresh.get_water_ledger()
+	_near(ledger["total"], ledger["expected"], VOLUME_TOLERANCE, "and its ledger holds")
+	await _free(fresh)
 	await _free(water)

@@ -28,8 +28,12 @@ pub enum Error {
     },
     /// No GPU adapter could be found, or the device could not be created.
     GpuUnavailable(String),
-    /// The GPU accepted the device but failed later (validation, lost device, map failure).
+    /// The GPU accepted the device but failed later (validation, out of memory, a failed
+    /// readback).
     Gpu(String),
+    /// The GPU device is gone (a driver reset, a removed GPU, or `destroy`): nothing on it can be
+    /// used again. A [`crate::Simulation`] moves its water to the next backend when it sees this.
+    DeviceLost(String),
     /// A saved state could not be restored: not a PipeWater state, truncated, corrupt, from a
     /// newer format version, inconsistent, or made for another grid. Says which.
     InvalidSave(String),
@@ -53,8 +57,17 @@ impl fmt::Display for Error {
             }
             Error::GpuUnavailable(why) => write!(f, "no usable GPU adapter: {why}"),
             Error::Gpu(why) => write!(f, "GPU error: {why}"),
+            Error::DeviceLost(why) => write!(f, "the GPU device was lost: {why}"),
             Error::InvalidSave(why) => write!(f, "cannot restore the saved state: {why}"),
         }
+    }
+}
+
+impl Error {
+    /// Whether the device a backend runs on failed after it was created ([`Error::Gpu`],
+    /// [`Error::DeviceLost`]): the backend cannot go on, but its last snapshot can.
+    pub fn is_device_failure(&self) -> bool {
+        matches!(self, Error::Gpu(_) | Error::DeviceLost(_))
     }
 }
 

@@ -72,6 +72,11 @@ impl Edge {
 /// Largest inflow rate of one edge, m³/s.
 pub const MAX_INFLOW_RATE: f32 = 1.0e6;
 
+/// Largest [`Params::max_step`], s: the longest step [`crate::Simulation::advance`] ever takes.
+/// Sources and inflow edges are checked against it: what they add to one cell in a step this
+/// long must fit in the cell.
+pub const LONGEST_STEP: f32 = 1.0;
+
 /// Parameters of the model. Validated by [`Params::validate`]; every backend reads the same set.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Params {
@@ -98,7 +103,7 @@ pub struct Params {
     /// Courant number used to choose the step: `dt ≤ cfl · cell_size / (|u| + √(g·d))`,
     /// `0.01 ..= 1`. Default 0.5.
     pub cfl: f32,
-    /// Longest single step, seconds, `0.0001 ..= 1`. Default 0.1.
+    /// Longest single step, seconds, `0.0001 ..= 1` ([`LONGEST_STEP`]). Default 0.1.
     pub max_step: f32,
     /// Most steps one `advance` may take, `1 ..= 100000`. When a frame needs more, the
     /// simulation falls behind real time instead of becoming unstable. Default 256.
@@ -129,7 +134,7 @@ impl Params {
         check_range("damping", self.damping, 0.0, 1.0)?;
         check_range("pipe_depth", self.pipe_depth, 1.0e-3, 1.0e3)?;
         check_range("cfl", self.cfl, 0.01, 1.0)?;
-        check_range("max_step", self.max_step, 1.0e-4, 1.0)?;
+        check_range("max_step", self.max_step, 1.0e-4, LONGEST_STEP)?;
         if !(1..=100_000).contains(&self.max_substeps) {
             return Err(Error::invalid("max_substeps", self.max_substeps, "1 ..= 100000"));
         }

@@ -121,10 +121,14 @@ pub fn water_column(grid: Grid, radius: f32, depth: f32) -> State {
 
 /// Rough fractal terrain (`relief` m high) under a lake filled to `level` m: still water that
 /// must stay still.
+///
+/// # Panics
+/// When `level` stands more than [`crate::MAX_DEPTH`] above the terrain (a test fixture's
+/// mistake).
 pub fn rough_lake(grid: Grid, seed: u64, relief: f32, level: f32) -> State {
     let terrain: Vec<f32> = diamond_square(grid.width, grid.height, seed, 0.6).into_iter().map(|h| h * relief).collect();
     let mut state = State { terrain, ..State::new(grid) };
-    state.fill_to_level(level);
+    state.fill_to_level(level).expect("rough_lake: `level` lies within MAX_DEPTH of the terrain");
     state
 }
 
@@ -242,6 +246,10 @@ pub const DEMO_NOISE: f32 = 0.05;
 /// [`DEMO_RESERVOIR_DEPTH`]` · relief` above the valley floor at the dam, below its crest), and a
 /// lake (filled to height 0) in a basin below. Hills from [`diamond_square`] with `seed` and
 /// `roughness` add [`DEMO_NOISE`]` · relief` of noise. Terrain spans about `relief` m. Deterministic: the same arguments give the same state everywhere.
+///
+/// # Panics
+/// When `relief` is so large (past about 2000 m) that the lake or the reservoir would be deeper
+/// than [`crate::MAX_DEPTH`].
 pub fn demo_landscape(grid: Grid, seed: u64, roughness: f32, relief: f32) -> DemoLandscape {
     let noise = diamond_square(grid.width, grid.height, seed, roughness);
     let (w, h) = (grid.width as f32, grid.height as f32);
@@ -258,10 +266,10 @@ pub fn demo_landscape(grid: Grid, seed: u64, roughness: f32, relief: f32) -> Dem
     let lake_level = 0.0;
     let mut state = State { terrain, ..State::new(grid) };
     // The lake: the valley above the dam lies higher than the lake's level everywhere.
-    state.fill_to_level(lake_level);
+    state.fill_to_level(lake_level).expect("demo_landscape: the lake's level lies within MAX_DEPTH of the terrain");
     // The reservoir: the basin behind the dam, filled as `Simulation::fill_basin` would.
     let start = (((DEMO_RESERVOIR_U * w) as u32).min(grid.width - 1), ((demo_centre_line(DEMO_RESERVOIR_U) * h) as u32).min(grid.height - 1));
-    for cell in basin_fill(&state, start, reservoir_level, true) {
+    for cell in basin_fill(&state, start, reservoir_level, true).expect("demo_landscape: the reservoir lies within MAX_DEPTH of the terrain") {
         state.depth[cell.cell as usize] += cell.quanta;
     }
     let to_local = |u: f32, v: f32| [(u - 0.5) * w * grid.cell_size, (v - 0.5) * h * grid.cell_size];

@@ -11,9 +11,9 @@ use crate::bodies::{self, Body, BodyForce, Coupling};
 use crate::error::{check_range, Error, Result};
 use crate::grid::Grid;
 use crate::ledger::MassLedger;
-use crate::params::{Boundary, CrossSection, NeighbourMode, Params};
+use crate::params::{Boundary, CrossSection, NeighbourMode, Params, LONGEST_STEP};
 use crate::pipes::{edge_cell_count, StepConstants};
-use crate::quanta::{quantum_volume, DEPTH_QUANTUM, MAX_DEPTH_QUANTA};
+use crate::quanta::{quantum_volume, DEPTH_QUANTUM, MAX_DEPTH, MAX_DEPTH_QUANTA};
 use crate::state::{Snapshot, State, MAX_TERRAIN_ABS};
 use crate::save::SavedState;
 
@@ -44,6 +44,20 @@ pub const MIN_STEP: f32 = 1.0e-7;
 pub const MAX_FRAME_DELTA: f32 = 10.0;
 /// Fastest initial velocity accepted, m/s (magnitude of each component).
 pub const MAX_INITIAL_SPEED: f32 = 1.0e3;
+/// Longest single step [`Simulation::run_steps`] accepts, s. Steps longer than
+/// [`LONGEST_STEP`] (which `advance` never takes) may ask sources and inflow edges for more than a
+/// cell holds; they add what fits and owe nothing more.
+pub const MAX_STEP_LENGTH: f32 = 10.0;
+/// Deepest water (m) a GPU backend's newest snapshot may show, with what was added since,
+/// for [`Simulation::add_water`] to count the water it places from the request alone. Past it
+/// the placed volume is read from the device's ledger (waiting for it), since cells may be close
+/// to [`MAX_DEPTH`]; half of it leaves room for the frames a snapshot lags and for waves that
+/// pile water up.
+pub const EXACT_EDIT_DEPTH: f32 = MAX_DEPTH / 2.0;
+/// Each edge's inflow rate as the node's properties name it, by [`crate::Edge`] index.
+const INFLOW_RATE_NAMES: [&str; 4] = ["inflow_rate_north", "inflow_rate_east", "inflow_rate_south", "inflow_rate_west"];
+/// Each edge's level as the node's properties name it, by [`crate::Edge`] index.
+const BOUNDARY_LEVEL_NAMES: [&str; 4] = ["boundary_level_north", "boundary_level_east", "boundary_level_south", "boundary_level_west"];
 
 /// Identifies a source or drain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -101,6 +115,70 @@ pub struct Simulation {
     /// Drags on the pipes for the next frame (bodies and pushes), one per cell: (weight,
     /// velocity along grid x and y).
     pending_nudges: HashMap<u32, (f32, [f32; 2])>,
+    /// Devices lost since the engine last asked ([`Simulation::take_device_losses`]).
+    device_losses: Vec<DeviceLoss>,
+}
+
+/// A GPU device lost under a running simulation, and where its water went: the simulation
+/// rebuilt the state from the newest snapshot (terrain and depth from its texels, pipe flows from
+/// its velocities) and goes on on the next backend — Godot's RenderingDevice → wgpu (a fresh
+/// device) → CPU — with its sources, clock and ledger counters.
+pub struct DeviceLoss {
+    /// The backend whose device was lost.
+    pub from: BackendKind,
+    /// The backend the water runs on now.
+    pub to: BackendKind,
+    /// What the lost backend reported.
+    pub reason: Error,
+    /// Frame the recovered water shows (the snapshot's), and the frame the simulation had
+    /// reached: the water of the frames between is lost, along with edits queued on the device.
+    pub recovered_frame: u64,
+    /// See `recovered_frame`.
+    pub frame: u64,
+    /// Water in the recovered state minus the snapshot's exact total, m³: depths rounded from
+    /// texels (exact below 16 m), and cells the snapshot did not cover (a backend that reads back
+    /// only the tiles queries touch) taken as they were loaded. The ledger's initial total
+    /// absorbs it, so the mass identity keeps holding.
+    pub difference_m3: f64,
+    /// The lost backend, kept so that an engine can let go of what shows its resources (a
+    /// texture on Godot's device) before it is dropped with this notice.
+    pub retired: Box<dyn Backend>,
+}
+
+impl std::fmt::Debug for DeviceLoss {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceLoss")
+            .field("from", &self.from)
+            .field("to", &self.to)
+            .field("reason", &self.reason)
+            .field("recovered_frame", &self.recovered_frame)
+            .field("frame", &self.frame)
+            .field("difference_m3", &self.difference_m3)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Display for DeviceLoss {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = |kind: BackendKind| match kind {
+            BackendKind::EngineGpu => "the engine's GPU device",
+            BackendKind::Gpu => "the wgpu device",
+            BackendKind::Cpu => "the CPU",
+        };
+        let why = match &self.reason {
+            Error::DeviceLost(why) => why.clone(),
+            other => other.to_string(),
+        };
+        write!(
+            f,
+            "{} was lost ({why}); the water goes on on {} from the snapshot of frame {} (the simulation was at frame {}), {:+.3} m³ from the lost device's last total",
+            name(self.from),
+            name(self.to),
+            self.recovered_frame,
+            self.frame,
+            self.difference_m3
+        )
+    }
 }
 
 impl Simulation {
@@ -138,6 +216,7 @@ impl Simulation {
             initial_velocity: None,
             gpu_unavailable,
             pending_nudges: HashMap::new(),
+            device_losses: Vec::new(),
         }
     }
 
@@ -146,8 +225,8 @@ impl Simulation {
     /// the switch). Waits for the device of the current backend. On error the current backend
     /// keeps running, untouched.
     pub fn switch_backend(&mut self, make: impl FnOnce(&State) -> Result<Box<dyn Backend>>) -> Result<()> {
-        let state = self.backend.read_state()?;
-        let counters = self.backend.read_counters()?;
+        let state = self.on_backend(|b| b.read_state())?;
+        let counters = self.on_backend(|b| b.read_counters())?;
         let mut backend = make(&state)?;
         backend.restore(&state, counters, self.frames)?;
         self.backend = backend;
@@ -186,14 +265,16 @@ impl Simulation {
     /// Replaces the parameters after validating them; the state is kept.
     pub fn set_params(&mut self, params: Params) -> Result<()> {
         params.validate()?;
+        check_edge_limits(&params, self.grid, &self.initial.terrain)?;
         if pipe_storage(&self.params) != pipe_storage(&params) {
             // What the pipes keep changes meaning (flux or flow, over which depth): convert the
             // running fields and the reset point so that every pipe carries the same flux.
             let (from, to) = (self.step_constants(&self.params), self.step_constants(&params));
-            let mut state = self.backend.read_state()?;
+            let mut state = self.on_backend(|b| b.read_state())?;
             state.convert_pipes(&from, &to);
-            let counters = self.backend.read_counters()?;
-            self.backend.restore(&state, counters, self.frames)?;
+            let counters = self.on_backend(|b| b.read_counters())?;
+            let frames = self.frames;
+            self.on_backend(|b| b.restore(&state, counters, frames))?;
             self.initial.convert_pipes(&from, &to);
         }
         self.params = params;
@@ -220,6 +301,73 @@ impl Simulation {
     /// Bytes the backend's last frame copied from the device to the host (0 on the CPU).
     pub fn last_readback_bytes(&self) -> u64 {
         self.backend.last_readback_bytes()
+    }
+
+    /// Whether snapshots must cover every cell (textures are filled from them on the CPU) or only
+    /// the cells queries read ([`Backend::want_full_snapshots`]): on a GPU backend the second
+    /// reads back a few tiles a frame instead of the grid. GPU backends start with `true`.
+    pub fn want_full_snapshots(&mut self, full: bool) {
+        self.backend.want_full_snapshots(full);
+    }
+
+    /// Makes the GPU device the simulation runs on lost, as a driver reset would
+    /// ([`Backend::simulate_device_loss`]): the next call that reaches the device moves the water
+    /// to the next backend and records a [`DeviceLoss`]. On wgpu the process-wide device goes,
+    /// so every wgpu simulation moves; a new one gets a fresh device. False on the CPU.
+    pub fn simulate_device_loss(&mut self) -> bool {
+        self.backend.simulate_device_loss()
+    }
+
+    /// The device losses since the last call, oldest first. An engine warns about each, and lets
+    /// go of whatever shows the lost backend's resources before dropping the notice (which drops
+    /// the backend).
+    pub fn take_device_losses(&mut self) -> Vec<DeviceLoss> {
+        std::mem::take(&mut self.device_losses)
+    }
+
+    /// Runs `call` on the backend. When the backend's device has failed ([`Error::is_device_failure`]),
+    /// moves the water to the next backend ([`Simulation::recover`]) and runs `call` there.
+    fn on_backend<T>(&mut self, call: impl Fn(&mut dyn Backend) -> Result<T>) -> Result<T> {
+        match call(self.backend.as_mut()) {
+            Err(e) if e.is_device_failure() && self.backend.kind() != BackendKind::Cpu => {
+                self.recover(e)?;
+                call(self.backend.as_mut())
+            }
+            result => result,
+        }
+    }
+
+    /// Rebuilds the water from the newest snapshot and moves it to the next backend: Godot's
+    /// RenderingDevice goes on on wgpu (a fresh device) where one exists, wgpu on the CPU. The
+    /// ledger keeps the snapshot's counters; its initial total absorbs what the rebuilt state
+    /// differs from the snapshot's exact total, so the mass identity keeps holding. Records a
+    /// [`DeviceLoss`].
+    fn recover(&mut self, reason: Error) -> Result<()> {
+        let from = self.backend.kind();
+        let Some(snapshot) = self.backend.snapshot() else { return Err(reason) };
+        let state = State::from_snapshot(&snapshot, &self.params);
+        let gpu = match from {
+            BackendKind::EngineGpu => gpu_backend(&state).ok(),
+            BackendKind::Gpu | BackendKind::Cpu => None,
+        };
+        let mut next = gpu.unwrap_or_else(|| Box::new(CpuBackend::new(&state)));
+        if next.restore(&state, snapshot.counters, self.frames).is_err() {
+            next = Box::new(CpuBackend::new(&state));
+            next.restore(&state, snapshot.counters, self.frames)?;
+        }
+        let difference = state.total_quanta() - snapshot.total_quanta;
+        self.initial_total += difference;
+        let retired = std::mem::replace(&mut self.backend, next);
+        self.device_losses.push(DeviceLoss {
+            from,
+            to: self.backend.kind(),
+            reason,
+            recovered_frame: snapshot.sequence,
+            frame: self.frames,
+            difference_m3: difference as f64 * self.quantum_volume(),
+            retired,
+        });
+        Ok(())
     }
 
     /// Why the GPU was not used when [`BackendPreference::Auto`] fell back to the CPU.
@@ -289,7 +437,7 @@ impl Simulation {
     /// Runs exactly `substeps` steps of `step` seconds, whatever their stability. For tests and
     /// benchmarks that need a fixed step; games call [`Simulation::advance`].
     pub fn run_steps(&mut self, step: f32, substeps: u32) -> Result<()> {
-        check_range("step", step, MIN_STEP, 10.0)?;
+        check_range("step", step, MIN_STEP, MAX_STEP_LENGTH)?;
         if substeps == 0 {
             return Ok(());
         }
@@ -300,9 +448,11 @@ impl Simulation {
             if let Boundary::Inflow { rate } = *boundary {
                 let cells = edge_cell_count(self.grid.width, self.grid.height, e) as f64 * substeps as f64;
                 let owed = rate as f64 * frame_time / qv + self.inflow_carry[e];
-                let per_cell = (owed / cells).floor().clamp(0.0, MAX_DEPTH_QUANTA as f64);
+                let wanted = (owed / cells).floor();
+                let per_cell = wanted.clamp(0.0, MAX_DEPTH_QUANTA as f64);
                 inflow_quanta[e] = per_cell as i32;
-                self.inflow_carry[e] = owed - per_cell * cells;
+                // What a cell cannot hold in one step is not owed later (steps past LONGEST_STEP).
+                self.inflow_carry[e] = if per_cell < wanted { 0.0 } else { owed - per_cell * cells };
             } else {
                 self.inflow_carry[e] = 0.0;
             }
@@ -310,24 +460,28 @@ impl Simulation {
         let mut forcing = Vec::new();
         for source in &mut self.sources {
             let owed = source.rate as f64 * frame_time / qv + source.carry;
-            let mut planned = 0.0;
+            let (mut planned, mut capped) = (0.0, false);
             for &(cell, share) in &source.cells {
-                let per_step = (owed * share / substeps as f64).trunc().clamp(-(MAX_DEPTH_QUANTA as f64), MAX_DEPTH_QUANTA as f64);
+                let wanted = (owed * share / substeps as f64).trunc();
+                let per_step = wanted.clamp(-(MAX_DEPTH_QUANTA as f64), MAX_DEPTH_QUANTA as f64);
+                capped |= per_step != wanted;
                 if per_step != 0.0 {
                     forcing.push(CellWater { cell, quanta: per_step as i32 });
                     planned += per_step * substeps as f64;
                 }
             }
-            source.carry = owed - planned;
+            // What a cell cannot hold in one step is not owed later (steps past LONGEST_STEP).
+            source.carry = if capped { 0.0 } else { owed - planned };
         }
         let constants = StepConstants::new(&self.params, self.grid.width, self.grid.height, self.grid.cell_size, step, inflow_quanta);
         if !self.pending_nudges.is_empty() {
             let mut nudges: Vec<PipeNudge> =
                 self.pending_nudges.drain().map(|(cell, (weight, v))| PipeNudge { cell, velocity_x: v[0], velocity_y: v[1], weight }).collect();
             nudges.sort_unstable_by_key(|n| n.cell);
-            self.backend.nudge_pipes(&nudges)?;
+            self.on_backend(|b| b.nudge_pipes(&nudges))?;
         }
-        self.backend.advance(&FramePlan { constants, substeps, forcing: &forcing })?;
+        let plan = FramePlan { constants, substeps, forcing: &forcing };
+        self.on_backend(|b| b.advance(&plan))?;
         self.frames += 1;
         self.elapsed += frame_time;
         let per_step_gain = forcing.iter().map(|f| f.quanta.max(0)).max().unwrap_or(0) as f32 + inflow_quanta.iter().map(|&q| q as f32).sum::<f32>();
@@ -335,8 +489,9 @@ impl Simulation {
         Ok(())
     }
 
-    /// Splits `quanta` over a footprint in proportion to its weights, exactly (largest remainder).
-    fn distribute(&self, footprint: &[(u32, f32)], quanta: i64) -> Vec<CellWater> {
+    /// Splits `quanta` over a footprint in proportion to its weights, exactly (largest remainder):
+    /// (cell, quanta) pairs, before any check against what a cell holds.
+    fn distribute(&self, footprint: &[(u32, f32)], quanta: i64) -> Vec<(u32, i64)> {
         let total_weight: f64 = footprint.iter().map(|&(_, w)| w as f64).sum();
         let mut shares: Vec<(u32, i64, f64)> = footprint
             .iter()
@@ -355,7 +510,7 @@ impl Simulation {
             shares[i].1 += 1;
             left -= 1;
         }
-        shares.into_iter().map(|(cell, q, _)| CellWater { cell, quanta: q.min(MAX_DEPTH_QUANTA as i64) as i32 }).collect()
+        shares.into_iter().map(|(cell, q, _)| (cell, q)).collect()
     }
 
     fn check_edit(&self, volume: f32, radius: f32) -> Result<()> {
@@ -373,8 +528,9 @@ impl Simulation {
     }
 
     /// Validates a water edit and splits `volume` (rounded to whole quanta) over the footprint of
-    /// radius `radius` around local `(x, z)`. `None` when there is nothing to do.
-    fn water_edit_cells(&self, x: f32, z: f32, volume: f32, radius: f32) -> Result<Option<Vec<CellWater>>> {
+    /// radius `radius` around local `(x, z)`: (cell, quanta) pairs. `None` when there is nothing
+    /// to do.
+    fn water_edit_shares(&self, x: f32, z: f32, volume: f32, radius: f32) -> Result<Option<Vec<(u32, i64)>>> {
         Self::check_point(x, z)?;
         self.check_edit(volume, radius)?;
         let footprint = self.grid.footprint(x, z, radius);
@@ -386,34 +542,72 @@ impl Simulation {
     }
 
     /// Adds `volume` m³ of water around local point `(x, z)` within `radius` m. Returns the volume
-    /// that arrives: the request rounded to whole quanta (within one quantum volume), less only
-    /// what would overflow the maximum depth. 0 when the footprint misses the grid.
+    /// that arrives: the request rounded to whole quanta (within one quantum volume per cell),
+    /// less what does not fit where cells would pass [`MAX_DEPTH`] (they fill to it; the ledger
+    /// counts what entered). 0 when the footprint misses the grid.
+    ///
+    /// Fails, adding nothing, when the request itself cannot fit: a share of more than
+    /// [`MAX_DEPTH`] m of water for one cell even if it were dry (the error names the limit and
+    /// the largest volume that fits in that footprint).
+    ///
+    /// On a GPU backend the edit is applied with the next frame. While the newest snapshot shows
+    /// water shallower than [`EXACT_EDIT_DEPTH`] everywhere, no cell can fill up and the request
+    /// is what arrives; deeper, the call waits for the device and returns the exact figure.
     pub fn add_water(&mut self, x: f32, z: f32, volume: f32, radius: f32) -> Result<f64> {
-        let Some(cells) = self.water_edit_cells(x, z, volume, radius)? else { return Ok(0.0) };
+        let Some(shares) = self.water_edit_shares(x, z, volume, radius)? else { return Ok(0.0) };
+        if let Some(&(cell, most)) = shares.iter().max_by_key(|s| s.1).filter(|s| s.1 > MAX_DEPTH_QUANTA as i64) {
+            let depth = most as f64 * DEPTH_QUANTUM as f64;
+            let fits = (volume as f64 * MAX_DEPTH as f64 / depth * 10.0).floor() / 10.0;
+            let (cx, cy) = (cell % self.grid.width, cell / self.grid.width);
+            return Err(Error::invalid(
+                "volume",
+                format!("{volume} m³"),
+                format!(
+                    "0 ..= {fits} m³ within radius {radius} m here: it would put {depth:.1} m of water on cell ({cx}, {cy}), past the {MAX_DEPTH} m a cell holds (spread it over a larger radius)"
+                ),
+            ));
+        }
+        let cells: Vec<CellWater> = shares.into_iter().map(|(cell, q)| CellWater { cell, quanta: q as i32 }).collect();
         self.add_cells(&cells)
     }
 
-    /// Adds water cell by cell (positive quanta); returns the volume that arrives, m³.
+    /// Adds water cell by cell (positive quanta, each at most [`MAX_DEPTH_QUANTA`]); returns the
+    /// volume that arrives, m³.
     fn add_cells(&mut self, cells: &[CellWater]) -> Result<f64> {
         // Deeper water shortens the stable step before a snapshot shows it.
         let peak = cells.iter().map(|c| c.quanta).max().unwrap_or(0);
         self.recent_gain[0] += peak as f32 * DEPTH_QUANTUM;
         let requested: i64 = cells.iter().map(|c| c.quanta as i64).sum();
-        Ok(match self.backend.edit_water(cells)? {
-            EditOutcome::Applied { added, .. } => added as f64,
-            EditOutcome::Queued => requested as f64,
-        } * self.quantum_volume())
+        // A GPU applies the edit later: where cells may be near the limit, the device's ledger
+        // says what really entered.
+        let before = if self.backend.kind() != BackendKind::Cpu && self.may_be_near_depth_limit() {
+            Some(self.on_backend(|b| b.read_counters())?)
+        } else {
+            None
+        };
+        let added = match (self.on_backend(|b| b.edit_water(cells))?, before) {
+            (EditOutcome::Applied { added, .. }, _) => added as i64,
+            (EditOutcome::Queued, Some(before)) => (self.on_backend(|b| b.read_counters())?.added - before.added) as i64,
+            (EditOutcome::Queued, None) => requested,
+        };
+        Ok(added as f64 * self.quantum_volume())
+    }
+
+    /// Whether some cell may hold more than [`EXACT_EDIT_DEPTH`] of water: the newest snapshot's
+    /// deepest water plus what edits, sources and inflow added since (no snapshot: maybe).
+    fn may_be_near_depth_limit(&mut self) -> bool {
+        let deepest = self.backend.snapshot().map_or(f32::INFINITY, |s| s.max_depth);
+        deepest + self.recent_gain.iter().sum::<f32>() > EXACT_EDIT_DEPTH
     }
 
     /// Removes up to `volume` m³ of water around local point `(x, z)` within `radius` m, never
     /// more than is there. Returns the volume removed (on a GPU backend, the volume the newest
     /// snapshot says is there to remove; the ledger gets the exact figure from the device).
     pub fn remove_water(&mut self, x: f32, z: f32, volume: f32, radius: f32) -> Result<f64> {
-        let Some(mut cells) = self.water_edit_cells(x, z, volume, radius)? else { return Ok(0.0) };
-        for c in &mut cells {
-            c.quanta = -c.quanta;
-        }
-        Ok(match self.backend.edit_water(&cells)? {
+        let Some(shares) = self.water_edit_shares(x, z, volume, radius)? else { return Ok(0.0) };
+        // No cell holds more than MAX_DEPTH_QUANTA: asking for more removes all it has.
+        let cells: Vec<CellWater> = shares.into_iter().map(|(cell, q)| CellWater { cell, quanta: -(q.min(MAX_DEPTH_QUANTA as i64) as i32) }).collect();
+        Ok(match self.on_backend(|b| b.edit_water(&cells))? {
             EditOutcome::Applied { removed, .. } => removed as f64 * self.quantum_volume(),
             EditOutcome::Queued => {
                 let snapshot = self.backend.snapshot();
@@ -436,6 +630,9 @@ impl Simulation {
     /// surface. Water is only added, never removed. Returns the volume added, m³ (0 when the
     /// point's ground is at or above `level`).
     ///
+    /// Fails, adding nothing, when `level` stands more than [`MAX_DEPTH`] above the lowest ground
+    /// of the basin (the error names the limit and the highest level that fits).
+    ///
     /// Reads the current state, waiting for the device on a GPU backend: meant for setting up a
     /// level or answering a player's action, not for every frame. A basin that reaches an open
     /// edge fills and then drains through it.
@@ -445,9 +642,9 @@ impl Simulation {
         let Some((cx, cy)) = self.grid.cell_at(x, z) else {
             return Err(Error::invalid("position", format!("({x}, {z})"), "a point over the grid"));
         };
-        let state = self.backend.read_state()?;
+        let state = self.on_backend(|b| b.read_state())?;
         let diagonal = self.params.neighbours == NeighbourMode::Eight;
-        let cells = basin_fill(&state, (cx, cy), level, diagonal);
+        let cells = basin_fill(&state, (cx, cy), level, diagonal)?;
         if cells.is_empty() {
             return Ok(0.0);
         }
@@ -462,13 +659,15 @@ impl Simulation {
         self.check_edit(0.0, radius)?;
         let cells: Vec<CellTerrain> =
             self.grid.footprint(x, z, radius).into_iter().map(|(cell, w)| CellTerrain { cell, delta: delta_height * w }).collect();
-        self.backend.edit_terrain(&cells)
+        self.on_backend(|b| b.edit_terrain(&cells))
     }
 
-    /// Replaces the terrain everywhere (validated), keeping the water depth.
+    /// Replaces the terrain everywhere (validated), keeping the water depth. Refused when a
+    /// fixed-level edge would then stand more than [`MAX_DEPTH`] above the ground along it.
     pub fn set_terrain(&mut self, terrain: &[f32]) -> Result<()> {
         crate::state::check_terrain(&self.grid, terrain)?;
-        self.backend.set_terrain(terrain)?;
+        check_edge_limits(&self.params, self.grid, terrain)?;
+        self.on_backend(|b| b.set_terrain(terrain))?;
         self.initial.terrain.copy_from_slice(terrain);
         self.apply_initial_velocity();
         Ok(())
@@ -524,7 +723,12 @@ impl Simulation {
     }
 
     /// Adds a source (`rate` > 0) or drain (`rate` < 0) of `|rate|` m³/s spread over the cells
-    /// within `radius` m of local point `(x, z)`. A drain never removes more than is there.
+    /// within `radius` m of local point `(x, z)`. A drain never removes more than is there; a
+    /// source stops adding to a cell that holds [`MAX_DEPTH`] (the ledger counts what entered).
+    ///
+    /// Refused when the rate itself cannot fit: more than [`MAX_DEPTH`] m of water for its
+    /// heaviest cell within one step of up to [`LONGEST_STEP`] s (the error names the limit
+    /// and the largest rate for that footprint).
     pub fn add_source(&mut self, x: f32, z: f32, rate: f32, radius: f32) -> Result<SourceId> {
         Self::check_point(x, z)?;
         check_range("rate", rate, -MAX_SOURCE_RATE, MAX_SOURCE_RATE)?;
@@ -534,16 +738,42 @@ impl Simulation {
             return Err(Error::invalid("position", format!("({x}, {z})"), "a point whose radius reaches the grid"));
         }
         let total: f64 = footprint.iter().map(|&(_, w)| w as f64).sum();
+        let cells: Vec<(u32, f64)> = footprint.into_iter().map(|(c, w)| (c, w as f64 / total)).collect();
+        self.check_source_rate(rate, &cells)?;
         let id = SourceId(self.next_source_id);
         self.next_source_id += 1;
-        self.sources.push(Source { id, cells: footprint.into_iter().map(|(c, w)| (c, w as f64 / total)).collect(), rate, carry: 0.0 });
+        self.sources.push(Source { id, cells, rate, carry: 0.0 });
         Ok(id)
     }
 
-    /// Changes the rate of a source, m³/s. False when no such source exists.
+    /// Changes the rate of a source, m³/s (refused like [`Simulation::add_source`]'s). False
+    /// when no such source exists.
     pub fn set_source_rate(&mut self, id: SourceId, rate: f32) -> Result<bool> {
         check_range("rate", rate, -MAX_SOURCE_RATE, MAX_SOURCE_RATE)?;
-        Ok(self.sources.iter_mut().find(|s| s.id == id).map(|s| s.rate = rate).is_some())
+        let Some(index) = self.sources.iter().position(|s| s.id == id) else { return Ok(false) };
+        self.check_source_rate(rate, &self.sources[index].cells)?;
+        self.sources[index].rate = rate;
+        Ok(true)
+    }
+
+    /// Refuses a source or drain rate that would move more than [`MAX_DEPTH`] m of water in or out
+    /// of its heaviest cell (`cells`: cells and shares) in one step of [`LONGEST_STEP`] s.
+    fn check_source_rate(&self, rate: f32, cells: &[(u32, f64)]) -> Result<()> {
+        let share = cells.iter().map(|&(_, share)| share).fold(0.0, f64::max);
+        let area = self.grid.cell_area() as f64;
+        let per_step = rate.abs() as f64 * share * LONGEST_STEP as f64 / area;
+        if per_step <= MAX_DEPTH as f64 {
+            return Ok(());
+        }
+        let fits = (MAX_DEPTH as f64 * area / (share * LONGEST_STEP as f64) * 1000.0).floor() / 1000.0;
+        Err(Error::invalid(
+            "rate",
+            format!("{rate} m³/s"),
+            format!(
+                "-{fits} ..= {fits} m³/s for this footprint: its heaviest cell takes {:.1} % of the rate, and a cell may gain at most the {MAX_DEPTH} m of water it holds in one step of up to {LONGEST_STEP} s (spread it over a larger radius)",
+                share * 100.0
+            ),
+        ))
     }
 
     /// Removes a source. False when no such source exists.
@@ -558,10 +788,17 @@ impl Simulation {
         self.sources.iter().map(|s| s.id).collect()
     }
 
+    /// The state [`Simulation::reset`] restores: the one the simulation was created or loaded
+    /// with, terrain from the last [`Simulation::set_terrain`], initial velocity applied.
+    pub fn reset_state(&self) -> &State {
+        &self.initial
+    }
+
     /// Restores the state the simulation was created with (terrain from the last
     /// [`Simulation::set_terrain`]), zeroes the ledger and the clock. Sources are kept.
     pub fn reset(&mut self) -> Result<()> {
-        self.backend.load(&self.initial)?;
+        let initial = self.initial.clone();
+        self.on_backend(|b| b.load(&initial))?;
         self.pending_nudges.clear();
         self.initial_total = self.initial.total_quanta();
         self.inflow_carry = [0.0; 4];
@@ -579,7 +816,7 @@ impl Simulation {
         if state.grid != self.grid {
             return Err(Error::invalid("state grid", format!("{:?}", state.grid), format!("{:?}", self.grid)));
         }
-        crate::state::check_terrain(&self.grid, &state.terrain)?;
+        check_state(&state, &self.params)?;
         self.initial = state;
         self.initial_velocity = None;
         self.reset()
@@ -594,8 +831,8 @@ impl Simulation {
     /// Reads the current state, waiting for the device on a GPU backend (edits queued so far are
     /// applied first): meant for saving a game, not for every frame. About 24 bytes per cell.
     pub fn save_state(&mut self) -> Result<Vec<u8>> {
-        let state = self.backend.read_state()?;
-        let counters = self.backend.read_counters()?;
+        let state = self.on_backend(|b| b.read_state())?;
+        let counters = self.on_backend(|b| b.read_counters())?;
         let saved = SavedState {
             params: self.params,
             frames: self.frames,
@@ -633,7 +870,8 @@ impl Simulation {
                 g.width, g.height, g.cell_size, self.grid.width, self.grid.height, self.grid.cell_size
             )));
         }
-        self.backend.restore(&saved.state, saved.counters, saved.frames)?;
+        check_edge_limits(&saved.params, g, &saved.state.terrain).map_err(|e| Error::InvalidSave(format!("its parameters do not fit its terrain: {e}")))?;
+        self.on_backend(|b| b.restore(&saved.state, saved.counters, saved.frames))?;
         self.pending_nudges.clear();
         self.params = saved.params;
         self.initial_total = saved.initial_total;
@@ -658,7 +896,7 @@ impl Simulation {
         check_range("frame_dt", frame_dt, 0.0, MAX_FRAME_DELTA)?;
         check_range("density", density, 1.0, 1.0e5)?;
         if bodies.is_empty() {
-            self.backend.set_displacement(&[])?;
+            self.on_backend(|b| b.set_displacement(&[]))?;
             return Ok(Vec::new());
         }
         let cells = bodies::cells_to_read(&self.grid, bodies);
@@ -666,7 +904,7 @@ impl Simulation {
             self.backend.want_cells(&cells);
         }
         let Some(snapshot) = self.backend.snapshot() else {
-            self.backend.set_displacement(&[])?;
+            self.on_backend(|b| b.set_displacement(&[]))?;
             return Ok(bodies.iter().map(|b| b.check().map(|_| BodyForce::default())).collect());
         };
         let coupling = bodies::couple(&snapshot, bodies, frame_dt, density, self.params.gravity);
@@ -677,7 +915,7 @@ impl Simulation {
     /// Applies a coupling computed by [`bodies::couple`]: its displacement replaces the last
     /// one, its nudges join the frame's.
     pub fn apply_coupling(&mut self, coupling: &Coupling) -> Result<()> {
-        self.backend.set_displacement(&coupling.displacement)?;
+        self.on_backend(|b| b.set_displacement(&coupling.displacement))?;
         for n in &coupling.nudges {
             bodies::merge_nudge(&mut self.pending_nudges, n.cell, n.weight, [n.velocity_x, n.velocity_y]);
         }
@@ -709,14 +947,26 @@ impl Simulation {
         self.backend.snapshot()
     }
 
+    /// A snapshot of every cell as of now, built from the whole current state (waiting for the
+    /// device on a GPU backend): for an engine that needs full texels at once after a backend
+    /// read back only the tiles queries touched ([`Simulation::want_full_snapshots`]). Not for
+    /// every frame.
+    pub fn read_snapshot(&mut self) -> Result<Snapshot> {
+        let state = self.on_backend(|b| b.read_state())?;
+        let counters = self.on_backend(|b| b.read_counters())?;
+        let fixed = crate::pipes::fixed_flux_per_stored(&self.step_constants(&self.params));
+        Ok(state.snapshot_reusing(self.frames, counters, None, fixed))
+    }
+
     /// Reads the whole current state, waiting for the device if needed.
     pub fn read_state(&mut self) -> Result<State> {
-        self.backend.read_state()
+        self.on_backend(|b| b.read_state())
     }
 
     /// The ledger as of the current state (waits for the device if needed).
     pub fn ledger(&mut self) -> Result<MassLedger> {
-        Ok(MassLedger { initial: self.initial_total, counters: self.backend.read_counters()? })
+        let counters = self.on_backend(|b| b.read_counters())?;
+        Ok(MassLedger { initial: self.initial_total, counters })
     }
 
     /// The ledger and total that belong to the newest snapshot (no waiting).
@@ -772,13 +1022,16 @@ fn lerp(a: f32, b: f32, t: f32) -> f32 {
 /// The water a basin fill adds: for every cell connected to `start` through cells whose terrain
 /// lies below `level` (four or eight neighbours), the whole quanta that raise its surface to
 /// `level`. Cells already at or above `level` add nothing but still connect the basin.
-pub fn basin_fill(state: &State, start: (u32, u32), level: f32, diagonal: bool) -> Vec<CellWater> {
+///
+/// Fails when `level` stands more than [`MAX_DEPTH`] above the basin's lowest ground: the
+/// error names the limit and the highest level that fits.
+pub fn basin_fill(state: &State, start: (u32, u32), level: f32, diagonal: bool) -> Result<Vec<CellWater>> {
     let grid = state.grid;
     let (w, h) = (grid.width as i64, grid.height as i64);
     let below = |i: usize| state.terrain[i] < level;
     let first = grid.index(start.0, start.1);
     if !below(first) {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     // Orthogonal steps first, so that the first four are the four-neighbour set.
     const STEPS: [(i64, i64); 8] = [(1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (-1, 1), (1, -1), (-1, -1)];
@@ -787,8 +1040,12 @@ pub fn basin_fill(state: &State, start: (u32, u32), level: f32, diagonal: bool) 
     let mut stack = vec![(start.0 as i64, start.1 as i64)];
     seen[first] = true;
     let mut cells = Vec::new();
+    let mut lowest = first;
     while let Some((x, y)) = stack.pop() {
         let i = grid.index(x as u32, y as u32);
+        if state.terrain[i] < state.terrain[lowest] {
+            lowest = i;
+        }
         // f64: a level 1e6 m above a cell is 2^40 quanta, past f32's exact integers.
         let target = ((level as f64 - state.terrain[i] as f64) / DEPTH_QUANTUM as f64).floor().min(MAX_DEPTH_QUANTA as f64) as i64;
         let add = target - state.depth[i] as i64;
@@ -807,7 +1064,16 @@ pub fn basin_fill(state: &State, start: (u32, u32), level: f32, diagonal: bool) 
             }
         }
     }
-    cells
+    let floor = state.terrain[lowest];
+    if level as f64 - floor as f64 > MAX_DEPTH as f64 {
+        let (x, y) = (lowest as u32 % grid.width, lowest as u32 / grid.width);
+        return Err(Error::invalid(
+            "level",
+            format!("{level} m"),
+            format!("-{MAX_TERRAIN_ABS} ..= {} m for this basin: its lowest ground is {floor} m (cell ({x}, {y})), and a cell holds at most {MAX_DEPTH} m of water", floor as f64 + MAX_DEPTH as f64),
+        ));
+    }
+    Ok(cells)
 }
 
 /// Surface height at a local point: bilinear weights over the four surrounding cells, dry cells
@@ -831,8 +1097,58 @@ fn check_state(state: &State, params: &Params) -> Result<()> {
     if state.depth.len() != state.grid.cell_count() || state.flow.len() != state.grid.cell_count() {
         return Err(Error::WrongLength { name: "depth", expected: state.grid.cell_count(), actual: state.depth.len() });
     }
-    if let Some(i) = state.depth.iter().position(|&d| d < 0) {
-        return Err(Error::invalid("depth", format!("{} at cell {i}", state.depth[i]), format!("0 ..= {MAX_DEPTH_QUANTA} quanta")));
+    if let Some(i) = state.depth.iter().position(|d| !(0..=MAX_DEPTH_QUANTA).contains(d)) {
+        return Err(Error::invalid("depth", format!("{} at cell {i}", state.depth[i]), format!("0 ..= {MAX_DEPTH_QUANTA} quanta ({MAX_DEPTH} m)")));
+    }
+    check_edge_limits(params, state.grid, &state.terrain)
+}
+
+/// Refuses edges that would put more water into a cell than it holds ([`MAX_DEPTH`]) on this
+/// grid and terrain: an inflow edge whose rate adds more than that to each of its cells in one
+/// step of up to [`LONGEST_STEP`] s, or a fixed-level edge whose level stands more than that
+/// above the lowest ground along it. The errors name the edge's property (`inflow_rate_north`,
+/// `boundary_level_east`, …) and its valid range here.
+fn check_edge_limits(params: &Params, grid: Grid, terrain: &[f32]) -> Result<()> {
+    for (e, boundary) in params.boundaries.iter().enumerate() {
+        match *boundary {
+            Boundary::Inflow { rate } => {
+                let cells = edge_cell_count(grid.width, grid.height, e) as f64;
+                let area = grid.cell_area() as f64;
+                let fits = MAX_DEPTH as f64 * cells * area / LONGEST_STEP as f64;
+                if rate as f64 > fits {
+                    return Err(Error::invalid(
+                        INFLOW_RATE_NAMES[e],
+                        format!("{rate} m³/s"),
+                        format!(
+                            "0 ..= {} m³/s on this grid: the edge's {cells} cells of {area} m² may each gain at most the {MAX_DEPTH} m of water a cell holds in one step of up to {LONGEST_STEP} s",
+                            (fits * 1000.0).floor() / 1000.0
+                        ),
+                    ));
+                }
+            }
+            Boundary::Level { level } => {
+                let (w, h) = (grid.width, grid.height);
+                let edge: Vec<(u32, u32)> = match e {
+                    0 => (0..w).map(|x| (x, 0)).collect(),
+                    1 => (0..h).map(|y| (w - 1, y)).collect(),
+                    2 => (0..w).map(|x| (x, h - 1)).collect(),
+                    _ => (0..h).map(|y| (0, y)).collect(),
+                };
+                let Some(&(x, y)) = edge.iter().min_by(|a, b| terrain[grid.index(a.0, a.1)].total_cmp(&terrain[grid.index(b.0, b.1)])) else { continue };
+                let lowest = terrain[grid.index(x, y)];
+                if level as f64 - lowest as f64 > MAX_DEPTH as f64 {
+                    return Err(Error::invalid(
+                        BOUNDARY_LEVEL_NAMES[e],
+                        format!("{level} m"),
+                        format!(
+                            "-{MAX_TERRAIN_ABS} ..= {} m on this terrain: the lowest ground along the edge is {lowest} m (cell ({x}, {y})), and a cell holds at most {MAX_DEPTH} m of water",
+                            lowest as f64 + MAX_DEPTH as f64
+                        ),
+                    ));
+                }
+            }
+            Boundary::Wall | Boundary::Open => {}
+        }
     }
     Ok(())
 }

@@ -47,10 +47,56 @@ impl State {
     }
 
     /// Fills every cell whose terrain lies below `level` up to `level` (local metres).
-    pub fn fill_to_level(&mut self, level: f32) {
+    ///
+    /// Fails, leaving the water as it was, when `level` stands more than [`MAX_DEPTH`] above the
+    /// lowest terrain ([`State::check_fill_level`]).
+    pub fn fill_to_level(&mut self, level: f32) -> Result<()> {
+        self.check_fill_level(level)?;
         for (d, &b) in self.depth.iter_mut().zip(&self.terrain) {
-            *d = depth_to_quanta((level - b).clamp(0.0, MAX_DEPTH));
+            // f64: for terrain near ±1e6 m an f32 difference would round by metres.
+            *d = depth_to_quanta((level as f64 - b as f64).max(0.0) as f32);
         }
+        Ok(())
+    }
+
+    /// Whether [`State::fill_to_level`] can fill to `level`: an error naming the limit and the
+    /// highest level that fits this terrain when `level` stands more than [`MAX_DEPTH`] above its
+    /// lowest ground (no cell holds that much water), or is not finite.
+    pub fn check_fill_level(&self, level: f32) -> Result<()> {
+        let Some(i) = (0..self.terrain.len()).min_by(|&a, &b| self.terrain[a].total_cmp(&self.terrain[b])) else { return Ok(()) };
+        let floor = self.terrain[i];
+        if level.is_finite() && level as f64 - floor as f64 <= MAX_DEPTH as f64 {
+            return Ok(());
+        }
+        let (x, y) = (i as u32 % self.grid.width, i as u32 / self.grid.width);
+        Err(Error::invalid(
+            "level",
+            format!("{level} m"),
+            format!(
+                "-{MAX_TERRAIN_ABS} ..= {} m on this terrain: its lowest ground is {floor} m (cell ({x}, {y})), and a cell holds at most {MAX_DEPTH} m of water",
+                floor as f64 + MAX_DEPTH as f64
+            ),
+        ))
+    }
+
+    /// The state a snapshot shows, as far as its texels tell: terrain and depth from the height
+    /// texels (depth rounded to whole quanta: exact below 16 m, within `f32` rounding deeper),
+    /// each pipe's flow from the velocities of its two cells ([`State::set_velocity`] with
+    /// `params`). What a simulation recovers when the device that held the fields is lost.
+    pub fn from_snapshot(snapshot: &Snapshot, params: &Params) -> State {
+        let g = snapshot.grid;
+        let finite = |v: f32| if v.is_finite() { v } else { 0.0 };
+        let mut state = State::new(g);
+        for (i, texel) in snapshot.height.iter().enumerate() {
+            state.terrain[i] = finite(texel[2]).clamp(-MAX_TERRAIN_ABS, MAX_TERRAIN_ABS);
+            state.depth[i] = depth_to_quanta(finite(texel[1]));
+        }
+        let w = g.width;
+        state.set_velocity(params, |x, y| {
+            let v = snapshot.flow[(y * w + x) as usize];
+            [finite(v[0]), finite(v[1])]
+        });
+        state
     }
 
     /// Sets every pipe's flow so that the water moves with `velocity(x, y)` (m/s along grid x and
@@ -271,6 +317,22 @@ pub struct Counters {
 }
 
 impl Counters {
+    /// The counters as the devices keep them: each `u64` as its (low, high) `u32` words, in the
+    /// order added, removed, boundary in, boundary out (`COUNTER_*` in shaders/common.wgsl).
+    pub fn to_device_words(&self) -> [u32; 8] {
+        let wide = [self.added, self.removed, self.boundary_in, self.boundary_out];
+        std::array::from_fn(|k| (wide[k / 2] >> (32 * (k % 2))) as u32)
+    }
+
+    /// Counters from the eight words of [`Counters::to_device_words`].
+    ///
+    /// # Panics
+    /// When `words` has fewer than eight words.
+    pub fn from_device_words(words: &[u32]) -> Counters {
+        let wide = |k: usize| words[k] as u64 | (words[k + 1] as u64) << 32;
+        Counters { added: wide(0), removed: wide(2), boundary_in: wide(4), boundary_out: wide(6) }
+    }
+
     /// Net change of total water these counters account for, quanta.
     pub fn net(&self) -> i64 {
         self.added as i64 - self.removed as i64 + self.boundary_in as i64 - self.boundary_out as i64

@@ -10,7 +10,7 @@ fn running_valley() -> Simulation {
     let grid = Grid::new(48, 40, 0.5).unwrap();
     let terrain: Vec<f32> = (0..grid.cell_count()).map(|i| 0.02 * (i as u32 % grid.width) as f32 + 0.1 * ((i / 7) % 3) as f32).collect();
     let mut state = State::with_terrain(grid, terrain).unwrap();
-    state.fill_to_level(0.6);
+    state.fill_to_level(0.6).expect("the test level lies within a cell's depth limit");
     let mut params = Params::default();
     params.boundaries[Edge::East as usize] = Boundary::Open;
     params.boundaries[Edge::West as usize] = Boundary::Inflow { rate: 0.5 };

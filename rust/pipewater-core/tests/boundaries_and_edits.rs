@@ -29,7 +29,7 @@ fn open_edge_drains_a_tilted_domain() {
             state.terrain[g.index(x, y)] = 0.05 * (g.width - x) as f32;
         }
     }
-    state.fill_to_level(0.0);
+    state.fill_to_level(0.0).expect("the test level lies within a cell's depth limit");
     state.depth.fill(pipewater_core::quanta::depth_to_quanta(0.2));
     let mut params = Params::default();
     params.boundaries[Edge::East as usize] = Boundary::Open;
@@ -388,7 +388,7 @@ fn fixed_level_edge_holds_a_sea_through_a_tide_of_inflow() {
             state.terrain[g.index(x, y)] = -1.0 + 0.02 * (g.width - 1 - x) as f32;
         }
     }
-    state.fill_to_level(0.0);
+    state.fill_to_level(0.0).expect("the test level lies within a cell's depth limit");
     let sea = |level| {
         let mut p = Params::default();
         p.boundaries[Edge::East as usize] = Boundary::Level { level };

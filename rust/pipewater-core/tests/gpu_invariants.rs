@@ -26,7 +26,7 @@ fn random_case(seed: u64) -> (State, Params) {
     for b in state.terrain.iter_mut() {
         *b = rng.range(0.0, relief);
     }
-    state.fill_to_level(rng.range(0.0, relief * 1.2));
+    state.fill_to_level(rng.range(0.0, relief * 1.2)).expect("the test level lies within a cell's depth limit");
     for _ in 0..3 {
         let i = (rng.next_u64() % g.cell_count() as u64) as usize;
         state.depth[i] = state.depth[i].saturating_add(depth_to_quanta(rng.range(0.0, 3.0)));

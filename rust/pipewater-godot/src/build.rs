@@ -227,7 +227,10 @@ pub fn simulation(
             return None;
         }
     };
-    state.fill_to_level(water_level as f32);
+    if let Err(e) = state.fill_to_level(water_level as f32) {
+        errors.reject(crate::errors::property_message("initial_water_level", &e));
+        return None;
+    }
     if wants_rendering_device(backend) {
         let mut textures = None;
         let started = Simulation::with_backend(state.clone(), params, |state| rendering_device_backend(state, &mut textures));

@@ -37,7 +37,7 @@ impl ErrorLog {
         match result? {
             Ok(v) => Some(v),
             Err(e) => {
-                self.reject(format!("{method}: {e}"));
+                self.reject(format!("{method}: {}", core_message(&e)));
                 None
             }
         }
@@ -51,5 +51,39 @@ impl ErrorLog {
     /// Forgets the last message (`clear_last_error()`).
     pub fn clear(&mut self) {
         self.last.clear();
+    }
+}
+
+/// A core error worded as the node's own checks word theirs: an argument out of range reads
+/// "`name` = value is out of range: valid range is …".
+pub fn core_message(e: &CoreError) -> String {
+    match e {
+        CoreError::InvalidArgument { name, value, valid } => format!("{name} = {value} is out of range: valid range is {valid}"),
+        other => other.to_string(),
+    }
+}
+
+/// A core error about the node's property `property` (whatever the core calls the value), with
+/// the property's name, its value and its valid range.
+pub fn property_message(property: &str, e: &CoreError) -> String {
+    match e {
+        CoreError::InvalidArgument { value, valid, .. } => format!("{property} = {value} is out of range: valid range is {valid}"),
+        other => format!("{property}: {other}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_range_errors_name_the_property_its_value_and_its_range() {
+        let e = CoreError::invalid("level", "3000 m", "-1000000 ..= 2048 m on this terrain");
+        let message = property_message("initial_water_level", &e);
+        let by_core = core_message(&CoreError::invalid("boundary_level_north", "3000 m", "..= 2050 m"));
+        println!("{message}\n{by_core}");
+        assert_eq!(message, "initial_water_level = 3000 m is out of range: valid range is -1000000 ..= 2048 m on this terrain");
+        assert_eq!(by_core, "boundary_level_north = 3000 m is out of range: valid range is ..= 2050 m");
+        assert_eq!(property_message("backend", &CoreError::Gpu("x".into())), "backend: GPU error: x");
     }
 }

@@ -57,6 +57,29 @@ use pipewater_core::{Params, Simulation};
 /// frame delay ago, typically 2 frames; a tile's first query answers from the state the
 /// simulation started or was reset with), and at once on Godot 4.3, where each frame's small read
 /// waits for the GPU. `get_frame_stats()["readback_bytes"]` says what a frame read back.
+///
+/// **Readback on wgpu.** The textures and queries read a snapshot copied back from the GPU
+/// asynchronously: after a physics frame it shows that frame or one of the two before it, never
+/// older (the node waits for the GPU rather than let it fall further behind). It holds every
+/// cell while a material or script uses the textures, and only the 8×8-cell tiles queries and
+/// floating bodies touched otherwise (48 bytes plus 2 KiB a tile per frame, instead of 32 bytes
+/// a cell).
+///
+/// **Depth limit.** A cell holds at most 2048 m of water (2³¹ − 1 quanta of 2⁻²⁰ m). What would
+/// put more into a cell by itself is refused with an error naming the limit: an
+/// `initial_water_level` more than 2048 m above the lowest ground, an `add_water` whose share
+/// for one cell passes it, a `fill_basin` to such a level, a source whose rate adds more in one
+/// step of up to 1 s (the longest `max_step`), an inflow edge or a level edge likewise. Water
+/// added to cells that are nearly full fills them to the limit; `add_water` returns (and a
+/// warning states) what fit, and the ledger counts what entered.
+///
+/// **A lost GPU device** (a driver reset, an unplugged GPU, or `simulate_device_loss()`) is
+/// noticed at the next step or read: the node warns once and goes on on the next backend —
+/// RenderingDevice → wgpu → CPU — with the water of the newest snapshot (at most two frames
+/// old; on wgpu with only the tiles queries read, the other cells as they were loaded), its
+/// sources, clock and ledger; `active_backend` changes and `simulation_rebuilt` is emitted.
+/// Godot does not report the loss of its own device to extensions: on the RenderingDevice
+/// backend only a vanished device or vanished textures are noticed.
 /// `height_texture`: R = surface height (local Y, m), G = depth (m), B = terrain height (local Y,
 /// m), A = 1 if wet (depth > 1 mm) else 0.
 /// `flux_texture`: R = velocity along local +X (m/s), G = velocity along local +Z (m/s), B = speed
@@ -113,7 +136,9 @@ pub struct PipeWater {
     terrain_heights: PackedFloat32Array,
 
     /// Water surface (local Y, m) that every cell below it is filled to when the simulation
-    /// starts or is reset, `-1000000 ..= 1000000`. Rebuilds the simulation.
+    /// starts or is reset, `-1000000 ..= 1000000` and at most 2048 m above the lowest ground (the
+    /// most water a cell holds; a higher level is refused with an error naming the highest that
+    /// fits). Rebuilds the simulation.
     #[export_group(name = "Water")]
     #[export(range = (-100.0, 100.0, 0.01, or_greater, or_less, suffix = "m"))]
     #[var(set)]
@@ -275,8 +300,14 @@ pub struct PipeWater {
     /// frame. Turn it off when nothing draws them (a game with its own water rendering, a
     /// server): the node then skips the per-frame copy of both textures (about 32 bytes a cell,
     /// the largest part of its main-thread cost on big grids) and, on the GPU, reads back only
-    /// when a query asks. The helper mesh freezes while it is off, and reading `terrain_heights`
-    /// returns the terrain as of the last texture update.
+    /// the tiles queries touch. The helper mesh freezes while it is off, and reading
+    /// `terrain_heights` returns the terrain as of the last texture update.
+    ///
+    /// On the wgpu backend the node also does this by itself while nothing uses the textures: no
+    /// material or script holds either texture and no script asked for `get_height_image()`,
+    /// `get_flux_image()` or `terrain_heights` in the last 120 frames. The first of those calls
+    /// after such a pause waits for the GPU to show the water as it is; the textures follow every
+    /// frame again from then on.
     #[export]
     #[var]
     #[init(val = true)]
@@ -491,13 +522,20 @@ impl PipeWater {
         self.outputs.shown_terrain().unwrap_or_else(|| self.terrain_heights.clone())
     }
 
-    /// Sets `initial_water_level` (local m); rebuilds the simulation.
+    /// Sets `initial_water_level` (local m, `-1000000 ..= ` the lowest ground + 2048: a cell holds
+    /// at most 2048 m of water); rebuilds the simulation.
     #[func]
     fn set_initial_water_level(&mut self, value: f64) {
-        if self.errors.accept(validate::local_height("initial_water_level", value)).is_some() {
-            self.initial_water_level = value;
-            self.pending.rebuild();
+        let Some(level) = self.errors.accept(validate::local_height("initial_water_level", value)) else { return };
+        // Checked against the terrain a running simulation resets to; a first build checks it.
+        if self.sim.is_some() && self.ensure_sim() {
+            if let Some(Err(e)) = self.sim.as_ref().map(|s| s.reset_state().check_fill_level(level)) {
+                self.errors.reject(crate::errors::property_message("initial_water_level", &e));
+                return;
+            }
         }
+        self.initial_water_level = value;
+        self.pending.rebuild();
     }
 
     /// Sets `gravity` (m/s², `0 ..= 100`).
@@ -746,13 +784,15 @@ impl PipeWater {
     /// On the RenderingDevice backend a new image read from the GPU, which waits for it: not for
     /// every frame.
     #[func]
-    fn get_height_image(&self) -> Option<Gd<Image>> {
+    fn get_height_image(&mut self) -> Option<Gd<Image>> {
+        self.catch_up_images("get_height_image");
         self.outputs.height_image()
     }
 
     /// The image last copied into `flux_texture`. Owned by the node; duplicate it to keep it.
     #[func]
-    fn get_flux_image(&self) -> Option<Gd<Image>> {
+    fn get_flux_image(&mut self) -> Option<Gd<Image>> {
+        self.catch_up_images("get_flux_image");
         self.outputs.flux_image()
     }
 

@@ -13,9 +13,14 @@ use godot::classes::image::Format;
 use godot::classes::{Image, ImageTexture, Texture2D};
 use godot::prelude::*;
 use pipewater_core::state::copy_in_parallel;
-use pipewater_core::{Grid, Simulation, Snapshot};
+use pipewater_core::{BackendKind, Grid, Simulation, Snapshot};
+use std::cell::Cell;
 use std::sync::Arc;
 use std::time::Instant;
+
+/// Updates during which the image textures count as used after a script last asked for their
+/// images or the terrain they show (two seconds at 60 frames a second).
+pub const TEXTURE_KEEP_UPDATES: u64 = 120;
 
 /// The textures materials read, and the snapshot they show.
 pub struct WaterOutputs {
@@ -27,11 +32,27 @@ pub struct WaterOutputs {
     shown: Option<Arc<Snapshot>>,
     texture_usec: i64,
     snapshot_usec: i64,
+    /// Calls of [`WaterOutputs::update`] so far.
+    updates: u64,
+    /// The update during which a script last asked for the images or the terrain they show.
+    asked_at: Cell<Option<u64>>,
+    /// Whether the last update left the image textures behind the water (nobody used them).
+    idle: bool,
 }
 
 impl Default for WaterOutputs {
     fn default() -> Self {
-        WaterOutputs { sink: ImageUpload::new(), rd: RdTextures::new(), rd_rids: None, shown: None, texture_usec: 0, snapshot_usec: 0 }
+        WaterOutputs {
+            sink: ImageUpload::new(),
+            rd: RdTextures::new(),
+            rd_rids: None,
+            shown: None,
+            texture_usec: 0,
+            snapshot_usec: 0,
+            updates: 0,
+            asked_at: Cell::new(None),
+            idle: false,
+        }
     }
 }
 
@@ -54,8 +75,9 @@ impl WaterOutputs {
     }
 
     /// The image last copied into `height_texture`; on the RenderingDevice a new one read from
-    /// the GPU (waiting for it). `None` before the first build.
+    /// the GPU (waiting for it). `None` before the first build. Counts as a use of the textures.
     pub fn height_image(&self) -> Option<Gd<Image>> {
+        self.mark_asked();
         match self.rd_rids {
             Some((height, _)) => textures::read_image(height),
             None => self.sink.height.image.clone(),
@@ -64,6 +86,7 @@ impl WaterOutputs {
 
     /// The image last copied into `flux_texture`, like [`WaterOutputs::height_image`].
     pub fn flux_image(&self) -> Option<Gd<Image>> {
+        self.mark_asked();
         match self.rd_rids {
             Some((_, flux)) => textures::read_image(flux),
             None => self.sink.flux.image.clone(),
@@ -102,8 +125,10 @@ impl WaterOutputs {
         self.shown = None;
     }
 
-    /// Terrain heights (local m, row-major) of the snapshot shown; `None` before the first one.
+    /// Terrain heights (local m, row-major) of the snapshot shown; `None` before the first one,
+    /// and while the textures are idle. Counts as a use of the textures.
     pub fn shown_terrain(&self) -> Option<PackedFloat32Array> {
+        self.mark_asked();
         // The RenderingDevice backend's snapshot holds only the tiles queries read.
         if self.rd_rids.is_some() {
             return None;
@@ -129,13 +154,58 @@ impl WaterOutputs {
         self.sink.resize(grid, errors);
     }
 
-    /// Copies the newest snapshot into the textures when it changed; with `enabled` false only
-    /// zeroes the timings.
+    /// Records that a script asked for the images or the terrain the textures show: they count
+    /// as used for the next [`TEXTURE_KEEP_UPDATES`] updates.
+    pub fn mark_asked(&self) {
+        self.asked_at.set(Some(self.updates));
+    }
+
+    /// Whether the image textures are used: a material or script holds one (the node's own
+    /// reference aside), or a script asked for their images within [`TEXTURE_KEEP_UPDATES`].
+    fn images_used(&self) -> bool {
+        let held = |t: &Gd<ImageTexture>| t.get_reference_count() > 1;
+        held(&self.sink.height.texture)
+            || held(&self.sink.flux.texture)
+            || self.asked_at.get().is_some_and(|at| self.updates.saturating_sub(at) <= TEXTURE_KEEP_UPDATES)
+    }
+
+    /// Whether the last update left the image textures behind the water because nobody used
+    /// them (on a GPU backend, which then reads back only the tiles queries touch).
+    pub fn idle(&self) -> bool {
+        self.idle
+    }
+
+    /// Copies `snapshot` into the textures now, whatever the last update did (a script asked for
+    /// the images after they were idle).
+    pub fn show_now(&mut self, snapshot: Arc<Snapshot>) {
+        self.sink.show(&snapshot);
+        self.shown = Some(snapshot);
+        self.idle = false;
+    }
+
+    /// Copies the newest snapshot into the textures when it changed, and tells the simulation
+    /// whether its snapshots must cover every cell. With `enabled` false, or on the
+    /// RenderingDevice backend (whose textures are written on the GPU), copies nothing. On a GPU
+    /// backend copies nothing either while nobody uses the textures ([`WaterOutputs::idle`]):
+    /// the backend then reads back only what queries touch. The CPU backend's snapshot covers the
+    /// grid anyway, so there the textures always follow.
     pub fn update(&mut self, sim: Option<&mut Simulation>, enabled: bool) {
-        // The RenderingDevice backend writes its textures on the GPU: nothing to copy.
-        if !enabled || self.rd_rids.is_some() {
+        self.updates += 1;
+        let on_cpu = sim.as_ref().is_some_and(|s| s.backend_kind() == BackendKind::Cpu);
+        let used = enabled && self.rd_rids.is_none() && (on_cpu || self.images_used());
+        let sim = sim.map(|s| {
+            s.want_full_snapshots(used);
+            s
+        });
+        self.idle = enabled && self.rd_rids.is_none() && !used;
+        if !used {
             self.texture_usec = 0;
             self.snapshot_usec = 0;
+            if self.idle {
+                // Let go of the snapshot so that the backend writes the tiles it reads into it
+                // in place.
+                self.shown = None;
+            }
             return;
         }
         let started = Instant::now();

@@ -4,6 +4,9 @@
 pub mod cpu;
 #[cfg(feature = "gpu")]
 pub mod gpu;
+pub mod limits;
+pub mod pending;
+pub mod readback;
 pub mod step_kernel;
 
 use crate::error::{Error, Result};
@@ -202,10 +205,22 @@ pub trait Backend: Send {
     /// only what queries asked for (the grid itself staying on the device) reads these back from
     /// now on; backends whose snapshot covers the grid ignore it.
     fn want_cells(&mut self, _cells: &[usize]) {}
+    /// Whether snapshots must cover every cell (`true`: textures are filled from them on the
+    /// CPU) or only the cells queries ask for through [`Backend::want_cells`] (`false`: the
+    /// grid stays on the device and a frame reads back only those). Backends whose snapshot always
+    /// covers the grid ignore it.
+    fn want_full_snapshots(&mut self, _full: bool) {}
     /// Bytes the last frame copied from the device to the host for snapshots and queries (0 on
     /// the CPU): the figure that shows whether a GPU path keeps the fields on the device.
     fn last_readback_bytes(&self) -> u64 {
         0
+    }
+    /// Makes the device this backend runs on lost, as a driver reset would, so that games and
+    /// tests can see what follows ([`crate::Simulation`] moves the water to the next backend).
+    /// On wgpu it destroys the process-wide device, so every simulation on it is affected.
+    /// False where there is no device to lose (the CPU).
+    fn simulate_device_loss(&mut self) -> bool {
+        false
     }
 }
 

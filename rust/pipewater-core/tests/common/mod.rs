@@ -54,7 +54,7 @@ pub fn busy_valley(preference: pipewater_core::BackendPreference) -> Simulation 
     use pipewater_core::{scenarios, Boundary, Edge, NeighbourMode};
     let g = grid(72, 48, 1.0);
     let (mut state, spring) = scenarios::river_valley(g, 7, 3.0);
-    state.fill_to_level(0.6);
+    state.fill_to_level(0.6).expect("the test level lies within a cell's depth limit");
     let mut params = Params { neighbours: NeighbourMode::Eight, ..Params::default() };
     params.boundaries[Edge::West as usize] = Boundary::Inflow { rate: 0.37 };
     params.boundaries[Edge::East as usize] = Boundary::Open;

@@ -3,6 +3,7 @@
 
 use super::PipeWater;
 use crate::validate;
+use godot::global::godot_warn;
 use godot::prelude::*;
 use pipewater_core::SourceId;
 
@@ -13,13 +14,28 @@ impl PipeWater {
     /// volume that arrives (the request to within one depth quantum, ~1 µm × cell area); 0 when
     /// the point is off the grid or an argument is rejected. On the GPU the change shows in
     /// queries after the next readback.
+    ///
+    /// A cell holds at most 2048 m of water: a request that would put more on one cell by itself
+    /// is refused with an error naming the limit and the largest volume that fits there; cells
+    /// that are nearly full take what fits, and then the return value (and a warning) says how
+    /// much arrived.
     #[func]
     fn add_water(&mut self, global_position: Vector3, volume: f64, radius: f64) -> f64 {
         let Some((xz, volume, radius)) = self.edit_args("add_water", global_position, volume, radius) else {
             return 0.0;
         };
-        let result = self.sim.as_mut().map(|s| s.add_water(xz[0], xz[1], volume, radius));
-        self.errors.core_result("add_water", result).unwrap_or(0.0)
+        let Some(sim) = self.sim.as_mut() else { return 0.0 };
+        let (quantum, on_grid) = (sim.quantum_volume(), !sim.grid().footprint(xz[0], xz[1], radius).is_empty());
+        let result = sim.add_water(xz[0], xz[1], volume, radius);
+        let Some(placed) = self.errors.core_result("add_water", Some(result)) else { return 0.0 };
+        let asked = (volume as f64 / quantum).round() * quantum;
+        if on_grid && placed < asked - 0.5 * quantum {
+            godot_warn!(
+                "PipeWater: add_water: {placed:.6} of the {asked:.6} m³ asked for fit; the cells around the point hold the most water a cell can ({} m)",
+                pipewater_core::MAX_DEPTH
+            );
+        }
+        placed
     }
 
     /// Removes up to `volume` m³ of water around `global_position` within `radius` m (ranges as
@@ -40,6 +56,9 @@ impl PipeWater {
     /// added, m³; 0 when the ground there is at or above the surface, the point is off the grid,
     /// or an argument is rejected. The quick way to make a lake in a valley or a pond in a pit,
     /// where `initial_water_level` would flood every basin below that level.
+    ///
+    /// A surface more than 2048 m above the lowest ground of the basin (more water than a cell
+    /// holds) is refused with an error naming the highest level that fits.
     ///
     /// It reads the whole current state, waiting for the GPU: meant for setting up a level or
     /// answering a player's action, not for every frame.
@@ -67,7 +86,10 @@ impl PipeWater {
 
     /// Adds a source of `rate` m³/s (`-1e6 ..= 1e6`; negative drains) spread over `radius` m
     /// around `global_position`. Returns its id (≥ 1), or -1 when rejected (off the grid, bad
-    /// argument). Sources survive `reset()` but not a rebuild.
+    /// argument, or a rate that would move more than the 2048 m of water a cell holds through its
+    /// heaviest cell in one step of up to 1 s, the longest `max_step`: the error names the
+    /// largest rate for that radius). A source stops adding to a full cell. Sources survive
+    /// `reset()` but not a rebuild.
     #[func]
     fn add_source(&mut self, global_position: Vector3, rate: f64, radius: f64) -> i64 {
         let Some(rate) = self.errors.accept(validate::source_rate("add_source", rate)) else {

@@ -6,6 +6,7 @@ use crate::build::{self, EdgeInputs, ParamInputs, Plan, TerrainInputs};
 use crate::surface::SurfaceInputs;
 use crate::validate;
 use godot::classes::node::InternalMode;
+use godot::global::godot_warn;
 use godot::prelude::*;
 use pipewater_core::{Grid, Params};
 use std::time::Instant;
@@ -101,8 +102,9 @@ impl PipeWater {
     /// textures up to date), of which `snapshot_usec` is taking the newest snapshot (on the GPU
     /// decoding a finished readback, on the CPU building it from the state) and the rest copying
     /// it into both textures. Also `substeps`, `step` (s each), `simulated` and `dropped` (s), and
-    /// `readback_bytes`: what the frame copied from the GPU to the CPU (on the RenderingDevice
-    /// backend the ledger and the tiles queries read; on wgpu the whole grid's texels).
+    /// `readback_bytes`: what the frame copied from the GPU to the CPU — the 48-byte header (ledger
+    /// and totals) and the 2 KiB tiles queries touched, or on wgpu every cell's 32 bytes while a
+    /// material or script uses the textures; 0 on the CPU.
     #[func]
     fn get_frame_stats(&mut self) -> VarDictionary {
         let mut d = VarDictionary::new();
@@ -121,6 +123,20 @@ impl PipeWater {
         d
     }
 
+    /// Makes the GPU device the water runs on lost, as a driver reset would, so that a game can
+    /// see what follows: at the next step the node warns once and goes on on the next backend
+    /// (RenderingDevice → wgpu → CPU) with the water of its newest snapshot; `active_backend`
+    /// changes and `simulation_rebuilt` is emitted. On wgpu the device of the whole process is
+    /// lost, so every `PipeWater` node on it moves; nodes built later get a fresh device.
+    /// Returns false on the CPU backend, which has no device to lose.
+    #[func]
+    fn simulate_device_loss(&mut self) -> bool {
+        if !self.ensure_sim() {
+            return false;
+        }
+        self.sim.as_mut().is_some_and(|s| s.simulate_device_loss())
+    }
+
     /// Description of the running backend (GPU adapter and driver, or CPU threads).
     #[func]
     fn get_backend_description(&mut self) -> GString {
@@ -134,6 +150,7 @@ impl PipeWater {
 impl PipeWater {
     /// Builds or updates the simulation from the properties. False when none can run.
     pub(super) fn ensure_sim(&mut self) -> bool {
+        self.report_device_losses();
         match self.pending.take(self.sim.is_some()) {
             Plan::Build => {
                 self.backend_changed = false;
@@ -233,12 +250,44 @@ impl PipeWater {
         let result = self.sim.as_mut().map(|s| s.advance(delta));
         let report = self.errors.core_result("step", result);
         self.step_usec = started.elapsed().as_micros() as i64;
+        self.report_device_losses();
         report.map_or(0, |r| r.substeps)
     }
 
     /// Brings the textures up to the newest snapshot (unless `update_textures` is off).
     pub(super) fn update_outputs(&mut self) {
+        self.report_device_losses();
         self.outputs.update(self.sim.as_mut(), self.update_textures);
+    }
+
+    /// Warns once about each GPU device lost under the simulation, which has moved the water to
+    /// the next backend, and shows that backend: the RenderingDevice textures let go of the lost
+    /// backend's resources before it is dropped.
+    pub(super) fn report_device_losses(&mut self) {
+        let Some(losses) = self.sim.as_mut().map(|s| s.take_device_losses()) else { return };
+        if losses.is_empty() {
+            return;
+        }
+        self.outputs.release_rendering_device();
+        for loss in &losses {
+            godot_warn!("PipeWater: {loss}");
+        }
+        drop(losses);
+        self.show_backend(None);
+    }
+
+    /// Before a script reads the textures' images: after the textures were idle (nobody used
+    /// them, so a GPU backend read back only the tiles queries touched), shows the water as it is
+    /// now, waiting for the GPU. Either way the textures count as used from now on.
+    pub(super) fn catch_up_images(&mut self, method: &str) {
+        self.outputs.mark_asked();
+        if !(self.update_textures && self.outputs.idle()) {
+            return;
+        }
+        let result = self.sim.as_mut().map(|s| s.read_snapshot());
+        if let Some(snapshot) = self.errors.core_result(method, result) {
+            self.outputs.show_now(std::sync::Arc::new(snapshot));
+        }
     }
 
     /// Creates, updates or frees the helper mesh to match `show_mesh`, the grid and the material.

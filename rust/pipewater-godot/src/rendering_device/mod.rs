@@ -7,34 +7,44 @@
 //! * Each frame records the queued edits, every substep (forcing, fused step) and the `images`
 //!   pass, which writes `height_texture` and `flux_texture` as RD textures that the node hands to
 //!   materials through `Texture2DRD`: nothing crosses to the host for rendering.
-//! * Queries read a host snapshot whose cells are filled in tile by tile ([`tiles`]): the `gather`
-//!   pass computes the tiles queries touched recently, behind the ledger and totals, into one
-//!   small buffer that is read back. With Godot 4.4+ that read is asynchronous
+//! * Queries read a host snapshot whose cells are filled in tile by tile
+//!   ([`pipewater_core::backend::readback`], shared with the wgpu backend): the `gather` pass
+//!   computes the tiles queries touched recently, behind the ledger and totals, into one small
+//!   buffer that is read back. With Godot 4.4+ that read is asynchronous
 //!   (`buffer_get_data_async`, looked up at runtime) and lands `frame latency` frames later; Godot
 //!   4.3 has only `buffer_get_data`, which waits for the GPU, so there the read happens at once
 //!   and costs a wait for the frame's GPU work. Before a tile's first read arrives, queries on it
-//!   answer from the state the backend was loaded with.
+//!   answer from the state the backend was loaded with. Each read carries the load generation it
+//!   was issued in: one that arrives after a `load` or `restore` is discarded.
+//! * Queued edits are the core's [`PendingEdits`], as on wgpu; this backend only records them.
+//! * Before anything is created the grid is checked against the device's limits: what Godot
+//!   reports (`limit_get`: 2D texture size, workgroup counts) and the storage binding range of the
+//!   Vulkan adapter of the same name, which Godot does not report.
+//! * Godot reports no device loss to extensions. The backend counts its device as lost when
+//!   Godot's RenderingDevice or the backend's textures on it are gone, or when
+//!   [`Backend::simulate_device_loss`] says so; the simulation then moves to wgpu.
 //! * Everything runs on the render thread, which is the main thread under Godot's default
 //!   thread model; the node checks that before choosing this backend.
 
 pub mod spirv;
 pub mod textures;
-pub mod tiles;
 
 use godot::classes::rendering_device::{DataFormat, ShaderStage, TextureType, TextureUsageBits, UniformType};
 use godot::classes::{RdShaderSpirv, RdTextureFormat, RdTextureView, RdUniform, RenderingDevice, RenderingServer};
 use godot::prelude::*;
 use parking_lot::Mutex;
-use pipewater_core::backend::gpu::{EDIT_WORKGROUP, SNAPSHOT_WORKGROUP};
+use pipewater_core::backend::gpu::{storage_binding_limit_of, EDIT_WORKGROUP, SNAPSHOT_WORKGROUP};
+use pipewater_core::backend::limits::DeviceLimits;
+use pipewater_core::backend::pending::{list_bytes, list_header_bytes, EditBatch, EditCounts, EditPass, PendingEdits};
+use pipewater_core::backend::readback::{Coverage, Read, Readbacks, TileRequests, MAX_TILES_PER_READ};
+use pipewater_core::backend::{Backend, BackendKind, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
 use pipewater_core::backend::step_kernel::{ColumnKernel, StepMode};
-use pipewater_core::backend::{Backend, BackendKind, BodyQueue, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
 use pipewater_core::pipes::StepConstants;
 use pipewater_core::state::{check_terrain, Counters, Snapshot, State};
 use pipewater_core::{Error, Grid, Params, Result};
 use spirv::{BindingKind, Program};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Arc;
-use tiles::{Header, TileRequests, MAX_TILES_PER_READ};
 
 /// Godot's main rendering device, when the running renderer has one (Forward+ and Mobile; not
 /// the Compatibility renderer, not `--headless`).
@@ -54,7 +64,26 @@ pub fn unavailable_reason() -> Option<String> {
 }
 
 fn device() -> Result<Gd<RenderingDevice>> {
-    main_device().ok_or_else(|| Error::Gpu("Godot's RenderingDevice is gone".into()))
+    main_device().ok_or_else(|| Error::DeviceLost("Godot's RenderingDevice is gone".into()))
+}
+
+/// What Godot's main rendering device allows: the limits it reports (`limit_get`), and the
+/// storage binding range of the Vulkan adapter of the same name, which it does not report
+/// (unknown: taken as unlimited, and Godot refuses what does not fit when it binds it).
+fn device_limits(rd: &Gd<RenderingDevice>, kernel: ColumnKernel) -> DeviceLimits {
+    use godot::classes::rendering_device::Limit;
+    let name = rd.get_device_name().to_string();
+    let limit = |l: Limit| rd.limit_get(l).min(u32::MAX as u64) as u32;
+    DeviceLimits {
+        max_storage_binding: storage_binding_limit_of(&name).unwrap_or(u64::MAX),
+        device: name,
+        // `storage_buffer_create` takes a 32-bit size.
+        max_buffer: u32::MAX as u64,
+        full_reads: false,
+        max_texture_side: limit(Limit::MAX_TEXTURE_SIZE_2D),
+        max_workgroups: [limit(Limit::MAX_COMPUTE_WORKGROUP_COUNT_X), limit(Limit::MAX_COMPUTE_WORKGROUP_COUNT_Y)],
+        step_tile: pipewater_core::backend::limits::step_tile_of(&kernel),
+    }
 }
 
 fn bytes_of(data: &[u8]) -> PackedByteArray {
@@ -91,12 +120,11 @@ impl Pipeline {
     }
 }
 
-/// A list of edits or tiles on the device: `[count, 0, items…]`, grown by powers of two. The
-/// header is padded to `header_bytes` (16-byte items start 16 bytes in, as WGSL aligns them).
+/// A list of edits or tiles on the device in the core's [`list_bytes`] layout, grown by powers
+/// of two.
 struct List {
     buffer: Rid,
     capacity_bytes: usize,
-    header_bytes: usize,
 }
 
 /// Which edit list a water-edit pass reads.
@@ -137,24 +165,20 @@ pub struct RdBackend {
     tile_list: List,
     displaced_list: List,
     nudge_list: List,
-    bodies: BodyQueue,
     gathered: Rid,
     /// Uniform sets by (entry point, set, current copy, water list).
     sets: HashMap<(usize, u32, usize, WaterList), Rid>,
-    pending_water: Vec<CellWater>,
-    pending_terrain: Vec<CellTerrain>,
-    requests: TileRequests,
-    latest: Arc<Snapshot>,
+    edits: PendingEdits,
+    reads: Readbacks,
     frames: u64,
-    epoch: u64,
     /// `buffer_get_data_async` exists (Godot 4.4+).
     async_reads: bool,
-    /// Reads issued and not yet arrived: (frame, epoch, tiles).
-    in_flight: VecDeque<(u64, u64, Vec<u32>)>,
-    /// Reads arrived from Godot's callbacks: (frame, bytes).
-    arrived: Arc<Mutex<Vec<(u64, Vec<u8>)>>>,
+    /// Reads arrived from Godot's callbacks, each with the read it answers.
+    arrived: Arc<Mutex<Vec<(Read, Vec<u8>)>>>,
     /// Bytes read back by the last frame.
     last_read_bytes: usize,
+    /// Why the device counts as lost, once it does.
+    lost: Option<String>,
     description: String,
 }
 
@@ -179,6 +203,7 @@ impl RdBackend {
         // 16 KiB of workgroup memory and 128 invocations, which fit the 64-column kernel.
         let kernel = ColumnKernel::for_limits(VULKAN_MINIMUM_WORKGROUP_BYTES, VULKAN_MINIMUM_INVOCATIONS, VULKAN_MINIMUM_INVOCATIONS)
             .ok_or_else(|| Error::GpuUnavailable("the step kernel does not fit Vulkan's minimum workgroup limits".into()))?;
+        device_limits(&rd, kernel).check(state.grid)?;
         let programs = spirv::all_programs().map_err(Error::Gpu)?;
         let mut pipelines = Vec::new();
         for program in programs {
@@ -192,11 +217,6 @@ impl RdBackend {
         }
         let grid = state.grid;
         let n = grid.cell_count();
-        let limit = rd.limit_get(godot::classes::rendering_device::Limit::MAX_TEXTURE_SIZE_2D);
-        if (grid.width.max(grid.height) as u64) > limit {
-            free_all(&mut rd, pipelines.iter().flat_map(|p| [p.pipeline, p.shader]));
-            return Err(Error::Gpu(format!("a {}x{} grid exceeds the device's largest 2D texture ({limit})", grid.width, grid.height)));
-        }
         let storage = |rd: &mut Gd<RenderingDevice>, bytes: usize| rd.storage_buffer_create(bytes.max(16) as u32);
         let uniforms = rd.uniform_buffer_create(std::mem::size_of::<StepConstants>() as u32);
         let terrain = storage(&mut rd, n * 4);
@@ -209,7 +229,7 @@ impl RdBackend {
         let height_texture = texture(&mut rd, grid);
         let flow_texture = texture(&mut rd, grid);
         let gathered = storage(&mut rd, TileRequests::readback_bytes(MAX_TILES_PER_READ));
-        let list = |rd: &mut Gd<RenderingDevice>, capacity_bytes: usize| List { buffer: storage(rd, capacity_bytes), capacity_bytes, header_bytes: 8 };
+        let list = |rd: &mut Gd<RenderingDevice>, capacity_bytes: usize| List { buffer: storage(rd, capacity_bytes), capacity_bytes };
         let async_reads = rd.has_method("buffer_get_data_async");
         let description = format!("RenderingDevice: {} ({})", rd.get_device_name(), rd.get_device_vendor_name());
         let mut backend = RdBackend {
@@ -227,10 +247,9 @@ impl RdBackend {
             water_edits: list(&mut rd, 8 + 8 * 64),
             forcing: list(&mut rd, 8 + 8 * 64),
             terrain_edits: list(&mut rd, 8 + 8 * 64),
-            tile_list: list(&mut rd, 8 + 4 * MAX_TILES_PER_READ),
+            tile_list: list(&mut rd, list_header_bytes(4) + 4 * MAX_TILES_PER_READ),
             displaced_list: list(&mut rd, 8 + 8 * 64),
-            nudge_list: List { header_bytes: 16, ..list(&mut rd, 16 + 16 * 64) },
-            bodies: BodyQueue::default(),
+            nudge_list: list(&mut rd, list_header_bytes(16) + 16 * 64),
             step_terrain,
             displacement,
             gathered,
@@ -238,16 +257,14 @@ impl RdBackend {
             kernel,
             step_entries: HashMap::new(),
             sets: HashMap::new(),
-            pending_water: Vec::new(),
-            pending_terrain: Vec::new(),
-            requests: TileRequests::new(grid),
-            latest: Arc::new(state.snapshot(0, Counters::default())),
+            edits: PendingEdits::new(n),
+            // The textures are written on the GPU: reads are for queries, tile by tile.
+            reads: Readbacks::new(state, false),
             frames: 0,
-            epoch: 0,
             async_reads,
-            in_flight: VecDeque::new(),
             arrived: Arc::new(Mutex::new(Vec::new())),
             last_read_bytes: 0,
+            lost: None,
             description,
         };
         let made = [backend.uniforms, backend.terrain, backend.step_terrain, backend.displacement, backend.counters, backend.stats, backend.gathered, backend.height_texture, backend.flow_texture];
@@ -280,46 +297,34 @@ impl RdBackend {
         update(&mut rd, self.terrain, bytemuck::cast_slice(&state.terrain));
         update(&mut rd, self.step_terrain, bytemuck::cast_slice(&state.terrain));
         update(&mut rd, self.displacement, bytemuck::cast_slice(&vec![0.0f32; state.terrain.len()]));
-        self.bodies.clear();
+        self.edits.clear();
         update(&mut rd, self.depth[0], bytemuck::cast_slice(&state.depth));
         update(&mut rd, self.flux[0], bytemuck::cast_slice(&state.flow));
-        let words: Vec<u32> = [counters.added, counters.removed, counters.boundary_in, counters.boundary_out]
-            .iter()
-            .flat_map(|&c| [c as u32, (c >> 32) as u32])
-            .collect();
-        update(&mut rd, self.counters, bytemuck::cast_slice(&words));
+        update(&mut rd, self.counters, bytemuck::cast_slice(&counters.to_device_words()));
         self.frames = frames;
-        self.pending_water.clear();
-        self.pending_terrain.clear();
-        self.epoch += 1;
-        self.in_flight.clear();
-        self.arrived.lock().clear();
-        self.latest = Arc::new(state.snapshot(self.frames, counters));
+        // Reads still in flight belong to the old state: a new generation makes `harvest`
+        // discard them whenever their callbacks come.
+        self.reads.load(state, counters, frames);
         // Draw the loaded state into the textures at once: an editor that does not simulate, or a
         // paused game, shows it without ever stepping.
         let constants = self.constants;
         self.record_frame(&constants, 0, &[])
     }
 
-    /// Uploads `items` into `list`, replacing its buffer when it is too small (which invalidates
-    /// the uniform sets that name it).
-    fn fill_list(&mut self, which: ListId, items: &[u8], count: usize) -> Result<()> {
+    /// Uploads `items` (records of `item_bytes`) into `list`, replacing its buffer when it is too
+    /// small (which invalidates the uniform sets that name it).
+    fn fill_list(&mut self, which: ListId, items: &[u8], item_bytes: usize) -> Result<()> {
         let mut rd = device()?;
-        let header = self.list_mut(which).header_bytes;
-        let needed = header + items.len();
+        let bytes = list_bytes(items, item_bytes);
         let list = self.list_mut(which);
-        if needed > list.capacity_bytes {
-            let capacity_bytes = needed.next_power_of_two();
+        if bytes.len() > list.capacity_bytes {
+            let capacity_bytes = bytes.len().next_power_of_two();
             let old = list.buffer;
             list.buffer = rd.storage_buffer_create(capacity_bytes as u32);
             list.capacity_bytes = capacity_bytes;
             self.drop_sets(&mut rd);
             rd.free_rid(old);
         }
-        let mut bytes = Vec::with_capacity(needed);
-        bytes.extend_from_slice(&(count as u32).to_le_bytes());
-        bytes.resize(header, 0);
-        bytes.extend_from_slice(items);
         update(&mut rd, self.list_mut(which).buffer, &bytes);
         Ok(())
     }
@@ -423,13 +428,20 @@ impl RdBackend {
         let mut rd = device()?;
         self.constants = *constants;
         update(&mut rd, self.uniforms, bytemuck::bytes_of(constants));
-        let edits = self.upload_edits()?;
+        let batch = self.edits.take();
+        let edits = self.upload_edits(batch)?;
         let forcing = if substeps > 0 { forcing } else { &[] };
         if !forcing.is_empty() {
-            self.fill_list(ListId::Forcing, bytemuck::cast_slice(forcing), forcing.len())?;
+            self.fill_list(ListId::Forcing, bytemuck::cast_slice(forcing), std::mem::size_of::<CellWater>())?;
         }
-        let tiles = self.requests.to_read(self.frames + 1);
-        self.fill_list(ListId::Tiles, bytemuck::cast_slice(&tiles), tiles.len())?;
+        // The header is 48 bytes: read every frame, so that totals and the ledger follow.
+        self.reads.want_snapshot();
+        let read = self.reads.next_read(self.frames + 1).expect("a snapshot was just asked for");
+        let tiles = match &read.coverage {
+            Coverage::Tiles(tiles) => tiles.clone(),
+            Coverage::Texels => Vec::new(),
+        };
+        self.fill_list(ListId::Tiles, bytemuck::cast_slice(&tiles), 4)?;
         rd.buffer_clear(self.stats, 0, 16);
 
         let g = self.grid;
@@ -453,7 +465,7 @@ impl RdBackend {
         rd.compute_list_end();
         result?;
         self.frames += 1;
-        self.read_back(&mut rd, tiles);
+        self.read_back(&mut rd, read);
         Ok(())
     }
 
@@ -470,108 +482,99 @@ impl RdBackend {
     }
 
     /// Reads the header and the gathered tiles of the frame just recorded.
-    fn read_back(&mut self, rd: &mut Gd<RenderingDevice>, tiles: Vec<u32>) {
-        let size = TileRequests::readback_bytes(tiles.len());
+    fn read_back(&mut self, rd: &mut Gd<RenderingDevice>, read: Read) {
+        let size = read.bytes(self.grid.cell_count());
         self.last_read_bytes = size;
-        let (frame, epoch) = (self.frames, self.epoch);
         if self.async_reads {
             let arrived = self.arrived.clone();
+            let answers = read.clone();
             let callback = Callable::from_fn("pipewater_readback", move |args: &[&Variant]| {
                 if let Some(bytes) = args.first().and_then(|v| v.try_to::<PackedByteArray>().ok()) {
-                    arrived.lock().push((frame, bytes.to_vec()));
+                    arrived.lock().push((answers.clone(), bytes.to_vec()));
                 }
             });
-            let error = rd.call("buffer_get_data_async", &[self.gathered.to_variant(), callable_variant(&callback), 0.to_variant(), (size as i64).to_variant()]);
-            if error.try_to::<i64>().unwrap_or(1) == 0 {
-                self.in_flight.push_back((frame, epoch, tiles));
-            }
+            // A read Godot refuses never arrives; the next frame's takes its place.
+            rd.call("buffer_get_data_async", &[self.gathered.to_variant(), callable_variant(&callback), 0.to_variant(), (size as i64).to_variant()]);
         } else {
             let bytes = rd.buffer_get_data_ex(self.gathered).offset_bytes(0).size_bytes(size as u32).done();
-            self.in_flight.push_back((frame, epoch, tiles));
-            self.arrived.lock().push((frame, bytes.to_vec()));
+            self.arrived.lock().push((read, bytes.to_vec()));
             self.harvest();
         }
     }
 
-    /// Applies the reads that have arrived, oldest first.
+    /// Applies the reads that have arrived; those issued before the last load are discarded.
     fn harvest(&mut self) {
-        let mut arrived = std::mem::take(&mut *self.arrived.lock());
-        arrived.sort_by_key(|(frame, _)| *frame);
-        for (frame, bytes) in arrived {
-            while self.in_flight.front().is_some_and(|(f, _, _)| *f < frame) {
-                self.in_flight.pop_front();
-            }
-            let Some((f, epoch, tiles)) = self.in_flight.pop_front() else { continue };
-            if f != frame || epoch != self.epoch {
-                continue;
-            }
-            let snapshot = Arc::make_mut(&mut self.latest);
-            if let Some(Header { counters, total_quanta, max_speed, max_depth }) = self.requests.apply(&tiles, &bytes, snapshot) {
-                snapshot.sequence = frame;
-                snapshot.counters = counters;
-                snapshot.total_quanta = total_quanta;
-                snapshot.max_speed = max_speed;
-                snapshot.max_depth = max_depth;
-            }
-        }
+        let arrived = std::mem::take(&mut *self.arrived.lock());
+        let arrived: Vec<(&Read, &[u8])> = arrived.iter().map(|(read, bytes)| (read, bytes.as_slice())).collect();
+        self.reads.accept(&arrived);
     }
 
-    /// Applies the queued edits on their own, before a blocking read.
-    fn flush_edits(&mut self) -> Result<()> {
-        if self.pending_water.is_empty() && self.pending_terrain.is_empty() && self.bodies.is_empty() {
+    /// Whether the device is still there: Godot reports no loss to extensions, so the backend
+    /// looks for its own textures on Godot's device.
+    fn check_device(&mut self) -> Result<Gd<RenderingDevice>> {
+        if let Some(why) = &self.lost {
+            return Err(Error::DeviceLost(why.clone()));
+        }
+        let mut rd = device()?;
+        if !rd.texture_is_valid(self.height_texture) {
+            let why = "the backend's textures are gone from Godot's RenderingDevice".to_string();
+            self.lost = Some(why.clone());
+            return Err(Error::DeviceLost(why));
+        }
+        Ok(rd)
+    }
+
+    /// Applies `batch` in a compute list of its own (queued edits before a blocking read, or
+    /// before nudges on cells already queued).
+    fn submit_edits(&mut self, batch: EditBatch) -> Result<()> {
+        if batch.is_empty() {
             return Ok(());
         }
         let mut rd = device()?;
-        let edits = self.upload_edits()?;
+        let edits = self.upload_edits(batch)?;
         let list = rd.compute_list_begin();
         let result = self.record_edits(&mut rd, list, edits);
         rd.compute_list_end();
         result
     }
 
-    /// Moves the queued water and terrain edits, displacement and nudges into their device
-    /// lists; returns how many of each the next [`RdBackend::record_edits`] applies.
-    fn upload_edits(&mut self) -> Result<Edits> {
-        let water = std::mem::take(&mut self.pending_water);
-        let terrain = std::mem::take(&mut self.pending_terrain);
-        let displaced = std::mem::take(&mut self.bodies.displacement);
-        let nudges = std::mem::take(&mut self.bodies.nudges);
-        if !water.is_empty() {
-            self.fill_list(ListId::Water, bytemuck::cast_slice(&water), water.len())?;
+    /// Uploads the lists of `batch`; returns what the next [`RdBackend::record_edits`] applies.
+    fn upload_edits(&mut self, batch: EditBatch) -> Result<EditCounts> {
+        if !batch.water.is_empty() {
+            self.fill_list(ListId::Water, bytemuck::cast_slice(&batch.water), std::mem::size_of::<CellWater>())?;
         }
-        if !terrain.is_empty() {
-            self.fill_list(ListId::Terrain, bytemuck::cast_slice(&terrain), terrain.len())?;
+        if !batch.terrain.is_empty() {
+            self.fill_list(ListId::Terrain, bytemuck::cast_slice(&batch.terrain), std::mem::size_of::<CellTerrain>())?;
         }
-        if !displaced.is_empty() {
-            self.fill_list(ListId::Displaced, bytemuck::cast_slice(&displaced), displaced.len())?;
+        if !batch.displacement.is_empty() {
+            self.fill_list(ListId::Displaced, bytemuck::cast_slice(&batch.displacement), std::mem::size_of::<CellDisplacement>())?;
         }
-        if !nudges.is_empty() {
-            self.fill_list(ListId::Nudges, bytemuck::cast_slice(&nudges), nudges.len())?;
+        if !batch.nudges.is_empty() {
+            self.fill_list(ListId::Nudges, bytemuck::cast_slice(&batch.nudges), std::mem::size_of::<PipeNudge>())?;
         }
-        Ok(Edits { water: water.len(), terrain: terrain.len(), displaced: displaced.len(), nudges: nudges.len() })
+        Ok(batch.counts())
     }
 
-    /// Records the uploaded edits into `list` in the wgpu backend's order: terrain, water, the
-    /// step's bed where terrain changed, the bodies' displacement, their drag.
-    fn record_edits(&mut self, rd: &mut Gd<RenderingDevice>, list: i64, edits: Edits) -> Result<()> {
-        let passes = [
-            (edits.terrain, ENTRY_TERRAIN),
-            (edits.water, ENTRY_WATER),
-            (edits.terrain, ENTRY_REFRESH),
-            (edits.displaced, ENTRY_DISPLACE),
-            (edits.nudges, ENTRY_NUDGE),
-        ];
-        for (count, entry) in passes {
-            if count > 0 {
-                self.dispatch(rd, list, entry, WaterList::User, Self::edit_groups(count))?;
-            }
+    /// Records the uploaded edits into `list`, in [`EditCounts::passes`] order.
+    fn record_edits(&mut self, rd: &mut Gd<RenderingDevice>, list: i64, edits: EditCounts) -> Result<()> {
+        for (pass, count) in edits.passes() {
+            let entry = match pass {
+                EditPass::Terrain => ENTRY_TERRAIN,
+                EditPass::Water => ENTRY_WATER,
+                EditPass::RefreshStepTerrain => ENTRY_REFRESH,
+                EditPass::Displace => ENTRY_DISPLACE,
+                EditPass::Nudge => ENTRY_NUDGE,
+            };
+            self.dispatch(rd, list, entry, WaterList::User, Self::edit_groups(count))?;
         }
         Ok(())
     }
 
     /// Reads a whole buffer, waiting for the GPU.
     fn read_buffer(&mut self, buffer: Rid, bytes: usize) -> Result<Vec<u8>> {
-        self.flush_edits()?;
+        self.check_device()?;
+        let queued = self.edits.take();
+        self.submit_edits(queued)?;
         let mut rd = device()?;
         let data = rd.buffer_get_data_ex(buffer).offset_bytes(0).size_bytes(bytes as u32).done();
         if data.len() != bytes {
@@ -589,15 +592,6 @@ enum ListId {
     Tiles,
     Displaced,
     Nudges,
-}
-
-/// How many entries of each list the next recorded edits apply.
-#[derive(Clone, Copy)]
-struct Edits {
-    water: usize,
-    terrain: usize,
-    displaced: usize,
-    nudges: usize,
 }
 
 fn callable_variant(c: &Callable) -> Variant {
@@ -663,39 +657,37 @@ impl Backend for RdBackend {
     }
 
     fn edit_water(&mut self, cells: &[CellWater]) -> Result<EditOutcome> {
-        self.pending_water.extend_from_slice(cells);
+        self.edits.edit_water(cells);
         Ok(EditOutcome::Queued)
     }
 
     fn edit_terrain(&mut self, cells: &[CellTerrain]) -> Result<()> {
-        self.pending_terrain.extend(cells.iter().filter(|c| c.delta.is_finite()));
+        self.edits.edit_terrain(cells);
         Ok(())
     }
 
     fn set_terrain(&mut self, terrain: &[f32]) -> Result<()> {
         check_terrain(&self.grid, terrain)?;
-        self.pending_terrain.clear();
-        let mut rd = device()?;
+        let mut rd = self.check_device()?;
+        self.edits.new_terrain();
         update(&mut rd, self.terrain, bytemuck::cast_slice(terrain));
         update(&mut rd, self.step_terrain, bytemuck::cast_slice(terrain));
-        // The displaced cells' bed is the new terrain plus their head again.
-        self.bodies.restore_heads();
         Ok(())
     }
 
     fn set_displacement(&mut self, cells: &[CellDisplacement]) -> Result<()> {
-        self.bodies.set_displacement(cells, self.grid.cell_count())
+        self.edits.set_displacement(cells)
     }
 
     fn nudge_pipes(&mut self, nudges: &[PipeNudge]) -> Result<()> {
-        if self.bodies.nudge(nudges, self.grid.cell_count())? {
-            self.flush_edits()?;
+        if let Some(earlier) = self.edits.nudge(nudges)? {
+            self.submit_edits(earlier)?;
         }
-        self.bodies.nudges.extend_from_slice(nudges);
         Ok(())
     }
 
     fn advance(&mut self, plan: &FramePlan) -> Result<()> {
+        self.check_device()?;
         let g = self.grid;
         if plan.constants.width != g.width || plan.constants.height != g.height {
             return Err(Error::invalid("plan grid", format!("{}x{}", plan.constants.width, plan.constants.height), format!("{}x{}", g.width, g.height)));
@@ -706,7 +698,7 @@ impl Backend for RdBackend {
 
     fn snapshot(&mut self) -> Option<Arc<Snapshot>> {
         self.harvest();
-        Some(self.latest.clone())
+        Some(self.reads.latest())
     }
 
     fn read_state(&mut self) -> Result<State> {
@@ -726,16 +718,20 @@ impl Backend for RdBackend {
     fn read_counters(&mut self) -> Result<Counters> {
         let counters = self.counters;
         let bytes = self.read_buffer(counters, 32)?;
-        let words: Vec<u32> = bytemuck::pod_collect_to_vec(&bytes);
-        let wide = |k: usize| words[k] as u64 | (words[k + 1] as u64) << 32;
-        Ok(Counters { added: wide(0), removed: wide(2), boundary_in: wide(4), boundary_out: wide(6) })
+        Ok(Counters::from_device_words(&bytemuck::pod_collect_to_vec::<u8, u32>(&bytes)))
     }
 
     fn want_cells(&mut self, cells: &[usize]) {
-        self.requests.want(cells, self.grid.width, self.frames);
+        self.reads.want_cells(cells, self.frames);
     }
 
     fn last_readback_bytes(&self) -> u64 {
         self.last_read_bytes as u64
+    }
+
+    /// Godot cannot be asked to lose its device: the backend counts it as lost from now on.
+    fn simulate_device_loss(&mut self) -> bool {
+        self.lost = Some("simulate_device_loss() was called".into());
+        true
     }
 }

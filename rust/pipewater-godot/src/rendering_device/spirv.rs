@@ -189,8 +189,8 @@ mod tests {
     #[test]
     fn the_gather_tile_matches_the_backend_constant() {
         let gather = translate(shaders::SNAPSHOT, "gather", false).unwrap();
-        println!("gather workgroup {:?}, GATHER_TILE {}", gather.workgroup_size, super::super::tiles::GATHER_TILE);
-        assert_eq!(gather.workgroup_size, [super::super::tiles::GATHER_TILE, super::super::tiles::GATHER_TILE, 1]);
+        println!("gather workgroup {:?}, GATHER_TILE {}", gather.workgroup_size, pipewater_core::backend::readback::GATHER_TILE);
+        assert_eq!(gather.workgroup_size, [pipewater_core::backend::readback::GATHER_TILE, pipewater_core::backend::readback::GATHER_TILE, 1]);
     }
 
     #[test]

@@ -1,11 +1,12 @@
 //! The one wgpu device of the process, and the pipelines every GPU simulation shares.
 
 use super::shaders;
+use crate::backend::limits::DeviceLimits;
 use crate::backend::step_kernel::{ColumnKernel, StepMode};
 use crate::error::{Error, Result};
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// Workgroup size of the edit passes (one invocation per edit).
 pub const EDIT_WORKGROUP: u32 = 64;
@@ -50,24 +51,61 @@ pub struct GpuContext {
     pub snapshot_layout: wgpu::BindGroupLayout,
     /// Snapshot texels and reductions.
     pub texels: wgpu::ComputePipeline,
-    /// First error the device reported outside a call (validation, out of memory, device lost).
+    /// Bind group layout of the gathered tiles (group 2 of `gather`, with the snapshot's group 0).
+    pub gather_layout: wgpu::BindGroupLayout,
+    /// The texels of listed tiles behind the header, for queries (`snapshot.wgsl` `gather`).
+    pub gather: wgpu::ComputePipeline,
+    /// First error the device reported outside a call (validation, out of memory).
     pub error: Arc<Mutex<Option<String>>>,
+    /// Why the device was lost, once it was (its lost callback ran).
+    pub lost: Arc<Mutex<Option<String>>>,
 }
 
-static CONTEXT: OnceLock<std::result::Result<Arc<GpuContext>, Error>> = OnceLock::new();
+/// The context of the process: the one in use, or why there is none.
+static CONTEXT: Mutex<Option<std::result::Result<Arc<GpuContext>, Error>>> = Mutex::new(None);
 
 impl GpuContext {
     /// The process-wide context, created on first use. Without a usable adapter every call
-    /// returns the same [`Error::GpuUnavailable`], which says what was tried.
+    /// returns the same [`Error::GpuUnavailable`], which says what was tried. Once its device is
+    /// lost or has reported an error, the next call creates a fresh device (the simulations
+    /// still on the old one keep it until they move off it).
     pub fn shared() -> Result<Arc<GpuContext>> {
-        CONTEXT.get_or_init(|| pollster::block_on(GpuContext::create()).map(Arc::new)).clone()
+        let mut context = CONTEXT.lock();
+        match &*context {
+            Some(Ok(ctx)) if ctx.check().is_ok() => return Ok(ctx.clone()),
+            Some(Err(why)) => return Err(why.clone()),
+            _ => {}
+        }
+        let created = pollster::block_on(GpuContext::create()).map(Arc::new);
+        *context = Some(created.clone());
+        created
     }
 
-    /// Fails with the device's first uncaptured error, if one occurred.
+    /// Fails with [`Error::DeviceLost`] once the device is lost, else with the device's first
+    /// uncaptured error, if one occurred.
     pub fn check(&self) -> Result<()> {
+        if let Some(why) = self.lost.lock().clone() {
+            return Err(Error::DeviceLost(why));
+        }
         match self.error.lock().clone() {
             Some(e) => Err(Error::Gpu(e)),
             None => Ok(()),
+        }
+    }
+
+    /// What the device allows, for [`DeviceLimits::check`]: its storage binding and buffer
+    /// limits and the step's workgroup counts; full reads go through one staging buffer.
+    pub fn device_limits(&self) -> DeviceLimits {
+        let l = &self.limits;
+        let groups = l.max_compute_workgroups_per_dimension;
+        DeviceLimits {
+            device: self.adapter.name.clone(),
+            max_storage_binding: l.max_storage_buffer_binding_size,
+            max_buffer: l.max_buffer_size,
+            full_reads: true,
+            max_texture_side: u32::MAX,
+            max_workgroups: [groups, groups],
+            step_tile: crate::backend::limits::step_tile_of(&self.kernel),
         }
     }
 
@@ -139,6 +177,15 @@ impl GpuContext {
                 *slot = Some(e.to_string());
             }
         }));
+        let lost = Arc::new(Mutex::new(None::<String>));
+        let lost_sink = lost.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            let why = match reason {
+                wgpu::DeviceLostReason::Destroyed => format!("the device was destroyed {message}"),
+                wgpu::DeviceLostReason::Unknown => format!("the driver lost the device ({message})"),
+            };
+            lost_sink.lock().get_or_insert(why.trim_end().to_string());
+        });
         let limits = device.limits();
         let kernel = ColumnKernel::for_limits(limits.max_compute_workgroup_storage_size, limits.max_compute_invocations_per_workgroup, limits.max_compute_workgroup_size_x)
             .ok_or_else(|| {
@@ -176,6 +223,7 @@ impl GpuContext {
         );
         let snapshot_layout =
             layout("snapshot", &[uniform(0), storage(1, true), storage(2, true), storage(3, true), storage(4, false), storage(5, false), storage(6, false)]);
+        let gather_layout = layout("gather", &[storage(0, true), storage(1, false), storage(2, false)]);
 
         let module = |label: &str, source: &str| {
             device.create_shader_module(wgpu::ShaderModuleDescriptor {
@@ -232,6 +280,20 @@ impl GpuContext {
         let displace = pipeline("displace", &bodies_layout, &bodies_module, "displace", &[]);
         let nudge_pipes = pipeline("nudge_pipes", &bodies_layout, &bodies_module, "nudge_pipes", &[]);
         let texels = pipeline("texels", &snapshot_layout, &snapshot_module, "texels", &[]);
+        // `gather` reads the snapshot's group 0 and its tiles in group 2; group 1 (the storage
+        // textures of `images`) is the RenderingDevice backend's only.
+        let gather = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("gather"),
+            layout: Some(&device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some("gather"),
+                bind_group_layouts: &[Some(&snapshot_layout), None, Some(&gather_layout)],
+                immediate_size: 0,
+            })),
+            module: &snapshot_module,
+            entry_point: Some("gather"),
+            compilation_options: wgpu::PipelineCompilationOptions::default(),
+            cache: None,
+        });
         let ctx = GpuContext {
             device,
             queue,
@@ -251,7 +313,10 @@ impl GpuContext {
             nudge_pipes,
             snapshot_layout,
             texels,
+            gather_layout,
+            gather,
             error,
+            lost,
         };
         ctx.check().map_err(|e| Error::GpuUnavailable(format!("shaders failed to build on {}: {e}", ctx.adapter.name)))?;
         Ok(ctx)

@@ -8,15 +8,18 @@
 //! * Each pipe is written by the one invocation of the cell that owns it, and both cells of a
 //!   pipe compute the same whole number of quanta from the same inputs, so mass is exact here
 //!   too: ledger counters are 64-bit integers kept with 32-bit atomics and a carry.
-//! * [`Backend::advance`] records every substep of a frame (forcing, the step) and the
-//!   snapshot pass into one command buffer and submits it once. Edits are
-//!   queued as cell lists and applied by a pass at the start of the next submission; the grid is
-//!   uploaded only by `load` and `set_terrain`.
-//! * Readback is asynchronous: the snapshot pass writes the height and flow texels, the
-//!   totals and the CFL extremes; they are copied with the ledger into one of two staging
-//!   buffers, mapped with `map_async`, and picked up by [`Backend::snapshot`] without waiting.
-//!   See [`GPU_SNAPSHOT_LATENCY`].
-//! * All simulations of a process share one device ([`GpuContext::shared`]).
+//! * [`Backend::advance`] records every substep of a frame (forcing, the step) and the snapshot pass into one command buffer and submits it once. Edits are
+//!   queued ([`PendingEdits`]) and applied by a pass at the start of the next submission; the
+//!   grid is uploaded only by `load` and `set_terrain`.
+//! * Readback is asynchronous and bounded by what is used ([`crate::backend::readback`]): a
+//!   frame after which a snapshot was asked for copies the header (ledger, totals, CFL
+//!   extremes) and either every cell's texels (when textures are filled from the snapshot,
+//!   [`Backend::want_full_snapshots`]) or only the tiles queries touched, into one of
+//!   [`MAX_FRAMES_IN_FLIGHT`] staging buffers, mapped with `map_async` and picked up by
+//!   [`Backend::snapshot`] without waiting. See [`GPU_SNAPSHOT_LATENCY`].
+//! * All simulations of a process share one device ([`GpuContext::shared`]). When it is lost
+//!   (or reports an error) every call fails with that error, and the next `GpuContext::shared`
+//!   makes a fresh device.
 
 mod context;
 pub mod shaders;
@@ -24,36 +27,43 @@ pub mod shaders;
 pub use context::{GpuContext, EDIT_WORKGROUP, SNAPSHOT_WORKGROUP};
 
 use super::step_kernel::StepMode;
-use super::{Backend, BackendKind, BodyQueue, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
+use super::pending::{list_bytes, list_header_bytes, EditBatch, EditCounts, EditPass, PendingEdits};
+use super::readback::{Coverage, Read, Readbacks, TileRequests, HEADER_BYTES, MAX_TILES_PER_READ};
+use super::{Backend, BackendKind, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
 use crate::error::{Error, Result};
 use crate::grid::Grid;
 use crate::params::Params;
 use crate::pipes::StepConstants;
-use crate::state::{check_terrain, copy_in_parallel, Counters, Snapshot, SpareSnapshots, State};
+use crate::state::{check_terrain, Counters, Snapshot, State};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-/// Most frames submitted and not yet finished on the device. `advance` waits for the frame this
-/// many submissions back before submitting another, so a device slower than the frame rate
-/// cannot build an ever longer queue (and an ever older snapshot).
+/// Most frames submitted and not yet finished on the device, and the number of staging buffers.
+/// `advance` waits for the frame this many submissions back before it submits another, so a
+/// device slower than the frame rate cannot build an ever longer queue (and an ever older
+/// snapshot).
 pub const MAX_FRAMES_IN_FLIGHT: usize = 2;
 
-/// Frames between an `advance` and the snapshot that shows it: 0 when the device has finished
-/// the frame by the time `snapshot` is called (small grids, fast devices), at most
-/// [`MAX_FRAMES_IN_FLIGHT`] otherwise; 1 is typical in a game loop that queries right after
-/// advancing. `tests/gpu_readback.rs` measures it.
+/// Frames between an `advance` and the snapshot that shows it, at most: after `advance` of frame
+/// N, [`Backend::snapshot`] shows frame N − 2 or later, on any device and under any load, as
+/// long as a snapshot was asked for since the `advance` of frame N − 3 ([`crate::Simulation`]
+/// asks before every frame). It shows N − 1 or N when the device has finished those by then
+/// (small grids, fast devices); 1 is typical in a game loop that queries right after advancing.
+///
+/// Why it holds by construction: before recording frame N, `advance` waits until the device has
+/// finished frame N − 2 and until that frame's readback has arrived on the host (its `map_async`
+/// callback may run on another thread that polls the same device, so it waits for the callback
+/// itself, not only for the device), and applies it. Then at most frame N − 1's readback is
+/// still in flight, so one of the [`MAX_FRAMES_IN_FLIGHT`] staging buffers is free for frame N:
+/// every frame after which a snapshot was asked has its readback.
 pub const GPU_SNAPSHOT_LATENCY: u32 = MAX_FRAMES_IN_FLIGHT as u32;
 
-/// Bytes of the readback header: 4 ledger counters and 4 stats words (total lo/hi, largest
-/// speed, largest depth).
-const HEADER_BYTES: u64 = 48;
-
-
-/// Longest `sync` waits for a readback's `map_async` callback after the device finished: it runs
-/// on the thread that found the copy done, within microseconds unless that thread is busy with
-/// callbacks of its own.
-const READBACK_CALLBACK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+/// Longest any wait for the device may take (a frame to finish, a readback's callback to run, a
+/// blocking read): a device that does not answer within it counts as lost. A real GPU that
+/// takes this long on one frame has been reset by its driver long before.
+pub const DEVICE_WAIT_LIMIT: Duration = Duration::from_secs(60);
 
 const SLOT_FREE: u32 = 0;
 const SLOT_PENDING: u32 = 1;
@@ -62,16 +72,16 @@ const SLOT_FAILED: u32 = 3;
 
 /// One staging buffer of the readback ring.
 struct Slot {
-    buffer: wgpu::Buffer,
+    /// Grown to the largest read it carried.
+    buffer: Option<wgpu::Buffer>,
     state: Arc<AtomicU32>,
-    /// Frame count the readback shows.
-    sequence: u64,
-    /// `load` generation it belongs to.
-    epoch: u64,
+    /// The read it carries while pending or ready.
+    read: Option<Read>,
+    /// Our sequence number of the submission that fills it.
+    submitted: u64,
 }
 
-/// A list of edits on the device: `[count, 0, items…]`, grown by powers of two. The header is
-/// padded to the items' size (16-byte items start 16 bytes in, as WGSL aligns them).
+/// A list of edits (or tiles) on the device in the [`list_bytes`] layout, grown by powers of two.
 struct EditList {
     buffer: wgpu::Buffer,
     capacity: usize,
@@ -84,7 +94,7 @@ impl EditList {
         let capacity = capacity.max(16).next_power_of_two();
         let buffer = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(label),
-            size: (item_bytes.max(8) + item_bytes * capacity) as u64,
+            size: (list_header_bytes(item_bytes) + item_bytes * capacity) as u64,
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
@@ -98,12 +108,7 @@ impl EditList {
         if grown {
             *self = EditList::new(&ctx.device, label, count, self.item_bytes);
         }
-        let header = self.item_bytes.max(8);
-        let mut bytes = Vec::with_capacity(header + items.len());
-        bytes.extend_from_slice(&(count as u32).to_le_bytes());
-        bytes.resize(header, 0);
-        bytes.extend_from_slice(items);
-        ctx.queue.write_buffer(&self.buffer, 0, &bytes);
+        ctx.queue.write_buffer(&self.buffer, 0, &list_bytes(items, self.item_bytes));
         grown
     }
 }
@@ -123,9 +128,6 @@ pub struct GpuBackend {
     nudge_list: EditList,
     /// Body passes' bind groups per current copy.
     body_groups: Option<[wgpu::BindGroup; 2]>,
-    bodies: BodyQueue,
-    /// Displacement entries and nudges uploaded for the next recorded edits.
-    queued_bodies: (u32, u32),
     /// Depth and flux, twice: `current` indexes the copy that holds the state.
     depth: [wgpu::Buffer; 2],
     flux: [wgpu::Buffer; 2],
@@ -134,6 +136,10 @@ pub struct GpuBackend {
     stats: wgpu::Buffer,
     height_texels: wgpu::Buffer,
     flow_texels: wgpu::Buffer,
+    /// The tiles `gather` reads, and what it writes: header and tiles, the bytes a tile read copies.
+    tile_list: wgpu::Buffer,
+    gathered: wgpu::Buffer,
+    gather_group: wgpu::BindGroup,
     /// Per current copy: the step (from that copy to the other), the snapshot.
     step_groups: [wgpu::BindGroup; 2],
     snapshot_groups: [wgpu::BindGroup; 2],
@@ -143,36 +149,32 @@ pub struct GpuBackend {
     /// Edit passes' bind groups per current copy: (user water edits, terrain edits) and
     /// (forcing, terrain edits).
     edit_groups: Option<[[wgpu::BindGroup; 2]; 2]>,
-    pending_water: Vec<CellWater>,
-    pending_terrain: Vec<CellTerrain>,
+    edits: PendingEdits,
     slots: Vec<Slot>,
-    in_flight: VecDeque<wgpu::SubmissionIndex>,
-    /// Whether `snapshot` was asked for since the last readback was issued.
-    wanted: bool,
+    /// Frames submitted by `advance` and not yet waited for: (our sequence number, wgpu's index).
+    in_flight: VecDeque<(u64, wgpu::SubmissionIndex)>,
+    /// Submissions made, and how many of them the device is known to have finished (everything up
+    /// to the last one waited for: a queue runs its submissions in order).
+    submissions: u64,
+    finished: u64,
     frames: u64,
-    epoch: u64,
-    latest: Option<Arc<Snapshot>>,
-    spares: SpareSnapshots,
+    reads: Readbacks,
+    /// A readback that failed: every later call reports it.
+    failure: Option<Error>,
     /// Bytes the last frame's readback copies to the host.
     readback_bytes: u64,
 }
 
 impl GpuBackend {
-    /// Creates the backend on the process-wide device and uploads `state`.
+    /// Creates the backend on the process-wide device and uploads `state`. A grid past the
+    /// device's limits is refused before anything is created, naming the largest grid the
+    /// device runs ([`crate::backend::limits::DeviceLimits::check`]).
     pub fn new(state: &State) -> Result<Self> {
         let ctx = GpuContext::shared()?;
         ctx.check()?;
         let grid = state.grid;
+        ctx.device_limits().check(grid)?;
         let n = grid.cell_count() as u64;
-        let largest = n * 16;
-        let limits = &ctx.limits;
-        let staging_bytes = HEADER_BYTES + 32 * n;
-        if largest > limits.max_storage_buffer_binding_size || staging_bytes > limits.max_buffer_size {
-            return Err(Error::Gpu(format!(
-                "a {}x{} grid needs {largest}-byte storage bindings and {staging_bytes}-byte buffers; {} allows {} and {}",
-                grid.width, grid.height, ctx.adapter.name, limits.max_storage_buffer_binding_size, limits.max_buffer_size
-            )));
-        }
         let device = &ctx.device;
         use wgpu::BufferUsages as U;
         let field = |label: &str, bytes: u64, extra: U| {
@@ -194,6 +196,8 @@ impl GpuBackend {
         let stats = field("snapshot stats", 16, io);
         let height_texels = field("height texels", n * 16, U::COPY_SRC);
         let flow_texels = field("flow texels", n * 16, U::COPY_SRC);
+        let tile_list = field("gather tiles", (list_header_bytes(4) + 4 * MAX_TILES_PER_READ) as u64, U::COPY_DST);
+        let gathered = field("gathered tiles", TileRequests::readback_bytes(MAX_TILES_PER_READ) as u64, U::COPY_SRC);
         let group = |layout: &wgpu::BindGroupLayout, label: &str, buffers: &[&wgpu::Buffer]| {
             let entries: Vec<wgpu::BindGroupEntry> =
                 buffers.iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect();
@@ -203,19 +207,8 @@ impl GpuBackend {
             [0, 1].map(|k| group(&ctx.step_layout, "step", &[&uniforms, &step_terrain, &depth[k], &flux[k], &depth[1 - k], &flux[1 - k], &counters]));
         let snapshot_groups =
             [0, 1].map(|k| group(&ctx.snapshot_layout, "snapshot", &[&uniforms, &terrain, &depth[k], &flux[k], &height_texels, &flow_texels, &stats]));
-        let slots = (0..2)
-            .map(|i| Slot {
-                buffer: device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some(&format!("snapshot staging {i}")),
-                    size: staging_bytes,
-                    usage: U::MAP_READ | U::COPY_DST,
-                    mapped_at_creation: false,
-                }),
-                state: Arc::new(AtomicU32::new(SLOT_FREE)),
-                sequence: 0,
-                epoch: 0,
-            })
-            .collect();
+        let gather_group = group(&ctx.gather_layout, "gather", &[&tile_list, &gathered, &counters]);
+        let slots = (0..MAX_FRAMES_IN_FLIGHT).map(|_| Slot { buffer: None, state: Arc::new(AtomicU32::new(SLOT_FREE)), read: None, submitted: 0 }).collect();
         let constants = StepConstants::new(&Params::default(), grid.width, grid.height, grid.cell_size, 0.0, [0; 4]);
         let mut backend = GpuBackend {
             water_edits: EditList::new(device, "water edits", 16, 8),
@@ -226,8 +219,6 @@ impl GpuBackend {
             step_terrain,
             displacement,
             body_groups: None,
-            bodies: BodyQueue::default(),
-            queued_bodies: (0, 0),
             ctx: ctx.clone(),
             grid,
             constants,
@@ -240,18 +231,20 @@ impl GpuBackend {
             stats,
             height_texels,
             flow_texels,
+            tile_list,
+            gathered,
+            gather_group,
             step_groups,
             snapshot_groups,
             edit_groups: None,
-            pending_water: Vec::new(),
-            pending_terrain: Vec::new(),
+            edits: PendingEdits::new(grid.cell_count()),
             slots,
             in_flight: VecDeque::new(),
-            wanted: false,
+            submissions: 0,
+            finished: 0,
             frames: 0,
-            epoch: 0,
-            latest: None,
-            spares: SpareSnapshots::default(),
+            reads: Readbacks::new(state, true),
+            failure: None,
             readback_bytes: 0,
         };
         backend.upload(state, Counters::default(), 0)?;
@@ -266,9 +259,10 @@ impl GpuBackend {
     /// Waits until the device has finished everything submitted so far, without reading
     /// anything back (benchmarks).
     pub fn wait_idle(&mut self) -> Result<()> {
-        self.ctx.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: None }).map_err(|e| Error::Gpu(e.to_string()))?;
+        self.wait_for_device(None)?;
+        self.finished = self.submissions;
         self.in_flight.clear();
-        self.ctx.check()
+        self.check()
     }
 
     /// Waits until the device has finished everything submitted so far and until
@@ -281,85 +275,226 @@ impl GpuBackend {
     ///   shared device first once the copy is done, after that thread's earlier callbacks; when
     ///   another simulation or thread got there first, the callback may not have run yet when
     ///   our own poll returns, so `sync` waits for the callbacks themselves;
-    /// * the last frame may have no readback at all, when both staging buffers were busy at its
-    ///   `advance`; then `sync` reads the snapshot back itself.
+    /// * the last frame may have no readback at all, when no snapshot was asked for before it;
+    ///   then `sync` reads the snapshot back itself.
     pub fn sync(&mut self) -> Result<()> {
         self.wait_idle()?;
-        self.wait_for_readbacks()?;
-        self.harvest(true);
-        if self.latest.as_ref().is_none_or(|s| s.sequence < self.frames) {
-            self.read_back_snapshot()?;
+        self.settle_readbacks()?;
+        self.harvest();
+        self.check()?;
+        if self.reads.latest().sequence < self.frames {
+            self.read_back_now()?;
         }
         Ok(())
     }
 
-    /// Waits until no readback is pending: its copy done and its `map_async` callback run.
-    fn wait_for_readbacks(&mut self) -> Result<()> {
-        let start = std::time::Instant::now();
-        while self.slots.iter().any(|s| s.state.load(Ordering::Acquire) == SLOT_PENDING) {
-            // Our poll fires the callbacks it finds; one that another thread has taken runs
-            // there, soon.
-            self.ctx.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: None }).map_err(|e| Error::Gpu(e.to_string()))?;
-            if start.elapsed() > READBACK_CALLBACK_WAIT {
-                return Err(Error::Gpu(format!("a snapshot readback's map callback did not run within {READBACK_CALLBACK_WAIT:?} of the device finishing")));
+    /// Fails with the device's error, or with a readback's that failed.
+    fn check(&self) -> Result<()> {
+        self.ctx.check()?;
+        match &self.failure {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits, at most [`DEVICE_WAIT_LIMIT`], until the device has finished `submission`
+    /// (everything submitted when `None`).
+    fn wait_for_device(&self, submission: Option<wgpu::SubmissionIndex>) -> Result<()> {
+        match self.ctx.device.poll(wgpu::PollType::Wait { submission_index: submission, timeout: Some(DEVICE_WAIT_LIMIT) }) {
+            Ok(_) => Ok(()),
+            Err(wgpu::PollError::Timeout) => {
+                Err(Error::DeviceLost(format!("the device did not finish its work within {} s", DEVICE_WAIT_LIMIT.as_secs())))
             }
+            Err(e) => Err(Error::Gpu(e.to_string())),
+        }
+    }
+
+    /// Polls the device until `done` holds, at most [`DEVICE_WAIT_LIMIT`]: for `map_async`
+    /// callbacks of work the device has finished. Our poll fires the callbacks it finds; one
+    /// that another thread's poll has taken runs there, after that thread's earlier callbacks.
+    fn wait_for_callbacks(&self, what: &str, done: impl Fn() -> bool) -> Result<()> {
+        let start = Instant::now();
+        while !done() {
+            if start.elapsed() > DEVICE_WAIT_LIMIT {
+                return Err(Error::DeviceLost(format!("{what}: its map callback did not run within {} s of the device finishing", DEVICE_WAIT_LIMIT.as_secs())));
+            }
+            let _ = self.ctx.device.poll(wgpu::PollType::Poll);
             std::thread::yield_now();
         }
-        self.ctx.check()
+        Ok(())
     }
 
-    /// Reads the current state's snapshot back now and waits for it (for `sync`, when the last
-    /// frame had no readback).
-    fn read_back_snapshot(&mut self) -> Result<()> {
-        let Some(k) = self.slots.iter().position(|s| s.state.load(Ordering::Acquire) == SLOT_FREE) else {
-            return Err(Error::Gpu("no staging buffer is free after every readback was picked up".into()));
-        };
-        let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("snapshot") });
+    /// Waits until the readback of every submission the device has finished has arrived: its
+    /// `map_async` callback has run. What [`GPU_SNAPSHOT_LATENCY`] rests on.
+    fn settle_readbacks(&self) -> Result<()> {
+        let finished = self.finished;
+        let slots: Vec<(Arc<AtomicU32>, u64)> = self.slots.iter().map(|s| (s.state.clone(), s.submitted)).collect();
+        self.wait_for_callbacks("a snapshot readback", || {
+            !slots.iter().any(|(state, submitted)| *submitted <= finished && state.load(Ordering::Acquire) == SLOT_PENDING)
+        })
+    }
+
+    /// Applies every readback that has arrived (those of an earlier load are discarded) and
+    /// frees its staging buffer. A readback that failed is kept as the error every later call
+    /// returns: a snapshot that stops following the water must not go unnoticed.
+    fn harvest(&mut self) {
+        let _ = self.ctx.device.poll(wgpu::PollType::Poll);
+        let mut ready = Vec::new();
+        for (k, slot) in self.slots.iter_mut().enumerate() {
+            match slot.state.load(Ordering::Acquire) {
+                SLOT_READY => ready.push(k),
+                SLOT_FAILED => {
+                    let frame = slot.read.take().map_or(0, |r| r.frame);
+                    slot.state.store(SLOT_FREE, Ordering::Release);
+                    if self.failure.is_none() {
+                        let why = match self.ctx.check() {
+                            Err(e) => e,
+                            Ok(()) => Error::Gpu(format!("the readback of frame {frame} could not be mapped")),
+                        };
+                        self.failure = Some(why);
+                    }
+                }
+                _ => {}
+            }
+        }
+        if ready.is_empty() {
+            return;
+        }
+        let n = self.grid.cell_count();
+        let mut views = Vec::new();
+        for &k in &ready {
+            let slot = &mut self.slots[k];
+            let (Some(read), Some(buffer)) = (slot.read.take(), slot.buffer.as_ref()) else { continue };
+            match buffer.get_mapped_range(..read.bytes(n) as u64) {
+                Ok(view) => views.push((read, view)),
+                Err(e) => {
+                    self.failure.get_or_insert(Error::Gpu(format!("the readback of frame {} could not be read: {e}", read.frame)));
+                }
+            }
+        }
+        let arrived: Vec<(&Read, &[u8])> = views.iter().map(|(read, view)| (read, &view[..])).collect();
+        self.reads.accept(&arrived);
+        drop(arrived);
+        drop(views);
+        for k in ready {
+            if let Some(buffer) = &self.slots[k].buffer {
+                buffer.unmap();
+            }
+            self.slots[k].state.store(SLOT_FREE, Ordering::Release);
+        }
+    }
+
+    /// A free staging buffer large enough for `read`. Before `advance` records a frame every
+    /// finished readback has been applied, so at most the previous frame's is still pending and
+    /// one of the [`MAX_FRAMES_IN_FLIGHT`] buffers is free.
+    fn free_slot(&mut self, read: &Read) -> Result<usize> {
+        let k = self
+            .slots
+            .iter()
+            .position(|s| s.state.load(Ordering::Acquire) == SLOT_FREE)
+            .ok_or_else(|| Error::Gpu("no staging buffer is free after every finished readback was applied".into()))?;
+        let needed = read.bytes(self.grid.cell_count()) as u64;
+        let slot = &mut self.slots[k];
+        if slot.buffer.as_ref().is_none_or(|b| b.size() < needed) {
+            // Tile reads grow with the tiles asked for: size for the most at once.
+            let size = match read.coverage {
+                Coverage::Texels => needed,
+                Coverage::Tiles(_) => needed.max(TileRequests::readback_bytes(MAX_TILES_PER_READ) as u64),
+            };
+            slot.buffer = Some(self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(&format!("snapshot staging {k}")),
+                size,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }));
+        }
+        Ok(k)
+    }
+
+    /// What `read` needs before the frame's compute pass: the stats cleared for the snapshot
+    /// pass's reductions, and the list of tiles `gather` reads.
+    fn prepare_read(&self, encoder: &mut wgpu::CommandEncoder, read: &Read) {
         encoder.clear_buffer(&self.stats, 0, None);
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("snapshot"), timestamp_writes: None });
-            self.record_texels(&mut pass);
-        }
-        self.record_readback_copy(&mut encoder, k);
-        self.ctx.queue.submit([encoder.finish()]);
-        self.map_readback(k);
-        self.wait_idle()?;
-        self.wait_for_readbacks()?;
-        self.harvest(true);
-        self.wanted = false;
-        match &self.latest {
-            Some(s) if s.sequence == self.frames => Ok(()),
-            _ => Err(Error::Gpu("the snapshot read back by sync did not arrive".into())),
+        if let Coverage::Tiles(tiles) = &read.coverage {
+            self.ctx.queue.write_buffer(&self.tile_list, 0, &list_bytes(bytemuck::cast_slice(tiles), 4));
         }
     }
 
-    /// Records the snapshot pass over the current fields into `pass`.
-    fn record_texels(&self, pass: &mut wgpu::ComputePass) {
+    /// Records the snapshot pass over the current fields (texels and reductions) and, for a tile
+    /// read, the gathering of its tiles behind the header.
+    fn record_snapshot(&self, pass: &mut wgpu::ComputePass, read: &Read) {
         let g = self.grid;
         pass.set_pipeline(&self.ctx.texels);
         pass.set_bind_group(0, &self.snapshot_groups[self.current], &[]);
         pass.dispatch_workgroups(g.width.div_ceil(SNAPSHOT_WORKGROUP), g.height.div_ceil(SNAPSHOT_WORKGROUP), 1);
+        if let Coverage::Tiles(tiles) = &read.coverage {
+            pass.set_pipeline(&self.ctx.gather);
+            pass.set_bind_group(0, &self.snapshot_groups[self.current], &[]);
+            pass.set_bind_group(2, &self.gather_group, &[]);
+            pass.dispatch_workgroups((tiles.len() as u32).max(1), 1, 1);
+        }
     }
 
-    /// Records the copy of ledger, stats and texels into staging buffer `k`, which then shows
-    /// the current frame.
-    fn record_readback_copy(&mut self, encoder: &mut wgpu::CommandEncoder, k: usize) {
-        let n16 = self.grid.cell_count() as u64 * 16;
+    /// Records the copy of `read`'s bytes into staging buffer `k`.
+    fn record_read_copy(&self, encoder: &mut wgpu::CommandEncoder, read: &Read, k: usize) {
+        let staging = self.slots[k].buffer.as_ref().expect("sized by free_slot");
+        let h = HEADER_BYTES as u64;
+        match &read.coverage {
+            Coverage::Texels => {
+                let n16 = self.grid.cell_count() as u64 * 16;
+                encoder.copy_buffer_to_buffer(&self.counters, 0, staging, 0, 32);
+                encoder.copy_buffer_to_buffer(&self.stats, 0, staging, 32, 16);
+                encoder.copy_buffer_to_buffer(&self.height_texels, 0, staging, h, n16);
+                encoder.copy_buffer_to_buffer(&self.flow_texels, 0, staging, h + n16, n16);
+            }
+            Coverage::Tiles(tiles) => {
+                encoder.copy_buffer_to_buffer(&self.gathered, 0, staging, 0, TileRequests::readback_bytes(tiles.len()) as u64);
+            }
+        }
+    }
+
+    /// Maps staging buffer `k` once submission `submitted` (which fills it with `read`) is done.
+    fn map_read(&mut self, k: usize, read: Read, submitted: u64) {
+        let bytes = read.bytes(self.grid.cell_count()) as u64;
         let slot = &mut self.slots[k];
-        encoder.copy_buffer_to_buffer(&self.counters, 0, &slot.buffer, 0, 32);
-        encoder.copy_buffer_to_buffer(&self.stats, 0, &slot.buffer, 32, 16);
-        encoder.copy_buffer_to_buffer(&self.height_texels, 0, &slot.buffer, HEADER_BYTES, n16);
-        encoder.copy_buffer_to_buffer(&self.flow_texels, 0, &slot.buffer, HEADER_BYTES + n16, n16);
-        slot.sequence = self.frames;
-        slot.epoch = self.epoch;
-    }
-
-    /// Maps staging buffer `k` once the submission that fills it is done.
-    fn map_readback(&self, k: usize) {
-        let slot = &self.slots[k];
+        slot.read = Some(read);
+        slot.submitted = submitted;
         slot.state.store(SLOT_PENDING, Ordering::Release);
         let flag = slot.state.clone();
-        slot.buffer.map_async(wgpu::MapMode::Read, .., move |r| flag.store(if r.is_ok() { SLOT_READY } else { SLOT_FAILED }, Ordering::Release));
+        let buffer = slot.buffer.as_ref().expect("sized by free_slot");
+        buffer.map_async(wgpu::MapMode::Read, ..bytes, move |r| flag.store(if r.is_ok() { SLOT_READY } else { SLOT_FAILED }, Ordering::Release));
+    }
+
+    /// Submits `encoder`; returns our sequence number of the submission and wgpu's index.
+    fn submit(&mut self, encoder: wgpu::CommandEncoder) -> (u64, wgpu::SubmissionIndex) {
+        let index = self.ctx.queue.submit([encoder.finish()]);
+        self.submissions += 1;
+        (self.submissions, index)
+    }
+
+    /// Reads the current state's snapshot back now and waits for it (for `sync`, when the last
+    /// frame had no readback).
+    fn read_back_now(&mut self) -> Result<()> {
+        self.reads.want_snapshot();
+        let read = self.reads.next_read(self.frames).expect("a snapshot was just asked for");
+        let k = self.free_slot(&read)?;
+        let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("snapshot") });
+        self.prepare_read(&mut encoder, &read);
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("snapshot"), timestamp_writes: None });
+            self.record_snapshot(&mut pass, &read);
+        }
+        self.record_read_copy(&mut encoder, &read, k);
+        let (submitted, _) = self.submit(encoder);
+        self.map_read(k, read, submitted);
+        self.wait_idle()?;
+        self.settle_readbacks()?;
+        self.harvest();
+        self.check()?;
+        match self.reads.latest().sequence == self.frames {
+            true => Ok(()),
+            false => Err(Error::Gpu("the snapshot read back by sync did not arrive".into())),
+        }
     }
 
     /// Replaces every field with `state`'s, the ledger with `counters` and the frame count with
@@ -370,42 +505,44 @@ impl GpuBackend {
         q.write_buffer(&self.terrain, 0, bytemuck::cast_slice(&state.terrain));
         q.write_buffer(&self.step_terrain, 0, bytemuck::cast_slice(&state.terrain));
         q.write_buffer(&self.displacement, 0, bytemuck::cast_slice(&vec![0.0f32; state.terrain.len()]));
-        self.bodies.clear();
+        self.edits.clear();
         self.current = 0;
         q.write_buffer(&self.depth[0], 0, bytemuck::cast_slice(&state.depth));
         q.write_buffer(&self.flux[0], 0, bytemuck::cast_slice(&state.flow));
-        // Each counter is a u64 kept as (low, high) u32 words: its little-endian bytes.
-        let words = [counters.added, counters.removed, counters.boundary_in, counters.boundary_out];
-        q.write_buffer(&self.counters, 0, bytemuck::cast_slice(&words.map(u64::to_le)[..]));
-        self.pending_water.clear();
-        self.pending_terrain.clear();
+        q.write_buffer(&self.counters, 0, bytemuck::cast_slice(&counters.to_device_words()));
         self.frames = frames;
-        self.epoch += 1;
-        // The first snapshot comes from the state itself, so queries work before any readback.
-        self.latest = Some(Arc::new(state.snapshot(frames, counters)));
+        // Reads in flight show the old state: they are discarded when they arrive, and the first
+        // snapshot comes from the state itself, so queries work before any readback.
+        self.reads.load(state, counters, frames);
         self.ctx.queue.submit([]);
-        self.ctx.check()
+        self.check()
     }
 
-    /// Uploads the queued edits and returns how many water, terrain and forcing edits the next
-    /// submission must apply (with the bodies' displacement and nudges, [`Self::prepare_bodies`]).
-    fn prepare_edits(&mut self, forcing: &[CellWater]) -> (u32, u32, u32) {
+    /// Uploads the lists of `batch` and the step's `forcing`; returns what the next recorded
+    /// edits apply ([`GpuBackend::record_edits`]).
+    fn upload_edits(&mut self, batch: EditBatch, forcing: &[CellWater]) -> EditCounts {
         let ctx = self.ctx.clone();
         let mut grown = self.edit_groups.is_none();
-        let (w, t, f) = (self.pending_water.len() as u32, self.pending_terrain.len() as u32, forcing.len() as u32);
-        if w > 0 {
-            grown |= self.water_edits.upload(&ctx, "water edits", bytemuck::cast_slice(&self.pending_water));
-            self.pending_water.clear();
-        }
         let mut terrain_grown = false;
-        if t > 0 {
-            terrain_grown = self.terrain_edits.upload(&ctx, "terrain edits", bytemuck::cast_slice(&self.pending_terrain));
+        if !batch.water.is_empty() {
+            grown |= self.water_edits.upload(&ctx, "water edits", bytemuck::cast_slice(&batch.water));
+        }
+        if !batch.terrain.is_empty() {
+            terrain_grown = self.terrain_edits.upload(&ctx, "terrain edits", bytemuck::cast_slice(&batch.terrain));
             grown |= terrain_grown;
-            self.pending_terrain.clear();
         }
         // The terrain edits' list also tells the body pass which cells' bed to refresh.
-        self.prepare_bodies(terrain_grown);
-        if f > 0 {
+        let mut bodies_grown = terrain_grown;
+        if !batch.displacement.is_empty() {
+            bodies_grown |= self.displaced_list.upload(&ctx, "displacement", bytemuck::cast_slice(&batch.displacement));
+        }
+        if !batch.nudges.is_empty() {
+            bodies_grown |= self.nudge_list.upload(&ctx, "nudges", bytemuck::cast_slice(&batch.nudges));
+        }
+        if bodies_grown {
+            self.body_groups = None;
+        }
+        if !forcing.is_empty() {
             grown |= self.forcing.upload(&ctx, "forcing", bytemuck::cast_slice(forcing));
         }
         if grown {
@@ -418,28 +555,7 @@ impl GpuBackend {
             self.edit_groups =
                 Some([0, 1].map(|k| [make(k, &self.water_edits.buffer, "water edits"), make(k, &self.forcing.buffer, "forcing")]));
         }
-        (w, t, f)
-    }
-
-    /// Uploads the queued displacement and nudges; (re)makes the body passes' bind groups when a
-    /// list grew or `terrain_grows` may replace the terrain edits' list.
-    fn prepare_bodies(&mut self, terrain_grows: bool) -> (u32, u32) {
-        let ctx = self.ctx.clone();
-        let (d, n) = (self.bodies.displacement.len() as u32, self.bodies.nudges.len() as u32);
-        let mut grown = self.body_groups.is_none() || terrain_grows;
-        if d > 0 {
-            grown |= self.displaced_list.upload(&ctx, "displacement", bytemuck::cast_slice(&self.bodies.displacement));
-            self.bodies.displacement.clear();
-        }
-        if n > 0 {
-            grown |= self.nudge_list.upload(&ctx, "nudges", bytemuck::cast_slice(&self.bodies.nudges));
-            self.bodies.nudges.clear();
-        }
-        self.queued_bodies = (d, n);
-        if grown {
-            self.body_groups = None;
-        }
-        (d, n)
+        batch.counts()
     }
 
     /// The body passes' bind groups, made after every list they name has its final buffer.
@@ -472,55 +588,51 @@ impl GpuBackend {
         count.div_ceil(EDIT_WORKGROUP).clamp(1, self.ctx.limits.max_compute_workgroups_per_dimension.min(65535))
     }
 
-    /// Records the queued edits into `pass`: terrain, water, then the bodies' bed (refreshed
-    /// where terrain changed, displaced where bodies are) and their drag, as the CPU applies them.
-    fn record_edits(&mut self, pass: &mut wgpu::ComputePass, water: u32, terrain: u32) {
-        let (displaced, nudges) = std::mem::take(&mut self.queued_bodies);
-        if terrain > 0 || displaced > 0 || nudges > 0 {
-            self.body_groups();
+    /// Records the uploaded edits into `pass`, in [`EditCounts::passes`] order.
+    fn record_edits(&mut self, pass: &mut wgpu::ComputePass, counts: EditCounts) {
+        let passes = counts.passes();
+        if passes.is_empty() {
+            return;
         }
-        let Some(groups) = &self.edit_groups else { return };
-        let groups = &groups[self.current];
-        if terrain > 0 {
-            pass.set_pipeline(&self.ctx.apply_terrain);
-            pass.set_bind_group(0, &groups[0], &[]);
-            pass.dispatch_workgroups(self.edit_groups_for(terrain), 1, 1);
-        }
-        if water > 0 {
-            pass.set_pipeline(&self.ctx.apply_water);
-            pass.set_bind_group(0, &groups[0], &[]);
-            pass.dispatch_workgroups(self.edit_groups_for(water), 1, 1);
-        }
-        let Some(bodies) = &self.body_groups else { return };
-        let bodies = &bodies[self.current];
-        for (count, pipeline) in [(terrain, &self.ctx.refresh_step_terrain), (displaced, &self.ctx.displace), (nudges, &self.ctx.nudge_pipes)] {
-            if count > 0 {
-                pass.set_pipeline(pipeline);
-                pass.set_bind_group(0, bodies, &[]);
-                pass.dispatch_workgroups(self.edit_groups_for(count), 1, 1);
-            }
+        self.body_groups();
+        // Edit groups exist from the first upload on, body groups once `body_groups` made them.
+        let (Some(edit_groups), Some(body_groups)) = (&self.edit_groups, &self.body_groups) else { return };
+        for (edit, count) in passes {
+            let (pipeline, group) = match edit {
+                EditPass::Terrain => (&self.ctx.apply_terrain, &edit_groups[self.current][0]),
+                EditPass::Water => (&self.ctx.apply_water, &edit_groups[self.current][0]),
+                EditPass::RefreshStepTerrain => (&self.ctx.refresh_step_terrain, &body_groups[self.current]),
+                EditPass::Displace => (&self.ctx.displace, &body_groups[self.current]),
+                EditPass::Nudge => (&self.ctx.nudge_pipes, &body_groups[self.current]),
+            };
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, group, &[]);
+            pass.dispatch_workgroups(self.edit_groups_for(count as u32), 1, 1);
         }
     }
 
-    /// Submits the queued edits on their own (before a blocking read).
-    fn flush_edits(&mut self) -> Result<()> {
-        if self.pending_water.is_empty() && self.pending_terrain.is_empty() && self.bodies.is_empty() {
+    /// Applies `batch` in a submission of its own (queued edits before a blocking read, or
+    /// before nudges on cells already queued).
+    fn submit_edits(&mut self, batch: EditBatch) -> Result<()> {
+        if batch.is_empty() {
             return Ok(());
         }
-        let (w, t, _) = self.prepare_edits(&[]);
+        let counts = self.upload_edits(batch, &[]);
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("edits") });
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("edits"), timestamp_writes: None });
-            self.record_edits(&mut pass, w, t);
+            self.record_edits(&mut pass, counts);
         }
-        self.ctx.queue.submit([encoder.finish()]);
-        self.ctx.check()
+        self.submit(encoder);
+        self.check()
     }
 
-    /// Copies `ranges` of device buffers into one mapped buffer and waits for it: for the
-    /// blocking reads only.
+    /// Copies `ranges` of device buffers into one mapped buffer and waits for it, at most
+    /// [`DEVICE_WAIT_LIMIT`] for the device and as long again for the callback: for the blocking
+    /// reads only.
     fn read_blocking(&mut self, ranges: &[(&wgpu::Buffer, u64)]) -> Result<Vec<u8>> {
-        self.flush_edits()?;
+        let queued = self.edits.take();
+        self.submit_edits(queued)?;
         let total: u64 = ranges.iter().map(|r| r.1).sum();
         let device = &self.ctx.device;
         let staging = device.create_buffer(&wgpu::BufferDescriptor {
@@ -535,88 +647,19 @@ impl GpuBackend {
             encoder.copy_buffer_to_buffer(buffer, 0, &staging, at, size);
             at += size;
         }
-        let index = self.ctx.queue.submit([encoder.finish()]);
+        let (_, index) = self.submit(encoder);
         let state = Arc::new(AtomicU32::new(SLOT_PENDING));
         let flag = state.clone();
         staging.map_async(wgpu::MapMode::Read, .., move |r| flag.store(if r.is_ok() { SLOT_READY } else { SLOT_FAILED }, Ordering::Release));
-        device.poll(wgpu::PollType::Wait { submission_index: Some(index), timeout: None }).map_err(|e| Error::Gpu(e.to_string()))?;
-        while state.load(Ordering::Acquire) == SLOT_PENDING {
-            device.poll(wgpu::PollType::Wait { submission_index: None, timeout: None }).map_err(|e| Error::Gpu(e.to_string()))?;
-        }
-        self.ctx.check()?;
+        self.wait_for_device(Some(index))?;
+        self.wait_for_callbacks("a blocking read", || state.load(Ordering::Acquire) != SLOT_PENDING)?;
+        self.check()?;
         if state.load(Ordering::Acquire) != SLOT_READY {
             return Err(Error::Gpu("mapping a readback buffer failed".into()));
         }
         let bytes = staging.get_mapped_range(..).map_err(|e| Error::Gpu(e.to_string()))?[..total as usize].to_vec();
         staging.unmap();
         Ok(bytes)
-    }
-
-    /// Polls the device without waiting. With `consume`, turns the newest finished readback
-    /// into the current snapshot; otherwise only frees a staging buffer when none is free,
-    /// dropping the oldest finished readback (nobody asked for it).
-    fn harvest(&mut self, consume: bool) {
-        let _ = self.ctx.device.poll(wgpu::PollType::Poll);
-        let mut ready: Vec<usize> = Vec::new();
-        for (i, slot) in self.slots.iter().enumerate() {
-            match slot.state.load(Ordering::Acquire) {
-                SLOT_READY if slot.epoch == self.epoch => ready.push(i),
-                SLOT_READY => {
-                    slot.buffer.unmap();
-                    slot.state.store(SLOT_FREE, Ordering::Release);
-                }
-                SLOT_FAILED => slot.state.store(SLOT_FREE, Ordering::Release),
-                _ => {}
-            }
-        }
-        ready.sort_by_key(|&i| self.slots[i].sequence);
-        if consume {
-            if let Some(&newest) = ready.last() {
-                let slot = &self.slots[newest];
-                if self.latest.as_ref().is_none_or(|s| s.sequence <= slot.sequence) {
-                    let spare = self.spares.take();
-                    if let Some(s) = self.decode(slot, spare) {
-                        if let Some(old) = self.latest.replace(Arc::new(s)) {
-                            self.spares.keep(old);
-                        }
-                    }
-                }
-            }
-            for &i in &ready {
-                self.slots[i].buffer.unmap();
-                self.slots[i].state.store(SLOT_FREE, Ordering::Release);
-            }
-        } else if !self.slots.iter().any(|s| s.state.load(Ordering::Acquire) == SLOT_FREE) {
-            if let Some(&oldest) = ready.first() {
-                self.slots[oldest].buffer.unmap();
-                self.slots[oldest].state.store(SLOT_FREE, Ordering::Release);
-            }
-        }
-    }
-
-    /// Builds a snapshot from a mapped staging buffer, in `spare`'s buffers when it has them.
-    fn decode(&self, slot: &Slot, spare: Option<Snapshot>) -> Option<Snapshot> {
-        let view = slot.buffer.get_mapped_range(..).ok()?;
-        let n = self.grid.cell_count();
-        let words: Vec<u32> = bytemuck::pod_collect_to_vec(&view[..HEADER_BYTES as usize]);
-        let wide = |k: usize| words[k] as u64 | (words[k + 1] as u64) << 32;
-        let counters = Counters { added: wide(0), removed: wide(2), boundary_in: wide(4), boundary_out: wide(6) };
-        let h = HEADER_BYTES as usize;
-        let (mut height, mut flow) = Snapshot::texel_buffers(spare, n);
-        // Cast our aligned buffers to bytes, not the mapped range to texels: its alignment is
-        // the driver's.
-        copy_in_parallel(bytemuck::cast_slice_mut::<[f32; 4], u8>(&mut height), &view[h..h + 16 * n]);
-        copy_in_parallel(bytemuck::cast_slice_mut::<[f32; 4], u8>(&mut flow), &view[h + 16 * n..h + 32 * n]);
-        Some(Snapshot {
-            grid: self.grid,
-            sequence: slot.sequence,
-            height,
-            flow,
-            total_quanta: wide(8) as i64,
-            counters,
-            max_speed: f32::from_bits(words[10]),
-            max_depth: f32::from_bits(words[11]),
-        })
     }
 
 }
@@ -646,67 +689,70 @@ impl Backend for GpuBackend {
     }
 
     fn edit_water(&mut self, cells: &[CellWater]) -> Result<EditOutcome> {
-        self.pending_water.extend_from_slice(cells);
+        self.edits.edit_water(cells);
         Ok(EditOutcome::Queued)
     }
 
     fn edit_terrain(&mut self, cells: &[CellTerrain]) -> Result<()> {
-        self.pending_terrain.extend(cells.iter().filter(|c| c.delta.is_finite()));
+        self.edits.edit_terrain(cells);
         Ok(())
     }
 
     fn set_terrain(&mut self, terrain: &[f32]) -> Result<()> {
         check_terrain(&self.grid, terrain)?;
-        // Earlier terrain edits would be overwritten anyway.
-        self.pending_terrain.clear();
+        self.edits.new_terrain();
         self.ctx.queue.write_buffer(&self.terrain, 0, bytemuck::cast_slice(terrain));
         self.ctx.queue.write_buffer(&self.step_terrain, 0, bytemuck::cast_slice(terrain));
-        // The displaced cells' bed is the new terrain plus their head again.
-        self.bodies.restore_heads();
         Ok(())
     }
 
     fn set_displacement(&mut self, cells: &[CellDisplacement]) -> Result<()> {
-        self.bodies.set_displacement(cells, self.grid.cell_count())
+        self.edits.set_displacement(cells)
     }
 
     fn nudge_pipes(&mut self, nudges: &[PipeNudge]) -> Result<()> {
-        if self.bodies.nudge(nudges, self.grid.cell_count())? {
-            self.flush_edits()?;
+        if let Some(earlier) = self.edits.nudge(nudges)? {
+            self.submit_edits(earlier)?;
         }
-        self.bodies.nudges.extend_from_slice(nudges);
         Ok(())
     }
 
     fn advance(&mut self, plan: &FramePlan) -> Result<()> {
-        self.ctx.check()?;
+        self.check()?;
         let g = self.grid;
         if plan.constants.width != g.width || plan.constants.height != g.height {
             return Err(Error::invalid("plan grid", format!("{}x{}", plan.constants.width, plan.constants.height), format!("{}x{}", g.width, g.height)));
         }
         // Back-pressure: never more than MAX_FRAMES_IN_FLIGHT frames queued on the device.
         while self.in_flight.len() >= MAX_FRAMES_IN_FLIGHT {
-            let oldest = self.in_flight.pop_front().expect("non-empty");
-            self.ctx
-                .device
-                .poll(wgpu::PollType::Wait { submission_index: Some(oldest), timeout: None })
-                .map_err(|e| Error::Gpu(e.to_string()))?;
+            let (submitted, oldest) = self.in_flight.pop_front().expect("non-empty");
+            self.wait_for_device(Some(oldest))?;
+            self.finished = submitted;
         }
-        // Pick up finished readbacks now if snapshots are wanted, so that a staging buffer is
-        // free for this frame without dropping the newest finished one.
-        self.harvest(self.wanted);
+        // Every finished frame's readback arrives and is applied before this frame is recorded:
+        // the bound of GPU_SNAPSHOT_LATENCY, and a free staging buffer, rest on it.
+        self.settle_readbacks()?;
+        self.harvest();
+        self.check()?;
         self.constants = plan.constants;
         self.ctx.queue.write_buffer(&self.uniforms, 0, bytemuck::bytes_of(&self.constants));
-        let (water, terrain, forcing) = self.prepare_edits(if plan.substeps > 0 { plan.forcing } else { &[] });
-        let readback = if self.wanted { self.slots.iter().position(|s| s.state.load(Ordering::Acquire) == SLOT_FREE) } else { None };
+        let batch = self.edits.take();
+        let forcing_list = if plan.substeps > 0 { plan.forcing } else { &[] };
+        let edits = self.upload_edits(batch, forcing_list);
+        let forcing = forcing_list.len() as u32;
+        let read = self.reads.next_read(self.frames + 1);
+        let slot = match &read {
+            Some(read) => Some(self.free_slot(read)?),
+            None => None,
+        };
 
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("frame") });
-        if readback.is_some() {
-            encoder.clear_buffer(&self.stats, 0, None);
+        if let Some(read) = &read {
+            self.prepare_read(&mut encoder, read);
         }
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("frame"), timestamp_writes: None });
-            self.record_edits(&mut pass, water, terrain);
+            self.record_edits(&mut pass, edits);
             let forcing_groups = self.edit_groups_for(forcing);
             let step = self.ctx.step_pipeline(StepMode::of(&plan.constants));
             let [strips, bands] = self.ctx.kernel.dispatch(g.width, g.height);
@@ -722,29 +768,28 @@ impl Backend for GpuBackend {
                 pass.dispatch_workgroups(strips, bands, 1);
                 self.current = 1 - k;
             }
-            if readback.is_some() {
-                self.record_texels(&mut pass);
+            if let Some(read) = &read {
+                self.record_snapshot(&mut pass, read);
             }
         }
         self.frames += 1;
-        self.readback_bytes = if readback.is_some() { HEADER_BYTES + 32 * g.cell_count() as u64 } else { 0 };
-        if let Some(k) = readback {
-            self.record_readback_copy(&mut encoder, k);
+        self.readback_bytes = read.as_ref().map_or(0, |r| r.bytes(g.cell_count()) as u64);
+        if let (Some(read), Some(k)) = (&read, slot) {
+            self.record_read_copy(&mut encoder, read, k);
         }
-        let index = self.ctx.queue.submit([encoder.finish()]);
-        self.in_flight.push_back(index);
-        if let Some(k) = readback {
-            self.map_readback(k);
-            self.wanted = false;
+        let (submitted, index) = self.submit(encoder);
+        self.in_flight.push_back((submitted, index));
+        if let (Some(read), Some(k)) = (read, slot) {
+            self.map_read(k, read, submitted);
         }
         let _ = self.ctx.device.poll(wgpu::PollType::Poll);
-        self.ctx.check()
+        self.check()
     }
 
     fn snapshot(&mut self) -> Option<Arc<Snapshot>> {
-        self.wanted = true;
-        self.harvest(true);
-        self.latest.clone()
+        self.reads.want_snapshot();
+        self.harvest();
+        Some(self.reads.latest())
     }
 
     fn read_state(&mut self) -> Result<State> {
@@ -760,15 +805,43 @@ impl Backend for GpuBackend {
         })
     }
 
+    fn read_counters(&mut self) -> Result<Counters> {
+        let counters = self.counters.clone();
+        let bytes = self.read_blocking(&[(&counters, 32)])?;
+        Ok(Counters::from_device_words(&bytemuck::pod_collect_to_vec::<u8, u32>(&bytes)))
+    }
+
+    fn want_cells(&mut self, cells: &[usize]) {
+        self.reads.want_cells(cells, self.frames);
+    }
+
+    fn want_full_snapshots(&mut self, full: bool) {
+        self.reads.set_full(full);
+    }
+
     fn last_readback_bytes(&self) -> u64 {
         self.readback_bytes
     }
 
-    fn read_counters(&mut self) -> Result<Counters> {
-        let counters = self.counters.clone();
-        let bytes = self.read_blocking(&[(&counters, 32)])?;
-        let words: Vec<u32> = bytemuck::pod_collect_to_vec(&bytes);
-        let wide = |k: usize| words[k] as u64 | (words[k + 1] as u64) << 32;
-        Ok(Counters { added: wide(0), removed: wide(2), boundary_in: wide(4), boundary_out: wide(6) })
+    fn simulate_device_loss(&mut self) -> bool {
+        self.ctx.device.destroy();
+        true
     }
+}
+
+/// The largest storage binding (bytes) of the Vulkan adapter called `device_name`, as wgpu reads
+/// it: for backends on a device that does not report it themselves (Godot's RenderingDevice).
+/// `None` when no adapter of that name is found. Looked up once per name and process.
+pub fn storage_binding_limit_of(device_name: &str) -> Option<u64> {
+    static FOUND: parking_lot::Mutex<Vec<(String, Option<u64>)>> = parking_lot::Mutex::new(Vec::new());
+    let mut found = FOUND.lock();
+    if let Some((_, limit)) = found.iter().find(|(name, _)| name == device_name) {
+        return *limit;
+    }
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+    desc.backends = wgpu::Backends::VULKAN;
+    let adapters = pollster::block_on(wgpu::Instance::new(desc).enumerate_adapters(wgpu::Backends::VULKAN));
+    let limit = adapters.iter().find(|a| a.get_info().name == device_name).map(|a| a.limits().max_storage_buffer_binding_size);
+    found.push((device_name.to_string(), limit));
+    limit
 }
