@@ -11,6 +11,7 @@ mod bench;
 mod build;
 mod demo;
 mod demo_render;
+mod gdextension;
 mod gdtoolkit;
 mod godot;
 mod godot_runs;
@@ -61,6 +62,8 @@ const HELP: &str = "\
                                       line per version is printed; a failure on any version fails the run
           --godot                     only the Godot tests
   bench   measure cell-steps per second: --backend cpu|gpu|all, --sizes 256,1024, --steps N, --no-advection
-  build   build the GDExtension (--release for release) and install it into addons/pipe_water/bin/
+  build   build the GDExtension (--release for release) and install it into addons/pipe_water/bin/ under the name
+          pipe_water.gdextension gives it; --strip leaves symbols out; --target <triple> builds for another
+          platform (two apple-darwin triples make one universal macOS framework)
   demo    build the addon and launch the demo with $GODOT, or render it headless into target/demo/
   validate  run the dam breaks of docs/VALIDATION.md and draw their profiles into docs/validation/";
