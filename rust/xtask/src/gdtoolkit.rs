@@ -9,7 +9,7 @@ use std::path::PathBuf;
 /// The pip requirement that provides `gdlint` and `gdparse`.
 pub const GDTOOLKIT: &str = "gdtoolkit==4.*";
 /// gdtoolkit as [`crate::pip_tools`] installs it.
-pub const TOOL: PipTool = PipTool { name: "gdtoolkit", requirements: &[GDTOOLKIT], commands: &["gdparse", "gdlint"], require_var: REQUIRE_VAR, also_downloads_from: None };
+pub const TOOL: PipTool = PipTool { name: "gdtoolkit", requirements: &[GDTOOLKIT], commands: &["gdparse", "gdlint"], require_var: REQUIRE_VAR, wheels_only: false };
 /// Environment variable that turns a missing gdtoolkit into a failure (CI sets it to 1).
 pub const REQUIRE_VAR: &str = "PIPEWATER_REQUIRE_GDTOOLKIT";
 

@@ -8,7 +8,6 @@
 //! - `cargo xtask validate` — the model against the shallow-water equations' exact answers.
 //! - `cargo xtask package` — the release zip of the addon, `target/package/pipe_water-<version>.zip`.
 
-mod actionlint;
 mod bench;
 mod build;
 mod demo;
@@ -22,6 +21,7 @@ mod pip_tools;
 mod test;
 mod util;
 mod validate;
+mod workflow_check;
 
 use std::process::ExitCode;
 
@@ -57,11 +57,12 @@ fn main() -> ExitCode {
 }
 
 const HELP: &str = "\
-  test    run every test layer (cargo test, shader validation, gdtoolkit, actionlint on the release workflow,
-          the release zip built from the debug library, and the Godot tests when GODOT is set);
-          a missing gdtoolkit or actionlint is installed into target/<tool>-venv or skipped with one SKIP line
-          (PIPEWATER_REQUIRE_GDTOOLKIT=1 and PIPEWATER_REQUIRE_ACTIONLINT=1 make that a failure, as
-          PIPEWATER_REQUIRE_GPU=1 does for the GPU)
+  test    run every test layer (the workflow check with check-jsonschema and zizmor, and actionlint when it is
+          on PATH; cargo test, shader validation, gdtoolkit, the release zip built from the debug library, and
+          the Godot tests when GODOT is set); missing Python tools are installed into target/<tool>-venv
+          (gdtoolkit-venv, workflow-check-venv) or skipped with one SKIP line (PIPEWATER_REQUIRE_GDTOOLKIT=1
+          and PIPEWATER_REQUIRE_WORKFLOW_CHECK=1 make that a failure, as PIPEWATER_REQUIRE_GPU=1 does for
+          the GPU)
           GODOT=<godot>               the Godot 4.3+ binary the Godot tests run on
           GODOT_EXTRA=<godot>:<godot> more binaries, ':'-separated: every Godot layer (import, node tests,
                                       demo smoke, editor checks, RenderingDevice tests, water shader,
@@ -69,6 +70,7 @@ const HELP: &str = "\
                                       fresh copy of the project under target/godot-versions/, and one result
                                       line per version is printed; a failure on any version fails the run
           --godot                     only the Godot tests
+          --workflows                 only the workflow check
   bench   measure cell-steps per second: --backend cpu|gpu|all, --sizes 256,1024, --steps N, --no-advection
   build   build the GDExtension (--release for release) and install it into addons/pipe_water/bin/ under the name
           pipe_water.gdextension gives it; --strip leaves symbols out; --target <triple> builds for another

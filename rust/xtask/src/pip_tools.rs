@@ -1,6 +1,6 @@
-//! Command-line tools from PyPI (gdtoolkit, actionlint), found on `PATH` or brought into a
-//! project-local virtual environment, so that `cargo xtask test` needs nothing but Rust and
-//! Python on a fresh machine.
+//! Command-line tools from PyPI (gdtoolkit; check-jsonschema and zizmor for the workflow check),
+//! found on `PATH` or brought into a project-local virtual environment, so that `cargo xtask test`
+//! needs nothing but Rust and Python on a fresh machine.
 //!
 //! Order: the commands on `PATH`; then `target/<name>-venv/bin/` (made by an earlier run); then,
 //! when `python3 -m venv` works, a new virtual environment there with `pip install` of the tool's
@@ -25,8 +25,9 @@ pub struct PipTool {
     pub commands: &'static [&'static str],
     /// Environment variable that turns a missing tool into a failure (CI sets it to 1).
     pub require_var: &'static str,
-    /// What else the installation reaches besides PyPI, for the message when it fails.
-    pub also_downloads_from: Option<&'static str>,
+    /// Install wheels only (`pip install --only-binary=:all:`): no source package is built, so
+    /// nothing but PyPI is reached and no compiler is needed.
+    pub wheels_only: bool,
 }
 
 /// Where a tool's commands were found.
@@ -34,9 +35,6 @@ pub struct PipTool {
 pub struct Located {
     /// The commands, in the order of [`PipTool::commands`]: names on `PATH`, or paths.
     pub commands: Vec<PathBuf>,
-    /// The virtual environment's `bin/` when they came from there (its other commands, such as
-    /// shellcheck beside actionlint, are then at hand too).
-    pub venv_bin: Option<PathBuf>,
 }
 
 impl PipTool {
@@ -61,7 +59,7 @@ impl PipTool {
     /// neither has them. Installs nothing.
     pub fn locate(&self) -> Option<Located> {
         if self.commands.iter().all(|c| runs(Path::new(c))) {
-            return Some(Located { commands: self.commands.iter().map(PathBuf::from).collect(), venv_bin: None });
+            return Some(Located { commands: self.commands.iter().map(PathBuf::from).collect() });
         }
         self.from_dir(&self.venv_dir().join("bin"))
     }
@@ -69,7 +67,7 @@ impl PipTool {
     /// The commands in `bin`, if all of them run.
     fn from_dir(&self, bin: &Path) -> Option<Located> {
         let commands: Vec<PathBuf> = self.commands.iter().map(|c| bin.join(c)).collect();
-        commands.iter().all(|c| runs(c)).then(|| Located { commands, venv_bin: Some(bin.to_path_buf()) })
+        commands.iter().all(|c| runs(c)).then_some(Located { commands })
     }
 
     /// `python3 -m venv <venv>` and `pip install <requirements>` into it.
@@ -88,13 +86,13 @@ impl PipTool {
         let pip = venv.join("bin/pip");
         let installed = Command::new(&pip)
             .args(["install", "--quiet", "--disable-pip-version-check", "--timeout", PIP_TIMEOUT_S, "--retries", "1"])
+            .args(self.wheels_only.then_some("--only-binary=:all:"))
             .args(self.requirements)
             .status()
             .map_err(|e| format!("could not run {}: {e}", pip.display()))?;
         if !installed.success() {
             let _ = std::fs::remove_dir_all(venv);
-            let reach = self.also_downloads_from.map(|host| format!(" or {host}")).unwrap_or_default();
-            return Err(format!("pip install {:?} failed ({installed}); offline, or PyPI{reach} unreachable?", self.requirements));
+            return Err(format!("pip install {:?} failed ({installed}); offline, or PyPI unreachable?", self.requirements));
         }
         Ok(())
     }
@@ -112,7 +110,8 @@ impl PipTool {
             Err(why) if self.required() => Err(format!("{why} ({}=1 requires {})", self.require_var, self.name)),
             Err(why) => {
                 let requirements: Vec<String> = self.requirements.iter().map(|r| format!("'{r}'")).collect();
-                println!("SKIP: {layer} ({why}; `python3 -m pip install {}` brings it)", requirements.join(" "));
+                let wheels = if self.wheels_only { "--only-binary=:all: " } else { "" };
+                println!("SKIP: {layer} ({why}; `python3 -m pip install {wheels}{}` brings it)", requirements.join(" "));
                 Ok(None)
             }
         }
@@ -120,6 +119,6 @@ impl PipTool {
 }
 
 /// Whether `tool --version` runs.
-fn runs(tool: &Path) -> bool {
+pub fn runs(tool: &Path) -> bool {
     Command::new(tool).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
 }
