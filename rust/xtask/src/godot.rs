@@ -30,13 +30,8 @@ pub fn check_gdscript() -> Result<(), String> {
         return Ok(());
     }
     let relative: Vec<String> = files.iter().map(|f| f.strip_prefix(&root).unwrap_or(f).to_string_lossy().into_owned()).collect();
-    let toolkit = match crate::gdtoolkit::locate_or_install() {
-        Ok(toolkit) => toolkit,
-        Err(why) if crate::gdtoolkit::required() => return Err(format!("{why} ({}=1 requires gdtoolkit)", crate::gdtoolkit::REQUIRE_VAR)),
-        Err(why) => {
-            println!("SKIP: GDScript checks with gdtoolkit ({why}; `python3 -m pip install '{}'` brings it)", crate::gdtoolkit::GDTOOLKIT);
-            return Ok(());
-        }
+    let Some(toolkit) = crate::gdtoolkit::for_layer()? else {
+        return Ok(());
     };
     for tool in [&toolkit.gdparse, &toolkit.gdlint] {
         let mut command = Command::new(tool);
@@ -72,17 +67,25 @@ fn collect_gdscript(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), String> 
 }
 
 /// Runs the Godot layers (see [`crate::godot_runs`]) on the binary in `GODOT` and those in
-/// `GODOT_EXTRA`; one SKIP line without `GODOT`. Builds and installs the debug library first.
-pub fn run_headless_tests() -> Result<(), String> {
+/// `GODOT_EXTRA`; one SKIP line without `GODOT`. `package` is the test command's zip, whose
+/// building installed the stripped debug library the layers load; `None` builds it here.
+pub fn run_headless_tests(package: Option<&crate::package::TestPackage>) -> Result<(), String> {
     let godots = crate::godot_runs::binaries()?;
     if godots.is_empty() {
         println!(
-            "SKIP: Godot tests (set GODOT to a Godot 4.3+ binary, and GODOT_EXTRA to more separated by ':', to run godot_project/tests/: the node tests, the demo smoke test, the editor checks, the RenderingDevice tests and the water shader in each renderer)"
+            "SKIP: Godot tests (set GODOT to a Godot 4.3+ binary, and GODOT_EXTRA to more separated by ':', to run godot_project/tests/: the node tests, the demo smoke test, the editor checks, the RenderingDevice tests, the water shader in each renderer and the release zip in a fresh project)"
         );
         return Ok(());
     }
-    crate::build::build_and_install(false)?;
-    crate::godot_runs::run_all(&godots)
+    let built;
+    let package = match package {
+        Some(package) => package,
+        None => {
+            built = crate::package::test_package()?;
+            &built
+        }
+    };
+    crate::godot_runs::run_all(&godots, package)
 }
 
 /// Whether `PIPEWATER_REQUIRE_GPU=1`: a GPU test that cannot run is then a failure.

@@ -17,7 +17,11 @@
 //!   surface shader (`res://tests/test_water_shader.gd`) compiled and drawn in each renderer, in
 //!   a window as above (`--rendering-driver vulkan`, or `opengl3` for Compatibility). Besides the
 //!   script's checks, any `SHADER ERROR`, and any `ERROR` or `WARNING` line that is not the
-//!   engine talking about the machine ([`MACHINE_NOISE`]), fails the layer.
+//!   engine talking about the machine ([`MACHINE_NOISE`]), fails the layer;
+//! - `package`: the release zip the test command built ([`crate::package::test_package`]),
+//!   unzipped into a fresh project of its own (`target/godot-versions/<version>/package`),
+//!   imported, and `res://tests/test_package_smoke.gd` run in it headless. Godot adding a file to
+//!   the unzipped addon (a `.uid` the zip lacks) fails it too.
 //!
 //! The import fails on a crash, a non-zero exit, a GDScript error, and on `ERROR` lines about
 //! the addon or the project; engine errors about the machine (such as a build without
@@ -27,6 +31,7 @@
 
 use crate::build::target_dir;
 use crate::godot::{failed_checks, gpu_required, passed_checks, verdict_with, FAILURE_MARKERS};
+use crate::package::TestPackage;
 use crate::util::root;
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -118,13 +123,14 @@ impl VersionReport {
     }
 }
 
-/// Runs every Godot layer against each binary of [`binaries`] (the library must be installed)
-/// and prints one line per version. An error when any layer failed on any version.
-pub fn run_all(godots: &[PathBuf]) -> Result<(), String> {
+/// Runs every Godot layer against each binary of [`binaries`] (the library must be installed,
+/// and `package` is the zip built from it) and prints one line per version. An error when any
+/// layer failed on any version.
+pub fn run_all(godots: &[PathBuf], package: &TestPackage) -> Result<(), String> {
     let mut reports = Vec::new();
     let mut folders = Vec::new();
     for godot in godots {
-        reports.push(test_version(godot, &mut folders));
+        reports.push(test_version(godot, &mut folders, package));
     }
     println!("\nGodot tests, one line per version:");
     for report in &reports {
@@ -151,7 +157,7 @@ fn version_of(godot: &Path) -> Result<String, String> {
 
 /// Every layer on one binary, in a folder named after its version that is not in `folders` yet
 /// (two binaries of one version get two folders).
-fn test_version(godot: &Path, folders: &mut Vec<String>) -> VersionReport {
+fn test_version(godot: &Path, folders: &mut Vec<String>, package: &TestPackage) -> VersionReport {
     let version = match version_of(godot) {
         Ok(v) => v,
         Err(why) => return VersionReport { label: format!("Godot at {}", godot.display()), layers: vec![("version", Outcome::Failed(why))] },
@@ -205,6 +211,7 @@ fn test_version(godot: &Path, folders: &mut Vec<String>) -> VersionReport {
     for (name, method, driver) in SHADER_RENDERERS {
         report.layers.push((name, water_shader(godot, &project, &label, name, method, driver)));
     }
+    report.layers.push(("package", package_smoke(godot, &work.join("package"), &cache, &label, package)));
     if let Err(why) = unchanged(&project, &copied) {
         report.layers.push(("files", Outcome::Failed(why)));
     }
@@ -418,6 +425,44 @@ pub fn shader_problems(output: &str) -> Vec<String> {
         .collect()
 }
 
+/// The test scripts the package's fresh project gets, from `godot_project/tests/`.
+const PACKAGE_SMOKE_FILES: [&str; 4] = ["test_base.gd", "test_base.gd.uid", "test_package_smoke.gd", "test_package_smoke.gd.uid"];
+
+/// The `package` layer: `package`'s zip unzipped into a fresh project at `project` with the smoke
+/// script, imported, the script run headless, and the project's files compared with what was
+/// unzipped.
+fn package_smoke(godot: &Path, project: &Path, cache: &Path, label: &str, package: &TestPackage) -> Outcome {
+    let setup = || -> Result<BTreeMap<PathBuf, Vec<u8>>, String> {
+        crate::package::extract(&package.zip, project)?;
+        std::fs::write(project.join("project.godot"), crate::package::FRESH_PROJECT).map_err(|e| format!("writing project.godot: {e}"))?;
+        let tests = project.join("tests");
+        std::fs::create_dir_all(&tests).map_err(|e| format!("creating {}: {e}", tests.display()))?;
+        for file in PACKAGE_SMOKE_FILES {
+            let from = root().join("godot_project/tests").join(file);
+            std::fs::copy(&from, tests.join(file)).map_err(|e| format!("copying {}: {e}", from.display()))?;
+        }
+        seed_extension_list(project)?;
+        snapshot(project)
+    };
+    let unzipped = match setup() {
+        Ok(files) => files,
+        Err(why) => return Outcome::Failed(why),
+    };
+    if let Outcome::Failed(why) = import(godot, project, cache, label) {
+        return Outcome::Failed(format!("import: {why}"));
+    }
+    let mut command = Command::new(godot);
+    command.args(["--headless", "--path"]).arg(project).args(["--fixed-fps", "60", "-s", "res://tests/test_package_smoke.gd"]);
+    let outcome = match run_logged(command, "package", label, RUN_TIMEOUT) {
+        Ok(run) => layer_outcome(&run, &FAILURE_MARKERS, crate::godot::PASS_LINE),
+        Err(why) => Outcome::Failed(why),
+    };
+    match unchanged(project, &unzipped) {
+        Err(why) if !matches!(outcome, Outcome::Failed(_)) => Outcome::Failed(format!("the zip is incomplete: {why}")),
+        _ => outcome,
+    }
+}
+
 /// Makes `project` a fresh copy of `godot_project/` with the addon inside it (no `.godot`), and
 /// returns the copied files (relative path → contents, or size for the libraries).
 fn fresh_copy(project: &Path) -> Result<BTreeMap<PathBuf, Vec<u8>>, String> {
@@ -497,11 +542,9 @@ pub fn seed_extension_list(project: &Path) -> Result<(), String> {
     std::fs::write(&list, text).map_err(|e| format!("writing {}: {e}", list.display()))
 }
 
-/// Checks that Godot added no file to the copy and changed none, apart from its cache
-/// (`.godot/`) and import records (`*.import`), which the repository ignores.
-fn unchanged(project: &Path, copied: &BTreeMap<PathBuf, Vec<u8>>) -> Result<(), String> {
-    let mut now = BTreeMap::new();
-    let mut added = Vec::new();
+/// The project's files (relative path → contents, or size for libraries), apart from Godot's
+/// cache (`.godot/`) and import records (`*.import`).
+fn snapshot(project: &Path) -> Result<BTreeMap<PathBuf, Vec<u8>>, String> {
     fn walk(base: &Path, dir: &Path, now: &mut BTreeMap<PathBuf, Vec<u8>>) -> Result<(), String> {
         for entry in std::fs::read_dir(dir).map_err(|e| format!("reading {}: {e}", dir.display()))? {
             let path = entry.map_err(|e| e.to_string())?.path();
@@ -518,7 +561,16 @@ fn unchanged(project: &Path, copied: &BTreeMap<PathBuf, Vec<u8>>) -> Result<(), 
         }
         Ok(())
     }
+    let mut now = BTreeMap::new();
     walk(project, project, &mut now)?;
+    Ok(now)
+}
+
+/// Checks that Godot added no file to the copy and changed none, apart from its cache
+/// (`.godot/`) and import records (`*.import`), which the repository ignores.
+fn unchanged(project: &Path, copied: &BTreeMap<PathBuf, Vec<u8>>) -> Result<(), String> {
+    let now = snapshot(project)?;
+    let mut added = Vec::new();
     let mut changed = Vec::new();
     for (rel, contents) in &now {
         match copied.get(rel) {
