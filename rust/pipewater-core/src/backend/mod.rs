@@ -5,6 +5,7 @@ pub mod cpu;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 
+use crate::detail::{DetailFrame, DetailLayout, DetailTexels};
 use crate::error::{Error, Result};
 use crate::state::MAX_TERRAIN_ABS;
 use crate::pipes::StepConstants;
@@ -205,6 +206,40 @@ pub trait Backend: Send {
     /// the CPU): the figure that shows whether a GPU path keeps the fields on the device.
     fn last_readback_bytes(&self) -> u64 {
         0
+    }
+
+    // ---- Detail waves ([`crate::detail`]): a layer of its own, run after the frame's steps. ----
+
+    /// Turns the detail layer on with `layout`, its waves at rest (also when it was on with
+    /// another layout), or off (`None`), freeing its fields. `load` and `restore` keep it on and
+    /// put its waves at rest.
+    fn configure_detail(&mut self, layout: Option<DetailLayout>) -> Result<()> {
+        match layout {
+            None => Ok(()),
+            Some(_) => Err(Error::invalid("detail waves", "on", format!("off: the {:?} backend has no detail layer", self.kind()))),
+        }
+    }
+    /// The layer's frame for the next [`Backend::advance`], which runs it after its steps. Ignored
+    /// while the layer is off.
+    fn queue_detail(&mut self, _frame: DetailFrame) -> Result<()> {
+        Ok(())
+    }
+    /// Heights (m) of world detail cells as of the newest frame the host has (0 outside the window
+    /// or where nothing has been read yet). A GPU backend reads these cells back from now on.
+    fn detail_heights(&mut self, cells: &[[i32; 2]]) -> Vec<f32> {
+        vec![0.0; cells.len()]
+    }
+    /// Texels of the detail texture ([`DetailTexels`]) of the newest frame the host has, for
+    /// engines that copy them into a texture; asking for them makes a GPU backend read them back
+    /// from the next frame on. `None` while the layer is off, before the first frame, and on
+    /// backends whose texture stays on the device.
+    fn detail_texels(&mut self) -> Option<std::sync::Arc<DetailTexels>> {
+        None
+    }
+    /// The layer's fields, `(h, v)` per storage cell, waiting for the device: tests and
+    /// benchmarks.
+    fn read_detail(&mut self) -> Result<Vec<[f32; 2]>> {
+        Err(Error::invalid("detail waves", "off", "on (configure_detail)"))
     }
 }
 
