@@ -355,15 +355,8 @@ impl DetailFrame {
 
 /// Texels of the detail texture, in storage order (texel `(x, y)` = storage cell `(x, y)`):
 /// R = height (m), G = slope along local +X, B = slope along local +Z (m/m), A = vertical
-/// velocity (m/s). 32-bit floats on the CPU backend, half floats (`Image.FORMAT_RGBAH` bytes)
-/// from the GPU.
-#[derive(Debug, Clone, PartialEq)]
-pub enum DetailTexels {
-    /// Four `f32` per texel.
-    Float(Vec<[f32; 4]>),
-    /// Four IEEE half floats per texel, little-endian bytes.
-    Half(Vec<u8>),
-}
+/// velocity (m/s).
+pub type DetailTexels = Vec<[f32; 4]>;
 
 // ---- The model: one function per WGSL function of shaders/detail.wgsl. ----------------------
 

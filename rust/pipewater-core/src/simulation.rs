@@ -676,7 +676,7 @@ impl Simulation {
         check_range("density", density, 1.0, 1.0e5)?;
         if bodies.is_empty() {
             self.backend.set_displacement(&[])?;
-            self.couple_detail(&[], &mut []);
+            self.apply_detail_pressure(&[], &[]);
             return Ok(Vec::new());
         }
         let cells = bodies::cells_to_read(&self.grid, bodies);
@@ -685,13 +685,13 @@ impl Simulation {
         }
         let Some(snapshot) = self.backend.snapshot() else {
             self.backend.set_displacement(&[])?;
-            self.couple_detail(&[], &mut []);
+            self.apply_detail_pressure(&[], &[]);
             return Ok(bodies.iter().map(|b| b.check().map(|_| BodyForce::default())).collect());
         };
         let coupling = bodies::couple(&snapshot, bodies, frame_dt, density, self.params.gravity);
         self.apply_coupling(&coupling)?;
         let mut forces = coupling.forces;
-        self.couple_detail(bodies, &mut forces);
+        self.apply_detail_pressure(bodies, &forces);
         for (force, body) in forces.iter_mut().zip(bodies) {
             if let Ok(f) = force {
                 if body.rides_detail_waves {
@@ -702,9 +702,12 @@ impl Simulation {
         Ok(forces)
     }
 
-    /// The detail layer's share of a coupling: the hulls' pressure on it for the next frame, from
-    /// the levels the coupling found (`forces`, one per body).
-    fn couple_detail(&mut self, bodies: &[Body], forces: &mut [Result<BodyForce>]) {
+    /// Puts the pressure of `bodies` on the detail waves ([`detail::hulls::hull_pressure`]) for the
+    /// next frame, at the water levels their coupling found (`forces`, one per body, as
+    /// [`bodies::couple`] returns them); an empty list takes it away. [`Simulation::couple_bodies`]
+    /// does this itself; engines that couple with [`bodies::couple`] and
+    /// [`Simulation::apply_coupling`] call it after. Nothing while the layer is off.
+    pub fn apply_detail_pressure(&mut self, bodies: &[Body], forces: &[Result<BodyForce>]) {
         let Some(driver) = &mut self.detail else { return };
         let levels: Vec<Option<f32>> = forces.iter().map(|f| f.as_ref().ok().and_then(|f| f.water_level)).collect();
         let pressure = detail::hulls::hull_pressure(&driver.window(), bodies, &levels, driver.params().hull_strength);

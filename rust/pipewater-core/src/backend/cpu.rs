@@ -508,7 +508,7 @@ impl Backend for CpuBackend {
 
     fn detail_texels(&mut self) -> Option<Arc<DetailTexels>> {
         if self.detail_texels.is_none() {
-            self.detail_texels = self.detail.as_ref()?.texels().map(|t| Arc::new(DetailTexels::Float(t)));
+            self.detail_texels = self.detail.as_ref()?.texels().map(Arc::new);
         }
         self.detail_texels.clone()
     }

@@ -20,10 +20,12 @@
 //! * All simulations of a process share one device ([`GpuContext::shared`]).
 
 mod context;
+pub mod detail;
 pub mod shaders;
 
 pub use context::{GpuContext, StepKernel, DEFAULT_WORKGROUP, EDIT_WORKGROUP, SNAPSHOT_WORKGROUP, TILE};
 
+use crate::detail::{DetailFrame, DetailLayout, DetailTexels};
 use super::{Backend, BackendKind, BodyQueue, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
 use crate::error::{Error, Result};
 use crate::grid::Grid;
@@ -157,6 +159,8 @@ pub struct GpuBackend {
     spares: SpareSnapshots,
     /// Bytes the last frame's readback copies to the host.
     readback_bytes: u64,
+    /// The detail wave layer, when it is on (`detail.rs`).
+    detail: Option<detail::GpuDetail>,
 }
 
 impl GpuBackend {
@@ -263,6 +267,7 @@ impl GpuBackend {
             latest: None,
             spares: SpareSnapshots::default(),
             readback_bytes: 0,
+            detail: None,
         };
         backend.upload(state, Counters::default(), 0)?;
         Ok(backend)
@@ -393,6 +398,9 @@ impl GpuBackend {
         self.epoch += 1;
         // The first snapshot comes from the state itself, so queries work before any readback.
         self.latest = Some(Arc::new(state.snapshot(frames, counters)));
+        if let Some(detail) = &mut self.detail {
+            detail.clear();
+        }
         self.ctx.queue.submit([]);
         self.ctx.check()
     }
@@ -758,6 +766,10 @@ impl Backend for GpuBackend {
         }
         let index = self.ctx.queue.submit([encoder.finish()]);
         self.in_flight.push_back(index);
+        // The detail waves: their own submission, over the fields the steps left.
+        if let Some(detail) = &mut self.detail {
+            detail.run(&self.snapshot_groups[self.current])?;
+        }
         if let Some(k) = readback {
             self.map_readback(k);
             self.wanted = false;
@@ -795,5 +807,34 @@ impl Backend for GpuBackend {
         let words: Vec<u32> = bytemuck::pod_collect_to_vec(&bytes);
         let wide = |k: usize| words[k] as u64 | (words[k + 1] as u64) << 32;
         Ok(Counters { added: wide(0), removed: wide(2), boundary_in: wide(4), boundary_out: wide(6) })
+    }
+
+    // ---- Detail waves: everything in `detail.rs`. ----
+
+    fn configure_detail(&mut self, layout: Option<DetailLayout>) -> Result<()> {
+        self.detail = layout.map(|l| detail::GpuDetail::new(&self.ctx, l)).transpose()?;
+        Ok(())
+    }
+
+    fn queue_detail(&mut self, frame: DetailFrame) -> Result<()> {
+        if let Some(detail) = &mut self.detail {
+            detail.queue(frame);
+        }
+        Ok(())
+    }
+
+    fn detail_heights(&mut self, cells: &[[i32; 2]]) -> Vec<f32> {
+        self.detail.as_mut().map_or_else(|| vec![0.0; cells.len()], |d| d.heights(cells))
+    }
+
+    fn detail_texels(&mut self) -> Option<Arc<DetailTexels>> {
+        self.detail.as_mut()?.texels()
+    }
+
+    fn read_detail(&mut self) -> Result<Vec<[f32; 2]>> {
+        match &mut self.detail {
+            Some(detail) => detail.read_fields(),
+            None => Err(Error::invalid("detail waves", "off", "on (configure_detail)")),
+        }
     }
 }
