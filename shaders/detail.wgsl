@@ -22,6 +22,10 @@ struct DetailConstants {
     origin_y: i32,
     previous_x: i32,
     previous_y: i32,
+    storage_x: i32,
+    storage_y: i32,
+    phase_x: i32,
+    phase_y: i32,
     flow_x: i32,
     flow_y: i32,
     flow_side: u32,
@@ -35,6 +39,7 @@ struct DetailConstants {
     decay: f32,
     max_celerity_squared: f32,
     gravity: f32,
+    inverse_subdivision: f32,
     sponge_cells: i32,
     sponge_rate: f32,
     rain_threshold: u32,
@@ -43,7 +48,6 @@ struct DetailConstants {
     ripple_count: u32,
     _pad0: u32,
     _pad1: u32,
-    _pad2: u32,
 }
 
 // detail.rs Ripple: (x, y, 1/radius², strength) after a 16-byte header.
@@ -98,34 +102,11 @@ fn window_origin() -> vec2<i32> {
     return vec2<i32>(dc.origin_x, dc.origin_y);
 }
 
-// `a mod n` for n > 0, never negative.
-fn wrap(a: i32, n: i32) -> i32 {
-    let r = a % n;
-    return select(r, r + n, r < 0);
-}
-
-// `a / b` rounded towards −∞, for b > 0.
-fn floor_div(a: i32, b: i32) -> i32 {
-    return (a - wrap(a, b)) / b;
-}
-
-// detail.rs contains.
+// detail.rs contains: whether world cell g lies in the window of side `window` at `origin`.
 fn contains(origin: vec2<i32>, g: vec2<i32>) -> bool {
     let l = g - origin;
     let n = i32(dc.window);
     return l.x >= 0 && l.y >= 0 && l.x < n && l.y < n;
-}
-
-// detail.rs storage_index.
-fn storage_index(g: vec2<i32>) -> u32 {
-    let n = i32(dc.window);
-    return u32(wrap(g.y, n) * n + wrap(g.x, n));
-}
-
-// detail.rs world_of_storage.
-fn world_of_storage(origin: vec2<i32>, s: vec2<i32>) -> vec2<i32> {
-    let n = i32(dc.window);
-    return vec2<i32>(origin.x + wrap(s.x - origin.x, n), origin.y + wrap(s.y - origin.y, n));
 }
 
 // detail.rs ripple_shape.
@@ -154,9 +135,66 @@ fn rain_drop_at(g: vec2<i32>) -> bool {
     return h < dc.rain_threshold;
 }
 
+// detail.rs inside.
+fn inside(l: vec2<i32>) -> bool {
+    let n = i32(dc.window);
+    return l.x >= 0 && l.y >= 0 && l.x < n && l.y < n;
+}
+
+// detail.rs storage_of.
+fn storage_of(l: vec2<i32>) -> u32 {
+    let n = i32(dc.window);
+    var x = dc.storage_x + l.x;
+    var y = dc.storage_y + l.y;
+    if x >= n {
+        x -= n;
+    }
+    if y >= n {
+        y -= n;
+    }
+    return u32(y * n + x);
+}
+
+// detail.rs window_cell_of.
+fn window_cell_of(s: vec2<i32>) -> vec2<i32> {
+    let n = i32(dc.window);
+    var x = s.x - dc.storage_x;
+    var y = s.y - dc.storage_y;
+    if x < 0 {
+        x += n;
+    }
+    if y < 0 {
+        y += n;
+    }
+    return vec2<i32>(x, y);
+}
+
+// detail.rs FlowCell.
+struct FlowCell {
+    region: vec2<i32>,
+    within: vec2<i32>,
+}
+
+// detail.rs flow_cell.
+fn flow_cell(l: vec2<i32>) -> FlowCell {
+    let s = dc.subdivision;
+    let x = u32(dc.phase_x + l.x) + s;
+    let y = u32(dc.phase_y + l.y) + s;
+    var f: FlowCell;
+    f.region = vec2<i32>(i32(x / s), i32(y / s));
+    f.within = vec2<i32>(i32(x % s), i32(y % s));
+    return f;
+}
+
+// detail.rs flow_cell_beside.
+fn flow_cell_beside(f: FlowCell, offset: vec2<i32>) -> vec2<i32> {
+    let s = i32(dc.subdivision);
+    let w = f.within + offset;
+    return f.region + select(vec2<i32>(0), vec2<i32>(-1), w < vec2<i32>(0)) + select(vec2<i32>(0), vec2<i32>(1), w >= vec2<i32>(s));
+}
+
 // detail.rs region_texel.
-fn region_texel(f: vec2<i32>) -> vec4<f32> {
-    let r = f - vec2<i32>(dc.flow_x, dc.flow_y);
+fn region_texel(r: vec2<i32>) -> vec4<f32> {
     let side = i32(dc.flow_side);
     if r.x < 0 || r.y < 0 || r.x >= side || r.y >= side {
         return vec4<f32>(0.0);
@@ -164,43 +202,28 @@ fn region_texel(f: vec2<i32>) -> vec4<f32> {
     return detail_flow[u32(r.y * side + r.x)];
 }
 
-// detail.rs wet_cell.
-fn wet_cell(g: vec2<i32>) -> bool {
-    let s = i32(dc.subdivision);
-    return region_texel(vec2<i32>(floor_div(g.x, s), floor_div(g.y, s))).w > 0.0;
+// detail.rs wet_region.
+fn wet_region(r: vec2<i32>) -> bool {
+    return region_texel(r).w > 0.0;
 }
 
 fn detail_lerp(a: vec4<f32>, b: vec4<f32>, t: f32) -> vec4<f32> {
     return a + (b - a) * t;
 }
 
-// detail.rs FlowSample.
-struct FlowSample {
-    depth: f32,
-    velocity: vec2<f32>,
-    wet: bool,
-}
-
-// detail.rs flow_sample.
-fn flow_sample(g: vec2<i32>) -> FlowSample {
-    let s = f32(dc.subdivision);
-    let fx = (f32(g.x) + 0.5) / s - 0.5;
-    let fy = (f32(g.y) + 0.5) / s - 0.5;
-    let x0 = floor(fx);
-    let y0 = floor(fy);
-    let tx = fx - x0;
-    let ty = fy - y0;
-    let f = vec2<i32>(i32(x0), i32(y0));
-    let a = region_texel(f);
-    let b = region_texel(f + vec2<i32>(1, 0));
-    let d = region_texel(f + vec2<i32>(0, 1));
-    let e = region_texel(f + vec2<i32>(1, 1));
-    let mixed = detail_lerp(detail_lerp(a, b, tx), detail_lerp(d, e, tx), ty);
-    var sample: FlowSample;
-    sample.depth = mixed.x;
-    sample.velocity = mixed.yz;
-    sample.wet = wet_cell(g);
-    return sample;
+// detail.rs flow_sample: (depth, velocity x, velocity z).
+fn flow_sample(l: vec2<i32>) -> vec3<f32> {
+    // Both are positive: truncation is the floor.
+    let fx = (f32(dc.phase_x + l.x) + 0.5) * dc.inverse_subdivision + 0.5;
+    let fy = (f32(dc.phase_y + l.y) + 0.5) * dc.inverse_subdivision + 0.5;
+    let r = vec2<i32>(i32(fx), i32(fy));
+    let tx = fx - f32(r.x);
+    let ty = fy - f32(r.y);
+    let a = region_texel(r);
+    let b = region_texel(r + vec2<i32>(1, 0));
+    let d = region_texel(r + vec2<i32>(0, 1));
+    let e = region_texel(r + vec2<i32>(1, 1));
+    return detail_lerp(detail_lerp(a, b, tx), detail_lerp(d, e, tx), ty).xyz;
 }
 
 // detail.rs celerity_squared.
@@ -209,9 +232,8 @@ fn celerity_squared(depth: f32) -> f32 {
 }
 
 // detail.rs sponge_factor.
-fn sponge_factor(g: vec2<i32>) -> f32 {
+fn sponge_factor(l: vec2<i32>) -> f32 {
     let n = i32(dc.window);
-    let l = g - window_origin();
     let edge = min(min(min(l.x, l.y), n - 1 - l.x), n - 1 - l.y);
     if edge >= dc.sponge_cells {
         return 1.0;
@@ -221,50 +243,44 @@ fn sponge_factor(g: vec2<i32>) -> f32 {
 }
 
 // detail.rs neighbour_surface.
-fn neighbour_surface(q: vec2<i32>, own: f32) -> f32 {
-    if !contains(window_origin(), q) {
+fn neighbour_surface(l: vec2<i32>, f: FlowCell, offset: vec2<i32>, own: f32) -> f32 {
+    let q = l + offset;
+    if !inside(q) {
         return 0.0;
     }
-    if !wet_cell(q) {
+    if !wet_region(flow_cell_beside(f, offset)) {
         return own;
     }
-    let i = storage_index(q);
+    let i = storage_of(q);
     return detail_in[i].x + detail_pressure[i];
 }
 
 // detail.rs wave_cell.
-fn wave_cell(g: vec2<i32>) -> vec2<f32> {
-    let under = flow_sample(g);
-    if !under.wet {
+fn wave_cell(l: vec2<i32>) -> vec2<f32> {
+    let f = flow_cell(l);
+    if !wet_region(f.region) {
         return vec2<f32>(0.0);
     }
-    let i = storage_index(g);
+    let depth = flow_sample(l).x;
+    let i = storage_of(l);
     let hv = detail_in[i];
     let own = hv.x + detail_pressure[i];
     // ORTHOGONAL: E, S, W, N; DIAGONAL: SE, SW, NW, NE.
     var orthogonal = 0.0;
-    orthogonal += neighbour_surface(g + vec2<i32>(1, 0), own) - own;
-    orthogonal += neighbour_surface(g + vec2<i32>(0, 1), own) - own;
-    orthogonal += neighbour_surface(g + vec2<i32>(-1, 0), own) - own;
-    orthogonal += neighbour_surface(g + vec2<i32>(0, -1), own) - own;
+    orthogonal += neighbour_surface(l, f, vec2<i32>(1, 0), own) - own;
+    orthogonal += neighbour_surface(l, f, vec2<i32>(0, 1), own) - own;
+    orthogonal += neighbour_surface(l, f, vec2<i32>(-1, 0), own) - own;
+    orthogonal += neighbour_surface(l, f, vec2<i32>(0, -1), own) - own;
     var diagonal = 0.0;
-    diagonal += neighbour_surface(g + vec2<i32>(1, 1), own) - own;
-    diagonal += neighbour_surface(g + vec2<i32>(-1, 1), own) - own;
-    diagonal += neighbour_surface(g + vec2<i32>(-1, -1), own) - own;
-    diagonal += neighbour_surface(g + vec2<i32>(1, -1), own) - own;
+    diagonal += neighbour_surface(l, f, vec2<i32>(1, 1), own) - own;
+    diagonal += neighbour_surface(l, f, vec2<i32>(-1, 1), own) - own;
+    diagonal += neighbour_surface(l, f, vec2<i32>(-1, -1), own) - own;
+    diagonal += neighbour_surface(l, f, vec2<i32>(1, -1), own) - own;
     let laplacian = (4.0 * orthogonal + diagonal) * dc.laplacian_scale;
-    let sponge = sponge_factor(g);
-    let v = (hv.y + dc.dt * celerity_squared(under.depth) * laplacian) * dc.decay * sponge;
+    let sponge = sponge_factor(l);
+    let v = (hv.y + dc.dt * celerity_squared(depth) * laplacian) * dc.decay * sponge;
     let h = (hv.x + dc.dt * v) * sponge;
     return vec2<f32>(h, v);
-}
-
-// detail.rs state_at.
-fn state_at(q: vec2<i32>) -> vec2<f32> {
-    if contains(window_origin(), q) {
-        return detail_in[storage_index(q)];
-    }
-    return vec2<f32>(0.0);
 }
 
 // detail.rs hermite_weights.
@@ -286,24 +302,50 @@ fn hermite_weights(t: f32) -> array<f32, 6> {
     );
 }
 
+// detail.rs MAX_ADVECTION_CELLS.
+const MAX_ADVECTION_CELLS: f32 = 8.0;
+
 // detail.rs advect_cell.
-fn advect_cell(g: vec2<i32>) -> vec2<f32> {
-    let under = flow_sample(g);
-    if !under.wet {
+fn advect_cell(l: vec2<i32>) -> vec2<f32> {
+    if !wet_region(flow_cell(l).region) {
         return vec2<f32>(0.0);
     }
-    let px = f32(g.x) - under.velocity.x * dc.dt_over_cell;
-    let py = f32(g.y) - under.velocity.y * dc.dt_over_cell;
+    let velocity = flow_sample(l).yz;
+    if all(velocity == vec2<f32>(0.0)) {
+        return detail_in[storage_of(l)];
+    }
+    let dx = clamp(velocity.x * dc.dt_over_cell, -MAX_ADVECTION_CELLS, MAX_ADVECTION_CELLS);
+    let dy = clamp(velocity.y * dc.dt_over_cell, -MAX_ADVECTION_CELLS, MAX_ADVECTION_CELLS);
+    let px = f32(l.x) - dx;
+    let py = f32(l.y) - dy;
     let x0 = floor(px);
     let y0 = floor(py);
     var wx = hermite_weights(px - x0);
     var wy = hermite_weights(py - y0);
     let q = vec2<i32>(i32(x0) - 2, i32(y0) - 2);
+    let n = i32(dc.window);
     var out = vec2<f32>(0.0);
     for (var j = 0; j < 6; j++) {
+        let y = q.y + j;
+        if y < 0 || y >= n {
+            continue;
+        }
+        var row_start = dc.storage_y + y;
+        if row_start >= n {
+            row_start -= n;
+        }
+        row_start *= n;
         var row = vec2<f32>(0.0);
         for (var i = 0; i < 6; i++) {
-            let s = state_at(q + vec2<i32>(i, j));
+            let x = q.x + i;
+            if x < 0 || x >= n {
+                continue;
+            }
+            var column = dc.storage_x + x;
+            if column >= n {
+                column -= n;
+            }
+            let s = detail_in[u32(row_start + column)];
             row.x += wx[i] * s.x;
             row.y += wx[i] * s.y;
         }
@@ -314,7 +356,8 @@ fn advect_cell(g: vec2<i32>) -> vec2<f32> {
 }
 
 // detail.rs forcing_cell.
-fn forcing_cell(g: vec2<i32>) -> f32 {
+fn forcing_cell(l: vec2<i32>) -> f32 {
+    let g = window_origin() + l;
     let cx = f32(g.x) + 0.5;
     let cy = f32(g.y) + 0.5;
     var added = 0.0;
@@ -340,31 +383,33 @@ fn forcing_cell(g: vec2<i32>) -> f32 {
     return added;
 }
 
-// detail.rs texel_cell's neighbour rule.
-fn texel_neighbour(q: vec2<i32>, own: f32) -> f32 {
-    if !contains(window_origin(), q) {
+// detail.rs texel_neighbour.
+fn texel_neighbour(l: vec2<i32>, f: FlowCell, offset: vec2<i32>, own: f32) -> f32 {
+    let q = l + offset;
+    if !inside(q) {
         return 0.0;
     }
-    if !wet_cell(q) {
+    if !wet_region(flow_cell_beside(f, offset)) {
         return own;
     }
-    return detail_in[storage_index(q)].x;
+    return detail_in[storage_of(q)].x;
 }
 
 // detail.rs texel_cell.
-fn texel_cell(g: vec2<i32>) -> vec4<f32> {
-    if !wet_cell(g) {
+fn texel_cell(l: vec2<i32>) -> vec4<f32> {
+    let f = flow_cell(l);
+    if !wet_region(f.region) {
         return vec4<f32>(0.0);
     }
-    let hv = detail_in[storage_index(g)];
-    let sx = (texel_neighbour(g + vec2<i32>(1, 0), hv.x) - texel_neighbour(g - vec2<i32>(1, 0), hv.x)) * dc.slope_scale;
-    let sz = (texel_neighbour(g + vec2<i32>(0, 1), hv.x) - texel_neighbour(g - vec2<i32>(0, 1), hv.x)) * dc.slope_scale;
+    let hv = detail_in[storage_of(l)];
+    let sx = (texel_neighbour(l, f, vec2<i32>(1, 0), hv.x) - texel_neighbour(l, f, vec2<i32>(-1, 0), hv.x)) * dc.slope_scale;
+    let sz = (texel_neighbour(l, f, vec2<i32>(0, 1), hv.x) - texel_neighbour(l, f, vec2<i32>(0, -1), hv.x)) * dc.slope_scale;
     return vec4<f32>(hv.x, sx, sz, hv.y);
 }
 
-// The world cell of the invocation's storage cell, or nothing past the window.
-fn window_cell(gid: vec3<u32>) -> vec2<i32> {
-    return world_of_storage(window_origin(), vec2<i32>(gid.xy));
+// The window cell of the invocation's storage cell.
+fn invocation_cell(gid: vec3<u32>) -> vec2<i32> {
+    return window_cell_of(vec2<i32>(gid.xy));
 }
 
 @compute @workgroup_size(DETAIL_FLOW_WG, DETAIL_FLOW_WG)
@@ -398,7 +443,7 @@ fn detail_scroll(@builtin(global_invocation_id) gid: vec3<u32>) {
     if gid.x >= dc.window || gid.y >= dc.window {
         return;
     }
-    if !contains(vec2<i32>(dc.previous_x, dc.previous_y), window_cell(gid)) {
+    if !contains(vec2<i32>(dc.previous_x, dc.previous_y), window_origin() + invocation_cell(gid)) {
         detail_out[gid.y * dc.window + gid.x] = vec2<f32>(0.0);
     }
 }
@@ -409,10 +454,10 @@ fn detail_force(@builtin(global_invocation_id) gid: vec3<u32>) {
     if gid.x >= dc.window || gid.y >= dc.window {
         return;
     }
-    let g = window_cell(gid);
-    if wet_cell(g) {
+    let l = invocation_cell(gid);
+    if wet_region(flow_cell(l).region) {
         let i = gid.y * dc.window + gid.x;
-        detail_out[i].x = detail_out[i].x + forcing_cell(g);
+        detail_out[i].x = detail_out[i].x + forcing_cell(l);
     }
 }
 
@@ -421,7 +466,7 @@ fn detail_wave(@builtin(global_invocation_id) gid: vec3<u32>) {
     if gid.x >= dc.window || gid.y >= dc.window {
         return;
     }
-    detail_out[gid.y * dc.window + gid.x] = wave_cell(window_cell(gid));
+    detail_out[gid.y * dc.window + gid.x] = wave_cell(invocation_cell(gid));
 }
 
 @compute @workgroup_size(DETAIL_WG, DETAIL_WG)
@@ -429,7 +474,7 @@ fn detail_advect(@builtin(global_invocation_id) gid: vec3<u32>) {
     if gid.x >= dc.window || gid.y >= dc.window {
         return;
     }
-    detail_out[gid.y * dc.window + gid.x] = advect_cell(window_cell(gid));
+    detail_out[gid.y * dc.window + gid.x] = advect_cell(invocation_cell(gid));
 }
 
 @compute @workgroup_size(DETAIL_WG, DETAIL_WG)
@@ -437,7 +482,7 @@ fn detail_pack_texels(@builtin(global_invocation_id) gid: vec3<u32>) {
     if gid.x >= dc.window || gid.y >= dc.window {
         return;
     }
-    detail_texels[gid.y * dc.window + gid.x] = texel_cell(window_cell(gid));
+    detail_texels[gid.y * dc.window + gid.x] = texel_cell(invocation_cell(gid));
 }
 
 @compute @workgroup_size(DETAIL_WG, DETAIL_WG)
@@ -445,7 +490,7 @@ fn detail_store_image(@builtin(global_invocation_id) gid: vec3<u32>) {
     if gid.x >= dc.window || gid.y >= dc.window {
         return;
     }
-    textureStore(detail_image, vec2<i32>(gid.xy), texel_cell(window_cell(gid)));
+    textureStore(detail_image, vec2<i32>(gid.xy), texel_cell(invocation_cell(gid)));
 }
 
 // One workgroup per listed tile, one invocation per cell: heights of the cells in the window,
@@ -456,10 +501,10 @@ fn detail_gather(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocatio
     if slot >= detail_tiles.count {
         return;
     }
-    let g = detail_tiles.tiles[slot] * i32(DETAIL_TILE) + vec2<i32>(local.xy);
+    let l = detail_tiles.tiles[slot] * i32(DETAIL_TILE) + vec2<i32>(local.xy) - window_origin();
     var h = 0.0;
-    if contains(window_origin(), g) {
-        h = detail_in[storage_index(g)].x;
+    if inside(l) {
+        h = detail_in[storage_of(l)].x;
     }
     detail_gathered[slot * DETAIL_TILE * DETAIL_TILE + lid] = h;
 }

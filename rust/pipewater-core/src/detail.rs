@@ -14,8 +14,7 @@
 //!
 //! The window moves in whole detail cells and its fields are stored **toroidally**: world detail
 //! cell `g` (integer coordinates counted from the grid's −X/−Z corner) lives at storage cell
-//! `g mod window`, so moving the window copies nothing; the strips it enters start at rest
-//! ([`CpuDetail::scroll`]). A material samples the output texture with repeat wrapping at
+//! `g mod window`, so moving the window copies nothing; the strips it enters start at rest. A material samples the output texture with repeat wrapping at
 //! `local / (window · cell)`, which finds every cell where it is in the world.
 //!
 //! ## The model
@@ -34,8 +33,9 @@
 //! * dry cells (the flow cell under them holds 1 mm or less) have no waves: `h = v = 0`, and no
 //!   wave crosses into them: a shore reflects.
 //!
-//! One frame: [`CpuDetail::scroll`] (the window moved), [`CpuDetail::force`] (ripples asked for
-//! by scripts and rain drops add to `h`), then per substep [`wave_cell`] over every cell
+//! One frame ([`CpuDetail::advance`]): the cells the window entered start at rest, ripples asked
+//! for by scripts and rain drops add to `h` ([`forcing_cell`]), then per substep [`wave_cell`]
+//! over every cell
 //! (symplectic Euler: `v` from the Laplacian, then `h` from `v`) and [`advect_cell`] over every
 //! cell (semi-Lagrangian, a cubic with fourth-order slopes), each reading what the pass before
 //! wrote. Substeps keep
@@ -84,7 +84,9 @@ pub struct DetailParams {
     /// Detail cells per flow cell side, `1 ..= 16`: the detail cell is `cell_size / subdivision`
     /// m. Default 4.
     pub subdivision: u32,
-    /// Detail cells per side of the window, `32 ..= 4096`. Default 512 (128 m at 1 m flow cells).
+    /// Detail cells per side of the window, `32 ..= 4096`. Default 256 (64 m at 1 m flow cells):
+    /// a fixed cost, a fraction of a small grid's step on a GPU and about 3 ms a frame on two CPU
+    /// cores (`docs/BENCHMARKS.md`).
     pub window: u32,
     /// Cap on the celerity, m/s, `0.05 ..= 50`. Waves travel at `min(√(g·d), max_celerity)`.
     /// Default 2 m/s, the speed of 2.5 m deep-water waves.
@@ -103,7 +105,7 @@ pub struct DetailParams {
 
 impl Default for DetailParams {
     fn default() -> Self {
-        DetailParams { subdivision: 4, window: 512, max_celerity: 2.0, damping: 0.5, hull_strength: 1.0, rain_rate: 0.0, rain_drop: 0.01 }
+        DetailParams { subdivision: 4, window: 256, max_celerity: 2.0, damping: 0.5, hull_strength: 1.0, rain_rate: 0.0, rain_drop: 0.01 }
     }
 }
 
@@ -265,6 +267,11 @@ pub struct DetailPressure {
 
 /// Everything one frame of the layer needs besides its fields, laid out for a WGSL uniform
 /// buffer (`DetailConstants` in `shaders/detail.wgsl`, the same members in the same order).
+///
+/// The passes work in window coordinates `l` (0 ..= window − 1 along each axis, world cell
+/// `origin + l`), so that nothing in their inner loops divides: the storage cell of `l` is
+/// `storage + l` less one window where that passes it, and its flow cell `(phase + l) /
+/// subdivision` cells past the region's second.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
 pub struct DetailConstants {
@@ -280,7 +287,15 @@ pub struct DetailConstants {
     pub previous_x: i32,
     /// See [`DetailConstants::previous_x`].
     pub previous_y: i32,
-    /// First flow cell of the region the layer reads the flow from.
+    /// Storage cell of the window's first cell: `origin mod window`.
+    pub storage_x: i32,
+    /// See [`DetailConstants::storage_x`].
+    pub storage_y: i32,
+    /// Where the window's first cell lies in its flow cell: `origin mod subdivision`.
+    pub phase_x: i32,
+    /// See [`DetailConstants::phase_x`].
+    pub phase_y: i32,
+    /// First flow cell of the region the layer reads the flow from (one before the window's).
     pub flow_x: i32,
     /// See [`DetailConstants::flow_x`].
     pub flow_y: i32,
@@ -306,6 +321,8 @@ pub struct DetailConstants {
     pub max_celerity_squared: f32,
     /// Gravity, m/s².
     pub gravity: f32,
+    /// `1 / subdivision`.
+    pub inverse_subdivision: f32,
     /// Depth of the sponge along the window's border, cells.
     pub sponge_cells: i32,
     /// Sponge rate at the window's edge times `dt` (dimensionless).
@@ -319,7 +336,7 @@ pub struct DetailConstants {
     /// Ripples in this frame's list.
     pub ripple_count: u32,
     /// Padding to the uniform layout's 16-byte multiple.
-    pub _pad: [u32; 3],
+    pub _pad: [u32; 2],
 }
 
 /// One frame of the layer: its constants, the ripples to add and the changes of the hulls'
@@ -412,75 +429,130 @@ pub fn rain_drop_at(c: &DetailConstants, g: [i32; 2]) -> bool {
     h < c.rain_threshold
 }
 
-/// The flow under a detail cell, as the layer reads it.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct FlowSample {
-    /// Depth, m, bilinear between flow cell centres.
-    pub depth: f32,
-    /// Velocity (local X, Z), m/s, bilinear.
-    pub velocity: [f32; 2],
-    /// Whether the flow cell holding the detail cell is wet (its depth above 1 mm).
-    pub wet: bool,
-}
-
-#[inline]
+#[inline(always)]
 fn lerp(a: f32, b: f32, t: f32) -> f32 {
     a + (b - a) * t
 }
 
-/// The flow region's texel of flow cell `f` (grid coordinates): (depth, velocity x, velocity z,
-/// wet 0/1); zero beyond the region.
-#[inline]
-fn region_texel(c: &DetailConstants, flow: &[[f32; 4]], f: [i32; 2]) -> [f32; 4] {
-    let (rx, ry) = (f[0] - c.flow_x, f[1] - c.flow_y);
+/// Whether window cell `l` lies in the window.
+#[inline(always)]
+pub fn inside(c: &DetailConstants, l: [i32; 2]) -> bool {
+    let n = c.window as i32;
+    l[0] >= 0 && l[1] >= 0 && l[0] < n && l[1] < n
+}
+
+/// Storage index of window cell `l` (which lies in the window).
+#[inline(always)]
+pub fn storage_of(c: &DetailConstants, l: [i32; 2]) -> usize {
+    let n = c.window as i32;
+    let (mut x, mut y) = (c.storage_x + l[0], c.storage_y + l[1]);
+    if x >= n {
+        x -= n;
+    }
+    if y >= n {
+        y -= n;
+    }
+    (y * n + x) as usize
+}
+
+/// The window cell at storage cell `s`.
+#[inline(always)]
+pub fn window_cell_of(c: &DetailConstants, s: [i32; 2]) -> [i32; 2] {
+    let n = c.window as i32;
+    let (mut x, mut y) = (s[0] - c.storage_x, s[1] - c.storage_y);
+    if x < 0 {
+        x += n;
+    }
+    if y < 0 {
+        y += n;
+    }
+    [x, y]
+}
+
+/// The flow cell holding a window cell: its place in the flow region and the detail cell's place
+/// within it (0 ..= subdivision − 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowCell {
+    /// Flow region cell.
+    pub region: [i32; 2],
+    /// Detail cell within it.
+    pub within: [i32; 2],
+}
+
+/// The flow cell holding window cell `l` (in the window, or up to a flow cell beyond it).
+#[inline(always)]
+pub fn flow_cell(c: &DetailConstants, l: [i32; 2]) -> FlowCell {
+    let s = c.subdivision as i32;
+    let (x, y) = (c.phase_x + l[0] + s, c.phase_y + l[1] + s);
+    FlowCell { region: [x / s, y / s], within: [x % s, y % s] }
+}
+
+/// The flow cell of the window cell `offset` (each component −1 ..= 1) from the one `f` holds.
+#[inline(always)]
+pub fn flow_cell_beside(c: &DetailConstants, f: FlowCell, offset: [i32; 2]) -> [i32; 2] {
+    let s = c.subdivision as i32;
+    let mut region = f.region;
+    for k in 0..2 {
+        let w = f.within[k] + offset[k];
+        if w < 0 {
+            region[k] -= 1;
+        } else if w >= s {
+            region[k] += 1;
+        }
+    }
+    region
+}
+
+/// The flow region's texel of region cell `r`: (depth, velocity x, velocity z, wet 0/1); zero
+/// beyond the region.
+#[inline(always)]
+fn region_texel(c: &DetailConstants, flow: &[[f32; 4]], r: [i32; 2]) -> [f32; 4] {
     let side = c.flow_side as i32;
-    if rx < 0 || ry < 0 || rx >= side || ry >= side {
+    if r[0] < 0 || r[1] < 0 || r[0] >= side || r[1] >= side {
         return [0.0; 4];
     }
-    flow[(ry * side + rx) as usize]
+    flow[(r[1] * side + r[0]) as usize]
 }
 
-/// Whether world detail cell `g` is wet: the flow cell holding it is.
-#[inline]
-pub fn wet_cell(c: &DetailConstants, flow: &[[f32; 4]], g: [i32; 2]) -> bool {
-    let s = c.subdivision as i32;
-    region_texel(c, flow, [g[0].div_euclid(s), g[1].div_euclid(s)])[3] > 0.0
+/// Whether the flow region's cell `r` is wet (its depth above 1 mm).
+#[inline(always)]
+pub fn wet_region(c: &DetailConstants, flow: &[[f32; 4]], r: [i32; 2]) -> bool {
+    region_texel(c, flow, r)[3] > 0.0
 }
 
-/// The flow under world detail cell `g`: depth and velocity bilinear at its centre from the flow
-/// cells around it, wetness from the flow cell holding it.
-#[inline]
-pub fn flow_sample(c: &DetailConstants, flow: &[[f32; 4]], g: [i32; 2]) -> FlowSample {
-    let s = c.subdivision as f32;
-    let fx = (g[0] as f32 + 0.5) / s - 0.5;
-    let fy = (g[1] as f32 + 0.5) / s - 0.5;
-    let (x0, y0) = (fx.floor(), fy.floor());
-    let (tx, ty) = (fx - x0, fy - y0);
-    let f = [x0 as i32, y0 as i32];
-    let a = region_texel(c, flow, f);
-    let b = region_texel(c, flow, [f[0] + 1, f[1]]);
-    let d = region_texel(c, flow, [f[0], f[1] + 1]);
-    let e = region_texel(c, flow, [f[0] + 1, f[1] + 1]);
+/// The flow's depth (m) and velocity (local X, Z; m/s) under window cell `l`, bilinear at its
+/// centre between the flow cells' centres.
+#[inline(always)]
+pub fn flow_sample(c: &DetailConstants, flow: &[[f32; 4]], l: [i32; 2]) -> (f32, [f32; 2]) {
+    // Region coordinates of the cell's centre: region cell r spans [r, r + 1), its centre r + 0.5.
+    // Both are positive: truncation is the floor.
+    let fx = ((c.phase_x + l[0]) as f32 + 0.5) * c.inverse_subdivision + 0.5;
+    let fy = ((c.phase_y + l[1]) as f32 + 0.5) * c.inverse_subdivision + 0.5;
+    let r = [fx as i32, fy as i32];
+    let (tx, ty) = (fx - r[0] as f32, fy - r[1] as f32);
+    let a = region_texel(c, flow, r);
+    let b = region_texel(c, flow, [r[0] + 1, r[1]]);
+    let d = region_texel(c, flow, [r[0], r[1] + 1]);
+    let e = region_texel(c, flow, [r[0] + 1, r[1] + 1]);
     let mut mixed = [0.0f32; 3];
     for k in 0..3 {
         mixed[k] = lerp(lerp(a[k], b[k], tx), lerp(d[k], e[k], tx), ty);
     }
-    FlowSample { depth: mixed[0], velocity: [mixed[1], mixed[2]], wet: wet_cell(c, flow, g) }
+    (mixed[0], [mixed[1], mixed[2]])
 }
 
 /// Squared celerity of the waves over depth `depth`, m²/s².
-#[inline]
+#[inline(always)]
 pub fn celerity_squared(c: &DetailConstants, depth: f32) -> f32 {
     (c.gravity * depth.max(0.0)).min(c.max_celerity_squared)
 }
 
-/// What the sponge leaves of the fields of world detail cell `g` each substep: 1 inside, falling
-/// as the square of the depth into the border band of `sponge_cells`.
-#[inline]
-pub fn sponge_factor(c: &DetailConstants, g: [i32; 2]) -> f32 {
+/// What the sponge leaves of the fields of window cell `l` each substep: 1 inside, falling as the
+/// square of the depth into the border band of `sponge_cells`.
+#[inline(always)]
+pub fn sponge_factor(c: &DetailConstants, l: [i32; 2]) -> f32 {
     let n = c.window as i32;
-    let (lx, ly) = (g[0] - c.origin_x, g[1] - c.origin_y);
-    let edge = lx.min(ly).min(n - 1 - lx).min(n - 1 - ly);
+    let edge = l[0].min(l[1]).min(n - 1 - l[0]).min(n - 1 - l[1]);
     if edge >= c.sponge_cells {
         return 1.0;
     }
@@ -493,60 +565,53 @@ pub const ORTHOGONAL: [[i32; 2]; 4] = [[1, 0], [0, 1], [-1, 0], [0, -1]];
 /// Diagonal neighbour offsets in summing order: SE, SW, NW, NE.
 pub const DIAGONAL: [[i32; 2]; 4] = [[1, 1], [-1, 1], [-1, -1], [1, -1]];
 
-/// The fields the wave and output passes read around a cell: height plus pressure of a
-/// neighbour `q` as seen from a cell whose own is `own`. Outside the window the surface is at
+/// The surface (height plus pressure) the wave step sees at the neighbour `offset` from window
+/// cell `l` (whose flow cell is `f` and own surface `own`). Outside the window the surface is at
 /// rest (0); a dry neighbour mirrors the cell (no wave crosses into it: a shore reflects).
-#[inline]
-pub fn neighbour_surface(c: &DetailConstants, flow: &[[f32; 4]], state: &[[f32; 2]], pressure: &[f32], q: [i32; 2], own: f32) -> f32 {
-    if !contains([c.origin_x, c.origin_y], c.window, q) {
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub fn neighbour_surface(c: &DetailConstants, flow: &[[f32; 4]], state: &[[f32; 2]], pressure: &[f32], l: [i32; 2], f: FlowCell, offset: [i32; 2], own: f32) -> f32 {
+    let q = [l[0] + offset[0], l[1] + offset[1]];
+    if !inside(c, q) {
         return 0.0;
     }
-    if !wet_cell(c, flow, q) {
+    if !wet_region(c, flow, flow_cell_beside(c, f, offset)) {
         return own;
     }
-    let i = storage_index(c.window, q);
+    let i = storage_of(c, q);
     state[i][0] + pressure[i]
 }
 
-/// One wave substep of world detail cell `g` ([`DetailConstants`] `c`): the new `(h, v)` from
-/// the fields before the substep.
+/// One wave substep of window cell `l` ([`DetailConstants`] `c`): the new `(h, v)` from the
+/// fields before the substep.
 ///
 /// `v ← (v + dt·c²·L(h + P))·e^(−2γ·dt)`, then `h ← h + dt·v` (symplectic Euler), both scaled by
 /// the sponge; `L` the isotropic nine-point Laplacian `(4·Σ orthogonal + Σ diagonal − 20·own) /
 /// (6·cell²)`. For a wave of any length the step's two eigenvalues have the product
 /// `e^(−2γ·dt)`, so its amplitude decays by exactly `e^(−γ·dt)` per substep.
 #[inline]
-pub fn wave_cell(c: &DetailConstants, flow: &[[f32; 4]], state: &[[f32; 2]], pressure: &[f32], g: [i32; 2]) -> [f32; 2] {
-    let under = flow_sample(c, flow, g);
-    if !under.wet {
+pub fn wave_cell(c: &DetailConstants, flow: &[[f32; 4]], state: &[[f32; 2]], pressure: &[f32], l: [i32; 2]) -> [f32; 2] {
+    let f = flow_cell(c, l);
+    if !wet_region(c, flow, f.region) {
         return [0.0; 2];
     }
-    let i = storage_index(c.window, g);
+    let (depth, _) = flow_sample(c, flow, l);
+    let i = storage_of(c, l);
     let [h, v] = state[i];
     let own = h + pressure[i];
     let mut orthogonal = 0.0f32;
     for o in ORTHOGONAL {
-        orthogonal += neighbour_surface(c, flow, state, pressure, [g[0] + o[0], g[1] + o[1]], own) - own;
+        orthogonal += neighbour_surface(c, flow, state, pressure, l, f, o, own) - own;
     }
     let mut diagonal = 0.0f32;
     for o in DIAGONAL {
-        diagonal += neighbour_surface(c, flow, state, pressure, [g[0] + o[0], g[1] + o[1]], own) - own;
+        diagonal += neighbour_surface(c, flow, state, pressure, l, f, o, own) - own;
     }
     let laplacian = (4.0 * orthogonal + diagonal) * c.laplacian_scale;
-    let sponge = sponge_factor(c, g);
-    let v = (v + c.dt * celerity_squared(c, under.depth) * laplacian) * c.decay * sponge;
+    let sponge = sponge_factor(c, l);
+    let v = (v + c.dt * celerity_squared(c, depth) * laplacian) * c.decay * sponge;
     let h = (h + c.dt * v) * sponge;
     [h, v]
-}
-
-/// The fields of world detail cell `q` for bilinear sampling: at rest outside the window.
-#[inline]
-fn state_at(c: &DetailConstants, state: &[[f32; 2]], q: [i32; 2]) -> [f32; 2] {
-    if contains([c.origin_x, c.origin_y], c.window, q) {
-        state[storage_index(c.window, q)]
-    } else {
-        [0.0; 2]
-    }
 }
 
 /// Weights of the six samples around a point `t` (0..1) past the third (at offsets −2 ..= 3) for
@@ -556,7 +621,7 @@ fn state_at(c: &DetailConstants, state: &[[f32; 2]], q: [i32; 2]) -> [f32; 2] {
 /// the speed at which it carries a wave is the interpolant's slope at the samples: a bilinear or
 /// Catmull-Rom step (second-order slopes) carries a wave of `k` at `sin(k·cell)/(k·cell)` of the
 /// current (−10 % for waves of 8 cells), these tangents at `sin(θ)(4 − cos θ)/(3θ)` (−1.3 %).
-#[inline]
+#[inline(always)]
 pub fn hermite_weights(t: f32) -> [f32; 6] {
     let (t2, t3) = (t * t, t * t * t);
     let h00 = 2.0 * t3 - 3.0 * t2 + 1.0;
@@ -574,25 +639,52 @@ pub fn hermite_weights(t: f32) -> [f32; 6] {
     ]
 }
 
-/// One advection substep of world detail cell `g`: `(h, v)` taken from where the flow brings the
-/// water from, `x − U·dt` (semi-Lagrangian, [`hermite_weights`] over the 6 × 6 cells around that
-/// point). Dry cells stay at rest.
+/// Farthest the flow carries the waves in one substep, cells: beyond it the layer slows them
+/// down rather than reading from beyond its samples.
+pub const MAX_ADVECTION_CELLS: f32 = 8.0;
+
+/// One advection substep of window cell `l`: `(h, v)` taken from where the flow brings the water
+/// from, `x − U·dt` (semi-Lagrangian, [`hermite_weights`] over the 6 × 6 cells around that point;
+/// at rest outside the window). Still water is copied as it is (the weights of a point on a
+/// sample are that sample's alone). Dry cells stay at rest.
 #[inline]
-pub fn advect_cell(c: &DetailConstants, flow: &[[f32; 4]], state: &[[f32; 2]], g: [i32; 2]) -> [f32; 2] {
-    let under = flow_sample(c, flow, g);
-    if !under.wet {
+pub fn advect_cell(c: &DetailConstants, flow: &[[f32; 4]], state: &[[f32; 2]], l: [i32; 2]) -> [f32; 2] {
+    if !wet_region(c, flow, flow_cell(c, l).region) {
         return [0.0; 2];
     }
-    let px = g[0] as f32 - under.velocity[0] * c.dt_over_cell;
-    let py = g[1] as f32 - under.velocity[1] * c.dt_over_cell;
+    let (_, velocity) = flow_sample(c, flow, l);
+    if velocity == [0.0, 0.0] {
+        return state[storage_of(c, l)];
+    }
+    let dx = (velocity[0] * c.dt_over_cell).clamp(-MAX_ADVECTION_CELLS, MAX_ADVECTION_CELLS);
+    let dy = (velocity[1] * c.dt_over_cell).clamp(-MAX_ADVECTION_CELLS, MAX_ADVECTION_CELLS);
+    let (px, py) = (l[0] as f32 - dx, l[1] as f32 - dy);
     let (x0, y0) = (px.floor(), py.floor());
     let (wx, wy) = (hermite_weights(px - x0), hermite_weights(py - y0));
     let q = [x0 as i32 - 2, y0 as i32 - 2];
+    let n = c.window as i32;
     let mut out = [0.0f32; 2];
     for (j, wj) in wy.iter().enumerate() {
+        let y = q[1] + j as i32;
+        if y < 0 || y >= n {
+            continue;
+        }
+        let mut row_start = c.storage_y + y;
+        if row_start >= n {
+            row_start -= n;
+        }
+        row_start *= n;
         let mut row = [0.0f32; 2];
         for (i, wi) in wx.iter().enumerate() {
-            let s = state_at(c, state, [q[0] + i as i32, q[1] + j as i32]);
+            let x = q[0] + i as i32;
+            if x < 0 || x >= n {
+                continue;
+            }
+            let mut column = c.storage_x + x;
+            if column >= n {
+                column -= n;
+            }
+            let s = state[(row_start + column) as usize];
             row[0] += wi * s[0];
             row[1] += wi * s[1];
         }
@@ -602,9 +694,10 @@ pub fn advect_cell(c: &DetailConstants, flow: &[[f32; 4]], state: &[[f32; 2]], g
     out
 }
 
-/// What ripples and rain add to the height of world detail cell `g` this frame, m.
+/// What ripples and rain add to the height of window cell `l` this frame, m.
 #[inline]
-pub fn forcing_cell(c: &DetailConstants, ripples: &[Ripple], g: [i32; 2]) -> f32 {
+pub fn forcing_cell(c: &DetailConstants, ripples: &[Ripple], l: [i32; 2]) -> f32 {
+    let g = [c.origin_x + l[0], c.origin_y + l[1]];
     let (cx, cy) = (g[0] as f32 + 0.5, g[1] as f32 + 0.5);
     let mut added = 0.0f32;
     for r in ripples.iter().take(c.ripple_count as usize) {
@@ -626,25 +719,32 @@ pub fn forcing_cell(c: &DetailConstants, ripples: &[Ripple], g: [i32; 2]) -> f32
     added
 }
 
-/// The output texel of world detail cell `g` ([`DetailTexels`]): height, slopes by central
-/// differences (with the neighbour rules of the wave step, pressure left out), vertical velocity.
+/// The height the output sees at the neighbour `offset` from window cell `l`: the wave step's
+/// rules without the pressure.
+#[inline(always)]
+fn texel_neighbour(c: &DetailConstants, flow: &[[f32; 4]], state: &[[f32; 2]], l: [i32; 2], f: FlowCell, offset: [i32; 2], own: f32) -> f32 {
+    let q = [l[0] + offset[0], l[1] + offset[1]];
+    if !inside(c, q) {
+        return 0.0;
+    }
+    if !wet_region(c, flow, flow_cell_beside(c, f, offset)) {
+        return own;
+    }
+    state[storage_of(c, q)][0]
+}
+
+/// The output texel of window cell `l` ([`DetailTexels`]): height, slopes by central
+/// differences, vertical velocity; zero on dry cells.
 #[inline]
-pub fn texel_cell(c: &DetailConstants, flow: &[[f32; 4]], state: &[[f32; 2]], g: [i32; 2]) -> [f32; 4] {
-    if !wet_cell(c, flow, g) {
+pub fn texel_cell(c: &DetailConstants, flow: &[[f32; 4]], state: &[[f32; 2]], l: [i32; 2]) -> [f32; 4] {
+    let f = flow_cell(c, l);
+    if !wet_region(c, flow, f.region) {
         return [0.0; 4];
     }
-    let [h, v] = state[storage_index(c.window, g)];
-    let at = |q: [i32; 2]| {
-        if !contains([c.origin_x, c.origin_y], c.window, q) {
-            0.0
-        } else if !wet_cell(c, flow, q) {
-            h
-        } else {
-            state[storage_index(c.window, q)][0]
-        }
-    };
-    let sx = (at([g[0] + 1, g[1]]) - at([g[0] - 1, g[1]])) * c.slope_scale;
-    let sz = (at([g[0], g[1] + 1]) - at([g[0], g[1] - 1])) * c.slope_scale;
+    let [h, v] = state[storage_of(c, l)];
+    let at = |o: [i32; 2]| texel_neighbour(c, flow, state, l, f, o, h);
+    let sx = (at([1, 0]) - at([-1, 0])) * c.slope_scale;
+    let sz = (at([0, 1]) - at([0, -1])) * c.slope_scale;
     [h, sx, sz, v]
 }
 
@@ -710,10 +810,19 @@ impl CpuDetail {
             }
         }
         if frame.scrolls() {
-            self.scroll(&c);
+            self.each_cell(&c, |c, l, _, cell| {
+                if !contains([c.previous_x, c.previous_y], c.window, [c.origin_x + l[0], c.origin_y + l[1]]) {
+                    *cell = [0.0; 2];
+                }
+            });
         }
         if frame.forces() {
-            self.force(&c, &frame.ripples);
+            let ripples = &frame.ripples;
+            self.each_cell(&c, |c, l, flow, cell| {
+                if wet_region(c, flow, flow_cell(c, l).region) {
+                    cell[0] += forcing_cell(c, ripples, l);
+                }
+            });
         }
         for _ in 0..c.substeps {
             self.pass(&c, Pass::Wave);
@@ -739,47 +848,25 @@ impl CpuDetail {
         });
     }
 
-    /// The window moved: the cells it entered (their storage last held cells it left) start at
-    /// rest.
-    pub fn scroll(&mut self, c: &DetailConstants) {
-        let n = c.window;
-        let (origin, previous) = ([c.origin_x, c.origin_y], [c.previous_x, c.previous_y]);
-        self.state.par_chunks_mut(n as usize).enumerate().for_each(|(sy, row)| {
-            for (sx, cell) in row.iter_mut().enumerate() {
-                let g = world_of_storage(origin, n, [sx as i32, sy as i32]);
-                if !contains(previous, n, g) {
-                    *cell = [0.0; 2];
-                }
-            }
-        });
-    }
-
-    /// Ripples and rain drops of this frame add to the heights of wet cells.
-    pub fn force(&mut self, c: &DetailConstants, ripples: &[Ripple]) {
-        let n = c.window;
-        let origin = [c.origin_x, c.origin_y];
+    /// Updates every storage cell in place: `update(c, window cell, flow region, fields)`.
+    fn each_cell(&mut self, c: &DetailConstants, update: impl Fn(&DetailConstants, [i32; 2], &[[f32; 4]], &mut [f32; 2]) + Sync) {
         let flow = &self.flow;
-        self.state.par_chunks_mut(n as usize).enumerate().for_each(|(sy, row)| {
+        self.state.par_chunks_mut(c.window as usize).enumerate().for_each(|(sy, row)| {
             for (sx, cell) in row.iter_mut().enumerate() {
-                let g = world_of_storage(origin, n, [sx as i32, sy as i32]);
-                if wet_cell(c, flow, g) {
-                    cell[0] += forcing_cell(c, ripples, g);
-                }
+                update(c, window_cell_of(c, [sx as i32, sy as i32]), flow, cell);
             }
         });
     }
 
     /// One pass over every cell, from `state` into `scratch`; then the two swap.
     fn pass(&mut self, c: &DetailConstants, pass: Pass) {
-        let n = c.window;
-        let origin = [c.origin_x, c.origin_y];
         let (state, flow, pressure) = (&self.state, &self.flow, &self.pressure);
-        self.scratch.par_chunks_mut(n as usize).enumerate().for_each(|(sy, row)| {
+        self.scratch.par_chunks_mut(c.window as usize).enumerate().for_each(|(sy, row)| {
             for (sx, out) in row.iter_mut().enumerate() {
-                let g = world_of_storage(origin, n, [sx as i32, sy as i32]);
+                let l = window_cell_of(c, [sx as i32, sy as i32]);
                 *out = match pass {
-                    Pass::Wave => wave_cell(c, flow, state, pressure, g),
-                    Pass::Advect => advect_cell(c, flow, state, g),
+                    Pass::Wave => wave_cell(c, flow, state, pressure, l),
+                    Pass::Advect => advect_cell(c, flow, state, l),
                 };
             }
         });
@@ -789,7 +876,7 @@ impl CpuDetail {
     /// Height (m) of world detail cell `g` as of the last frame; 0 outside the window.
     pub fn height(&self, g: [i32; 2]) -> f32 {
         match &self.last {
-            Some(c) if contains([c.origin_x, c.origin_y], c.window, g) => self.state[storage_index(c.window, g)][0],
+            Some(c) if contains([c.origin_x, c.origin_y], c.window, g) => self.state[storage_of(c, [g[0] - c.origin_x, g[1] - c.origin_y])][0],
             _ => 0.0,
         }
     }
@@ -797,12 +884,10 @@ impl CpuDetail {
     /// The output texels of the last frame, in storage order; `None` before the first frame.
     pub fn texels(&self) -> Option<Vec<[f32; 4]>> {
         let c = self.last?;
-        let n = c.window;
-        let origin = [c.origin_x, c.origin_y];
         let mut out = vec![[0.0f32; 4]; self.layout.cells()];
-        out.par_chunks_mut(n as usize).enumerate().for_each(|(sy, row)| {
+        out.par_chunks_mut(c.window as usize).enumerate().for_each(|(sy, row)| {
             for (sx, texel) in row.iter_mut().enumerate() {
-                *texel = texel_cell(&c, &self.flow, &self.state, world_of_storage(origin, n, [sx as i32, sy as i32]));
+                *texel = texel_cell(&c, &self.flow, &self.state, window_cell_of(&c, [sx as i32, sy as i32]));
             }
         });
         Some(out)
@@ -948,6 +1033,7 @@ impl DetailDriver {
         let ripples: Vec<Ripple> = self.ripples.drain(..take).collect();
         let layout = self.layout();
         let s = p.subdivision as i32;
+        let n = p.window as i32;
         let constants = DetailConstants {
             window: p.window,
             subdivision: p.subdivision,
@@ -955,6 +1041,10 @@ impl DetailDriver {
             origin_y: window.origin[1],
             previous_x: previous[0],
             previous_y: previous[1],
+            storage_x: window.origin[0].rem_euclid(n),
+            storage_y: window.origin[1].rem_euclid(n),
+            phase_x: window.origin[0].rem_euclid(s),
+            phase_y: window.origin[1].rem_euclid(s),
             flow_x: window.origin[0].div_euclid(s) - 1,
             flow_y: window.origin[1].div_euclid(s) - 1,
             flow_side: layout.flow_side(),
@@ -968,13 +1058,14 @@ impl DetailDriver {
             decay: (-2.0 * p.damping as f64 * dt as f64).exp() as f32,
             max_celerity_squared: p.max_celerity * p.max_celerity,
             gravity,
+            inverse_subdivision: 1.0 / s as f32,
             sponge_cells,
             sponge_rate,
             rain_threshold: if p.rain_drop != 0.0 { rain_threshold } else { 0 },
             rain_drop: p.rain_drop,
             seed: self.seed,
             ripple_count: ripples.len() as u32,
-            _pad: [0; 3],
+            _pad: [0; 2],
         };
         Some(DetailFrame { constants, ripples, pressure: std::mem::take(&mut self.pressure) })
     }

@@ -95,13 +95,17 @@ fn the_detail_layouts_and_workgroups_agree_with_the_wgsl() {
     layouter.update(module.to_ctx()).expect("layout");
     let (handle, ty) = module.types.iter().find(|(_, t)| t.name.as_deref() == Some("DetailConstants")).expect("DetailConstants in detail.wgsl");
     let naga::TypeInner::Struct { members, span } = &ty.inner else { panic!("a struct") };
-    let rust: [(&str, usize); 25] = [
+    let rust: [(&str, usize); 30] = [
         ("window", offset_of!(DetailConstants, window)),
         ("subdivision", offset_of!(DetailConstants, subdivision)),
         ("origin_x", offset_of!(DetailConstants, origin_x)),
         ("origin_y", offset_of!(DetailConstants, origin_y)),
         ("previous_x", offset_of!(DetailConstants, previous_x)),
         ("previous_y", offset_of!(DetailConstants, previous_y)),
+        ("storage_x", offset_of!(DetailConstants, storage_x)),
+        ("storage_y", offset_of!(DetailConstants, storage_y)),
+        ("phase_x", offset_of!(DetailConstants, phase_x)),
+        ("phase_y", offset_of!(DetailConstants, phase_y)),
         ("flow_x", offset_of!(DetailConstants, flow_x)),
         ("flow_y", offset_of!(DetailConstants, flow_y)),
         ("flow_side", offset_of!(DetailConstants, flow_side)),
@@ -115,6 +119,7 @@ fn the_detail_layouts_and_workgroups_agree_with_the_wgsl() {
         ("decay", offset_of!(DetailConstants, decay)),
         ("max_celerity_squared", offset_of!(DetailConstants, max_celerity_squared)),
         ("gravity", offset_of!(DetailConstants, gravity)),
+        ("inverse_subdivision", offset_of!(DetailConstants, inverse_subdivision)),
         ("sponge_cells", offset_of!(DetailConstants, sponge_cells)),
         ("sponge_rate", offset_of!(DetailConstants, sponge_rate)),
         ("rain_threshold", offset_of!(DetailConstants, rain_threshold)),
