@@ -853,6 +853,14 @@ impl Simulation {
         self.backend.detail_texels()
     }
 
+    /// The engine's handle of the texture the detail layer writes on the device (Godot's
+    /// RenderingDevice backend: the texture's RID), `None` where the texels come through
+    /// [`Simulation::detail_texels`] instead, or while the layer is off.
+    pub fn detail_device_texture(&self) -> Option<u64> {
+        self.detail.as_ref()?;
+        self.backend.detail_device_texture()
+    }
+
     /// The detail layer's fields, `(h, v)` per storage cell ([`DetailWindow::world_cell`] says
     /// where each is), waiting for the device: tests and benchmarks.
     pub fn read_detail(&mut self) -> Result<Vec<[f32; 2]>> {

@@ -14,6 +14,7 @@
 use godot::prelude::*;
 
 pub mod build;
+pub mod detail_texture;
 pub mod errors;
 pub mod mapping;
 pub mod mesh_layout;

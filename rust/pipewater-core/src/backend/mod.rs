@@ -236,6 +236,12 @@ pub trait Backend: Send {
     fn detail_texels(&mut self) -> Option<std::sync::Arc<DetailTexels>> {
         None
     }
+    /// The texture the layer writes on the device, as the host engine's own handle (Godot's
+    /// RenderingDevice: the texture's RID), for backends whose texture never leaves the GPU;
+    /// `None` elsewhere and while the layer is off.
+    fn detail_device_texture(&self) -> Option<u64> {
+        None
+    }
     /// The layer's fields, `(h, v)` per storage cell, waiting for the device: tests and
     /// benchmarks.
     fn read_detail(&mut self) -> Result<Vec<[f32; 2]>> {

@@ -17,6 +17,7 @@
 //! * Everything runs on the render thread, which is the main thread under Godot's default
 //!   thread model; the node checks that before choosing this backend.
 
+pub mod detail;
 pub mod spirv;
 pub mod textures;
 pub mod tiles;
@@ -26,6 +27,7 @@ use godot::classes::{RdShaderSpirv, RdTextureFormat, RdTextureView, RdUniform, R
 use godot::prelude::*;
 use parking_lot::Mutex;
 use pipewater_core::backend::gpu::{EDIT_WORKGROUP, SNAPSHOT_WORKGROUP, TILE};
+use pipewater_core::detail::{DetailFrame, DetailLayout};
 use pipewater_core::backend::{Backend, BackendKind, BodyQueue, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
 use pipewater_core::pipes::StepConstants;
 use pipewater_core::state::{check_terrain, Counters, Snapshot, State};
@@ -126,6 +128,8 @@ pub struct RdBackend {
     /// Bytes read back by the last frame.
     last_read_bytes: usize,
     description: String,
+    /// The detail wave layer, when it is on (`detail.rs`).
+    detail: Option<detail::RdDetail>,
 }
 
 const ENTRY_STEP: usize = 0;
@@ -219,6 +223,7 @@ impl RdBackend {
             arrived: Arc::new(Mutex::new(Vec::new())),
             last_read_bytes: 0,
             description,
+            detail: None,
         };
         let made = [backend.uniforms, backend.terrain, backend.step_terrain, backend.displacement, backend.counters, backend.stats, backend.gathered, backend.height_texture, backend.flow_texture];
         if made.iter().chain(&backend.depth).chain(&backend.flux).any(|r| !r.is_valid()) {
@@ -265,6 +270,9 @@ impl RdBackend {
         self.in_flight.clear();
         self.arrived.lock().clear();
         self.latest = Arc::new(state.snapshot(self.frames, counters));
+        if let Some(detail) = &mut self.detail {
+            detail.clear(&mut rd);
+        }
         // Draw the loaded state into the textures at once: an editor that does not simulate, or a
         // paused game, shows it without ever stepping.
         let constants = self.constants;
@@ -423,6 +431,11 @@ impl RdBackend {
         result?;
         self.frames += 1;
         self.read_back(&mut rd, tiles);
+        // The detail waves: a compute list of their own, over the fields the steps left.
+        if let Some(detail) = &mut self.detail {
+            let k = self.current;
+            detail.run(&mut rd, detail::FlowFields { constants: self.uniforms, terrain: self.terrain, depth: self.depth[k], flux: self.flux[k], copy: k })?;
+        }
         Ok(())
     }
 
@@ -694,5 +707,38 @@ impl Backend for RdBackend {
 
     fn last_readback_bytes(&self) -> u64 {
         self.last_read_bytes as u64
+    }
+
+    // ---- Detail waves: everything in `detail.rs`. ----
+
+    fn configure_detail(&mut self, layout: Option<DetailLayout>) -> Result<()> {
+        self.detail = None;
+        if let Some(layout) = layout {
+            self.detail = Some(detail::RdDetail::new(&mut device()?, layout)?);
+        }
+        Ok(())
+    }
+
+    fn queue_detail(&mut self, frame: DetailFrame) -> Result<()> {
+        if let Some(detail) = &mut self.detail {
+            detail.queue(frame);
+        }
+        Ok(())
+    }
+
+    fn detail_heights(&mut self, cells: &[[i32; 2]]) -> Vec<f32> {
+        self.detail.as_mut().map_or_else(|| vec![0.0; cells.len()], |d| d.heights(cells))
+    }
+
+    fn detail_device_texture(&self) -> Option<u64> {
+        self.detail.as_ref().map(|d| d.texture().to_u64())
+    }
+
+    fn read_detail(&mut self) -> Result<Vec<[f32; 2]>> {
+        self.flush_edits()?;
+        match &self.detail {
+            Some(detail) => detail.read_fields(&mut device()?),
+            None => Err(Error::invalid("detail waves", "off", "on (configure_detail)")),
+        }
     }
 }
