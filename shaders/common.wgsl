@@ -13,7 +13,7 @@ struct TerrainEdits {
     items: array<vec2<u32>>,
 }
 
-// `StepConstants` of pipes.rs, byte for byte (112 bytes, uniform layout).
+// `StepConstants` of pipes.rs, byte for byte (144 bytes, uniform layout; a test compares them).
 struct StepConstants {
     width: u32,
     height: u32,
@@ -25,19 +25,58 @@ struct StepConstants {
     flux_decay: f32,
     pipe_depth: f32,
     flux_to_quanta: f32,
-    width_orth: f32,
-    width_diag: f32,
+    // dt * 3 * FILM_VISCOSITY, m².
+    film: f32,
+    // 1 when the step advects momentum.
+    advection: u32,
     // Boundary code per edge (North, East, South, West).
     boundary: vec4<u32>,
     // Quanta added to each cell of each inflow edge per step.
     inflow_quanta: vec4<i32>,
     // Surface held beyond each fixed-level edge, local m.
     boundary_level: vec4<f32>,
-    // 1 when the step advects momentum.
-    advection: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
+    // Per pipe class (pipes.rs CLASS_*): width (m), 1 / width, and dt * g * width / length.
+    widths: vec4<f32>,
+    inverse_widths: vec4<f32>,
+    conductance: vec4<f32>,
+}
+
+// The modes of the model, fixed when a pipeline is created (pipeline-overridable constants) or
+// read from `c` at run time. -1, the default, reads `c`; 0 or 1 fixes the mode, so that a kernel
+// specialised for it compiles only the code that mode runs (the step kernel is; the edit, body
+// and snapshot passes read `c`).
+override EIGHT_NEIGHBOURS: i32 = -1;
+override DEPTH_DEPENDENT: i32 = -1;
+override ADVECTION: i32 = -1;
+// Whether any edge is open, an inflow or a fixed level (pipes.rs has_edge_exchange).
+override EDGE_EXCHANGE: i32 = -1;
+
+fn eight_neighbours(c: StepConstants) -> bool {
+    if EIGHT_NEIGHBOURS >= 0 {
+        return EIGHT_NEIGHBOURS == 1;
+    }
+    return c.eight_neighbours != 0u;
+}
+
+fn depth_dependent(c: StepConstants) -> bool {
+    if DEPTH_DEPENDENT >= 0 {
+        return DEPTH_DEPENDENT == 1;
+    }
+    return c.depth_dependent != 0u;
+}
+
+fn advects(c: StepConstants) -> bool {
+    if ADVECTION >= 0 {
+        return ADVECTION == 1;
+    }
+    return c.advection != 0u;
+}
+
+fn has_edge_exchange(c: StepConstants) -> bool {
+    if EDGE_EXCHANGE >= 0 {
+        return EDGE_EXCHANGE == 1;
+    }
+    return any(c.boundary != vec4<u32>(0u));
 }
 
 // Depth of one quantum, m (2^-20).
@@ -90,7 +129,7 @@ fn cell_in_grid(c: StepConstants, p: vec2<i32>) -> bool {
 }
 
 fn pipe_active(c: StepConstants, p: u32) -> bool {
-    return p < 2u || c.eight_neighbours != 0u;
+    return p < 2u || eight_neighbours(c);
 }
 
 // pipes.rs inflow_for_cell.
@@ -105,7 +144,7 @@ fn inflow_for_cell(c: StepConstants, p: vec2<i32>) -> i32 {
 
 // Depth (quanta) of cell p once this step's inflow has entered, from its stored depth `d`.
 fn with_inflow(c: StepConstants, p: vec2<i32>, d: i32) -> i32 {
-    if any(c.boundary == vec4<u32>(BOUNDARY_INFLOW)) {
+    if has_edge_exchange(c) && any(c.boundary == vec4<u32>(BOUNDARY_INFLOW)) {
         let q = inflow_for_cell(c, p);
         if q > 0 {
             return add_depth_clamped(d, q);
@@ -136,54 +175,61 @@ fn face_depth(surface_a: f32, bed_a: f32, surface_b: f32, bed_b: f32) -> f32 {
     return max(max(surface_a, surface_b) - max(bed_a, bed_b), 0.0);
 }
 
-// pipes.rs surface_drive: eta_a - eta_b from beds (m) and depths (quanta), differences within
-// one quantum driving nothing.
-fn surface_drive(bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32) -> f32 {
-    let difference = (bed_a - bed_b) + f32(depth_a - depth_b) * DEPTH_QUANTUM;
-    return difference - clamp(difference, -DEPTH_QUANTUM, DEPTH_QUANTUM);
+// pipes.rs surface_drive for the four pipes of a cell (one vector lane a pipe): eta_a - eta_b from
+// beds (m) and depths (quanta), differences within one quantum driving nothing.
+fn surface_drive(bed_a: f32, depth_a: i32, bed_b: vec4<f32>, depth_b: vec4<i32>) -> vec4<f32> {
+    let difference = (vec4<f32>(bed_a) - bed_b) + vec4<f32>(vec4<i32>(depth_a) - depth_b) * DEPTH_QUANTUM;
+    return difference - clamp(difference, vec4<f32>(-DEPTH_QUANTUM), vec4<f32>(DEPTH_QUANTUM));
 }
 
-// pipes.rs accelerate.
-// pipes.rs pipe_width: orthogonal pipes along an edge of the grid are widened by dx/6 per edge
-// in eight-neighbour mode, for the diagonals missing beyond the edge.
-fn pipe_width(c: StepConstants, p: u32, owner: vec2<i32>) -> f32 {
+// pipes.rs CLASS_*.
+const CLASS_ORTHOGONAL: u32 = 0u;
+const CLASS_DIAGONAL: u32 = 3u;
+
+// pipes.rs pipe_class: orthogonal pipes along an edge of the grid are widened by dx/6 per edge in
+// eight-neighbour mode, for the diagonals missing beyond the edge.
+fn pipe_class(c: StepConstants, p: u32, owner: vec2<i32>) -> u32 {
     if p >= 2u {
-        return c.width_diag;
+        return CLASS_DIAGONAL;
     }
-    var width = c.width_orth;
-    if c.eight_neighbours != 0u {
-        var low = owner.x == 0;
-        var high = u32(owner.x) + 1u == c.width;
-        if p == 0u {
-            low = owner.y == 0;
-            high = u32(owner.y) + 1u == c.height;
-        }
-        if low {
-            width += c.cell_size / 6.0;
-        }
-        if high {
-            width += c.cell_size / 6.0;
-        }
+    if !eight_neighbours(c) {
+        return CLASS_ORTHOGONAL;
     }
-    return width;
+    var low = owner.x == 0;
+    var high = u32(owner.x) + 1u == c.width;
+    if p == 0u {
+        low = owner.y == 0;
+        high = u32(owner.y) + 1u == c.height;
+    }
+    return u32(low) + u32(high);
 }
 
-// pipes.rs pipe_length.
-fn pipe_length(c: StepConstants, p: u32) -> f32 {
-    return select(c.cell_size, c.cell_size * SQRT_2, p >= 2u);
+// pipes.rs pipe_width.
+fn pipe_width(c: StepConstants, p: u32, owner: vec2<i32>) -> f32 {
+    return c.widths[pipe_class(c, p, owner)];
+}
+
+// The model's functions below work on the four pipes a cell owns at once, one vector lane a
+// pipe (E, S, SE, SW), and choose with `select` rather than branch: the four pipes' long chains
+// of dependent operations then run side by side instead of one after another. Each lane computes
+// what its pipes.rs twin returns for that pipe, operation for operation; a lane that `select`
+// discards may hold an infinity or a NaN, never returned.
+
+// The value of a per-class constant (StepConstants widths, inverse_widths, conductance) for the
+// classes of four pipes.
+fn per_class(values: vec4<f32>, kind: vec4<u32>) -> vec4<f32> {
+    return vec4<f32>(values[kind.x], values[kind.y], values[kind.z], values[kind.w]);
 }
 
 // pipes.rs film_drag.
-fn film_drag(c: StepConstants, f: f32, depth: f32) -> f32 {
-    if depth <= 0.0 {
-        return 0.0;
-    }
-    return f / (1.0 + c.dt * (3.0 * FILM_VISCOSITY) / (depth * depth));
+fn film_drag(c: StepConstants, f: vec4<f32>, depth: vec4<f32>) -> vec4<f32> {
+    let squared = depth * depth;
+    return select(f * (squared / (squared + c.film)), vec4<f32>(0.0), depth <= vec4<f32>(0.0));
 }
 
 // pipes.rs keeps_flux: pipes keep their flux (depth-dependent mode without advection).
 fn keeps_flux(c: StepConstants) -> bool {
-    return c.depth_dependent != 0u && c.advection == 0u;
+    return depth_dependent(c) && !advects(c);
 }
 
 // pipes.rs flux_per_stored.
@@ -193,16 +239,19 @@ fn flux_per_stored(c: StepConstants, carried: f32) -> f32 {
 
 // pipes.rs carried_depth.
 fn carried_depth(c: StepConstants, bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32) -> f32 {
-    if c.depth_dependent == 0u {
+    if !depth_dependent(c) {
         return c.pipe_depth;
     }
     return face_depth(bed_a + f32(depth_a) * DEPTH_QUANTUM, bed_a, bed_b + f32(depth_b) * DEPTH_QUANTUM, bed_b);
 }
 
-// pipes.rs Upstream.
+// pipes.rs Upstream for the four pipes of a cell: the parts of the discharge at the centre of
+// each pipe's upstream cell along its two offsets, and the velocities of the two displaced pipes.
 struct Upstream {
-    discharge: vec2<f32>,
-    velocity: vec2<f32>,
+    parts_first: vec4<f32>,
+    parts_second: vec4<f32>,
+    velocity_first: vec4<f32>,
+    velocity_second: vec4<f32>,
 }
 
 // pipes.rs upstream_split: the two grid offsets around the direction of `q`, and q's parts.
@@ -218,67 +267,63 @@ fn upstream_split(c: StepConstants, q: vec2<f32>) -> UpstreamSplit {
     let ax = abs(q.x);
     let ay = abs(q.y);
     var split: UpstreamSplit;
-    if c.eight_neighbours == 0u {
+    if !eight_neighbours(c) {
         split.first = vec2<i32>(sx, 0);
         split.second = vec2<i32>(0, sy);
         split.parts = vec2<f32>(ax, ay);
-    } else if ax >= ay {
-        split.first = vec2<i32>(sx, 0);
-        split.second = vec2<i32>(sx, sy);
-        split.parts = vec2<f32>(ax - ay, ay);
-    } else {
-        split.first = vec2<i32>(0, sy);
-        split.second = vec2<i32>(sx, sy);
-        split.parts = vec2<f32>(ay - ax, ax);
+        return split;
     }
+    let along_x = ax >= ay;
+    split.first = select(vec2<i32>(0, sy), vec2<i32>(sx, 0), along_x);
+    split.second = vec2<i32>(sx, sy);
+    split.parts = select(vec2<f32>(ay - ax, ax), vec2<f32>(ax - ay, ay), along_x);
     return split;
 }
 
-// pipes.rs advect.
-fn advect(c: StepConstants, flow: f32, width: f32, depth_a: f32, depth_b: f32, up: Upstream) -> f32 {
-    let parts = upstream_split(c, up.discharge).parts;
-    let held = 0.5 * (depth_a + depth_b) * c.cell_size;
-    let w0 = c.dt * parts.x;
-    let w1 = c.dt * parts.y;
+// pipes.rs advect, for pipes of classes `kind` between a cell `depth_a` m deep and cells
+// `depth_b` m deep.
+fn advect(c: StepConstants, flow: vec4<f32>, kind: vec4<u32>, depth_a: f32, depth_b: vec4<f32>, up: Upstream) -> vec4<f32> {
+    let held = 0.5 * (vec4<f32>(depth_a) + depth_b) * c.cell_size;
+    let w0 = c.dt * up.parts_first;
+    let w1 = c.dt * up.parts_second;
     let total = w0 + w1;
-    if total <= 0.0 || held <= 0.0 {
-        return flow;
-    }
-    let scale = select(1.0 / held, 1.0 / total, total > held);
-    let velocity = flow / width;
-    let advected = velocity + scale * (w0 * (up.velocity.x - velocity) + w1 * (up.velocity.y - velocity));
-    return advected * width;
+    let scale = 1.0 / max(total, held);
+    let velocity = flow * per_class(c.inverse_widths, kind);
+    let advected = velocity + scale * (w0 * (up.velocity_first - velocity) + w1 * (up.velocity_second - velocity));
+    let still = total <= vec4<f32>(0.0) | held <= vec4<f32>(0.0);
+    return select(advected * per_class(c.widths, kind), flow, still);
 }
 
-// pipes.rs accelerate: the flux (m³/s) the pipe carries this step, from what it kept.
-fn accelerate(c: StepConstants, p: u32, owner: vec2<i32>, kept: f32, bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32, up: Upstream) -> f32 {
-    let width = pipe_width(c, p, owner);
-    let depth = carried_depth(c, bed_a, depth_a, bed_b, depth_b);
-    if depth <= 0.0 {
-        return 0.0;
-    }
-    let drive = c.dt * c.gravity * width / pipe_length(c, p) * surface_drive(bed_a, depth_a, bed_b, depth_b);
+// pipes.rs Accelerated, for four pipes.
+struct Accelerated {
+    stored: vec4<f32>,
+    flux: vec4<f32>,
+}
+
+// pipes.rs accelerate_carried for the four pipes of a cell (bed `bed_a` m, `depth_a` quanta) of
+// classes `kind`, which kept `kept` and lead to cells of beds `bed_b` and depths `depth_b`,
+// carrying over `depth` m (carried_depth; 0 for a pipe that does not exist).
+fn accelerate(c: StepConstants, kind: vec4<u32>, kept: vec4<f32>, bed_a: f32, depth_a: i32, bed_b: vec4<f32>, depth_b: vec4<i32>, depth: vec4<f32>, up: Upstream) -> Accelerated {
+    let dry = depth <= vec4<f32>(0.0);
+    let drive = per_class(c.conductance, kind) * surface_drive(bed_a, depth_a, bed_b, depth_b);
+    var result: Accelerated;
     if keeps_flux(c) {
-        return film_drag(c, kept * c.flux_decay + drive * depth, depth);
+        let flux = select(film_drag(c, kept * c.flux_decay + drive * depth, depth), vec4<f32>(0.0), dry);
+        result.stored = flux;
+        result.flux = flux;
+        return result;
     }
     var flow = kept;
-    if c.advection != 0u {
-        flow = advect(c, flow, width, f32(depth_a) * DEPTH_QUANTUM, f32(depth_b) * DEPTH_QUANTUM, up);
+    if advects(c) {
+        flow = advect(c, flow, kind, f32(depth_a) * DEPTH_QUANTUM, vec4<f32>(depth_b) * DEPTH_QUANTUM, up);
     }
     flow = flow * c.flux_decay + drive;
-    if c.depth_dependent != 0u {
+    if depth_dependent(c) {
         flow = film_drag(c, flow, depth);
     }
-    return flow * depth;
-}
-
-// pipes.rs kept_flow.
-fn kept_flow(c: StepConstants, flux: f32, k_drainer: f32, carried: f32) -> f32 {
-    let scale = flux_per_stored(c, carried);
-    if scale > 0.0 {
-        return flux * k_drainer / scale;
-    }
-    return 0.0;
+    result.stored = select(flow, vec4<f32>(0.0), dry);
+    result.flux = select(flow * depth, vec4<f32>(0.0), dry);
+    return result;
 }
 
 // pipes.rs discharge: discharge per metre at a cell from the fluxes leaving it towards
@@ -315,6 +360,9 @@ fn level_edge_flux(c: StepConstants, p: vec2<i32>, bed: f32, depth: i32) -> f32 
 
 // pipes.rs edge_outflow: open edges and outflow into fixed levels, m³/s.
 fn edge_outflow(c: StepConstants, p: vec2<i32>, bed: f32, depth: i32) -> f32 {
+    if !has_edge_exchange(c) {
+        return 0.0;
+    }
     var out = 0.0;
     let open = open_edge_count(c, p);
     if open > 0u {
@@ -334,7 +382,7 @@ fn level_edge_inflow_quanta(c: StepConstants, p: vec2<i32>, bed: f32, depth: i32
 
 // Whether any edge is a fixed level (so edge cells may receive water through it).
 fn has_level_edge(c: StepConstants) -> bool {
-    return any(c.boundary == vec4<u32>(BOUNDARY_LEVEL));
+    return has_edge_exchange(c) && any(c.boundary == vec4<u32>(BOUNDARY_LEVEL));
 }
 
 // pipes.rs pipe_quanta.
@@ -354,44 +402,74 @@ fn requested_quanta(flux_to_quanta: f32, leaving: array<f32, 8>) -> f32 {
 
 // pipes.rs limit_factor.
 fn limit_factor(depth_quanta: i32, requested: f32) -> f32 {
-    if requested > 0.0 {
-        return min(f32(depth_quanta) * LIMIT_MARGIN / requested, 1.0);
-    }
-    return 1.0;
+    let available = f32(depth_quanta) * LIMIT_MARGIN;
+    return select(min(available / requested, 1.0), 1.0, requested <= available);
 }
 
-// Whole quanta a cell holding `d` gives away with limit factor k: the sum the transfer will
-// subtract. Stops counting once past `d`.
-fn quanta_given(flux_to_quanta: f32, leaving: array<f32, 8>, edge_flux: f32, k: f32, d: i32) -> u32 {
-    var total = u32(pipe_quanta(flux_to_quanta, edge_flux, k));
+// pipes.rs room_factor.
+fn room_factor(depth_quanta: i32, incoming: f32) -> f32 {
+    let room = f32(MAX_DEPTH_QUANTA - depth_quanta) * LIMIT_MARGIN;
+    return select(min(room / incoming, 1.0), 1.0, incoming <= room);
+}
+
+// pipes.rs transfer_limit: `limits` are (outflow, room) factors of the pipe's owner and its
+// neighbour.
+fn transfer_limit(f: f32, owner: vec2<f32>, neighbour: vec2<f32>) -> f32 {
+    return select(min(neighbour.x, owner.y), min(owner.x, neighbour.y), f > 0.0);
+}
+
+// Whole quanta the pipes in `q` (as requested_quanta counts them: q[n] = |max(flow, 0)| ·
+// flux_to_quanta) move with factor k, plus `edge` quanta: what a cell holding or making room for
+// `bound` quanta must not exceed. Stops counting once past it.
+fn whole_quanta(q: array<f32, 8>, edge: f32, k: f32, bound: i32) -> u32 {
+    var total = u32(i32(edge * k));
     for (var n = 0u; n < 8u; n++) {
-        if leaving[n] > 0.0 && total <= u32(d) {
-            total += u32(pipe_quanta(flux_to_quanta, leaving[n], k));
+        if total <= u32(bound) {
+            total += u32(i32(q[n] * k));
         }
     }
     return total;
 }
 
-// Phase 2 for a cell holding `d` quanta (after inflow) over bed `bed` at grid position `cell`, whose pipes carry
-// `leaving[n]` towards NEIGHBOUR_OFFSETS[n]: the limit factor k.
-//
-// LIMIT_MARGIN covers the CPU's correctly rounded division; a GPU may divide less exactly. The
-// whole quanta the transfer will move are checked and k shrunk until they fit, so positivity
-// never rests on the driver's rounding. (The check passes at once unless the division was off.)
-fn cell_limit(c: StepConstants, cell: vec2<i32>, bed: f32, d: i32, leaving: array<f32, 8>) -> f32 {
-    var requested = requested_quanta(c.flux_to_quanta, leaving);
-    let edge_flux = edge_outflow(c, cell, bed, d);
-    if edge_flux > 0.0 {
-        requested += abs(edge_flux * c.flux_to_quanta);
+// A limit factor `k` of pipes.rs (limit_factor or room_factor) for `bound` quanta, made safe for
+// a GPU whose division is not correctly rounded: LIMIT_MARGIN covers the CPU's rounding; here
+// the whole quanta the transfer will move are counted and k shrunk until they fit, so positivity
+// and the depth limit never rest on the driver's division. (The check passes at once unless the
+// division was off; with k = 1 no division ran and it is not needed.)
+fn checked_factor(k: f32, q: array<f32, 8>, edge: f32, bound: i32) -> f32 {
+    if k >= 1.0 {
+        return k;
     }
-    var k = limit_factor(d, requested);
+    var checked = k;
     var tries = 0;
-    while quanta_given(c.flux_to_quanta, leaving, edge_flux, k, d) > u32(d) {
+    while whole_quanta(q, edge, checked, bound) > u32(bound) {
         if tries == 4 {
             return 0.0;
         }
-        k *= LIMIT_MARGIN;
+        checked *= LIMIT_MARGIN;
         tries++;
     }
-    return k;
+    return checked;
+}
+
+// pipes.rs cell_limits for a cell holding `d` quanta (after inflow) at grid position `cell` over
+// bed `bed`, whose pipes carry `leaving[n]` towards NEIGHBOUR_OFFSETS[n]: (outflow, room).
+fn cell_limits(c: StepConstants, cell: vec2<i32>, bed: f32, d: i32, leaving: array<f32, 8>) -> vec2<f32> {
+    var out: array<f32, 8>;
+    var into: array<f32, 8>;
+    for (var n = 0u; n < 8u; n++) {
+        out[n] = abs(max(leaving[n], 0.0) * c.flux_to_quanta);
+        into[n] = abs(max(-leaving[n], 0.0) * c.flux_to_quanta);
+    }
+    var requested = ((out[0] + out[4]) + (out[1] + out[5])) + ((out[2] + out[6]) + (out[3] + out[7]));
+    let incoming = ((into[0] + into[4]) + (into[1] + into[5])) + ((into[2] + into[6]) + (into[3] + into[7]));
+    let edge_flux = edge_outflow(c, cell, bed, d);
+    var edge = 0.0;
+    if edge_flux > 0.0 {
+        edge = abs(edge_flux * c.flux_to_quanta);
+        requested += edge;
+    }
+    let outflow = checked_factor(limit_factor(d, requested), out, edge, d);
+    let room = checked_factor(room_factor(d, incoming), into, 0.0, MAX_DEPTH_QUANTA - d);
+    return vec2<f32>(outflow, room);
 }

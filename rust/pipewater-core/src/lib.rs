@@ -34,7 +34,7 @@ pub use error::{Error, Result};
 pub use grid::Grid;
 pub use ledger::MassLedger;
 pub use params::{Boundary, CrossSection, Edge, NeighbourMode, Params};
-pub use quanta::{DEPTH_QUANTUM, MAX_DEPTH};
+pub use quanta::{DEPTH_QUANTUM, MAX_DEPTH, MAX_DEPTH_QUANTA};
 pub use save::{SAVE_FORMAT_VERSION, SAVE_MAGIC};
 pub use simulation::{BackendPreference, FrameReport, Simulation, SourceId};
 pub use state::{Counters, Snapshot, State};

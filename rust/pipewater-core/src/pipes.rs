@@ -15,16 +15,18 @@
 //!    first takes up the momentum of the water flowing along its line ([`advect`]), then
 //!    `flow ← flow·(1−damping)^dt + dt·g·w/L·(η_owner − η_nbr)`, in depth-dependent mode a thin
 //!    film's viscous drag ([`film_drag`]) slows it, and its flux is `flow·d`;
-//! 2. **limit** ([`limit_factor`]): each cell scales its outflow by
-//!    `k = min(1, available / requested)`, so it can never go below zero;
-//! 3. **transfer** ([`pipe_quanta`]): every pipe moves `floor(|flux|·dt/(A·q)·k_drainer)` whole
-//!    quanta from the cell it drains to the other, and both cells apply that same integer; the
-//!    owner keeps the limited flow ([`kept_flow`]).
+//! 2. **limit** ([`cell_limits`]): each cell scales its outflow by
+//!    `k = min(1, available / requested)`, so it can never go below zero, and its inflow by
+//!    `k_in = min(1, room / incoming)`, so it never holds more than [`MAX_DEPTH_QUANTA`];
+//! 3. **transfer** ([`pipe_quanta`]): every pipe moves `floor(|flux|·dt/(A·q)·k)` whole quanta,
+//!    `k` the smaller of its drainer's outflow factor and its receiver's room factor
+//!    ([`transfer_limit`]), from the cell it drains to the other, and both cells apply that same
+//!    integer; the owner keeps `flow·k` ([`kept_flow`]).
 //!
 //! The GPU shaders in `shaders/` implement these functions operation for operation.
 
 use crate::params::{Boundary, CrossSection, NeighbourMode, Params};
-use crate::quanta::DEPTH_QUANTUM;
+use crate::quanta::{DEPTH_QUANTUM, MAX_DEPTH_QUANTA};
 use bytemuck::{Pod, Zeroable};
 
 /// The four pipes a cell owns.
@@ -63,7 +65,24 @@ pub const BOUNDARY_INFLOW: u32 = 2;
 /// See [`BOUNDARY_WALL`].
 pub const BOUNDARY_LEVEL: u32 = 3;
 
-/// Everything one step needs besides the fields, laid out for a WGSL uniform buffer.
+/// Index of a pipe's class in [`StepConstants::widths`], [`StepConstants::inverse_widths`] and
+/// [`StepConstants::conductance`]: an orthogonal pipe inside the grid, one along one edge of the
+/// grid (widened, see [`pipe_width`]), one along two edges (a grid one cell wide), a diagonal.
+pub const CLASS_ORTHOGONAL: usize = 0;
+/// See [`CLASS_ORTHOGONAL`].
+pub const CLASS_ORTHOGONAL_ONE_EDGE: usize = 1;
+/// See [`CLASS_ORTHOGONAL`].
+pub const CLASS_ORTHOGONAL_TWO_EDGES: usize = 2;
+/// See [`CLASS_ORTHOGONAL`].
+pub const CLASS_DIAGONAL: usize = 3;
+
+/// Everything one step needs besides the fields, laid out for a WGSL uniform buffer
+/// (`shaders/common.wgsl` declares the same struct; a test compares the layouts).
+///
+/// What depends only on the parameters and the step length is computed here once, on the host,
+/// rather than per pipe and step: the pipes' widths, their inverses and their conductances
+/// `dt·g·w/L`, per [pipe class](CLASS_ORTHOGONAL). Every backend reads the same values, so a GPU
+/// whose division is not correctly rounded still agrees with the CPU on them.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
 pub struct StepConstants {
@@ -87,21 +106,24 @@ pub struct StepConstants {
     pub pipe_depth: f32,
     /// `dt / (cell_area · DEPTH_QUANTUM)`: converts a flux in m³/s into quanta per step.
     pub flux_to_quanta: f32,
-    /// Width of an orthogonal pipe, m.
-    pub width_orth: f32,
-    /// Width of a diagonal pipe, m (0 in four-neighbour mode).
-    pub width_diag: f32,
+    /// `dt · 3ν` (m²): the thin film's drag per step ([`film_drag`]).
+    pub film: f32,
+    /// 1 when the step advects momentum ([`advect`]: depth-dependent mode with
+    /// [`Params::momentum_advection`]), else 0.
+    pub advection: u32,
     /// Boundary code of each edge (North, East, South, West).
     pub boundary: [u32; 4],
     /// Quanta added to each cell of each inflow edge per step.
     pub inflow_quanta: [i32; 4],
     /// Surface held beyond each fixed-level edge, local m (0 for other edges).
     pub boundary_level: [f32; 4],
-    /// 1 when the step advects momentum ([`advect`]: depth-dependent mode with
-    /// [`Params::momentum_advection`]), else 0.
-    pub advection: u32,
-    /// Padding to the uniform layout's 16-byte multiple.
-    pub _pad: [u32; 3],
+    /// Width of a pipe of each [class](CLASS_ORTHOGONAL), m (diagonals 0 with four neighbours).
+    pub widths: [f32; 4],
+    /// `1 / width` of each class, 1/m (0 where the width is 0).
+    pub inverse_widths: [f32; 4],
+    /// `dt · g · width / length` of each class, m²/s per metre of surface difference: what one
+    /// step adds to a pipe's flow per metre of [`surface_drive`].
+    pub conductance: [f32; 4],
 }
 
 impl StepConstants {
@@ -116,10 +138,22 @@ impl StepConstants {
             Boundary::Level { .. } => BOUNDARY_LEVEL,
         });
         let boundary_level = params.boundaries.map(|b| if let Boundary::Level { level } = b { level } else { 0.0 });
+        let eight = params.neighbours == NeighbourMode::Eight;
+        // With eight neighbours an orthogonal pipe along an edge of the grid is widened by dx/6
+        // per edge it runs along (see `pipe_width`).
+        let edge_share = if eight { cell_size / 6.0 } else { 0.0 };
+        let one_edge = width_orth + edge_share;
+        let widths = [width_orth, one_edge, one_edge + edge_share, width_diag];
+        let lengths = [cell_size, cell_size, cell_size, cell_size * std::f32::consts::SQRT_2];
+        let inverse_widths = widths.map(|w| if w > 0.0 { 1.0 / w } else { 0.0 });
+        let mut conductance = [0.0f32; 4];
+        for k in 0..4 {
+            conductance[k] = dt * params.gravity * widths[k] / lengths[k];
+        }
         StepConstants {
             width,
             height,
-            eight_neighbours: (params.neighbours == NeighbourMode::Eight) as u32,
+            eight_neighbours: eight as u32,
             depth_dependent: (params.cross_section == CrossSection::DepthDependent) as u32,
             dt,
             gravity: params.gravity,
@@ -127,13 +161,14 @@ impl StepConstants {
             flux_decay: params.flux_decay(dt),
             pipe_depth: params.pipe_depth,
             flux_to_quanta: (dt as f64 / (cell_size as f64 * cell_size as f64 * DEPTH_QUANTUM as f64)) as f32,
-            width_orth,
-            width_diag,
+            film: dt * (3.0 * FILM_VISCOSITY),
+            advection: params.advects() as u32,
             boundary,
             inflow_quanta,
             boundary_level,
-            advection: params.advects() as u32,
-            _pad: [0; 3],
+            widths,
+            inverse_widths,
+            conductance,
         }
     }
 
@@ -151,13 +186,41 @@ impl StepConstants {
         let ny = y as i64 + dy as i64;
         nx >= 0 && ny >= 0 && nx < self.width as i64 && ny < self.height as i64
     }
+
+    /// Whether any edge is something other than a wall (open, inflow or a fixed level): only then
+    /// does a cell's water depend on which edges it lies on.
+    #[inline]
+    pub fn has_edge_exchange(&self) -> bool {
+        self.boundary.iter().any(|&b| b != BOUNDARY_WALL)
+    }
+}
+
+/// The larger of two numbers that are never NaN (the model's are not), as one comparison, as a
+/// GPU's `max` computes it: `f32::max` spends instructions on NaN rules the step never needs.
+#[inline(always)]
+pub fn larger(a: f32, b: f32) -> f32 {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+/// The smaller of two numbers that are never NaN; see [`larger`].
+#[inline(always)]
+pub fn smaller(a: f32, b: f32) -> f32 {
+    if a < b {
+        a
+    } else {
+        b
+    }
 }
 
 /// Depth of water over the face between two cells: the higher surface above the higher bed.
 /// Water below a ridge cannot cross it, and still water over uneven ground gives no flux.
 #[inline]
 pub fn face_depth(surface_a: f32, bed_a: f32, surface_b: f32, bed_b: f32) -> f32 {
-    (surface_a.max(surface_b) - bed_a.max(bed_b)).max(0.0)
+    larger(larger(surface_a, surface_b) - larger(bed_a, bed_b), 0.0)
 }
 
 /// Surface difference `η_a − η_b` (m) that drives a pipe, from beds (m) and depths (quanta).
@@ -168,31 +231,31 @@ pub fn face_depth(surface_a: f32, bed_a: f32, surface_b: f32, bed_b: f32) -> f32
 #[inline]
 pub fn surface_drive(bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32) -> f32 {
     let difference = (bed_a - bed_b) + (depth_a - depth_b) as f32 * DEPTH_QUANTUM;
-    difference - difference.clamp(-DEPTH_QUANTUM, DEPTH_QUANTUM)
+    difference - smaller(larger(difference, -DEPTH_QUANTUM), DEPTH_QUANTUM)
 }
 
-/// Width of owned pipe `p` of cell `(x, y)`, m.
+/// The [class](CLASS_ORTHOGONAL) of owned pipe `p` of cell `(x, y)`.
 ///
 /// With eight neighbours, flow along an edge of the grid would see too little conductance: the
 /// total across any line, `w_orth + √2·w_diag = dx` per row, counts half of the diagonals on each
 /// side of a row, and an edge row has none beyond the edge. Its orthogonal pipes along the edge
 /// are widened by the missing share, `dx/6` per edge, which restores the total exactly.
 #[inline]
-pub fn pipe_width(c: &StepConstants, p: usize, x: u32, y: u32) -> f32 {
+pub fn pipe_class(c: &StepConstants, p: usize, x: u32, y: u32) -> usize {
     if is_diagonal(p) {
-        return c.width_diag;
+        return CLASS_DIAGONAL;
     }
-    let mut width = c.width_orth;
-    if c.eight_neighbours != 0 {
-        let (low, high) = if p == Pipe::East as usize { (y == 0, y + 1 == c.height) } else { (x == 0, x + 1 == c.width) };
-        if low {
-            width += c.cell_size / 6.0;
-        }
-        if high {
-            width += c.cell_size / 6.0;
-        }
+    if c.eight_neighbours == 0 {
+        return CLASS_ORTHOGONAL;
     }
-    width
+    let (low, high) = if p == Pipe::East as usize { (y == 0, y + 1 == c.height) } else { (x == 0, x + 1 == c.width) };
+    low as usize + high as usize
+}
+
+/// Width of owned pipe `p` of cell `(x, y)`, m ([`pipe_class`]).
+#[inline]
+pub fn pipe_width(c: &StepConstants, p: usize, x: u32, y: u32) -> f32 {
+    c.widths[pipe_class(c, p, x, y)]
 }
 
 /// Unit vector along owned pipe `p`, grid x and y.
@@ -213,27 +276,31 @@ pub fn pipe_length(c: &StepConstants, p: usize) -> f32 {
 pub const FILM_VISCOSITY: f32 = 1.0e-6;
 
 /// Phase 1, thin water (depth-dependent mode): the viscous drag of a laminar film,
-/// `∂u/∂t = −3ν·u/h²`, taken implicitly: `flow / (1 + dt·3ν/h²)` for face depth `h` m, and no
-/// flow at all through a dry face. Its time scale `h²/(3ν)` is 0.3 s at 1 mm, 3 ms at 0.1 mm
-/// and 30 s at 1 cm: velocities in water thinner than about a millimetre fade to zero instead
-/// of carrying a large flux through a film, while deeper water is left as it is.
+/// `∂u/∂t = −3ν·u/h²`, taken implicitly: `flow · h²/(h² + dt·3ν)` for face depth `h` m
+/// (`dt·3ν` is [`StepConstants::film`]), and no flow at all through a dry face. Its time scale
+/// `h²/(3ν)` is 0.3 s at 1 mm, 3 ms at 0.1 mm and 30 s at 1 cm: velocities in water thinner than
+/// about a millimetre fade to zero instead of carrying a large flux through a film, while deeper
+/// water is left as it is.
 #[inline]
 pub fn film_drag(c: &StepConstants, flow: f32, depth: f32) -> f32 {
     if depth <= 0.0 {
         return 0.0;
     }
-    flow / (1.0 + c.dt * (3.0 * FILM_VISCOSITY) / (depth * depth))
+    let squared = depth * depth;
+    flow * (squared / (squared + c.film))
 }
 
 /// What momentum advection ([`advect`]) needs to know about the water upstream of a pipe.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Upstream {
-    /// Discharge per metre (m²/s, grid x and y) at the centre of the cell the pipe draws from
-    /// (the owner for positive flow, the neighbour for negative): [`discharge`] of its pipes.
-    pub discharge: [f32; 2],
-    /// Velocity (m/s, along the pipe) of the two pipes of the same direction displaced from this
-    /// one by `−offset` for the two offsets of [`upstream_split`] of `discharge`; where such a
-    /// pipe would reach beyond the grid's edge, this pipe's own velocity (a free-slip edge).
+    /// The parts (m²/s, [`upstream_split`]) of the discharge per metre at the centre of the cell
+    /// the pipe draws from (the owner for positive flow, the neighbour for negative; [`discharge`]
+    /// of its pipes) along the two grid offsets around its direction.
+    pub parts: [f32; 2],
+    /// Velocity (m/s, along the pipe: flow times [`StepConstants::inverse_widths`]) of the two
+    /// pipes of the same direction displaced from this one by `−offset` for those two offsets;
+    /// where such a pipe would reach beyond the grid's edge, this pipe's own velocity (a
+    /// free-slip edge).
     pub velocity: [f32; 2],
 }
 
@@ -254,9 +321,9 @@ pub fn upstream_split(c: &StepConstants, q: [f32; 2]) -> ([(i32, i32); 2], [f32;
     }
 }
 
-/// Phase 1, momentum advection: the flow `flow` (m²/s) of pipe `p` (width `width` m, between
-/// cells `depth_a` and `depth_b` m deep) takes up the momentum that the water upstream of it
-/// carries in ([`Upstream`]).
+/// Phase 1, momentum advection: the flow `flow` (m²/s) of a pipe of class `class`
+/// ([`pipe_class`]) between cells `depth_a` and `depth_b` m deep takes up the momentum that the
+/// water upstream of it carries in ([`Upstream`]).
 ///
 /// This is Stelling and Duinmeijer's (2003) momentum-conserving upwind form of
 /// `∂u/∂t + (u·∇)u = 0`, written for the velocity `u_p` along each pipe: with `q` the discharge
@@ -271,18 +338,18 @@ pub fn upstream_split(c: &StepConstants, q: [f32; 2]) -> ([(i32, i32); 2], [f32;
 /// pipe, axial or diagonal, see the flow's true upstream, so a flow along an axis advects its
 /// diagonal pipes at the same rate as its axial ones.
 #[inline]
-pub fn advect(c: &StepConstants, flow: f32, width: f32, depth_a: f32, depth_b: f32, upstream: Upstream) -> f32 {
-    let (_, parts) = upstream_split(c, upstream.discharge);
+pub fn advect(c: &StepConstants, flow: f32, class: usize, depth_a: f32, depth_b: f32, upstream: Upstream) -> f32 {
+    let parts = upstream.parts;
     let held = 0.5 * (depth_a + depth_b) * c.cell_size;
     let weights = parts.map(|q| c.dt * q);
     let total = weights[0] + weights[1];
     if total <= 0.0 || held <= 0.0 {
         return flow;
     }
-    let scale = if total > held { 1.0 / total } else { 1.0 / held };
-    let velocity = flow / width;
+    let scale = 1.0 / larger(total, held);
+    let velocity = flow * c.inverse_widths[class];
     let advected = velocity + scale * (weights[0] * (upstream.velocity[0] - velocity) + weights[1] * (upstream.velocity[1] - velocity));
-    advected * width
+    advected * c.widths[class]
 }
 
 /// Depth (m) of the cross-section that carries a pipe's flow: the face depth ([`face_depth`]) in
@@ -329,53 +396,72 @@ pub fn keeps_flux(c: &StepConstants) -> bool {
     c.depth_dependent != 0 && c.advection == 0
 }
 
-/// Phase 1: the flux (m³/s, positive from `a` to its neighbour `b`) that owned pipe `p` of cell
-/// `a = (x, y)` carries this step, from what it kept from the last ([`crate::State::flow`]), the
-/// beds (m) and depths (quanta) of both cells, and the water upstream of it ([`advect`]; used
-/// only when the step advects). With `d` the [`carried_depth`], `w` the width
-/// and `L` the length of the pipe, `flow ← flow·(1−damping)^dt + dt·g·w/L·(η_a − η_b)` and the
-/// flux is `flow·d`; without advection the flux itself gains `dt·g·w·d/L·(η_a − η_b)`. A dry
-/// face carries nothing.
-#[inline]
-#[allow(clippy::too_many_arguments)]
-pub fn accelerate(c: &StepConstants, p: usize, x: u32, y: u32, kept: f32, bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32, upstream: Upstream) -> f32 {
-    let carried = carried_depth(c, bed_a, depth_a, bed_b, depth_b);
-    accelerate_carried(c, p, x, y, kept, bed_a, depth_a, bed_b, depth_b, carried, upstream)
+/// What phase 1 makes of one pipe: the value it will keep ([`crate::State::flow`]'s meaning)
+/// before the limit, and the flux it carries this step.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Accelerated {
+    /// The pipe's new stored value before the limit: its flow (m²/s), or its flux (m³/s) where
+    /// pipes keep their flux ([`keeps_flux`]). The pipe keeps `stored · k` ([`kept_flow`]).
+    pub stored: f32,
+    /// Flux this step, m³/s, positive from the owner to its neighbour: `stored` times the
+    /// [`carried_depth`] (or `stored` itself where pipes keep their flux).
+    pub flux: f32,
 }
 
-/// [`accelerate`] for a pipe whose [`carried_depth`] `carried` is already known.
+/// Phase 1: what owned pipe `p` of cell `a = (x, y)` carries this step ([`Accelerated`]), from
+/// what it kept from the last ([`crate::State::flow`]), the beds (m) and depths (quanta) of both
+/// cells, and the water upstream of it ([`advect`]; used only when the step advects). With `d`
+/// the [`carried_depth`], `w` the width and `L` the length of the pipe,
+/// `flow ← flow·(1−damping)^dt + dt·g·w/L·(η_a − η_b)` and the flux is `flow·d`; without
+/// advection the flux itself gains `dt·g·w·d/L·(η_a − η_b)`. A dry face carries nothing.
 #[inline]
 #[allow(clippy::too_many_arguments)]
-pub fn accelerate_carried(c: &StepConstants, p: usize, x: u32, y: u32, kept: f32, bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32, carried: f32, upstream: Upstream) -> f32 {
-    let width = pipe_width(c, p, x, y);
+pub fn accelerate(c: &StepConstants, p: usize, x: u32, y: u32, kept: f32, bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32, upstream: Upstream) -> Accelerated {
+    let carried = carried_depth(c, bed_a, depth_a, bed_b, depth_b);
+    accelerate_carried(c, pipe_class(c, p, x, y), kept, bed_a, depth_a, bed_b, depth_b, carried, upstream)
+}
+
+/// [`accelerate`] for a pipe of class `class` ([`pipe_class`]) whose [`carried_depth`]
+/// `carried` is already known.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn accelerate_carried(c: &StepConstants, class: usize, kept: f32, bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32, carried: f32, upstream: Upstream) -> Accelerated {
     let depth = carried;
     if depth <= 0.0 {
-        return 0.0;
+        return Accelerated::default();
     }
-    let drive = c.dt * c.gravity * width / pipe_length(c, p) * surface_drive(bed_a, depth_a, bed_b, depth_b);
+    let drive = c.conductance[class] * surface_drive(bed_a, depth_a, bed_b, depth_b);
     if keeps_flux(c) {
-        return film_drag(c, kept * c.flux_decay + drive * depth, depth);
+        let flux = film_drag(c, kept * c.flux_decay + drive * depth, depth);
+        return Accelerated { stored: flux, flux };
     }
     let mut flow = kept;
     if c.advection != 0 {
-        flow = advect(c, flow, width, depth_a as f32 * DEPTH_QUANTUM, depth_b as f32 * DEPTH_QUANTUM, upstream);
+        flow = advect(c, flow, class, depth_a as f32 * DEPTH_QUANTUM, depth_b as f32 * DEPTH_QUANTUM, upstream);
     }
     flow = flow * c.flux_decay + drive;
     if c.depth_dependent != 0 {
         flow = film_drag(c, flow, depth);
     }
-    flow * depth
+    Accelerated { stored: flow, flux: flow * depth }
 }
 
-/// Phase 3: what a pipe keeps for the next step ([`crate::State::flow`]) after carrying `flux`
-/// (m³/s) over a cross-section `carried` m deep ([`carried_depth`]), limited by `k_drainer`.
-/// Keeping the flow (the velocity) rather than the flux lets a pipe whose cells fill or drain
-/// keep its speed.
+/// Phase 3: what a pipe keeps for the next step ([`crate::State::flow`]) from its
+/// [`Accelerated::stored`] value, limited by `k` ([`transfer_limit`]). Keeping the flow (the
+/// velocity) rather than the flux lets a pipe whose cells fill or drain keep its speed.
 #[inline]
-pub fn kept_flow(c: &StepConstants, flux: f32, k_drainer: f32, carried: f32) -> f32 {
+pub fn kept_flow(stored: f32, k: f32) -> f32 {
+    stored * k
+}
+
+/// The stored value ([`crate::State::flow`]) of a pipe that carries `flux` m³/s over a
+/// cross-section `carried` m deep ([`carried_depth`]): the inverse of [`flux_per_stored`], for
+/// setting and converting pipes; 0 over a dry face.
+#[inline]
+pub fn stored_for_flux(c: &StepConstants, flux: f32, carried: f32) -> f32 {
     let scale = flux_per_stored(c, carried);
     if scale > 0.0 {
-        flux * k_drainer / scale
+        flux / scale
     } else {
         0.0
     }
@@ -416,20 +502,78 @@ pub fn open_edge_outflow(c: &StepConstants, depth: f32) -> f32 {
 /// gives the exactly rotated or mirrored answer.
 #[inline]
 pub fn requested_quanta(flux_to_quanta: f32, leaving: &[f32; 8]) -> f32 {
-    let q = |i: usize| (leaving[i].max(0.0) * flux_to_quanta).abs();
+    let q = |i: usize| (larger(leaving[i], 0.0) * flux_to_quanta).abs();
     // NEIGHBOUR_OFFSETS order: E, S, SE, SW, W, N, NW, NE.
     ((q(0) + q(4)) + (q(1) + q(5))) + ((q(2) + q(6)) + (q(3) + q(7)))
 }
 
 /// Phase 2: the factor `k ∈ [0, 1]` that scales every outflow of a cell holding `depth_quanta`
-/// whose outflows request `requested` quanta this step.
+/// whose outflows request `requested` quanta this step. A cell that holds what it is asked for
+/// gives it all (`k = 1`, no division); otherwise it gives what it holds, less
+/// [`LIMIT_MARGIN`].
 #[inline]
 pub fn limit_factor(depth_quanta: i32, requested: f32) -> f32 {
-    if requested > 0.0 {
-        (depth_quanta as f32 * LIMIT_MARGIN / requested).min(1.0)
-    } else {
+    let available = depth_quanta as f32 * LIMIT_MARGIN;
+    if requested <= available {
         1.0
+    } else {
+        smaller(available / requested, 1.0)
     }
+}
+
+/// Phase 2: the factor `k_in ∈ [0, 1]` that scales every inflow of a cell holding
+/// `depth_quanta` into which `incoming` quanta are requested this step, so that it never holds
+/// more than [`MAX_DEPTH_QUANTA`]: the water that does not fit stays where it came from. Only a
+/// cell within `incoming` quanta of that limit (about 2048 m of water) sees `k_in < 1`.
+#[inline]
+pub fn room_factor(depth_quanta: i32, incoming: f32) -> f32 {
+    let room = (MAX_DEPTH_QUANTA - depth_quanta) as f32 * LIMIT_MARGIN;
+    if incoming <= room {
+        1.0
+    } else {
+        smaller(room / incoming, 1.0)
+    }
+}
+
+/// Phase 3: the factor that limits a pipe carrying `flux` (positive from its owner to the
+/// neighbour) from the limit factors ([`limit_factor`], [`room_factor`]) of both its cells: the
+/// outflow factor of the cell it drains and the room factor of the cell it fills. Both cells of
+/// the pipe call this with the same arguments.
+#[inline]
+pub fn transfer_limit(flux: f32, owner: CellLimits, neighbour: CellLimits) -> f32 {
+    if flux > 0.0 {
+        smaller(owner.outflow, neighbour.room)
+    } else {
+        smaller(neighbour.outflow, owner.room)
+    }
+}
+
+/// The two limit factors of a cell, from phase 2.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CellLimits {
+    /// Scales every outflow ([`limit_factor`]).
+    pub outflow: f32,
+    /// Scales every inflow ([`room_factor`]).
+    pub room: f32,
+}
+
+impl Default for CellLimits {
+    fn default() -> Self {
+        CellLimits { outflow: 1.0, room: 1.0 }
+    }
+}
+
+/// Phase 2 for a cell holding `depth_quanta` (after inflow) whose pipes carry `leaving[i]`
+/// towards [`NEIGHBOUR_OFFSETS`]`[i]` (m³/s) and which loses `edge_flux` m³/s through the grid's
+/// edges ([`edge_outflow`]).
+#[inline]
+pub fn cell_limits(flux_to_quanta: f32, depth_quanta: i32, leaving: &[f32; 8], edge_flux: f32) -> CellLimits {
+    let mut requested = requested_quanta(flux_to_quanta, leaving);
+    if edge_flux > 0.0 {
+        requested += (edge_flux * flux_to_quanta).abs();
+    }
+    let entering = leaving.map(|f| -f);
+    CellLimits { outflow: limit_factor(depth_quanta, requested), room: room_factor(depth_quanta, requested_quanta(flux_to_quanta, &entering)) }
 }
 
 /// Phase 3: whole quanta moved through a pipe of flux `flux` this step, signed like the flux,

@@ -3,7 +3,7 @@
 use crate::error::{Error, Result};
 use crate::grid::Grid;
 use crate::params::Params;
-use crate::pipes::{carried_depth, centre_velocity, discharge, face_depth, flux_per_stored, kept_flow, pipe_width, StepConstants, NEIGHBOUR_OFFSETS, PIPE_DIRECTIONS, PIPE_OFFSETS};
+use crate::pipes::{carried_depth, centre_velocity, discharge, face_depth, flux_per_stored, pipe_width, stored_for_flux, StepConstants, NEIGHBOUR_OFFSETS, PIPE_DIRECTIONS, PIPE_OFFSETS};
 use crate::quanta::{depth_to_quanta, quanta_to_depth, MAX_DEPTH};
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -80,7 +80,7 @@ impl State {
                     if depth > 0.0 {
                         // What the pipe keeps, times flux_per_stored, is its flux w·d·u.
                         let flux = pipe_width(&c, p, x, y) * depth * along;
-                        *pipe = flux / flux_per_stored(&c, depth);
+                        *pipe = stored_for_flux(&c, flux, depth);
                     }
                 }
                 self.flow[i] = pipes;
@@ -103,7 +103,7 @@ impl State {
                     let j = g.index(nx as u32, ny as u32);
                     let (ta, da, tb, db) = (self.terrain[i], self.depth[i], self.terrain[j], self.depth[j]);
                     let flux = self.flow[i][p] * flux_per_stored(from, carried_depth(from, ta, da, tb, db));
-                    self.flow[i][p] = kept_flow(to, flux, 1.0, carried_depth(to, ta, da, tb, db));
+                    self.flow[i][p] = stored_for_flux(to, flux, carried_depth(to, ta, da, tb, db));
                 }
             }
         }

@@ -1,13 +1,8 @@
 //! Every WGSL file in `shaders/` parses and validates with naga, as the backend compiles it:
-//! `common.wgsl` on its own, and each pass family with `common.wgsl` in front (and the step
-//! kernels with `upstream.wgsl`, which is part of both and not compiled alone).
+//! `common.wgsl` on its own, and each pass family with `common.wgsl` in front.
 
 use std::path::PathBuf;
 
-/// What the step kernels read upstream of a pipe for advection: compiled in front of each.
-const UPSTREAM: &str = "upstream.wgsl";
-/// The pass families that have `upstream.wgsl` in front.
-const STEP_KERNELS: [&str; 2] = ["step.wgsl", "step_tiled.wgsl"];
 /// The pass family that has `snapshot.wgsl` in front (it reads the flow through `cell_texels`).
 const DETAIL: &str = "detail.wgsl";
 const SNAPSHOT: &str = "snapshot.wgsl";
@@ -29,7 +24,6 @@ fn every_wgsl_file_in_shaders_validates_with_naga() {
         std::fs::read_dir(&dir).expect("shaders/ exists").map(|e| e.expect("entry").path()).filter(|p| p.extension().is_some_and(|e| e == "wgsl")).collect();
     files.sort();
     let common = std::fs::read_to_string(dir.join("common.wgsl")).expect("common.wgsl");
-    let upstream = std::fs::read_to_string(dir.join(UPSTREAM)).expect("upstream.wgsl");
     let snapshot = std::fs::read_to_string(dir.join(SNAPSHOT)).expect("snapshot.wgsl");
     let mut failures = Vec::new();
     for path in &files {
@@ -37,8 +31,6 @@ fn every_wgsl_file_in_shaders_validates_with_naga() {
         let text = std::fs::read_to_string(path).expect("readable");
         let source = match name.as_str() {
             "common.wgsl" => text,
-            UPSTREAM => continue,
-            _ if STEP_KERNELS.contains(&name.as_str()) => format!("{common}\n{upstream}\n{text}"),
             DETAIL => format!("{common}\n{snapshot}\n{text}"),
             _ => format!("{common}\n{text}"),
         };
@@ -59,23 +51,19 @@ fn the_backend_compiles_exactly_the_files_in_shaders() {
     use pipewater_core::backend::gpu::shaders;
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shaders");
     let common = std::fs::read_to_string(dir.join("common.wgsl")).unwrap();
-    let upstream = std::fs::read_to_string(dir.join(UPSTREAM)).unwrap();
     let snapshot = std::fs::read_to_string(dir.join(SNAPSHOT)).unwrap();
     let families = shaders::pass_families();
     for (name, compiled) in &families {
         let on_disk = std::fs::read_to_string(dir.join(name)).unwrap();
-        let expected = if STEP_KERNELS.contains(name) {
-            format!("{common}\n{upstream}\n{on_disk}")
-        } else if *name == DETAIL {
-            format!("{common}\n{snapshot}\n{on_disk}")
-        } else {
-            format!("{common}\n{on_disk}")
-        };
+        let expected = if *name == DETAIL { format!("{common}
+{snapshot}
+{on_disk}") } else { format!("{common}
+{on_disk}") };
         assert_eq!(compiled, &expected, "{name} differs from the compiled source");
         validate(name, compiled).unwrap();
     }
     let on_disk = std::fs::read_dir(&dir).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "wgsl")).count();
-    assert_eq!(on_disk, families.len() + 2, "a WGSL file in shaders/ is not compiled by the backend");
+    assert_eq!(on_disk, families.len() + 1, "a WGSL file in shaders/ is not compiled by the backend");
 }
 
 /// What Rust and `detail.wgsl` must agree on: the uniform layout of `DetailConstants` (member

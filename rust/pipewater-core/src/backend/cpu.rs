@@ -4,7 +4,11 @@
 use super::{check_displacement, check_nudges, displacement_changes, Backend, BackendKind, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
 use crate::detail::{CpuDetail, DetailFrame, DetailLayout, DetailTexels};
 use crate::error::{Error, Result};
-use crate::pipes::{accelerate, accelerate_carried, carried_depth, discharge, fixed_flux_per_stored, flux_per_stored, kept_flow, pipe_width, upstream_split, Upstream, edge_outflow, inflow_for_cell, level_edge_inflow_quanta, limit_factor, nudged_pipe, pipe_quanta, requested_quanta, StepConstants, PIPE_OFFSETS};
+use crate::pipes::{
+    accelerate_carried, carried_depth, cell_limits, discharge, edge_outflow, fixed_flux_per_stored, flux_per_stored, inflow_for_cell, kept_flow,
+    level_edge_inflow_quanta, nudged_pipe, pipe_class, pipe_quanta, pipe_width, transfer_limit, upstream_split, Accelerated, CellLimits, StepConstants, Upstream,
+    CLASS_DIAGONAL, CLASS_ORTHOGONAL, PIPE_OFFSETS,
+};
 use crate::quanta::MAX_DEPTH_QUANTA;
 use crate::state::{check_terrain, Counters, Snapshot, SpareSnapshots, State, MAX_TERRAIN_ABS};
 use rayon::prelude::*;
@@ -24,12 +28,14 @@ pub struct CpuBackend {
     pending_nudges: Vec<PipeNudge>,
     /// Unlimited fluxes after phase 1, read by phases 2 and 3.
     accelerated: Vec<[f32; 4]>,
+    /// What each owned pipe keeps before the limit, from phase 1 ([`Accelerated::stored`]).
+    stored: Vec<[f32; 4]>,
     /// Discharge per metre at each cell's centre before the step (phase 0, with advection).
     discharge: Vec<[f32; 2]>,
     /// Depth carrying each owned pipe's flow this step ([`carried_depth`]), from phase 1.
     carried: Vec<[f32; 4]>,
-    /// Limit factor per cell from phase 2.
-    limit: Vec<f32>,
+    /// Limit factors per cell from phase 2.
+    limits: Vec<CellLimits>,
     /// The constant depth that turned the pipes' stored values into fluxes in the last step,
     /// if it was constant, for the snapshot ([`State::snapshot_reusing`]).
     fixed_flux_per_stored: Option<f32>,
@@ -55,9 +61,10 @@ impl CpuBackend {
             displaced: Vec::new(),
             pending_nudges: Vec::new(),
             accelerated: vec![[0.0; 4]; n],
+            stored: vec![[0.0; 4]; n],
             discharge: vec![[0.0; 2]; n],
             carried: vec![[0.0; 4]; n],
-            limit: vec![1.0; n],
+            limits: vec![CellLimits::default(); n],
             fixed_flux_per_stored: None,
             counters: Counters::default(),
             frames: 0,
@@ -164,22 +171,23 @@ impl CpuBackend {
         let flow_before: &[[f32; 4]] = flow;
         let offsets = pipe_index_offsets(w);
 
-
         // Phase 0 (advection): the depth that carries each owned pipe this step, its flux before
         // the step (held in `accelerated` until phase 1 replaces it), and the discharge at every
         // cell's centre, which advection carries upstream. Pipes that lead off the grid (or
         // diagonals in four-neighbour mode) carry nothing. Without advection phase 1 finds each
-        // carried depth itself and phase 3 does not need it (pipes keep their flux, or carry
-        // their flow over the constant classic depth).
+        // carried depth itself.
         let advects = c.advection != 0;
+        // Only open, inflow and fixed-level edges move water across the grid's edge.
+        let exchange = c.has_edge_exchange();
         if advects {
             self.carried.par_chunks_mut(w).zip(self.accelerated.par_chunks_mut(w)).enumerate().for_each(|(y, (carried_row, flux_row))| {
                 for (x, (carried, flux)) in carried_row.iter_mut().zip(flux_row.iter_mut()).enumerate() {
                     let i = y * w + x;
                     *carried = [0.0; 4];
                     *flux = [0.0; 4];
+                    let interior = x >= 1 && y + 1 < h && x + 1 < w;
                     for p in 0..4 {
-                        if pipe_exists(eight, w, h, x, y, p) {
+                        if if interior { c.pipe_active(p) } else { pipe_exists(eight, w, h, x, y, p) } {
                             let j = (i as isize + offsets[p]) as usize;
                             carried[p] = carried_depth(c, terrain[i], depth_before[i], terrain[j], depth_before[j]);
                             flux[p] = flow_before[i][p] * flux_per_stored(c, carried[p]);
@@ -196,48 +204,53 @@ impl CpuBackend {
         }
 
         // Phase 1: accelerate every owned pipe from the surface difference across it (with
-        // advection, from the water upstream of it too).
+        // advection, from the water upstream of it too): its flux this step, and what it will
+        // keep before the limit.
         let old = OldFields { c, flow: flow_before, discharge: &self.discharge };
         let carried = &self.carried;
-        self.accelerated.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
-            for (x, pipes) in row.iter_mut().enumerate() {
+        self.accelerated.par_chunks_mut(w).zip(self.stored.par_chunks_mut(w)).enumerate().for_each(|(y, (flux_row, stored_row))| {
+            for (x, (fluxes, stored)) in flux_row.iter_mut().zip(stored_row.iter_mut()).enumerate() {
                 let i = y * w + x;
                 let (x32, y32) = (x as u32, y as u32);
-                let mut new = [0.0f32; 4];
+                // Two cells or more from every edge, every pipe exists, has its inner class, and
+                // every pipe advection reads upstream lies on the grid.
+                let interior = x >= 2 && y >= 2 && x + 2 < w && y + 2 < h;
+                let mut new = [Accelerated::default(); 4];
                 for (p, pipe) in new.iter_mut().enumerate() {
-                    if pipe_exists(eight, w, h, x, y, p) {
+                    let exists = if interior { c.pipe_active(p) } else { pipe_exists(eight, w, h, x, y, p) };
+                    if exists {
                         let j = (i as isize + offsets[p]) as usize;
                         let f = flow_before[i][p];
                         let (bed_a, depth_a, bed_b, depth_b) = (terrain[i], depth_before[i], terrain[j], depth_before[j]);
+                        let class = if interior { INTERIOR_CLASSES[p] } else { pipe_class(c, p, x32, y32) };
                         *pipe = if advects {
-                            accelerate_carried(c, p, x32, y32, f, bed_a, depth_a, bed_b, depth_b, carried[i][p], old.upstream(p, x32, y32, f))
+                            let upstream = if interior { old.upstream_interior(p, i, f, class) } else { old.upstream(p, x32, y32, f) };
+                            accelerate_carried(c, class, f, bed_a, depth_a, bed_b, depth_b, carried[i][p], upstream)
                         } else {
-                            accelerate(c, p, x32, y32, f, bed_a, depth_a, bed_b, depth_b, Upstream::default())
+                            accelerate_carried(c, class, f, bed_a, depth_a, bed_b, depth_b, carried_depth(c, bed_a, depth_a, bed_b, depth_b), Upstream::default())
                         };
                     }
                 }
-                *pipes = new;
+                *fluxes = new.map(|a| a.flux);
+                *stored = new.map(|a| a.stored);
             }
         });
 
-        // Phase 2: limit factor of each cell from everything that wants to leave it.
+        // Phase 2: the limit factors of each cell from everything that wants to leave or enter it.
         let accelerated = &self.accelerated;
-        self.limit.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
-            for (x, k) in row.iter_mut().enumerate() {
+        self.limits.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
+            for (x, limits) in row.iter_mut().enumerate() {
                 let i = y * w + x;
                 let leaving = leaving_fluxes(accelerated, w, x, y, i);
-                let mut requested = requested_quanta(c.flux_to_quanta, &leaving);
-                let edge = edge_outflow(c, x as u32, y as u32, terrain[i], depth_before[i]);
-                if edge > 0.0 {
-                    requested += (edge * c.flux_to_quanta).abs();
-                }
-                *k = limit_factor(depth_before[i], requested);
+                let edge = if exchange { edge_outflow(c, x as u32, y as u32, terrain[i], depth_before[i]) } else { 0.0 };
+                *limits = cell_limits(c.flux_to_quanta, depth_before[i], &leaving, edge);
             }
         });
 
         // Phase 3: move whole quanta; both ends of a pipe compute the same integer from the same
-        // flux and the limit factor of the cell it drains. Owned pipes keep their limited flux.
-        let limit = &self.limit;
+        // flux and limit factors. Owned pipes keep their limited flow.
+        let limits = &self.limits;
+        let stored = &self.stored;
         let outflow = AtomicU64::new(0);
         let level_inflow = AtomicU64::new(0);
         depth.par_chunks_mut(w).zip(flow.par_chunks_mut(w)).enumerate().for_each(|(y, (depth_row, flow_row))| {
@@ -251,30 +264,32 @@ impl CpuBackend {
                     let f = accelerated[i][p];
                     if f != 0.0 {
                         let j = (i as isize + offsets[p]) as usize;
-                        let k = if f > 0.0 { limit[i] } else { limit[j] };
+                        let k = transfer_limit(f, limits[i], limits[j]);
                         net -= pipe_quanta(c.flux_to_quanta, f, k) as i64;
-                        kept[p] = kept_flow(c, f, k, if advects { carried[i][p] } else { c.pipe_depth });
+                        kept[p] = kept_flow(stored[i][p], k);
                     }
                     // The same pipe owned by the cell at i − offset, pointing here.
                     if let Some(owner) = pipe_owner_towards(w, h, x, y, p) {
                         let f = accelerated[owner][p];
                         if f != 0.0 {
-                            let k = if f > 0.0 { limit[owner] } else { limit[i] };
+                            let k = transfer_limit(f, limits[owner], limits[i]);
                             net += pipe_quanta(c.flux_to_quanta, f, k) as i64;
                         }
                     }
                 }
                 let (bed, d) = (terrain[i], depth_row[x]);
-                let edge = edge_outflow(c, x as u32, y as u32, bed, d);
-                if edge > 0.0 {
-                    let gone = pipe_quanta(c.flux_to_quanta, edge, limit[i]) as i64;
-                    net -= gone;
-                    left += gone as u64;
+                if exchange {
+                    let edge = edge_outflow(c, x as u32, y as u32, bed, d);
+                    if edge > 0.0 {
+                        let gone = pipe_quanta(c.flux_to_quanta, edge, limits[i].outflow) as i64;
+                        net -= gone;
+                        left += gone as u64;
+                    }
                 }
                 let new = d as i64 + net;
-                debug_assert!(new >= 0, "cell {x},{y} went negative: {new}");
+                debug_assert!((0..=MAX_DEPTH_QUANTA as i64).contains(&new), "cell {x},{y} left its range: {new}");
                 // Water from a fixed level beyond the edge, up to the deepest a cell holds.
-                let came = level_edge_inflow_quanta(c, x as u32, y as u32, bed, d) as i64;
+                let came = if exchange { level_edge_inflow_quanta(c, x as u32, y as u32, bed, d) as i64 } else { 0 };
                 let new_with_inflow = (new + came).min(MAX_DEPTH_QUANTA as i64);
                 entered += (new_with_inflow - new) as u64;
                 depth_row[x] = new_with_inflow as i32;
@@ -309,12 +324,33 @@ impl OldFields<'_> {
         let (ox, oy) = PIPE_OFFSETS[p];
         let (ux, uy) = if flow > 0.0 { (x, y) } else { ((x as i64 + ox as i64) as u32, (y as i64 + oy as i64) as u32) };
         let q = self.discharge[uy as usize * w + ux as usize];
-        let (offsets, _) = upstream_split(c, q);
-        let own = flow / pipe_width(c, p, x, y);
+        let (offsets, parts) = upstream_split(c, q);
+        let own = flow * c.inverse_widths[pipe_class(c, p, x, y)];
         let velocity = offsets.map(|(dx, dy)| displaced_velocity(c, self.flow, p, x, y, dx, dy, own));
-        Upstream { discharge: q, velocity }
+        Upstream { parts, velocity }
+    }
+
+    /// [`Self::upstream`] for owned pipe `p` (class `class`) of cell `i`, two or more cells from
+    /// every edge of the grid: every displaced pipe lies on the grid, with its inner class.
+    #[inline]
+    fn upstream_interior(&self, p: usize, i: usize, flow: f32, class: usize) -> Upstream {
+        let c = self.c;
+        if flow == 0.0 {
+            return Upstream::default();
+        }
+        let w = c.width as usize;
+        let (ox, oy) = PIPE_OFFSETS[p];
+        let source = if flow > 0.0 { i } else { (i as isize + oy as isize * w as isize + ox as isize) as usize };
+        let q = self.discharge[source];
+        let (offsets, parts) = upstream_split(c, q);
+        let inverse = c.inverse_widths[class];
+        let velocity = offsets.map(|(dx, dy)| self.flow[(i as isize - dy as isize * w as isize - dx as isize) as usize][p] * inverse);
+        Upstream { parts, velocity }
     }
 }
+
+/// The class of each owned pipe of a cell away from the grid's edges ([`pipe_class`]).
+const INTERIOR_CLASSES: [usize; 4] = [CLASS_ORTHOGONAL, CLASS_ORTHOGONAL, CLASS_DIAGONAL, CLASS_DIAGONAL];
 
 /// Velocity (m/s) along pipe `p` of the pipe of the same direction displaced from the one owned
 /// by `(x, y)` by `−(dx, dy)` (its velocity `own`): its flow over its width where it lies on the
@@ -327,7 +363,7 @@ fn displaced_velocity(c: &StepConstants, flow: &[[f32; 4]], p: usize, x: u32, y:
     let inside = |x: i64, y: i64| x >= 0 && y >= 0 && x < c.width as i64 && y < c.height as i64;
     let (sx, sy) = (x as i64 - dx as i64, y as i64 - dy as i64);
     if inside(sx, sy) && inside(sx + ox as i64, sy + oy as i64) {
-        flow[sy as usize * c.width as usize + sx as usize][p] / pipe_width(c, p, sx as u32, sy as u32)
+        flow[sy as usize * c.width as usize + sx as usize][p] * c.inverse_widths[pipe_class(c, p, sx as u32, sy as u32)]
     } else {
         own
     }

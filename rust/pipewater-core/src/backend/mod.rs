@@ -4,6 +4,7 @@
 pub mod cpu;
 #[cfg(feature = "gpu")]
 pub mod gpu;
+pub mod step_kernel;
 
 use crate::detail::{DetailFrame, DetailLayout, DetailTexels};
 use crate::error::{Error, Result};

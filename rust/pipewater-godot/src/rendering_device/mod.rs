@@ -26,7 +26,8 @@ use godot::classes::rendering_device::{DataFormat, ShaderStage, TextureType, Tex
 use godot::classes::{RdShaderSpirv, RdTextureFormat, RdTextureView, RdUniform, RenderingDevice, RenderingServer};
 use godot::prelude::*;
 use parking_lot::Mutex;
-use pipewater_core::backend::gpu::{EDIT_WORKGROUP, SNAPSHOT_WORKGROUP, TILE};
+use pipewater_core::backend::gpu::{EDIT_WORKGROUP, SNAPSHOT_WORKGROUP};
+use pipewater_core::backend::step_kernel::{ColumnKernel, StepMode};
 use pipewater_core::detail::{DetailFrame, DetailLayout};
 use pipewater_core::backend::{Backend, BackendKind, BodyQueue, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
 use pipewater_core::pipes::StepConstants;
@@ -69,6 +70,24 @@ struct Pipeline {
     pipeline: Rid,
 }
 
+impl Pipeline {
+    /// Compiles `program` on `rd`; nothing is left allocated when it fails.
+    fn create(rd: &mut Gd<RenderingDevice>, program: Program) -> Result<Self> {
+        let mut spirv = RdShaderSpirv::new_gd();
+        spirv.set_stage_bytecode(ShaderStage::COMPUTE, &bytes_of(&program.bytes()));
+        let shader = rd.shader_create_from_spirv_ex(&spirv).name(program.entry_point).done();
+        if !shader.is_valid() {
+            return Err(Error::GpuUnavailable(format!("Godot refused the SPIR-V of `{}` (see the errors above)", program.entry_point)));
+        }
+        let pipeline = rd.compute_pipeline_create(shader);
+        if !pipeline.is_valid() {
+            rd.free_rid(shader);
+            return Err(Error::GpuUnavailable(format!("Godot could not create the pipeline of `{}`", program.entry_point)));
+        }
+        Ok(Pipeline { program, shader, pipeline })
+    }
+}
+
 /// A list of edits or tiles on the device: `[count, 0, items…]`, grown by powers of two. The
 /// header is padded to `header_bytes` (16-byte items start 16 bytes in, as WGSL aligns them).
 struct List {
@@ -89,7 +108,13 @@ pub struct RdBackend {
     grid: Grid,
     /// Constants of the last frame (the grid's defaults before the first).
     constants: StepConstants,
+    /// The entry points of [`spirv::ENTRY_POINTS`], then the step specialised for each mode in
+    /// `step_entries`.
     pipelines: Vec<Pipeline>,
+    /// The step kernel's shape on this device.
+    kernel: ColumnKernel,
+    /// Index in `pipelines` of the step for each mode met so far.
+    step_entries: HashMap<StepMode, usize>,
     uniforms: Rid,
     terrain: Rid,
     /// The bed the step reads: terrain plus the displacement of bodies (bodies.wgsl).
@@ -132,14 +157,14 @@ pub struct RdBackend {
     detail: Option<detail::RdDetail>,
 }
 
-const ENTRY_STEP: usize = 0;
-const ENTRY_WATER: usize = 1;
-const ENTRY_TERRAIN: usize = 2;
-const ENTRY_IMAGES: usize = 3;
-const ENTRY_GATHER: usize = 4;
-const ENTRY_REFRESH: usize = 5;
-const ENTRY_DISPLACE: usize = 6;
-const ENTRY_NUDGE: usize = 7;
+// Indices of spirv::ENTRY_POINTS in `pipelines`; step pipelines follow them, one per mode met.
+const ENTRY_WATER: usize = 0;
+const ENTRY_TERRAIN: usize = 1;
+const ENTRY_IMAGES: usize = 2;
+const ENTRY_GATHER: usize = 3;
+const ENTRY_REFRESH: usize = 4;
+const ENTRY_DISPLACE: usize = 5;
+const ENTRY_NUDGE: usize = 6;
 
 impl RdBackend {
     /// Compiles the shaders on Godot's main rendering device and uploads `state`.
@@ -148,23 +173,24 @@ impl RdBackend {
             return Err(Error::GpuUnavailable(why));
         }
         let mut rd = device()?;
+        use godot::classes::rendering_device::Limit;
+        let limit = |rd: &Gd<RenderingDevice>, which: Limit| rd.limit_get(which).min(u32::MAX as u64) as u32;
+        let kernel = ColumnKernel::for_limits(
+            limit(&rd, Limit::MAX_COMPUTE_SHARED_MEMORY_SIZE),
+            limit(&rd, Limit::MAX_COMPUTE_WORKGROUP_INVOCATIONS),
+            limit(&rd, Limit::MAX_COMPUTE_WORKGROUP_SIZE_X),
+        )
+        .ok_or_else(|| Error::GpuUnavailable("the RenderingDevice allows too little workgroup memory for the step".into()))?;
         let programs = spirv::all_programs().map_err(Error::Gpu)?;
         let mut pipelines = Vec::new();
         for program in programs {
-            let mut spirv = RdShaderSpirv::new_gd();
-            spirv.set_stage_bytecode(ShaderStage::COMPUTE, &bytes_of(&program.bytes()));
-            let shader = rd.shader_create_from_spirv_ex(&spirv).name(program.entry_point).done();
-            if !shader.is_valid() {
-                free_all(&mut rd, pipelines.iter().flat_map(|p: &Pipeline| [p.pipeline, p.shader]));
-                return Err(Error::GpuUnavailable(format!("Godot refused the SPIR-V of `{}` (see the errors above)", program.entry_point)));
+            match Pipeline::create(&mut rd, program) {
+                Ok(p) => pipelines.push(p),
+                Err(e) => {
+                    free_all(&mut rd, pipelines.iter().flat_map(|p: &Pipeline| [p.pipeline, p.shader]));
+                    return Err(e);
+                }
             }
-            let pipeline = rd.compute_pipeline_create(shader);
-            if !pipeline.is_valid() {
-                rd.free_rid(shader);
-                free_all(&mut rd, pipelines.iter().flat_map(|p: &Pipeline| [p.pipeline, p.shader]));
-                return Err(Error::GpuUnavailable(format!("Godot could not create the pipeline of `{}`", program.entry_point)));
-            }
-            pipelines.push(Pipeline { program, shader, pipeline });
         }
         let grid = state.grid;
         let n = grid.cell_count();
@@ -211,6 +237,8 @@ impl RdBackend {
             displacement,
             gathered,
             pipelines,
+            kernel,
+            step_entries: HashMap::new(),
             sets: HashMap::new(),
             pending_water: Vec::new(),
             pending_terrain: Vec::new(),
@@ -414,12 +442,13 @@ impl RdBackend {
         let list = rd.compute_list_begin();
         let result = (|| -> Result<()> {
             self.record_edits(&mut rd, list, edits)?;
-            let tiled = [g.width.div_ceil(TILE[0]), g.height.div_ceil(TILE[1])];
+            let step = if substeps > 0 { self.step_entry(&mut rd, StepMode::of(constants))? } else { 0 };
+            let bands = self.kernel.dispatch(g.width, g.height);
             for _ in 0..substeps {
                 if !forcing.is_empty() {
                     self.dispatch(&mut rd, list, ENTRY_WATER, WaterList::Forcing, Self::edit_groups(forcing.len()))?;
                 }
-                self.dispatch(&mut rd, list, ENTRY_STEP, WaterList::User, tiled)?;
+                self.dispatch(&mut rd, list, step, WaterList::User, bands)?;
                 self.current = 1 - self.current;
             }
             let snapshot = [g.width.div_ceil(SNAPSHOT_WORKGROUP), g.height.div_ceil(SNAPSHOT_WORKGROUP)];
@@ -437,6 +466,18 @@ impl RdBackend {
             detail.run(&mut rd, detail::FlowFields { constants: self.uniforms, terrain: self.terrain, depth: self.depth[k], flux: self.flux[k], copy: k })?;
         }
         Ok(())
+    }
+
+    /// The entry (index in `pipelines`) of the step specialised for `mode`, compiled on first use.
+    fn step_entry(&mut self, rd: &mut Gd<RenderingDevice>, mode: StepMode) -> Result<usize> {
+        if let Some(&entry) = self.step_entries.get(&mode) {
+            return Ok(entry);
+        }
+        let program = spirv::step_program(mode, &self.kernel).map_err(Error::Gpu)?;
+        self.pipelines.push(Pipeline::create(rd, program)?);
+        let entry = self.pipelines.len() - 1;
+        self.step_entries.insert(mode, entry);
+        Ok(entry)
     }
 
     /// Reads the header and the gathered tiles of the frame just recorded.

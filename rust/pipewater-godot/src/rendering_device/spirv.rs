@@ -11,6 +11,7 @@ use naga::back::spv;
 use naga::proc::{BoundsCheckPolicies, BoundsCheckPolicy};
 use naga::valid::{Capabilities, ValidationFlags, Validator};
 use pipewater_core::backend::gpu::shaders;
+use pipewater_core::backend::step_kernel::{ColumnKernel, StepMode};
 
 /// The entry point name Godot's drivers pass to the graphics API, whatever the shader calls it.
 pub const GODOT_ENTRY_POINT: &str = "main";
@@ -66,10 +67,9 @@ impl Program {
     }
 }
 
-/// The entry points the RenderingDevice backend runs, with the pass family that holds each and
-/// whether it runs trusted (without bounds checks, as the wgpu backend runs the step kernels).
-pub const ENTRY_POINTS: [(&str, &str, bool); 8] = [
-    ("step_tiled", shaders::STEP_TILED, true),
+/// The entry points the RenderingDevice backend runs besides the step ([`step_program`]), with
+/// the pass family that holds each; they run with naga's bounds checks.
+pub const ENTRY_POINTS: [(&str, &str, bool); 7] = [
     ("apply_water", shaders::EDITS, false),
     ("apply_terrain", shaders::EDITS, false),
     ("images", shaders::SNAPSHOT, false),
@@ -79,11 +79,22 @@ pub const ENTRY_POINTS: [(&str, &str, bool); 8] = [
     ("nudge_pipes", shaders::BODIES, false),
 ];
 
+/// The step kernel (`step_columns.wgsl`) specialised for `mode` with `columns` invocations per
+/// workgroup, as the wgpu backend runs it (trusted: see the SAFETY note of its module).
+pub fn step_program(mode: StepMode, kernel: &ColumnKernel) -> Result<Program, String> {
+    translate_with(shaders::STEP, "step_columns", true, &mode.overrides(kernel))
+}
+
 /// Translates entry point `entry_point` of `family` (a pass family's WGSL, without
-/// `common.wgsl`). `trusted` drops naga's bounds checks and loop counters, as the wgpu backend
-/// does for the step kernels (see its SAFETY note: every index they form is checked against the
-/// grid first).
+/// `common.wgsl`), its overridable constants at their defaults. `trusted` drops naga's bounds
+/// checks and loop counters, as the wgpu backend does for the step kernel (see its SAFETY note:
+/// every index it forms is checked against the grid first).
 pub fn translate(family: &str, entry_point: &'static str, trusted: bool) -> Result<Program, String> {
+    translate_with(family, entry_point, trusted, &[])
+}
+
+/// [`translate`] with the pipeline-overridable constants in `overrides` set (by name).
+pub fn translate_with(family: &str, entry_point: &'static str, trusted: bool, overrides: &[(&str, f64)]) -> Result<Program, String> {
     let source = shaders::with_common(family);
     let mut module = naga::front::wgsl::parse_str(&source).map_err(|e| format!("{entry_point}: {}", e.emit_to_string(&source)))?;
     if !module.entry_points.iter().any(|e| e.name == entry_point) {
@@ -96,6 +107,10 @@ pub fn translate(family: &str, entry_point: &'static str, trusted: bool) -> Resu
     let info = Validator::new(ValidationFlags::all(), Capabilities::default())
         .validate(&module)
         .map_err(|e| format!("{entry_point}: {}", e.emit_to_string(&source)))?;
+    // SPIR-V for Godot has no specialisation constants: the overrides become constants here.
+    let constants: naga::back::PipelineConstants = overrides.iter().map(|&(name, value)| (name.to_string(), value)).collect();
+    let (module, info) = naga::back::pipeline_constants::process_overrides(&module, &info, None, &constants).map_err(|e| format!("{entry_point}: overrides: {e}"))?;
+    let (module, info) = (module.into_owned(), info.into_owned());
     let checks = if trusted { BoundsCheckPolicy::Unchecked } else { BoundsCheckPolicy::Restrict };
     let options = spv::Options {
         // SPIR-V 1.0 runs on every Vulkan device Godot supports.
@@ -143,7 +158,9 @@ mod tests {
 
     #[test]
     fn every_rendering_device_entry_point_translates_to_spirv() {
-        for p in all_programs().expect("translates") {
+        let modes = (0..16).map(|m| StepMode { eight_neighbours: m & 1 != 0, depth_dependent: m & 2 != 0, advection: m & 4 != 0, edge_exchange: m & 8 != 0 });
+        let steps: Vec<Program> = modes.map(|mode| step_program(mode, &ColumnKernel { columns: 128, per_invocation: 1, band_rows: None }).expect("the step translates in every mode")).collect();
+        for p in all_programs().expect("translates").into_iter().chain(steps) {
             println!("{}: {} words, workgroup {:?}, bindings {:?}", p.entry_point, p.words.len(), p.workgroup_size, names(&p));
             assert_eq!(p.words[0], 0x0723_0203, "{}: SPIR-V magic number", p.entry_point);
             assert!(!p.bindings.is_empty());
@@ -178,7 +195,12 @@ mod tests {
 
     #[test]
     fn every_program_enters_at_main_as_godot_expects() {
-        for p in all_programs().unwrap() {
+        let mode = StepMode { eight_neighbours: true, depth_dependent: true, advection: true, edge_exchange: false };
+        let step = step_program(mode, &ColumnKernel { columns: 64, per_invocation: 1, band_rows: None }).unwrap();
+        assert_eq!(step.workgroup_size, [64, 1, 1], "the COLUMNS override sets the workgroup size");
+        let pairs = step_program(mode, &ColumnKernel { columns: 128, per_invocation: 2, band_rows: None }).unwrap();
+        assert_eq!(pairs.workgroup_size, [64, 1, 1], "two columns per invocation halve it");
+        for p in all_programs().unwrap().into_iter().chain([step]) {
             // OpEntryPoint: word count 4+ and opcode 15, then model, id, and the name as a
             // nul-terminated string.
             let mut at = 5;

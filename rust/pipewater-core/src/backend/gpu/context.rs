@@ -1,57 +1,14 @@
 //! The one wgpu device of the process, and the pipelines every GPU simulation shares.
 
 use super::shaders;
+use crate::backend::step_kernel::{ColumnKernel, StepMode};
 use crate::error::{Error, Result};
 use parking_lot::Mutex;
+use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
-
-/// Workgroup shape of the step passes, cells along x and y.
-///
-/// 32 × 8: a warp covers 32 consecutive cells of one row, so each load of a field is one
-/// contiguous segment, and the 8 rows give the neighbour reads of the rows above and below
-/// a good chance to hit the cache. `PIPEWATER_GPU_WORKGROUP=XxY` overrides it (benchmarks).
-pub const DEFAULT_WORKGROUP: [u32; 2] = [32, 8];
 
 /// Workgroup size of the edit passes (one invocation per edit).
 pub const EDIT_WORKGROUP: u32 = 64;
-
-/// Tile of the fused step (`shaders/step_tiled.wgsl`), cells along x and y; must match its
-/// `TILE_X` and `TILE_Y` (`ROWS` cells per invocation; 1 measured fastest).
-pub const TILE: [u32; 2] = [32, 8];
-
-/// Invocations per workgroup of the fused step.
-pub const TILED_INVOCATIONS: u32 = 32 * 8;
-
-/// Workgroup memory the fused step needs, bytes: the tile and a two-cell halo of terrain,
-/// depth, pipes, limit factors and (for advection) cell discharges: 15 552 bytes, under the
-/// 16 KiB every Vulkan device and WebGPU's defaults allow.
-pub const TILED_WORKGROUP_BYTES: u32 = (TILE[0] + 4) * (TILE[1] + 4) * (4 + 4 + 16 + 4 + 8);
-
-/// Which step kernel runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StepKernel {
-    /// One pass per step over tiles in workgroup memory (`step_tiled.wgsl`); the default.
-    Tiled,
-    /// Two passes per step, accelerate + limit then transfer (`step.wgsl`): the reference GPU
-    /// path, chosen with `PIPEWATER_GPU_KERNEL=two-pass` or where workgroup memory is short.
-    TwoPass,
-}
-
-impl StepKernel {
-    /// Device memory traffic of one cell-step, bytes, each field element counted once per pass
-    /// that reads or writes it (neighbour and halo reads served by the caches):
-    ///
-    /// * two passes: accelerate_limit reads terrain 4 + depth 4 + flux 16 and writes
-    ///   accelerated 16 + limit 4; transfer reads depth 4 + accelerated 16 + limit 4 and writes
-    ///   depth 4 + flux 16: 88 bytes;
-    /// * tiled: reads terrain 4 + depth 4 + flux 16, writes depth 4 + flux 16: 44 bytes.
-    pub fn bytes_per_cell_step(self) -> u32 {
-        match self {
-            StepKernel::Tiled => 44,
-            StepKernel::TwoPass => 88,
-        }
-    }
-}
 
 /// Side of the square workgroup of the snapshot pass.
 pub const SNAPSHOT_WORKGROUP: u32 = 16;
@@ -66,20 +23,15 @@ pub struct GpuContext {
     pub adapter: wgpu::AdapterInfo,
     /// Limits the device was created with.
     pub limits: wgpu::Limits,
-    /// Workgroup shape of the step passes.
-    pub workgroup: [u32; 2],
-    /// Bind group layout of the step passes.
+    /// The step kernel's workgroup shape on this device.
+    pub kernel: ColumnKernel,
+    /// Bind group layout of the step kernel.
     pub step_layout: wgpu::BindGroupLayout,
-    /// The step kernel in use.
-    pub kernel: StepKernel,
-    /// Bind group layout of the fused step.
-    pub tiled_layout: wgpu::BindGroupLayout,
-    /// The fused step.
-    pub step_tiled: wgpu::ComputePipeline,
-    /// Phase 1 + 2.
-    pub accelerate_limit: wgpu::ComputePipeline,
-    /// Phase 3.
-    pub transfer: wgpu::ComputePipeline,
+    /// The step kernel's module (`step_columns.wgsl`), from which a pipeline per mode is made.
+    step_module: wgpu::ShaderModule,
+    step_pipeline_layout: wgpu::PipelineLayout,
+    /// The step kernel specialised for each mode met so far.
+    step_pipelines: Mutex<HashMap<StepMode, Arc<wgpu::ComputePipeline>>>,
     /// Bind group layout of the edit passes.
     pub edit_layout: wgpu::BindGroupLayout,
     /// Water edits, sources and drains.
@@ -117,6 +69,26 @@ impl GpuContext {
             Some(e) => Err(Error::Gpu(e)),
             None => Ok(()),
         }
+    }
+
+    /// The step kernel specialised for `mode`, made on first use (a pipeline takes a few
+    /// milliseconds to make; modes change rarely).
+    pub fn step_pipeline(&self, mode: StepMode) -> Arc<wgpu::ComputePipeline> {
+        self.step_pipelines
+            .lock()
+            .entry(mode)
+            .or_insert_with(|| {
+                let constants = mode.overrides(&self.kernel);
+                Arc::new(self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some("step_columns"),
+                    layout: Some(&self.step_pipeline_layout),
+                    module: &self.step_module,
+                    entry_point: Some("step_columns"),
+                    compilation_options: wgpu::PipelineCompilationOptions { constants: &constants, zero_initialize_workgroup_memory: false },
+                    cache: None,
+                }))
+            })
+            .clone()
     }
 
     /// "name (device type, backend, driver info)".
@@ -167,11 +139,16 @@ impl GpuContext {
                 *slot = Some(e.to_string());
             }
         }));
-        let workgroup = workgroup_from_env().unwrap_or(DEFAULT_WORKGROUP);
         let limits = device.limits();
-        if workgroup[0] * workgroup[1] > limits.max_compute_invocations_per_workgroup {
-            return Err(Error::GpuUnavailable(format!("workgroup {workgroup:?} exceeds the adapter's limit")));
-        }
+        let kernel = ColumnKernel::for_limits(limits.max_compute_workgroup_storage_size, limits.max_compute_invocations_per_workgroup, limits.max_compute_workgroup_size_x)
+            .ok_or_else(|| {
+                Error::GpuUnavailable(format!(
+                    "{} allows {} bytes of workgroup memory; the step needs at least {}",
+                    adapter_info.name,
+                    limits.max_compute_workgroup_storage_size,
+                    crate::backend::step_kernel::COLUMN_CHOICES[crate::backend::step_kernel::COLUMN_CHOICES.len() - 1] * crate::backend::step_kernel::WORKGROUP_BYTES_PER_COLUMN
+                ))
+            })?;
 
         let storage = |binding: u32, read_only: bool| wgpu::BindGroupLayoutEntry {
             binding,
@@ -190,10 +167,6 @@ impl GpuContext {
         };
         let step_layout = layout(
             "step",
-            &[uniform(0), storage(1, true), storage(2, false), storage(3, false), storage(4, false), storage(5, false), storage(6, false)],
-        );
-        let tiled_layout = layout(
-            "step tiled",
             &[uniform(0), storage(1, true), storage(2, true), storage(3, true), storage(4, false), storage(5, false), storage(6, false)],
         );
         let edit_layout = layout("edits", &[storage(0, false), storage(1, false), storage(2, false), storage(3, true), storage(4, true)]);
@@ -210,28 +183,32 @@ impl GpuContext {
                 source: wgpu::ShaderSource::Wgsl(shaders::with_common(source).into()),
             })
         };
-        // The step kernels run without naga's injected bounds checks and loop counters (see
-        // docs/BENCHMARKS.md for what they cost): every index they form is a grid cell checked against the
-        // grid's size (or a workgroup-memory slot of a fixed region), and every loop is bounded. `PIPEWATER_GPU_CHECKED=1` keeps the checks for debugging.
+        // The step kernel runs without naga's injected bounds checks and loop counters (see
+        // docs/BENCHMARKS.md for what they cost): every index it forms is a grid cell checked
+        // against the grid's size or a workgroup-memory slot of a fixed ring, and every loop is
+        // bounded. `PIPEWATER_GPU_CHECKED=1` keeps the checks for debugging.
         let checked = std::env::var("PIPEWATER_GPU_CHECKED").is_ok_and(|v| v == "1");
-        let trusted = |label: &str, source: &str| {
-            let desc = wgpu::ShaderModuleDescriptor { label: Some(label), source: wgpu::ShaderSource::Wgsl(shaders::with_common(source).into()) };
-            if checked {
-                device.create_shader_module(desc)
-            } else {
-                // SAFETY: the step shaders index storage buffers only at cells inside the grid
-                // (every neighbour is tested with `cell_in_grid` first) and workgroup arrays
-                // only inside their fixed region; every loop has a small fixed bound. The
-                // buffers are sized for the grid in `GpuBackend::new`.
-                unsafe { device.create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked()) }
-            }
+        // `PIPEWATER_GPU_STEP_WGSL=<file>` builds the step from another WGSL file (with
+        // common.wgsl in front) with the same bindings and entry point: kernel variants compared
+        // in one benchmark run, without rebuilding the benchmark.
+        let step_source = match std::env::var("PIPEWATER_GPU_STEP_WGSL") {
+            Ok(path) => std::fs::read_to_string(&path).map_err(|e| Error::GpuUnavailable(format!("PIPEWATER_GPU_STEP_WGSL={path}: {e}")))?,
+            Err(_) => shaders::STEP.to_string(),
         };
-        let step_module = trusted("step.wgsl", shaders::STEP);
-        let tiled_module = trusted("step_tiled.wgsl", shaders::STEP_TILED);
+        let step_desc = wgpu::ShaderModuleDescriptor { label: Some("step_columns.wgsl"), source: wgpu::ShaderSource::Wgsl(shaders::with_common(&step_source).into()) };
+        let step_module = if checked {
+            device.create_shader_module(step_desc)
+        } else {
+            // SAFETY: the step kernel indexes storage buffers only at cells inside the grid (every
+            // cell is tested with `cell_in_grid` first) and workgroup arrays only inside their
+            // rings (slots `& 3` or `& 1` of COLUMNS columns, neighbour columns clamped to the
+            // strip); its loops have fixed bounds or run over the band's rows. The buffers are
+            // sized for the grid in `GpuBackend::new`.
+            unsafe { device.create_shader_module_trusted(step_desc, wgpu::ShaderRuntimeChecks::unchecked()) }
+        };
         let edit_module = module("edits.wgsl", shaders::EDITS);
         let snapshot_module = module("snapshot.wgsl", shaders::SNAPSHOT);
         let bodies_module = module("bodies.wgsl", shaders::BODIES);
-        let wg_constants = [("WG_X", workgroup[0] as f64), ("WG_Y", workgroup[1] as f64)];
         let pipeline = |label: &str, bgl: &wgpu::BindGroupLayout, module: &wgpu::ShaderModule, entry: &str, constants: &[(&str, f64)]| {
             let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
                 label: Some(label),
@@ -247,14 +224,8 @@ impl GpuContext {
                 cache: None,
             })
         };
-        let accelerate_limit = pipeline("accelerate_limit", &step_layout, &step_module, "accelerate_limit", &wg_constants);
-        let transfer = pipeline("transfer", &step_layout, &step_module, "transfer", &wg_constants);
-        let step_tiled = pipeline("step_tiled", &tiled_layout, &tiled_module, "step_tiled", &[]);
-        let tiled_fits = limits.max_compute_workgroup_storage_size >= TILED_WORKGROUP_BYTES
-            && limits.max_compute_invocations_per_workgroup >= TILED_INVOCATIONS
-            && limits.max_compute_workgroup_size_x >= TILE[0];
-        let two_pass_asked = std::env::var("PIPEWATER_GPU_KERNEL").is_ok_and(|v| v == "two-pass");
-        let kernel = if tiled_fits && !two_pass_asked { StepKernel::Tiled } else { StepKernel::TwoPass };
+        let step_pipeline_layout =
+            device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor { label: Some("step"), bind_group_layouts: &[Some(&step_layout)], immediate_size: 0 });
         let apply_water = pipeline("apply_water", &edit_layout, &edit_module, "apply_water", &[]);
         let apply_terrain = pipeline("apply_terrain", &edit_layout, &edit_module, "apply_terrain", &[]);
         let refresh_step_terrain = pipeline("refresh_step_terrain", &bodies_layout, &bodies_module, "refresh_step_terrain", &[]);
@@ -266,13 +237,11 @@ impl GpuContext {
             queue,
             adapter: adapter_info,
             limits,
-            workgroup,
             kernel,
-            tiled_layout,
-            step_tiled,
+            step_pipeline_layout,
             step_layout,
-            accelerate_limit,
-            transfer,
+            step_module,
+            step_pipelines: Mutex::new(HashMap::new()),
             edit_layout,
             apply_water,
             apply_terrain,
@@ -289,10 +258,3 @@ impl GpuContext {
     }
 }
 
-/// `PIPEWATER_GPU_WORKGROUP=XxY`, when set and well formed.
-fn workgroup_from_env() -> Option<[u32; 2]> {
-    let v = std::env::var("PIPEWATER_GPU_WORKGROUP").ok()?;
-    let (x, y) = v.split_once('x')?;
-    let (x, y) = (x.trim().parse().ok()?, y.trim().parse().ok()?);
-    (x > 0 && y > 0).then_some([x, y])
-}

@@ -1,16 +1,15 @@
 //! The wgpu backend: the step of [`crate::pipes`] as WGSL compute passes over storage buffers.
 //!
-//! * Fields live on the device: terrain (`f32`), depth (`i32` quanta) and the persistent
-//!   limited flux (`vec4<f32>` per cell: E, S, SE, SW). Depth and flux exist twice and
-//!   ping-pong: the fused step (`shaders/step_tiled.wgsl`, one pass per step) reads one copy
-//!   while it writes the other. The two-pass reference kernel (`shaders/step.wgsl`) works in
-//!   place on the current copy with two scratch fields, the accelerated flux and the limit
-//!   factor, which its second pass reads after the first has written them.
+//! * Fields live on the device: terrain (`f32`), depth (`i32` quanta) and the pipes' stored
+//!   flows (`vec4<f32>` per cell: E, S, SE, SW). Depth and pipes exist twice and ping-pong:
+//!   the step (`shaders/step_columns.wgsl`, one pass per step, its pipeline specialised for the
+//!   model's mode, see [`crate::backend::step_kernel`]) reads one copy while it writes the
+//!   other.
 //! * Each pipe is written by the one invocation of the cell that owns it, and both cells of a
 //!   pipe compute the same whole number of quanta from the same inputs, so mass is exact here
 //!   too: ledger counters are 64-bit integers kept with 32-bit atomics and a carry.
-//! * [`Backend::advance`] records every substep of a frame (forcing, accelerate + limit,
-//!   transfer) and the snapshot pass into one command buffer and submits it once. Edits are
+//! * [`Backend::advance`] records every substep of a frame (forcing, the step) and the
+//!   snapshot pass into one command buffer and submits it once. Edits are
 //!   queued as cell lists and applied by a pass at the start of the next submission; the grid is
 //!   uploaded only by `load` and `set_terrain`.
 //! * Readback is asynchronous: the snapshot pass writes the height and flow texels, the
@@ -23,8 +22,9 @@ mod context;
 pub mod detail;
 pub mod shaders;
 
-pub use context::{GpuContext, StepKernel, DEFAULT_WORKGROUP, EDIT_WORKGROUP, SNAPSHOT_WORKGROUP, TILE};
+pub use context::{GpuContext, EDIT_WORKGROUP, SNAPSHOT_WORKGROUP};
 
+use super::step_kernel::StepMode;
 use crate::detail::{DetailFrame, DetailLayout, DetailTexels};
 use super::{Backend, BackendKind, BodyQueue, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
 use crate::error::{Error, Result};
@@ -136,10 +136,8 @@ pub struct GpuBackend {
     stats: wgpu::Buffer,
     height_texels: wgpu::Buffer,
     flow_texels: wgpu::Buffer,
-    /// Per current copy: the two-pass step (in place), the fused step (to the other copy), the
-    /// snapshot.
+    /// Per current copy: the step (from that copy to the other), the snapshot.
     step_groups: [wgpu::BindGroup; 2],
-    tiled_groups: [wgpu::BindGroup; 2],
     snapshot_groups: [wgpu::BindGroup; 2],
     water_edits: EditList,
     forcing: EditList,
@@ -196,12 +194,6 @@ impl GpuBackend {
         let displacement = field("displacement", n * 4, U::COPY_DST);
         let depth = [field("depth 0", n * 4, io), field("depth 1", n * 4, io)];
         let flux = [field("flux 0", n * 16, io), field("flux 1", n * 16, io)];
-        // Scratch of the two-pass kernel only.
-        let two_pass = ctx.kernel == StepKernel::TwoPass;
-        // The two-pass kernel keeps each cell's four accelerated fluxes and, after all cells, the
-        // depths that carried them (step.wgsl `carried_slot`).
-        let accelerated = field("accelerated flux", if two_pass { n * 32 } else { 16 }, U::empty());
-        let limit = field("limit factor", if two_pass { n * 4 } else { 16 }, U::empty());
         let counters = field("ledger counters", 32, io);
         let stats = field("snapshot stats", 16, io);
         let height_texels = field("height texels", n * 16, U::COPY_SRC);
@@ -211,9 +203,8 @@ impl GpuBackend {
                 buffers.iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect();
             device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(label), layout, entries: &entries })
         };
-        let step_groups = [0, 1].map(|k| group(&ctx.step_layout, "step", &[&uniforms, &step_terrain, &depth[k], &flux[k], &accelerated, &limit, &counters]));
-        let tiled_groups =
-            [0, 1].map(|k| group(&ctx.tiled_layout, "step tiled", &[&uniforms, &step_terrain, &depth[k], &flux[k], &depth[1 - k], &flux[1 - k], &counters]));
+        let step_groups =
+            [0, 1].map(|k| group(&ctx.step_layout, "step", &[&uniforms, &step_terrain, &depth[k], &flux[k], &depth[1 - k], &flux[1 - k], &counters]));
         let snapshot_groups =
             [0, 1].map(|k| group(&ctx.snapshot_layout, "snapshot", &[&uniforms, &terrain, &depth[k], &flux[k], &height_texels, &flow_texels, &stats]));
         let slots = (0..2)
@@ -254,7 +245,6 @@ impl GpuBackend {
             height_texels,
             flow_texels,
             step_groups,
-            tiled_groups,
             snapshot_groups,
             edit_groups: None,
             pending_water: Vec::new(),
@@ -637,10 +627,6 @@ impl GpuBackend {
         })
     }
 
-    fn grid_groups(&self) -> (u32, u32) {
-        let [wx, wy] = self.ctx.workgroup;
-        (self.grid.width.div_ceil(wx), self.grid.height.div_ceil(wy))
-    }
 }
 
 impl Backend for GpuBackend {
@@ -729,9 +715,9 @@ impl Backend for GpuBackend {
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("frame"), timestamp_writes: None });
             self.record_edits(&mut pass, water, terrain);
-            let (gx, gy) = self.grid_groups();
             let forcing_groups = self.edit_groups_for(forcing);
-            let (tx, ty) = (g.width.div_ceil(TILE[0]), g.height.div_ceil(TILE[1]));
+            let step = self.ctx.step_pipeline(StepMode::of(&plan.constants));
+            let [strips, bands] = self.ctx.kernel.dispatch(g.width, g.height);
             for _ in 0..plan.substeps {
                 let k = self.current;
                 if forcing > 0 {
@@ -739,21 +725,10 @@ impl Backend for GpuBackend {
                     pass.set_bind_group(0, &self.edit_groups.as_ref().expect("prepared")[k][1], &[]);
                     pass.dispatch_workgroups(forcing_groups, 1, 1);
                 }
-                match self.ctx.kernel {
-                    StepKernel::Tiled => {
-                        pass.set_pipeline(&self.ctx.step_tiled);
-                        pass.set_bind_group(0, &self.tiled_groups[k], &[]);
-                        pass.dispatch_workgroups(tx, ty, 1);
-                        self.current = 1 - k;
-                    }
-                    StepKernel::TwoPass => {
-                        pass.set_pipeline(&self.ctx.accelerate_limit);
-                        pass.set_bind_group(0, &self.step_groups[k], &[]);
-                        pass.dispatch_workgroups(gx, gy, 1);
-                        pass.set_pipeline(&self.ctx.transfer);
-                        pass.dispatch_workgroups(gx, gy, 1);
-                    }
-                }
+                pass.set_pipeline(&step);
+                pass.set_bind_group(0, &self.step_groups[k], &[]);
+                pass.dispatch_workgroups(strips, bands, 1);
+                self.current = 1 - k;
             }
             if readback.is_some() {
                 self.record_texels(&mut pass);

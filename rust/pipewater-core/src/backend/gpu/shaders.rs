@@ -3,12 +3,8 @@
 
 /// Declarations shared by every pass family.
 pub const COMMON: &str = include_str!("../../../../../shaders/common.wgsl");
-/// Accelerate + limit, and transfer: the step of [`crate::pipes`] (with `upstream.wgsl`, what
-/// momentum advection reads upstream of a pipe, in front).
-pub const STEP: &str = concat!(include_str!("../../../../../shaders/upstream.wgsl"), "\n", include_str!("../../../../../shaders/step.wgsl"));
-/// The same step fused into one pass per step over tiles held in workgroup memory (with
-/// `upstream.wgsl` in front).
-pub const STEP_TILED: &str = concat!(include_str!("../../../../../shaders/upstream.wgsl"), "\n", include_str!("../../../../../shaders/step_tiled.wgsl"));
+/// The step of [`crate::pipes`] in one pass, streamed down strips of columns.
+pub const STEP: &str = include_str!("../../../../../shaders/step_columns.wgsl");
 /// Water and terrain edits, sources and drains.
 pub const EDITS: &str = include_str!("../../../../../shaders/edits.wgsl");
 /// Bodies: their displacement of the step's bed and their drag on the pipes.
@@ -21,10 +17,9 @@ pub const DETAIL: &str = concat!(include_str!("../../../../../shaders/snapshot.w
 
 /// Every pass family by file name, as compiled: `common.wgsl` followed by the file (and what it
 /// has in front).
-pub fn pass_families() -> [(&'static str, String); 6] {
+pub fn pass_families() -> [(&'static str, String); 5] {
     [
-        ("step.wgsl", with_common(STEP)),
-        ("step_tiled.wgsl", with_common(STEP_TILED)),
+        ("step_columns.wgsl", with_common(STEP)),
         ("edits.wgsl", with_common(EDITS)),
         ("bodies.wgsl", with_common(BODIES)),
         ("snapshot.wgsl", with_common(SNAPSHOT)),

@@ -1,0 +1,160 @@
+//! How the GPU backends run the step kernel (`shaders/step_columns.wgsl`): the specialisation of
+//! its pipeline for a mode of the model, its workgroup size, and its dispatch. Both GPU backends
+//! (wgpu and Godot's RenderingDevice) take these from here, so they run the same kernel the same
+//! way.
+
+use crate::pipes::StepConstants;
+
+/// Columns on each side of a workgroup's strip whose results only the neighbouring columns use:
+/// `HALO` in `step_columns.wgsl`.
+pub const COLUMN_HALO: u32 = 5;
+
+/// Workgroup memory the kernel needs per column, bytes: four rows of terrain, depth and pipes
+/// (96), of accelerated fluxes (64) and limit factors (32), two rows of old fluxes (32) and
+/// discharges (16).
+pub const WORKGROUP_BYTES_PER_COLUMN: u32 = 240;
+
+/// Workgroup sizes (columns) the kernel is built with, the first the device allows chosen. Wider
+/// strips recompute fewer halo columns (`2·COLUMN_HALO` of each strip: 92 % of the work is
+/// useful at 128, 84 % at 64, 69 % at 32), but each phase waits at a barrier for every warp of
+/// its workgroup: on an H100, 64 columns (two warps) ran 1.3× faster than 128 and 1.2× faster
+/// than 32 (docs/BENCHMARKS.md).
+pub const COLUMN_CHOICES: [u32; 2] = [64, 32];
+
+/// Rows of a workgroup's band, fewest and most, unless `PIPEWATER_GPU_BAND_ROWS` fixes them: each
+/// band loads three rows above and below its own, so longer bands waste less, while shorter ones
+/// give the device more workgroups to keep busy. The dispatch picks the longest bands that still
+/// make [`TARGET_WORKGROUPS`] workgroups, within these bounds (on an H100, 32 rows ran 11 %
+/// faster than 64 at 2048², 64 rows 2 % faster than 32 at 4096²).
+pub const BAND_ROWS: [u32; 2] = [32, 64];
+
+/// Workgroups a dispatch aims for: enough for a few rounds of the largest GPUs' resident
+/// workgroups (an H100 keeps about 14 of these on each of its 132 multiprocessors).
+pub const TARGET_WORKGROUPS: u32 = 4096;
+
+/// Columns each invocation walks, unless `PIPEWATER_GPU_PER_INVOCATION` says otherwise.
+pub const DEFAULT_PER_INVOCATION: u32 = 1;
+
+/// Bytes of device memory one cell-step moves: terrain 4, depth 4 and pipes 16 read, depth 4 and
+/// pipes 16 written (neighbour and halo reads served by the caches).
+pub const BYTES_PER_CELL_STEP: u32 = 44;
+
+/// The modes of the model a step pipeline is specialised for (the overridable constants of
+/// `common.wgsl`): a mode compiles only the code it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StepMode {
+    /// Eight neighbours rather than four.
+    pub eight_neighbours: bool,
+    /// Depth-dependent cross-section rather than the classic one.
+    pub depth_dependent: bool,
+    /// Momentum advection.
+    pub advection: bool,
+    /// Some edge is open, an inflow or a fixed level.
+    pub edge_exchange: bool,
+}
+
+impl StepMode {
+    /// The mode of steps with constants `c`.
+    pub fn of(c: &StepConstants) -> Self {
+        StepMode { eight_neighbours: c.eight_neighbours != 0, depth_dependent: c.depth_dependent != 0, advection: c.advection != 0, edge_exchange: c.has_edge_exchange() }
+    }
+
+    /// The pipeline-overridable constants that fix this mode, by name, for a kernel of shape
+    /// `kernel`.
+    pub fn overrides(&self, kernel: &ColumnKernel) -> [(&'static str, f64); 6] {
+        let flag = |on: bool| if on { 1.0 } else { 0.0 };
+        [
+            ("EIGHT_NEIGHBOURS", flag(self.eight_neighbours)),
+            ("DEPTH_DEPENDENT", flag(self.depth_dependent)),
+            ("ADVECTION", flag(self.advection)),
+            ("EDGE_EXCHANGE", flag(self.edge_exchange)),
+            ("COLUMNS", kernel.columns as f64),
+            ("PER_INVOCATION", kernel.per_invocation as f64),
+        ]
+    }
+}
+
+/// The shape of the kernel's workgroups on one device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ColumnKernel {
+    /// Columns per workgroup.
+    pub columns: u32,
+    /// Columns each invocation walks, 1 or 2: `columns / per_invocation` invocations per
+    /// workgroup.
+    pub per_invocation: u32,
+    /// Rows of each workgroup's band when fixed (`PIPEWATER_GPU_BAND_ROWS`); `None` chooses them
+    /// per grid ([`BAND_ROWS`]). The last band of a grid may be shorter.
+    pub band_rows: Option<u32>,
+}
+
+impl ColumnKernel {
+    /// The widest of [`COLUMN_CHOICES`] that a device with these limits runs, with
+    /// bands chosen per grid; `None` when none fits. `PIPEWATER_GPU_COLUMNS` and
+    /// `PIPEWATER_GPU_BAND_ROWS` override the choice (benchmarks), within the limits.
+    pub fn for_limits(workgroup_bytes: u32, invocations: u32, size_x: u32) -> Option<Self> {
+        let per_invocation = env_u32("PIPEWATER_GPU_PER_INVOCATION").filter(|&p| p == 1 || p == 2).unwrap_or(DEFAULT_PER_INVOCATION);
+        let fits = |columns: u32| {
+            columns * WORKGROUP_BYTES_PER_COLUMN <= workgroup_bytes && columns % per_invocation == 0 && columns / per_invocation <= invocations.min(size_x)
+        };
+        let asked = env_u32("PIPEWATER_GPU_COLUMNS").filter(|&c| c > 2 * COLUMN_HALO && fits(c));
+        let columns = asked.or_else(|| COLUMN_CHOICES.into_iter().find(|&c| fits(c)))?;
+        let band_rows = env_u32("PIPEWATER_GPU_BAND_ROWS").filter(|&r| r > 0);
+        Some(ColumnKernel { columns, per_invocation, band_rows })
+    }
+
+    /// Workgroup memory one workgroup uses, bytes.
+    pub fn workgroup_bytes(&self) -> u32 {
+        self.columns * WORKGROUP_BYTES_PER_COLUMN
+    }
+
+    /// Workgroups along x and y for a `width × height` grid: strips of `columns − 2·HALO`
+    /// columns, bands of about [`Self::rows_for`] rows (the kernel shares the rows out evenly
+    /// among the workgroups along y, so none is empty).
+    pub fn dispatch(&self, width: u32, height: u32) -> [u32; 2] {
+        let strips = width.div_ceil(self.columns - 2 * COLUMN_HALO);
+        let bands = height.div_ceil(self.rows_for(strips, height)).clamp(1, height.max(1));
+        [strips, bands]
+    }
+
+    /// Rows of each band for a grid `height` rows tall cut into `strips` strips.
+    pub fn rows_for(&self, strips: u32, height: u32) -> u32 {
+        self.band_rows.unwrap_or_else(|| {
+            let bands = TARGET_WORKGROUPS.div_ceil(strips.max(1));
+            height.div_ceil(bands).clamp(BAND_ROWS[0], BAND_ROWS[1])
+        })
+    }
+}
+
+fn env_u32(name: &str) -> Option<u32> {
+    std::env::var(name).ok()?.trim().parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_widest_kernel_the_device_allows_is_chosen() {
+        // Vulkan's guaranteed minimum (16 KiB), lavapipe (32 KiB), NVIDIA (48 KiB).
+        for (bytes, expected) in [(16384, 64), (32768, 64), (49152, 64), (8192, 32)] {
+            let kernel = ColumnKernel::for_limits(bytes, 256, 256).map(|k| k.columns);
+            println!("{bytes} B of workgroup memory: {kernel:?} columns");
+            if std::env::var("PIPEWATER_GPU_COLUMNS").is_err() {
+                assert_eq!(kernel, Some(expected));
+            }
+        }
+        assert_eq!(ColumnKernel::for_limits(4096, 256, 256), None, "32 columns need 7680 bytes");
+    }
+
+    #[test]
+    fn every_cell_of_the_grid_lies_in_one_strip_and_one_band() {
+        let kernel = ColumnKernel { columns: 64, per_invocation: 1, band_rows: None };
+        for (w, h) in [(1, 1), (2, 2), (54, 32), (55, 33), (2048, 2048), (4096, 4096), (1000, 7)] {
+            let [strips, bands] = kernel.dispatch(w, h);
+            let rows = h.div_ceil(bands);
+            println!("{w}x{h}: {strips} strips of 54 columns, {bands} bands of {rows} rows");
+            assert!(strips * 54 >= w && (strips - 1) * 54 < w);
+            assert!(bands * rows >= h && (bands - 1) * rows < h, "no empty band");
+        }
+    }
+}
