@@ -423,3 +423,25 @@ impl Drop for RdDetail {
 pub fn detail_programs() -> std::result::Result<Vec<Program>, String> {
     DETAIL_ENTRY_POINTS.iter().map(|&entry| spirv::translate(shaders::DETAIL, entry, false)).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_detail_pass_translates_with_only_the_bindings_it_uses() {
+        let programs = detail_programs().expect("translates");
+        for p in &programs {
+            let names: Vec<(u32, &str)> = p.bindings.iter().map(|b| (b.set, b.name.as_str())).collect();
+            println!("{}: {} words, workgroup {:?}, sets {:?}, bindings {names:?}", p.entry_point, p.words.len(), p.workgroup_size, p.sets());
+            assert_eq!(p.words[0], 0x0723_0203, "{}: SPIR-V magic number", p.entry_point);
+        }
+        let find = |name: &str| programs.iter().find(|p| p.entry_point == name).expect(name);
+        // Only the region pass reads the flow (set 0); the wgpu-only texel buffer never reaches
+        // Godot, and the image pass binds the storage image.
+        assert_eq!(find("detail_flow_region").sets(), vec![0, 3]);
+        assert!(programs.iter().filter(|p| p.entry_point != "detail_flow_region").all(|p| p.sets() == vec![3]));
+        assert!(!programs.iter().any(|p| p.bindings.iter().any(|b| b.name == "detail_texels")));
+        assert!(find("detail_store_image").bindings.iter().any(|b| b.name == "detail_image" && b.kind == BindingKind::Image));
+    }
+}
