@@ -32,6 +32,11 @@ extends Node3D
 @export_range(0.0, 20.0, 0.01, "or_greater", "suffix:1/s") var drag: float = 4.0
 ## When false the probe applies no force.
 @export var enabled: bool = true
+## When true the probe reads the surface with [PipeWater]'s detail waves on it
+## ([code]get_height(position, true)[/code]), so the body bobs in ripples and wakes finer than the
+## grid. Off by default: the detail waves are for looks first, and a probe on a hull that makes
+## waves would also ride its own.
+@export var ride_detail_waves: bool = false
 
 ## Part of the probe's slab under water in the last physics frame, 0..1. Read-only.
 var submersion: float = 0.0
@@ -57,7 +62,7 @@ func _physics_process(_delta: float) -> void:
 	if not enabled or _body == null or water == null:
 		return
 	var pos: Vector3 = global_position
-	surface_height = water.get_height(pos)
+	surface_height = water.get_height(pos, ride_detail_waves)
 	if is_inf(surface_height) or is_nan(surface_height):
 		return
 	var depth: float = water.get_depth(pos)

@@ -15,6 +15,8 @@ const CrateScene := preload("res://demo/crate.tscn")
 const TOOL_NAMES: Array[String] = ["add water", "remove water", "dig", "raise terrain"]
 ## Where F5 saves the water and F9 loads it from.
 const SAVE_PATH := "user://pipewater_demo.res"
+## Rain the T key turns on, drops per m² per second.
+const RAIN_RATE := 40.0
 ## The first boat's motor: about 3 m/s on the reservoir, turning slowly.
 const MOTOR_THRUST := 12000.0
 const MOTOR_TURN_RATE := 0.2
@@ -202,6 +204,8 @@ func _unhandled_input(event: InputEvent) -> void:
 				drop_crate(hit)
 		KEY_R:
 			reset_demo()
+		KEY_T:
+			water.rain_rate = 0.0 if water.rain_rate > 0.0 else RAIN_RATE
 		KEY_P, KEY_SPACE:
 			water.paused = not water.paused
 		KEY_H, KEY_F1:
@@ -304,7 +308,8 @@ func _update_panel() -> void:
 		"",
 		"Left mouse: %s   (1 add water, 2 remove, 3 dig, 4 raise)" % TOOL_NAMES[current_tool],
 		"Right mouse drag: orbit   wheel: zoom   W A S D Q E: move",
-		"B: drop a boat   C: drop a crate   R: reset   P / Space: pause   H: hide panel",
+		"B: drop a boat   C: drop a crate   T: rain %s   R: reset   P / Space: pause   H: hide panel"
+				% ("off" if water.rain_rate > 0.0 else "on"),
 		save_message,
 		"",
 		"FPS %d" % Engine.get_frames_per_second(),
@@ -312,6 +317,9 @@ func _update_panel() -> void:
 				stats.get("substeps", 0)],
 		"Grid %d × %d cells of %.2f m" % [grid_size.x, grid_size.y, cell_size],
 		"Backend %s: %s" % [backend, water.get_backend_description()],
+		"Detail waves %s: %d² cells of %.2f m around the camera" % [
+				"on" if water.detail_waves else "off", water.detail_window,
+				cell_size / water.detail_subdivision],
 		"Total water %.1f m³   boats %d" % [water.get_total_water(), boats.get_child_count()],
 	])
 	panel.text = "\n".join(lines)

@@ -15,7 +15,13 @@ extends SceneTree
 ## hills landscape instead and saves [code]hills.png[/code] after twenty seconds of the spring.
 ## With [code]--wake[/code] it lets the demo run live for [constant WAKE_SECONDS] (the motor boat
 ## under way on the reservoir, its hull coupled with the water every physics frame), then stops
-## the world and saves [code]wake.png[/code], looking at the boat from behind.
+## the world and saves [code]wake.png[/code], looking at the boat from behind. With
+## [code]--splash[/code] it lets the demo run live for [constant SPLASH_WARMUP] s, drops a crate
+## from 8 m beside the boat's course and saves [code]splash.png[/code]
+## [constant SPLASH_AFTER] s after it hits the water. During both the detail waves' window
+## follows the boat or the crate ([member PipeWater.detail_follow]). [code]--no-detail[/code]
+## turns the water's detail waves off, for the same pictures without them (saved with
+## [code]_no_detail[/code] in their names).
 
 const MAIN_SCENE := "res://demo/main.tscn"
 ## Simulated seconds per manual step while the story runs.
@@ -24,11 +30,15 @@ const STEP := 0.25
 const SETTLE_FRAMES := 3
 ## Seconds of the live demo before the wake picture.
 const WAKE_SECONDS := 24.0
+## Seconds of the live demo before the crate is dropped, and after it hits the water.
+const SPLASH_WARMUP := 3.0
+const SPLASH_AFTER := 0.7
 
 var _main: Node3D
 var _water: PipeWater
 var _camera: Camera3D
 var _out: String = "user://pictures"
+var _suffix: String = ""
 
 
 func _initialize() -> void:
@@ -36,9 +46,14 @@ func _initialize() -> void:
 
 
 func _run() -> void:
+	# The demo drops its boat with a random heading: the same seed gives the same boat, so that
+	# the pictures with and without detail waves show the same moment.
+	seed(7)
 	var panel: bool = false
 	var hills: bool = false
 	var wake: bool = false
+	var splash: bool = false
+	var detail: bool = true
 	for argument in OS.get_cmdline_user_args():
 		if argument.begins_with("--out="):
 			_out = argument.get_slice("=", 1)
@@ -48,6 +63,10 @@ func _run() -> void:
 			hills = true
 		elif argument == "--wake":
 			wake = true
+		elif argument == "--splash":
+			splash = true
+		elif argument == "--no-detail":
+			detail = false
 	DirAccess.make_dir_recursive_absolute(_out)
 	_main = (load(MAIN_SCENE) as PackedScene).instantiate()
 	if hills:
@@ -56,6 +75,12 @@ func _run() -> void:
 	_main.get_node("Hud").visible = panel
 	_water = _main.get("water")
 	_camera = _main.get("camera")
+	_water.detail_waves = detail
+	_suffix = "" if detail else "_no_detail"
+	if splash:
+		await _save_splash()
+		quit(0)
+		return
 	if wake:
 		await _save_wake()
 		quit(0)
@@ -91,11 +116,12 @@ func _run() -> void:
 func _save_wake() -> void:
 	Engine.physics_ticks_per_second = 60
 	Engine.max_physics_steps_per_frame = 1
+	var boat: RigidBody3D = _main.get_node("Boats").get_child(0)
+	_water.detail_follow = _water.get_path_to(boat)
 	root.disable_3d = true
 	for i in roundi(WAKE_SECONDS * 60.0):
 		await physics_frame
 	root.disable_3d = false
-	var boat: RigidBody3D = _main.get_node("Boats").get_child(0)
 	var bow: Vector3 = boat.global_basis.x
 	bow.y = 0.0
 	bow = bow.normalized()
@@ -106,6 +132,35 @@ func _save_wake() -> void:
 	paused = true
 	_look(boat.global_position - bow * 5.0, 17.0, atan2(-bow.x, -bow.z) + 0.5, 0.62)
 	await _save("wake")
+
+
+## Runs the demo live for [constant SPLASH_WARMUP] s, drops a crate 12 m to the side of the boat,
+## waits until [constant SPLASH_AFTER] s after its hull meets the water, stops the world and saves
+## the splash.
+func _save_splash() -> void:
+	Engine.physics_ticks_per_second = 60
+	Engine.max_physics_steps_per_frame = 1
+	root.disable_3d = true
+	for i in roundi(SPLASH_WARMUP * 60.0):
+		await physics_frame
+	var boat: RigidBody3D = _main.get_node("Boats").get_child(0)
+	var side: Vector3 = boat.global_basis.z
+	side.y = 0.0
+	var crate: RigidBody3D = _main.call("drop_crate", boat.global_position + side.normalized() * 12.0)
+	_water.detail_follow = _water.get_path_to(crate)
+	var hull: Node = crate.get_node("Hull")
+	var frames: int = 0
+	while float(hull.get("displaced_volume")) <= 0.0 and frames < 600:
+		await physics_frame
+		frames += 1
+	for i in roundi(SPLASH_AFTER * 60.0):
+		await physics_frame
+	root.disable_3d = false
+	print("crate at %s, %.3f m³ under water" % [crate.global_position, hull.get("displaced_volume")])
+	_camera.process_mode = Node.PROCESS_MODE_ALWAYS
+	paused = true
+	_look(crate.global_position, 16.0, _camera.get("yaw"), 0.7)
+	await _save("splash")
 
 
 ## Runs the simulation for [param seconds] with the picture switched off, a step per frame.
@@ -135,6 +190,6 @@ func _save(name: String) -> void:
 	for i in SETTLE_FRAMES:
 		await process_frame
 	await RenderingServer.frame_post_draw
-	var path: String = _out.path_join(name + ".png")
+	var path: String = _out.path_join(name + _suffix + ".png")
 	root.get_texture().get_image().save_png(path)
 	print("saved %s" % path)

@@ -71,6 +71,8 @@ func _run() -> void:
 	await _test_nearly_full_cells_take_exactly_what_fits()
 	await _test_wgpu_reads_back_only_the_tiles_queries_touch_unless_the_textures_are_used()
 	await _test_a_lost_wgpu_device_moves_the_water_to_the_cpu()
+	await _test_detail_waves_ring_without_moving_water()
+	await _test_bad_ripples_and_detail_settings_are_refused()
 	_finish()
 
 
@@ -851,4 +853,66 @@ func _test_a_lost_wgpu_device_moves_the_water_to_the_cpu() -> void:
 	var ledger: Dictionary = fresh.get_water_ledger()
 	_near(ledger["total"], ledger["expected"], VOLUME_TOLERANCE, "and its ledger holds")
 	await _free(fresh)
+
+
+func _test_detail_waves_ring_without_moving_water() -> void:
+	print("-- detail waves: a ripple rings, the water does not move")
+	var water: PipeWater = await _make_water(Vector2i(32, 32), 2.0, Vector3(5, 1, 0))
+	var texture: Texture2D = water.detail_texture
+	_check(water.detail_waves and texture != null,
+			"detail_waves is on by default, detail_texture exists")
+	var ledger_before: Dictionary = water.get_water_ledger()
+	var at := Vector3(6.0, 0.0, 1.0)
+	_check(water.add_ripple(at, 0.2, 2.0), "add_ripple reaches the window")
+	water.step(1.0 / 60.0)
+	var plain: float = water.get_height(at)
+	var waved: float = water.get_height(at, true)
+	_near(plain, 3.0, HEIGHT_TOLERANCE, "get_height without detail is the pool's surface")
+	_check(waved - plain > 0.1, "get_height(position, true) adds the ripple: %.4f m over %.4f m" % [
+			waved - plain, plain])
+	# The headless renderer keeps no texels (get_image() answers its first image): the texture's
+	# own size and format say what it was given.
+	var image_texture := texture as ImageTexture
+	_check(image_texture != null and image_texture.get_size() == Vector2(256, 256)
+			and image_texture.get_format() == Image.FORMAT_RGBAH,
+			"detail_texture is a 256×256 RGBAH ImageTexture on the CPU backend (%s, %s)" % [
+				texture.get_size(), image_texture.get_format() if image_texture else -1])
+	for i in 60:
+		water.step(1.0 / 60.0)
+	var ledger_after: Dictionary = water.get_water_ledger()
+	_check(ledger_after["total"] == ledger_before["total"]
+			and ledger_after["expected"] == ledger_before["expected"],
+			"a second of ringing waves moved no water: total %.6f m³ before and after" % [
+				ledger_after["total"]])
+	water.detail_waves = false
+	water.step(1.0 / 60.0)
+	_check(water.detail_texture.get_width() == 1 and not water.add_ripple(at, 0.2, 2.0),
+			"off, the layer shows one calm texel and add_ripple does nothing")
+	_near(water.get_height(at, true), water.get_height(at), 0.0, "off, heights have no detail")
+	await _free(water)
+
+
+func _test_bad_ripples_and_detail_settings_are_refused() -> void:
+	print("-- bad ripples and detail settings (each should print a PipeWater error)")
+	var water: PipeWater = await _make_water(Vector2i(20, 20), 2.0, Vector3.ZERO)
+	var cases: Array = [
+		[Vector3(NAN, 0, 0), 0.1, 1.0, "global_position"], [Vector3.ZERO, 11.0, 1.0, "strength"],
+		[Vector3.ZERO, NAN, 1.0, "strength"], [Vector3.ZERO, 0.1, 0.0, "radius"],
+		[Vector3.ZERO, 0.1, -1.0, "radius"], [Vector3.ZERO, 0.1, 1.0e9, "radius"],
+	]
+	for case: Array in cases:
+		water.clear_last_error()
+		var reached: bool = water.add_ripple(case[0], case[1], case[2])
+		var message: String = water.get_last_error()
+		_check(not reached and message.contains(case[3]) and message.contains("valid range"),
+				"add_ripple(%s, %s, %s) is refused naming %s and its range: \"%s\"" % [
+					case[0], case[1], case[2], case[3], message])
+	for case: Array in [["detail_window", 8], ["detail_subdivision", 0], ["rain_rate", -1.0],
+			["detail_damping", NAN], ["detail_max_celerity", 0.0], ["rain_drop_height", 5.0]]:
+		var property: String = case[0]
+		var before: Variant = water.get(property)
+		water.clear_last_error()
+		water.set(property, case[1])
+		_check(water.get(property) == before and water.get_last_error().contains(property),
+				"%s = %s is refused, value kept: \"%s\"" % [property, case[1], water.get_last_error()])
 	await _free(water)

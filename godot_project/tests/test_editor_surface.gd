@@ -33,6 +33,11 @@ const PIPE_WATER_GROUPS := {
 	"backend": "Backend",
 	"show_mesh": "Rendering", "water_material": "Rendering", "update_textures": "Rendering",
 	"half_float_textures": "Rendering",
+	"detail_waves": "Detail Waves", "detail_subdivision": "Detail Waves",
+	"detail_window": "Detail Waves", "detail_max_celerity": "Detail Waves",
+	"detail_damping": "Detail Waves", "detail_hull_strength": "Detail Waves",
+	"rain_rate": "Detail Waves", "rain_drop_height": "Detail Waves",
+	"detail_follow": "Detail Waves",
 }
 ## The class constants each enum property's values must match.
 const ENUM_CONSTANT_PREFIXES := {
@@ -41,7 +46,7 @@ const ENUM_CONSTANT_PREFIXES := {
 	"boundary_west": "BOUNDARY_",
 }
 ## Properties scripts read but the inspector must not offer for editing.
-const READ_ONLY := ["active_backend", "height_texture", "flux_texture"]
+const READ_ONLY := ["active_backend", "height_texture", "flux_texture", "detail_texture"]
 
 
 func _initialize() -> void:
@@ -133,8 +138,9 @@ func _test_pipe_water_properties_sit_in_inspector_groups() -> void:
 		_check(property["group"] == expected,
 				"%s is shown under \"%s\" (expected \"%s\")" % [name, property["group"], expected])
 	print("   groups in order: %s" % [groups])
-	_check(groups == ["Grid", "Terrain", "Water", "Time", "Boundaries", "Backend", "Rendering"],
-			"the groups come in the order Grid, Terrain, Water, Time, Boundaries, Backend, Rendering")
+	_check(groups == ["Grid", "Terrain", "Water", "Time", "Boundaries", "Backend", "Rendering",
+			"Detail Waves"], "the groups come in the order Grid, Terrain, Water, Time, Boundaries, "
+			+ "Backend, Rendering, Detail Waves")
 	var missing: Array[String] = []
 	for name: String in PIPE_WATER_GROUPS:
 		if not shown.has(name):

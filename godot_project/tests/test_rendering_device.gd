@@ -54,6 +54,7 @@ func _run() -> void:
 	await _test_a_wrong_size_state_is_refused_and_the_water_is_kept()
 	await _test_a_state_loaded_while_reads_are_in_flight_never_answers_with_old_water()
 	await _test_a_lost_rendering_device_moves_the_water_to_wgpu()
+	await _test_detail_waves_run_on_the_gpu_into_a_texture2drd()
 	await _test_rebuilds_and_frees_leave_nothing_behind()
 	_finish()
 
@@ -563,5 +564,45 @@ func _test_a_lost_rendering_device_moves_the_water_to_wgpu() -> void:
 	var ledger: Dictionary = water.get_water_ledger()
 	_near(ledger["total"], ledger["expected"], VOLUME_TOLERANCE,
 			"the mass identity holds across the loss")
+
+
+func _test_detail_waves_run_on_the_gpu_into_a_texture2drd() -> void:
+	print("-- detail waves on the RenderingDevice")
+	var water: PipeWater = await _make_water(PipeWater.BACKEND_RENDERING_DEVICE, Vector2i(32, 32), 1.0)
+	water.paused = false
+	await _frames(2)
+	_check(water.detail_texture is Texture2DRD,
+			"detail_texture is a Texture2DRD (%s)" % water.detail_texture.get_class())
+	var ledger_before: Dictionary = water.get_water_ledger()
+	var at := Vector3(2.0, 0.0, -1.0)
+	_check(water.add_ripple(at, 0.2, 2.0), "add_ripple reaches the window")
+	# A query marks the tiles around the point; they are read back from the next frames on.
+	water.get_height(at, true)
+	await _frames(6)
+	var rd := RenderingServer.get_rendering_device()
+	var rid: RID = (water.detail_texture as Texture2DRD).texture_rd_rid
+	var side: int = water.detail_window
+	var bytes: PackedByteArray = rd.texture_get_data(rid, 0)
+	var image := Image.create_from_data(side, side, false, Image.FORMAT_RGBAH, bytes)
+	var highest := 0.0
+	var not_finite := 0
+	for y in side:
+		for x in side:
+			var texel: Color = image.get_pixel(x, y)
+			for k in 4:
+				if not is_finite(texel[k]):
+					not_finite += 1
+			highest = maxf(highest, absf(texel.r))
+	_check(not_finite == 0, "every texel of the detail texture is finite (%d are not)" % not_finite)
+	_check(bytes.size() == side * side * 8 and highest > 0.01,
+			"the GPU wrote the ring into the %d² RGBA16F texture: largest height %.4f m" % [side, highest])
+	var plain: float = water.get_height(at)
+	var waved: float = water.get_height(at, true)
+	_check(absf(waved - plain) > 1.0e-4, "get_height(position, true) reads the waves back: %.5f m" % [
+			waved - plain])
+	var ledger_after: Dictionary = water.get_water_ledger()
+	_check(ledger_after["total"] == ledger_before["total"]
+			and ledger_after["expected"] == ledger_after["total"],
+			"the waves moved no water: total %.6f m³ before and after" % ledger_after["total"])
 	water.queue_free()
 	await process_frame

@@ -23,10 +23,11 @@ const SHADER_PATH := "res://addons/pipe_water/water_surface.gdshader"
 ## Parameters the node sets, not meant for tuning.
 const NODE_PARAMETERS: Array[String] = [
 	"height_texture", "flux_texture", "grid_size", "cell_size", "clipmap_snap",
-	"clipmap_spacing", "clipmap_quads", "clipmap_levels",
+	"clipmap_spacing", "clipmap_quads", "clipmap_levels", "detail_texture", "detail_on",
+	"detail_period", "detail_offset", "detail_rect",
 ]
 ## The groups the tunable parameters belong to.
-const GROUPS: Array[String] = ["water_body", "detail", "foam", "cut_off"]
+const GROUPS: Array[String] = ["water_body", "detail", "detail_waves", "foam", "cut_off"]
 ## Grid of the scene drawn: cells per side, m per cell.
 const CELLS := 64
 const CELL := 1.0

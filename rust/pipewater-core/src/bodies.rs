@@ -93,6 +93,9 @@ pub struct Body {
     /// Rate (1/s) at which the hull drags the water it fills towards its own velocity, and is
     /// dragged back.
     pub drag: f32,
+    /// Whether the detail waves ([`crate::detail`]) push the body too: their height over its
+    /// waterplane adds to its buoyancy ([`crate::detail::hulls::riding_force`]). Default false.
+    pub rides_detail_waves: bool,
 }
 
 /// What the water does to one body this frame, in the grid's local frame.
@@ -243,6 +246,7 @@ impl Body {
             angular_velocity: Vec3::ZERO,
             parts: vec![HullPart { shape, position: Vec3::ZERO, rotation: Quat::IDENTITY }],
             drag: 1.0,
+            rides_detail_waves: false,
         }
     }
 
@@ -280,7 +284,7 @@ impl Body {
     }
 
     /// The parts in the grid's frame: (inverse rotation, centre).
-    fn placed_parts(&self) -> Vec<(HullShape, Quat, Vec3)> {
+    pub(crate) fn placed_parts(&self) -> Vec<(HullShape, Quat, Vec3)> {
         self.parts
             .iter()
             .map(|p| {
@@ -291,7 +295,7 @@ impl Body {
     }
 
     /// Centre and radius of a horizontal circle that holds the body.
-    fn horizontal_bounds(&self) -> ([f32; 2], f32) {
+    pub(crate) fn horizontal_bounds(&self) -> ([f32; 2], f32) {
         let placed: Vec<(Vec3, f32)> = self.placed_parts().iter().zip(&self.parts).map(|((_, _, c), p)| (*c, p.shape.bounding_radius())).collect();
         let (mut lo, mut hi) = ([f32::INFINITY; 2], [f32::NEG_INFINITY; 2]);
         for (c, r) in &placed {
@@ -304,7 +308,7 @@ impl Body {
     }
 
     /// Velocity of the body's material point at `point`, m/s.
-    fn point_velocity(&self, point: Vec3) -> Vec3 {
+    pub(crate) fn point_velocity(&self, point: Vec3) -> Vec3 {
         self.linear_velocity + self.angular_velocity.cross(point - self.position)
     }
 }
@@ -595,7 +599,7 @@ fn displace(snapshot: &Snapshot, body: &Body) -> Option<(f32, Footprint)> {
 /// The vertical extent `(bottom, top)` of the hull on the vertical line through `(x, z)`: the
 /// lowest bottom and highest top of the parts the line meets (a hull is taken as one solid column
 /// there).
-fn column(parts: &[(HullShape, Quat, Vec3)], x: f32, z: f32) -> Option<(f32, f32)> {
+pub(crate) fn column(parts: &[(HullShape, Quat, Vec3)], x: f32, z: f32) -> Option<(f32, f32)> {
     let mut found: Option<(f32, f32)> = None;
     for (shape, inverse, centre) in parts {
         let origin = *inverse * (Vec3::new(x, 0.0, z) - *centre);

@@ -13,6 +13,7 @@
 
 pub mod backend;
 pub mod bodies;
+pub mod detail;
 pub mod error;
 pub mod grid;
 pub mod ledger;
@@ -27,6 +28,7 @@ pub mod validation;
 
 pub use backend::{Backend, BackendKind};
 pub use bodies::{Body, BodyForce, HullPart, HullShape};
+pub use detail::DetailParams;
 pub use glam;
 pub use error::{Error, Result};
 pub use grid::Grid;

@@ -8,6 +8,7 @@
 use crate::backend::cpu::CpuBackend;
 use crate::backend::{Backend, BackendKind, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
 use crate::bodies::{self, Body, BodyForce, Coupling};
+use crate::detail::{self, DetailDriver, DetailParams, DetailTexels, DetailWindow};
 use crate::error::{check_range, Error, Result};
 use crate::grid::Grid;
 use crate::ledger::MassLedger;
@@ -117,6 +118,8 @@ pub struct Simulation {
     pending_nudges: HashMap<u32, (f32, [f32; 2])>,
     /// Devices lost since the engine last asked ([`Simulation::take_device_losses`]).
     device_losses: Vec<DeviceLoss>,
+    /// The detail wave layer, when it is on ([`crate::detail`]).
+    detail: Option<DetailDriver>,
 }
 
 /// A GPU device lost under a running simulation, and where its water went: the simulation
@@ -217,6 +220,7 @@ impl Simulation {
             gpu_unavailable,
             pending_nudges: HashMap::new(),
             device_losses: Vec::new(),
+            detail: None,
         }
     }
 
@@ -229,6 +233,10 @@ impl Simulation {
         let counters = self.on_backend(|b| b.read_counters())?;
         let mut backend = make(&state)?;
         backend.restore(&state, counters, self.frames)?;
+        if let Some(detail) = &mut self.detail {
+            backend.configure_detail(Some(detail.layout()))?;
+            detail.restart();
+        }
         self.backend = backend;
         self.gpu_unavailable = None;
         Ok(())
@@ -358,6 +366,14 @@ impl Simulation {
         let difference = state.total_quanta() - snapshot.total_quanta;
         self.initial_total += difference;
         let retired = std::mem::replace(&mut self.backend, next);
+        // The detail waves start again at rest on the new backend; one without the layer
+        // turns it off rather than stopping the water.
+        if let Some(layout) = self.detail.as_ref().map(|d| d.layout()) {
+            match self.backend.configure_detail(Some(layout)) {
+                Ok(()) => self.detail.as_mut().map_or((), |d| d.restart()),
+                Err(_) => self.detail = None,
+            }
+        }
         self.device_losses.push(DeviceLoss {
             from,
             to: self.backend.kind(),
@@ -479,6 +495,10 @@ impl Simulation {
                 self.pending_nudges.drain().map(|(cell, (weight, v))| PipeNudge { cell, velocity_x: v[0], velocity_y: v[1], weight }).collect();
             nudges.sort_unstable_by_key(|n| n.cell);
             self.on_backend(|b| b.nudge_pipes(&nudges))?;
+        }
+        if let Some(frame) = self.detail.as_mut().and_then(|d| d.frame(frame_time as f32, self.params.gravity)) {
+            // Only kept until the advance: a device lost in it costs the new backend this frame's waves.
+            self.backend.queue_detail(frame)?;
         }
         let plan = FramePlan { constants, substeps, forcing: &forcing };
         self.on_backend(|b| b.advance(&plan))?;
@@ -800,6 +820,9 @@ impl Simulation {
         let initial = self.initial.clone();
         self.on_backend(|b| b.load(&initial))?;
         self.pending_nudges.clear();
+        if let Some(detail) = &mut self.detail {
+            detail.restart();
+        }
         self.initial_total = self.initial.total_quanta();
         self.inflow_carry = [0.0; 4];
         for s in &mut self.sources {
@@ -873,6 +896,9 @@ impl Simulation {
         check_edge_limits(&saved.params, g, &saved.state.terrain).map_err(|e| Error::InvalidSave(format!("its parameters do not fit its terrain: {e}")))?;
         self.on_backend(|b| b.restore(&saved.state, saved.counters, saved.frames))?;
         self.pending_nudges.clear();
+        if let Some(detail) = &mut self.detail {
+            detail.restart();
+        }
         self.params = saved.params;
         self.initial_total = saved.initial_total;
         self.sources = saved.sources;
@@ -897,6 +923,7 @@ impl Simulation {
         check_range("density", density, 1.0, 1.0e5)?;
         if bodies.is_empty() {
             self.on_backend(|b| b.set_displacement(&[]))?;
+            self.apply_detail_pressure(&[], &[]);
             return Ok(Vec::new());
         }
         let cells = bodies::cells_to_read(&self.grid, bodies);
@@ -905,11 +932,48 @@ impl Simulation {
         }
         let Some(snapshot) = self.backend.snapshot() else {
             self.on_backend(|b| b.set_displacement(&[]))?;
+            self.apply_detail_pressure(&[], &[]);
             return Ok(bodies.iter().map(|b| b.check().map(|_| BodyForce::default())).collect());
         };
         let coupling = bodies::couple(&snapshot, bodies, frame_dt, density, self.params.gravity);
         self.apply_coupling(&coupling)?;
-        Ok(coupling.forces)
+        let mut forces = coupling.forces;
+        self.apply_detail_pressure(bodies, &forces);
+        for (force, body) in forces.iter_mut().zip(bodies) {
+            if let Ok(f) = force {
+                if body.rides_detail_waves {
+                    self.ride_detail(body, f, density);
+                }
+            }
+        }
+        Ok(forces)
+    }
+
+    /// Puts the pressure of `bodies` on the detail waves ([`detail::hulls::hull_pressure`]) for the
+    /// next frame, at the water levels their coupling found (`forces`, one per body, as
+    /// [`bodies::couple`] returns them); an empty list takes it away. [`Simulation::couple_bodies`]
+    /// does this itself; engines that couple with [`bodies::couple`] and
+    /// [`Simulation::apply_coupling`] call it after. Nothing while the layer is off.
+    pub fn apply_detail_pressure(&mut self, bodies: &[Body], forces: &[Result<BodyForce>]) {
+        let Some(driver) = &mut self.detail else { return };
+        let levels: Vec<Option<f32>> = forces.iter().map(|f| f.as_ref().ok().and_then(|f| f.water_level)).collect();
+        let pressure = detail::hulls::hull_pressure(&driver.window(), bodies, &levels, driver.params().hull_strength);
+        driver.set_pressure(pressure);
+    }
+
+    /// Adds to `force` what the detail waves over `body`'s waterplane push on it
+    /// ([`detail::hulls::riding_force`]).
+    fn ride_detail(&mut self, body: &Body, force: &mut BodyForce, density: f32) {
+        let (Some(driver), Some(level)) = (&self.detail, force.water_level) else { return };
+        let window = driver.current_window();
+        let cells = detail::hulls::waterplane(&window, body, level);
+        if cells.is_empty() {
+            return;
+        }
+        let heights = self.backend.detail_heights(&cells);
+        let (lift, torque) = detail::hulls::riding_force(&window, body, level, &cells, &heights, density, self.params.gravity);
+        force.force += lift;
+        force.torque += torque;
     }
 
     /// Applies a coupling computed by [`bodies::couple`]: its displacement replaces the last
@@ -940,6 +1004,114 @@ impl Simulation {
             bodies::merge_nudge(&mut self.pending_nudges, cell, weight, velocity);
         }
         Ok(())
+    }
+
+    // ---- Detail waves ------------------------------------------------------------------------
+
+    /// Turns the detail wave layer ([`crate::detail`]) on with `params` (validated) or off
+    /// (`None`). Changing the window or the subdivision puts the waves at rest; the other settings
+    /// apply from the next frame. On error (bad settings, a backend that cannot allocate the
+    /// window) the layer stays as it was.
+    pub fn set_detail(&mut self, params: Option<DetailParams>) -> Result<()> {
+        let Some(params) = params else {
+            self.backend.configure_detail(None)?;
+            self.detail = None;
+            return Ok(());
+        };
+        params.validate()?;
+        match &mut self.detail {
+            Some(driver) => {
+                let layout = driver.layout();
+                let mut updated = driver.clone();
+                updated.set_params(params)?;
+                if updated.layout() != layout {
+                    self.backend.configure_detail(Some(updated.layout()))?;
+                }
+                *driver = updated;
+            }
+            None => {
+                let driver = DetailDriver::new(params, self.grid)?;
+                self.backend.configure_detail(Some(driver.layout()))?;
+                self.detail = Some(driver);
+            }
+        }
+        Ok(())
+    }
+
+    /// The detail layer's settings; `None` while it is off.
+    pub fn detail_params(&self) -> Option<&DetailParams> {
+        self.detail.as_ref().map(|d| d.params())
+    }
+
+    /// Centres the detail window on local point `(x, z)` (m) from the next frame on (the camera,
+    /// or a node it follows). Non-finite points are ignored.
+    pub fn set_detail_focus(&mut self, x: f32, z: f32) {
+        if let Some(d) = &mut self.detail {
+            d.set_focus(x, z);
+        }
+    }
+
+    /// Where the detail window's fields are now; `None` while the layer is off.
+    pub fn detail_window(&self) -> Option<DetailWindow> {
+        self.detail.as_ref().map(|d| d.current_window())
+    }
+
+    /// Adds a ripple to the detail waves at the next frame: the surface raised by `strength` m
+    /// (negative: pressed down) at local `(x, z)`, falling to a ring trough and to nothing at
+    /// `radius` m, with no net volume ([`detail::ripple_shape`]). Refused, with the argument and
+    /// its range named, for a non-finite point, `strength` beyond ±10 m or `radius` outside
+    /// `> 0 ..= 2 × the grid's extent`. Returns whether the ripple reaches the window (false while
+    /// the layer is off). Radii under 1.5 detail cells are drawn at 1.5 cells.
+    pub fn add_ripple(&mut self, x: f32, z: f32, strength: f32, radius: f32) -> Result<bool> {
+        detail::check_ripple(&self.grid, x, z, strength, radius)?;
+        match &mut self.detail {
+            Some(d) => d.add_ripple(x, z, strength, radius),
+            None => Ok(false),
+        }
+    }
+
+    /// Height (m) of the detail waves at local `(x, z)`, bilinear: 0 while the layer is off, and
+    /// outside its window; `None` off the grid. On a GPU backend the first query of a region
+    /// answers 0 and later ones show the waves a frame or two old (`crate::detail::tiles`).
+    pub fn detail_height(&mut self, x: f32, z: f32) -> Option<f32> {
+        if !self.grid.contains(x, z) {
+            return None;
+        }
+        let Some(d) = &self.detail else { return Some(0.0) };
+        let window = d.current_window();
+        let backend = &mut self.backend;
+        Some(detail::bilinear_height(&window, x, z, |cells| {
+            let h = backend.detail_heights(cells);
+            [h[0], h[1], h[2], h[3]]
+        }))
+    }
+
+    /// [`Simulation::surface_height`] with the detail waves' height added (over wet water).
+    pub fn surface_height_with_detail(&mut self, x: f32, z: f32) -> Option<f32> {
+        let surface = self.surface_height(x, z)?;
+        Some(surface + self.detail_height(x, z).unwrap_or(0.0))
+    }
+
+    /// The detail texture's texels of the newest frame ([`DetailTexels`]), for engines that copy
+    /// them into a texture; `None` while the layer is off, before its first frame, and on
+    /// backends that keep the texture on the device.
+    pub fn detail_texels(&mut self) -> Option<Arc<DetailTexels>> {
+        self.detail.as_ref()?;
+        self.backend.detail_texels()
+    }
+
+    /// The engine's handle of the texture the detail layer writes on the device (Godot's
+    /// RenderingDevice backend: the texture's RID), `None` where the texels come through
+    /// [`Simulation::detail_texels`] instead, or while the layer is off.
+    pub fn detail_device_texture(&self) -> Option<u64> {
+        self.detail.as_ref()?;
+        self.backend.detail_device_texture()
+    }
+
+    /// The detail layer's fields, `(h, v)` per storage cell ([`DetailWindow::world_cell`] says
+    /// where each is), waiting for the device: tests and benchmarks.
+    pub fn read_detail(&mut self) -> Result<Vec<[f32; 2]>> {
+        self.backend.read_detail()
     }
 
     /// The newest snapshot (never blocks on a device).

@@ -201,6 +201,25 @@ impl State {
         faces
     }
 
+    /// The height and flow texels of cell `(x, y)` (the layouts of [`Snapshot::height`] and
+    /// [`Snapshot::flow`]); `fixed_flux_per_stored` as for [`State::snapshot_reusing`]. The
+    /// snapshot and the detail layer ([`crate::detail`]) read each cell through this one function.
+    pub fn cell_texels(&self, x: u32, y: u32, fixed_flux_per_stored: Option<f32>) -> ([f32; 4], [f32; 4]) {
+        let g = self.grid;
+        let i = g.index(x, y);
+        let d = self.depth_m(i);
+        let b = self.terrain[i];
+        let faces = self.face_depths(x, y);
+        let mut outgoing = self.outgoing_flows(x, y);
+        for (flow, face) in outgoing.iter_mut().zip(faces) {
+            *flow *= fixed_flux_per_stored.unwrap_or(face);
+        }
+        let q = discharge(g.cell_size, &outgoing);
+        let v = centre_velocity(g.cell_size, &outgoing, &faces);
+        let speed = v[0].hypot(v[1]);
+        ([b + d, d, b, if d > WET_DEPTH { 1.0 } else { 0.0 }], [v[0], v[1], speed, q[0].hypot(q[1])])
+    }
+
     /// Builds the snapshot that queries and textures read (rows in parallel), for pipes that carry
     /// their flow over the face depth (depth-dependent mode).
     pub fn snapshot(&self, sequence: u64, counters: Counters) -> Snapshot {
@@ -222,20 +241,10 @@ impl State {
             .map(|(y, (height_row, flow_row))| {
                 let mut extremes = (0.0f32, 0.0f32);
                 for x in 0..w {
-                    let i = y * w + x;
-                    let d = self.depth_m(i);
-                    let b = self.terrain[i];
-                    let faces = self.face_depths(x as u32, y as u32);
-                    let mut outgoing = self.outgoing_flows(x as u32, y as u32);
-                    for (flow, face) in outgoing.iter_mut().zip(faces) {
-                        *flow *= fixed_flux_per_stored.unwrap_or(face);
-                    }
-                    let q = discharge(g.cell_size, &outgoing);
-                    let v = centre_velocity(g.cell_size, &outgoing, &faces);
-                    let speed = v[0].hypot(v[1]);
-                    height_row[x] = [b + d, d, b, if d > WET_DEPTH { 1.0 } else { 0.0 }];
-                    flow_row[x] = [v[0], v[1], speed, q[0].hypot(q[1])];
-                    extremes = (extremes.0.max(speed), extremes.1.max(d));
+                    let (height, flow) = self.cell_texels(x as u32, y as u32, fixed_flux_per_stored);
+                    height_row[x] = height;
+                    flow_row[x] = flow;
+                    extremes = (extremes.0.max(flow[2]), extremes.1.max(height[1]));
                 }
                 extremes
             })

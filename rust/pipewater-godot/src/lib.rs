@@ -3,7 +3,8 @@
 //! The node is thin. [`node`] is its facade (properties, constants, signals) with its queries,
 //! edits and running in files of their own; its parts are components: [`outputs`] (the textures
 //! for materials), [`surface`] (the helper mesh and material), [`build`] (the simulation from the
-//! properties) and [`errors`] (errors and `get_last_error()`). [`saved_state`] is the
+//! properties), [`errors`] (errors and `get_last_error()`) and [`detail_texture`] (the detail
+//! waves' texture). [`saved_state`] is the
 //! `PipeWaterState` resource that `save_state()` returns; [`water_body`] is `PipeWaterBody`, a
 //! hull that pushes water. Argument checks live in
 //! [`validate`], coordinate mapping in [`mapping`], texture packing in [`texels`], the surface
@@ -14,6 +15,7 @@
 use godot::prelude::*;
 
 pub mod build;
+pub mod detail_texture;
 pub mod errors;
 pub mod mapping;
 pub mod mesh_layout;

@@ -11,6 +11,7 @@
 //! only finds a `#[var]` field's accessors in the primary block.
 
 mod bodies;
+mod detail;
 mod edits;
 mod modes;
 mod persistence;
@@ -20,6 +21,7 @@ mod simulation;
 pub use modes::{WaterBackend, WaterBoundary, WaterCrossSection, WaterNeighbours};
 
 use crate::build::{self, Pending};
+use crate::detail_texture::DetailTexture;
 use crate::errors::ErrorLog;
 use crate::outputs::WaterOutputs;
 use crate::surface::WaterSurface;
@@ -84,6 +86,23 @@ use pipewater_core::{Params, Simulation};
 /// m), A = 1 if wet (depth > 1 mm) else 0.
 /// `flux_texture`: R = velocity along local +X (m/s), G = velocity along local +Z (m/s), B = speed
 /// (m/s), A = discharge per metre of width (m²/s).
+///
+/// **Detail waves.** Ripples, wakes, splashes and rain finer than the grid come from a second,
+/// linear wave layer (group Detail Waves): the damped wave equation on cells of
+/// `cell_size / detail_subdivision`, travelling at √(g·depth) capped at `detail_max_celerity`,
+/// carried by the flow, reflected by shores, driven by `PipeWaterBody` hulls, `add_ripple` and
+/// rain. It covers a **window** of `detail_window`² cells that follows the camera (or
+/// `detail_follow`) rather than the whole water at that resolution, so that its cost is fixed however large the
+/// world is and its resolution goes where someone looks; waves leaving the window fade out. It
+/// moves no water: the ledger, depths and flows are the same with it on or off. Its output is
+/// `detail_texture`; `get_height(position, true)` adds its height.
+/// `detail_texture`: the window's cells in the toroidal order they are stored in (a world cell
+/// sits at its index modulo `detail_window`: sample it with repeat wrapping at UV =
+/// `(local.xz + grid_size × cell_size / 2) / (detail_window × cell_size / detail_subdivision)`),
+/// R = height of the detail waves (m), G = their slope along local +X, B = along local +Z (m/m),
+/// A = vertical velocity (m/s); zero on dry cells and outside the window. The node sets
+/// `detail_texture`, `detail_period` (m), `detail_offset` (m), `detail_rect` (the window's local
+/// −X −Z and +X +Z corners, m) and `detail_on` on its `ShaderMaterial`.
 ///
 /// The node joins the group `pipe_water` when it enters the tree (`BuoyancyProbe` finds it
 /// there).
@@ -322,6 +341,63 @@ pub struct PipeWater {
     #[var(set)]
     half_float_textures: bool,
 
+    /// The detail wave layer: ripples, wakes, splashes and rain finer than the grid (see the class
+    /// description). On by default: at the default window it costs a fraction of a small grid's
+    /// step on a GPU and about 3 ms a frame on two CPU cores, and it is what makes boats and
+    /// falling things read as water; off, it has no fields and no passes at all.
+    #[export_group(name = "Detail Waves")]
+    #[export]
+    #[var(set)]
+    #[init(val = true)]
+    detail_waves: bool,
+    /// Detail cells per grid cell side, `1 ..= 16`: the detail waves' cells are
+    /// `cell_size / detail_subdivision` m. Changing it puts the waves at rest.
+    #[export(range = (1.0, 16.0, 1.0, suffix = "per cell"))]
+    #[var(set)]
+    #[init(val = pipewater_core::DetailParams::default().subdivision as i64)]
+    detail_subdivision: i64,
+    /// Detail cells per side of the window that follows the camera, `32 ..= 4096`: the window
+    /// spans `detail_window × cell_size / detail_subdivision` m (64 m by default). Its cost
+    /// grows with its area and not with the grid's. Changing it puts the waves at rest.
+    #[export(range = (32.0, 4096.0, 32.0, suffix = "cells"))]
+    #[var(set)]
+    #[init(val = pipewater_core::DetailParams::default().window as i64)]
+    detail_window: i64,
+    /// Fastest the detail waves travel, m/s, `0.05 ..= 50`: they run at √(g·depth) up to it.
+    /// Short waves on deep water are much slower than √(g·depth); 2 m/s is the speed of 2.5 m
+    /// waves on deep water.
+    #[export(range = (0.05, 50.0, 0.01, suffix = "m/s"))]
+    #[var(set)]
+    #[init(val = pipewater_core::DetailParams::default().max_celerity as f64)]
+    detail_max_celerity: f64,
+    /// How fast detail waves die down, 1/s, `0 ..= 100`: a wave left alone keeps
+    /// `exp(−detail_damping × t)` of its height.
+    #[export(range = (0.0, 10.0, 0.01, or_greater, suffix = "1/s"))]
+    #[var(set)]
+    #[init(val = pipewater_core::DetailParams::default().damping as f64)]
+    detail_damping: f64,
+    /// How strongly `PipeWaterBody` hulls raise detail waves (bow waves, wakes, splashes),
+    /// `0 ..= 10`: 1 is the pressure of the water they displace.
+    #[export(range = (0.0, 10.0, 0.01))]
+    #[var(set)]
+    #[init(val = pipewater_core::DetailParams::default().hull_strength as f64)]
+    detail_hull_strength: f64,
+    /// Rain on the detail waves, drops per m² per second, `0 ..= 1000` (0: none).
+    #[export(range = (0.0, 200.0, 0.1, or_greater, suffix = "drops/m²/s"))]
+    #[var(set)]
+    rain_rate: f64,
+    /// Height of a rain drop's ripple, m, `0 ..= 1`.
+    #[export(range = (0.0, 0.2, 0.001, or_greater, suffix = "m"))]
+    #[var(set)]
+    #[init(val = pipewater_core::DetailParams::default().rain_drop as f64)]
+    rain_drop_height: f64,
+    /// The `Node3D` the detail window follows (a boat, the player). Empty: the water the current
+    /// camera of the node's viewport looks at (its position moved along its horizontal view
+    /// direction by its height above the node); the grid's centre when there is no camera.
+    #[export]
+    #[var]
+    detail_follow: NodePath,
+
     /// Water surface, depth, terrain and wetness per cell (float RGBA, `grid_size` texels; layout
     /// in the class description): a `Texture2DRD` on the RenderingDevice backend, else an
     /// `ImageTexture`. Read-only and never null; the same object while the same kind of backend
@@ -332,6 +408,12 @@ pub struct PipeWater {
     /// the class description), like `height_texture`. Read-only.
     #[var(get, no_set)]
     flux_texture: PhantomVar<Option<Gd<Texture2D>>>,
+    /// The detail waves of the window that follows the camera (`RGBA16F`, `detail_window`²
+    /// texels; layout in the class description): a `Texture2DRD` written on the GPU on the
+    /// RenderingDevice backend, else an `ImageTexture` (on wgpu read back asynchronously, a frame
+    /// or two old, when `update_textures` is on). Read-only and never null.
+    #[var(get, no_set)]
+    detail_texture: PhantomVar<Option<Gd<Texture2D>>>,
 
     sim: Option<Simulation>,
     /// Property changes the simulation has not taken yet.
@@ -339,6 +421,10 @@ pub struct PipeWater {
     /// `backend` changed while a simulation ran: move the water to the new backend.
     backend_changed: bool,
     outputs: WaterOutputs,
+    /// `detail_texture` and what fills it.
+    detail_output: DetailTexture,
+    /// A detail wave property changed since the simulation last took them.
+    detail_changed: bool,
     surface: WaterSurface,
     errors: ErrorLog,
     /// Main-thread cost of the last advance, µs.
@@ -377,6 +463,7 @@ impl INode3D for PipeWater {
             if !in_editor {
                 self.couple_bodies(frame as f64);
             }
+            self.follow_detail_focus();
             self.advance(frame);
         }
         self.update_outputs();
@@ -747,6 +834,78 @@ impl PipeWater {
         self.outputs.set_half_float(value, grid, &mut self.errors);
     }
 
+    /// Sets `detail_waves`: turns the layer on (its waves at rest) or off.
+    #[func]
+    fn set_detail_waves(&mut self, value: bool) {
+        self.detail_waves = value;
+        self.detail_changed = true;
+    }
+
+    /// Sets `detail_subdivision` (`1 ..= 16`).
+    #[func]
+    fn set_detail_subdivision(&mut self, value: i64) {
+        let max = pipewater_core::detail::MAX_SUBDIVISION as i64;
+        if self.errors.accept(validate::int_in("detail_subdivision", value, 1, max)).is_some() {
+            self.detail_subdivision = value;
+            self.detail_changed = true;
+        }
+    }
+
+    /// Sets `detail_window` (cells, `32 ..= 4096`).
+    #[func]
+    fn set_detail_window(&mut self, value: i64) {
+        let (lo, hi) = pipewater_core::detail::WINDOW_RANGE;
+        if self.errors.accept(validate::int_in("detail_window", value, lo as i64, hi as i64)).is_some() {
+            self.detail_window = value;
+            self.detail_changed = true;
+        }
+    }
+
+    /// Sets `detail_max_celerity` (m/s, `0.05 ..= 50`).
+    #[func]
+    fn set_detail_max_celerity(&mut self, value: f64) {
+        if self.errors.accept(validate::float_in("detail_max_celerity", value, 0.05, 50.0, " m/s")).is_some() {
+            self.detail_max_celerity = value;
+            self.detail_changed = true;
+        }
+    }
+
+    /// Sets `detail_damping` (1/s, `0 ..= 100`).
+    #[func]
+    fn set_detail_damping(&mut self, value: f64) {
+        if self.errors.accept(validate::float_in("detail_damping", value, 0.0, 100.0, " 1/s")).is_some() {
+            self.detail_damping = value;
+            self.detail_changed = true;
+        }
+    }
+
+    /// Sets `detail_hull_strength` (`0 ..= 10`).
+    #[func]
+    fn set_detail_hull_strength(&mut self, value: f64) {
+        if self.errors.accept(validate::float_in("detail_hull_strength", value, 0.0, 10.0, "")).is_some() {
+            self.detail_hull_strength = value;
+            self.detail_changed = true;
+        }
+    }
+
+    /// Sets `rain_rate` (drops per m² per second, `0 ..= 1000`).
+    #[func]
+    fn set_rain_rate(&mut self, value: f64) {
+        if self.errors.accept(validate::float_in("rain_rate", value, 0.0, 1000.0, " drops/m²/s")).is_some() {
+            self.rain_rate = value;
+            self.detail_changed = true;
+        }
+    }
+
+    /// Sets `rain_drop_height` (m, `0 ..= 1`).
+    #[func]
+    fn set_rain_drop_height(&mut self, value: f64) {
+        if self.errors.accept(validate::float_in("rain_drop_height", value, 0.0, 1.0, " m")).is_some() {
+            self.rain_drop_height = value;
+            self.detail_changed = true;
+        }
+    }
+
     /// Sets `show_mesh`: creates or frees the helper mesh.
     #[func]
     fn set_show_mesh(&mut self, value: bool) {
@@ -777,6 +936,12 @@ impl PipeWater {
     #[func]
     fn get_flux_texture(&self) -> Option<Gd<Texture2D>> {
         Some(self.outputs.flux_texture())
+    }
+
+    /// Returns `detail_texture`.
+    #[func]
+    fn get_detail_texture(&self) -> Option<Gd<Texture2D>> {
+        Some(self.detail_output.texture())
     }
 
     /// The image last copied into `height_texture` (same size, format and layout), for CPU-side

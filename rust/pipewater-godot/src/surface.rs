@@ -80,6 +80,16 @@ impl WaterSurface {
         }
     }
 
+    /// Sets shader parameters on the material the mesh shows, when it is a `ShaderMaterial`
+    /// (values that change every frame, such as where the detail waves' window lies).
+    pub fn set_shader_parameters(&self, parameters: &[(&str, Variant)]) {
+        let Some(mesh_instance) = self.mesh_instance.as_ref().filter(|m| m.is_instance_valid()) else { return };
+        let Some(mut material) = mesh_instance.get_material_override().and_then(|m| m.try_cast::<ShaderMaterial>().ok()) else { return };
+        for (name, value) in parameters {
+            material.set_shader_parameter(*name, value);
+        }
+    }
+
     /// Frees the helper mesh (`show_mesh` turned off).
     pub fn free(&mut self) {
         if let Some(mut mesh) = self.mesh_instance.take() {

@@ -86,6 +86,12 @@ pub struct PipeWaterBody {
     #[export]
     #[init(val = true)]
     enabled: bool,
+    /// When true (and `apply_forces` is on), the water's detail waves push the hull too: their
+    /// height over its waterplane adds to its buoyancy, so it pitches and heaves in other boats'
+    /// wakes. Off by default: the hull's own detail waves, which it raises around itself, then
+    /// act back on it as well, and it settles a little deeper.
+    #[export]
+    ride_detail_waves: bool,
     /// Volume of water the hull displaced in the last physics frame, m³. Read-only.
     #[var(get, no_set)]
     displaced_volume: f64,
@@ -223,6 +229,7 @@ pub fn body_in_water(water: &Transform3D, hull: &Transform3D, shape: HullShape, 
         angular_velocity: vec3(local_vector(angular_velocity)),
         parts: vec![HullPart { shape, position: Vec3::ZERO, rotation: Quat::IDENTITY }],
         drag,
+        rides_detail_waves: false,
     }
 }
 
@@ -261,7 +268,8 @@ impl PipeWaterBody {
             }
         };
         self.last_position = Some(hull.origin);
-        let body = body_in_water(water, &hull, shape, linear, angular, self.drag as f32);
+        let mut body = body_in_water(water, &hull, shape, linear, angular, self.drag as f32);
+        body.rides_detail_waves = self.ride_detail_waves;
         match body.check() {
             Ok(()) => Some(body),
             Err(e) => {

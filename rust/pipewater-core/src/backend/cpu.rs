@@ -2,6 +2,7 @@
 //! with rayon.
 
 use super::{check_displacement, check_nudges, displacement_changes, Backend, BackendKind, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
+use crate::detail::{CpuDetail, DetailFrame, DetailLayout, DetailTexels};
 use crate::error::{Error, Result};
 use crate::pipes::{
     accelerate_carried, carried_depth, cell_limits, discharge, edge_outflow, fixed_flux_per_stored, flux_per_stored, inflow_for_cell, kept_flow,
@@ -42,6 +43,11 @@ pub struct CpuBackend {
     frames: u64,
     cached: Option<Arc<Snapshot>>,
     spares: SpareSnapshots,
+    /// The detail layer when it is on, its frame for the next `advance`, and its texels once
+    /// asked for.
+    detail: Option<CpuDetail>,
+    queued_detail: Option<DetailFrame>,
+    detail_texels: Option<Arc<DetailTexels>>,
 }
 
 impl CpuBackend {
@@ -64,7 +70,20 @@ impl CpuBackend {
             frames: 0,
             cached: None,
             spares: SpareSnapshots::default(),
+            detail: None,
+            queued_detail: None,
+            detail_texels: None,
         }
+    }
+
+    /// A backend holding `state` with the detail layer of `self` kept on, its waves at rest.
+    fn reloaded(&mut self, state: &State) -> Self {
+        let mut fresh = CpuBackend::new(state);
+        fresh.detail = self.detail.take().map(|mut d| {
+            d.clear();
+            d
+        });
+        fresh
     }
 
     /// Marks the snapshot stale, keeping it for its buffers.
@@ -410,7 +429,7 @@ impl Backend for CpuBackend {
     }
 
     fn load(&mut self, state: &State) -> Result<()> {
-        *self = CpuBackend::new(state);
+        *self = self.reloaded(state);
         Ok(())
     }
 
@@ -418,7 +437,7 @@ impl Backend for CpuBackend {
         if state.grid != self.state.grid {
             return Err(Error::invalid("restored grid", format!("{:?}", state.grid), format!("{:?}", self.state.grid)));
         }
-        *self = CpuBackend::new(state);
+        *self = self.reloaded(state);
         self.counters = counters;
         self.frames = frames;
         Ok(())
@@ -483,7 +502,7 @@ impl Backend for CpuBackend {
         self.fixed_flux_per_stored = fixed_flux_per_stored(&plan.constants);
         self.frames += 1;
         self.invalidate_snapshot();
-        Ok(())
+        self.advance_detail()
     }
 
     fn snapshot(&mut self) -> Option<Arc<Snapshot>> {
@@ -500,6 +519,52 @@ impl Backend for CpuBackend {
 
     fn read_counters(&mut self) -> Result<Counters> {
         Ok(self.counters)
+    }
+
+    fn configure_detail(&mut self, layout: Option<DetailLayout>) -> Result<()> {
+        self.detail = layout.map(CpuDetail::new);
+        self.queued_detail = None;
+        self.detail_texels = None;
+        Ok(())
+    }
+
+    fn queue_detail(&mut self, frame: DetailFrame) -> Result<()> {
+        if self.detail.is_some() {
+            self.queued_detail = Some(frame);
+        }
+        Ok(())
+    }
+
+    fn detail_heights(&mut self, cells: &[[i32; 2]]) -> Vec<f32> {
+        match &self.detail {
+            Some(d) => cells.iter().map(|&g| d.height(g)).collect(),
+            None => vec![0.0; cells.len()],
+        }
+    }
+
+    fn detail_texels(&mut self) -> Option<Arc<DetailTexels>> {
+        if self.detail_texels.is_none() {
+            self.detail_texels = self.detail.as_ref()?.texels().map(Arc::new);
+        }
+        self.detail_texels.clone()
+    }
+
+    fn read_detail(&mut self) -> Result<Vec<[f32; 2]>> {
+        match &self.detail {
+            Some(d) => Ok(d.fields().to_vec()),
+            None => Err(Error::invalid("detail waves", "off", "on (configure_detail)")),
+        }
+    }
+}
+
+impl CpuBackend {
+    /// The detail layer's frame, after the frame's steps, over the water they left.
+    fn advance_detail(&mut self) -> Result<()> {
+        let (Some(detail), Some(frame)) = (self.detail.as_mut(), self.queued_detail.take()) else { return Ok(()) };
+        let (state, fixed) = (&self.state, self.fixed_flux_per_stored);
+        detail.advance(&frame, |x, y| state.cell_texels(x, y, fixed))?;
+        self.detail_texels = None;
+        Ok(())
     }
 }
 

@@ -9,6 +9,7 @@ pub mod pending;
 pub mod readback;
 pub mod step_kernel;
 
+use crate::detail::{DetailFrame, DetailLayout, DetailTexels};
 use crate::error::{Error, Result};
 use crate::state::MAX_TERRAIN_ABS;
 use crate::pipes::StepConstants;
@@ -221,6 +222,46 @@ pub trait Backend: Send {
     /// False where there is no device to lose (the CPU).
     fn simulate_device_loss(&mut self) -> bool {
         false
+    }
+
+    // ---- Detail waves ([`crate::detail`]): a layer of its own, run after the frame's steps. ----
+
+    /// Turns the detail layer on with `layout`, its waves at rest (also when it was on with
+    /// another layout), or off (`None`), freeing its fields. `load` and `restore` keep it on and
+    /// put its waves at rest.
+    fn configure_detail(&mut self, layout: Option<DetailLayout>) -> Result<()> {
+        match layout {
+            None => Ok(()),
+            Some(_) => Err(Error::invalid("detail waves", "on", format!("off: the {:?} backend has no detail layer", self.kind()))),
+        }
+    }
+    /// The layer's frame for the next [`Backend::advance`], which runs it after its steps. Ignored
+    /// while the layer is off.
+    fn queue_detail(&mut self, _frame: DetailFrame) -> Result<()> {
+        Ok(())
+    }
+    /// Heights (m) of world detail cells as of the newest frame the host has (0 outside the window
+    /// or where nothing has been read yet). A GPU backend reads these cells back from now on.
+    fn detail_heights(&mut self, cells: &[[i32; 2]]) -> Vec<f32> {
+        vec![0.0; cells.len()]
+    }
+    /// Texels of the detail texture ([`DetailTexels`]) of the newest frame the host has, for
+    /// engines that copy them into a texture; asking for them makes a GPU backend read them back
+    /// from the next frame on. `None` while the layer is off, before the first frame, and on
+    /// backends whose texture stays on the device.
+    fn detail_texels(&mut self) -> Option<std::sync::Arc<DetailTexels>> {
+        None
+    }
+    /// The texture the layer writes on the device, as the host engine's own handle (Godot's
+    /// RenderingDevice: the texture's RID), for backends whose texture never leaves the GPU;
+    /// `None` elsewhere and while the layer is off.
+    fn detail_device_texture(&self) -> Option<u64> {
+        None
+    }
+    /// The layer's fields, `(h, v)` per storage cell, waiting for the device: tests and
+    /// benchmarks.
+    fn read_detail(&mut self) -> Result<Vec<[f32; 2]>> {
+        Err(Error::invalid("detail waves", "off", "on (configure_detail)"))
     }
 }
 

@@ -10,13 +10,16 @@ use godot::prelude::*;
 impl PipeWater {
     /// Water surface height (global Y, m) above or below `global_position` (its Y is ignored):
     /// bilinear over the wet cells around the point, the terrain where all are dry. `-INF`
-    /// outside the grid.
+    /// outside the grid. With `with_detail`, the detail waves' height there is added (0 outside
+    /// their window and while `detail_waves` is off; on a GPU backend a region's first query
+    /// answers without them and later ones show them a frame or two old).
     #[func]
-    fn get_height(&mut self, global_position: Vector3) -> f64 {
+    fn get_height(&mut self, global_position: Vector3, #[opt(default = false)] with_detail: bool) -> f64 {
         let Some((t, xz)) = self.local_point("get_height", global_position) else {
             return OUTSIDE_HEIGHT as f64;
         };
-        match self.sim.as_mut().and_then(|s| s.surface_height(xz[0], xz[1])) {
+        let height = self.sim.as_mut().and_then(|s| if with_detail { s.surface_height_with_detail(xz[0], xz[1]) } else { s.surface_height(xz[0], xz[1]) });
+        match height {
             Some(h) => local_height_to_global(&t, xz, h) as f64,
             None => OUTSIDE_HEIGHT as f64,
         }

@@ -156,6 +156,9 @@ impl PipeWater {
                 self.backend_changed = false;
                 self.build();
                 self.pending.built(self.sim.is_some());
+                if self.sim.is_some() {
+                    self.apply_detail();
+                }
                 self.sim.is_some()
             }
             Plan::Unavailable => false,
@@ -176,6 +179,9 @@ impl PipeWater {
                     let result = self.sim.as_mut().map(|s| s.set_params(params));
                     self.errors.core_result("parameters", result);
                 }
+                if self.detail_changed {
+                    self.apply_detail();
+                }
                 true
             }
         }
@@ -189,6 +195,7 @@ impl PipeWater {
         let params = self.params();
         // The RD textures let go of the old backend's RIDs before it frees them.
         let old = self.outputs.release_rendering_device();
+        self.detail_output.release();
         let built = build::simulation(grid, terrain, self.initial_water_level, params, self.backend, &mut self.errors);
         let Some((sim, rd_textures)) = built else {
             if let Some(rids) = old {
@@ -205,6 +212,7 @@ impl PipeWater {
     fn switch_backend(&mut self) {
         let Some(mut sim) = self.sim.take() else { return };
         let old = self.outputs.release_rendering_device();
+        self.detail_output.release();
         let was = build::active_backend(&sim);
         let rd_textures = build::switch(&mut sim, self.backend, &mut self.errors);
         let now = build::active_backend(&sim);
@@ -241,6 +249,7 @@ impl PipeWater {
     /// Drops the simulation, letting the RD textures go first.
     pub(super) fn drop_simulation(&mut self) {
         self.outputs.release_rendering_device();
+        self.detail_output.release();
         self.sim = None;
     }
 
@@ -258,6 +267,7 @@ impl PipeWater {
     pub(super) fn update_outputs(&mut self) {
         self.report_device_losses();
         self.outputs.update(self.sim.as_mut(), self.update_textures);
+        self.update_detail_output();
     }
 
     /// Warns once about each GPU device lost under the simulation, which has moved the water to

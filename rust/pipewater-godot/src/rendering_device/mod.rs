@@ -26,6 +26,7 @@
 //! * Everything runs on the render thread, which is the main thread under Godot's default
 //!   thread model; the node checks that before choosing this backend.
 
+pub mod detail;
 pub mod spirv;
 pub mod textures;
 
@@ -39,6 +40,7 @@ use pipewater_core::backend::pending::{list_bytes, list_header_bytes, EditBatch,
 use pipewater_core::backend::readback::{Coverage, Read, Readbacks, TileRequests, MAX_TILES_PER_READ};
 use pipewater_core::backend::{Backend, BackendKind, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
 use pipewater_core::backend::step_kernel::{ColumnKernel, StepMode};
+use pipewater_core::detail::{DetailFrame, DetailLayout};
 use pipewater_core::pipes::StepConstants;
 use pipewater_core::state::{check_terrain, Counters, Snapshot, State};
 use pipewater_core::{Error, Grid, Params, Result};
@@ -180,6 +182,8 @@ pub struct RdBackend {
     /// Why the device counts as lost, once it does.
     lost: Option<String>,
     description: String,
+    /// The detail wave layer, when it is on (`detail.rs`).
+    detail: Option<detail::RdDetail>,
 }
 
 // Indices of spirv::ENTRY_POINTS in `pipelines`; step pipelines follow them, one per mode met.
@@ -266,6 +270,7 @@ impl RdBackend {
             last_read_bytes: 0,
             lost: None,
             description,
+            detail: None,
         };
         let made = [backend.uniforms, backend.terrain, backend.step_terrain, backend.displacement, backend.counters, backend.stats, backend.gathered, backend.height_texture, backend.flow_texture];
         if made.iter().chain(&backend.depth).chain(&backend.flux).any(|r| !r.is_valid()) {
@@ -305,6 +310,9 @@ impl RdBackend {
         // Reads still in flight belong to the old state: a new generation makes `harvest`
         // discard them whenever their callbacks come.
         self.reads.load(state, counters, frames);
+        if let Some(detail) = &mut self.detail {
+            detail.clear(&mut rd);
+        }
         // Draw the loaded state into the textures at once: an editor that does not simulate, or a
         // paused game, shows it without ever stepping.
         let constants = self.constants;
@@ -466,6 +474,11 @@ impl RdBackend {
         result?;
         self.frames += 1;
         self.read_back(&mut rd, read);
+        // The detail waves: a compute list of their own, over the fields the steps left.
+        if let Some(detail) = &mut self.detail {
+            let k = self.current;
+            detail.run(&mut rd, detail::FlowFields { constants: self.uniforms, terrain: self.terrain, depth: self.depth[k], flux: self.flux[k], copy: k })?;
+        }
         Ok(())
     }
 
@@ -733,5 +746,40 @@ impl Backend for RdBackend {
     fn simulate_device_loss(&mut self) -> bool {
         self.lost = Some("simulate_device_loss() was called".into());
         true
+    }
+
+    // ---- Detail waves: everything in `detail.rs`. ----
+
+    fn configure_detail(&mut self, layout: Option<DetailLayout>) -> Result<()> {
+        self.detail = None;
+        if let Some(layout) = layout {
+            self.detail = Some(detail::RdDetail::new(&mut device()?, layout)?);
+        }
+        Ok(())
+    }
+
+    fn queue_detail(&mut self, frame: DetailFrame) -> Result<()> {
+        if let Some(detail) = &mut self.detail {
+            detail.queue(frame);
+        }
+        Ok(())
+    }
+
+    fn detail_heights(&mut self, cells: &[[i32; 2]]) -> Vec<f32> {
+        self.detail.as_mut().map_or_else(|| vec![0.0; cells.len()], |d| d.heights(cells))
+    }
+
+    fn detail_device_texture(&self) -> Option<u64> {
+        self.detail.as_ref().map(|d| d.texture().to_u64())
+    }
+
+    fn read_detail(&mut self) -> Result<Vec<[f32; 2]>> {
+        self.check_device()?;
+        let queued = self.edits.take();
+        self.submit_edits(queued)?;
+        match &self.detail {
+            Some(detail) => detail.read_fields(&mut device()?),
+            None => Err(Error::invalid("detail waves", "off", "on (configure_detail)")),
+        }
     }
 }

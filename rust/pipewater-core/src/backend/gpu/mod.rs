@@ -22,6 +22,7 @@
 //!   makes a fresh device.
 
 mod context;
+pub mod detail;
 pub mod shaders;
 
 pub use context::{GpuContext, EDIT_WORKGROUP, SNAPSHOT_WORKGROUP};
@@ -30,6 +31,7 @@ use super::step_kernel::StepMode;
 use super::pending::{list_bytes, list_header_bytes, EditBatch, EditCounts, EditPass, PendingEdits};
 use super::readback::{Coverage, Read, Readbacks, TileRequests, HEADER_BYTES, MAX_TILES_PER_READ};
 use super::{Backend, BackendKind, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
+use crate::detail::{DetailFrame, DetailLayout, DetailTexels};
 use crate::error::{Error, Result};
 use crate::grid::Grid;
 use crate::params::Params;
@@ -163,6 +165,8 @@ pub struct GpuBackend {
     failure: Option<Error>,
     /// Bytes the last frame's readback copies to the host.
     readback_bytes: u64,
+    /// The detail wave layer, when it is on (`detail.rs`).
+    detail: Option<detail::GpuDetail>,
 }
 
 impl GpuBackend {
@@ -246,6 +250,7 @@ impl GpuBackend {
             reads: Readbacks::new(state, true),
             failure: None,
             readback_bytes: 0,
+            detail: None,
         };
         backend.upload(state, Counters::default(), 0)?;
         Ok(backend)
@@ -514,6 +519,9 @@ impl GpuBackend {
         // Reads in flight show the old state: they are discarded when they arrive, and the first
         // snapshot comes from the state itself, so queries work before any readback.
         self.reads.load(state, counters, frames);
+        if let Some(detail) = &mut self.detail {
+            detail.clear();
+        }
         self.ctx.queue.submit([]);
         self.check()
     }
@@ -779,6 +787,10 @@ impl Backend for GpuBackend {
         }
         let (submitted, index) = self.submit(encoder);
         self.in_flight.push_back((submitted, index));
+        // The detail waves: their own submission, over the fields the steps left.
+        if let Some(detail) = &mut self.detail {
+            detail.run(&self.snapshot_groups[self.current])?;
+        }
         if let (Some(read), Some(k)) = (read, slot) {
             self.map_read(k, read, submitted);
         }
@@ -826,6 +838,35 @@ impl Backend for GpuBackend {
     fn simulate_device_loss(&mut self) -> bool {
         self.ctx.device.destroy();
         true
+    }
+
+    // ---- Detail waves: everything in `detail.rs`. ----
+
+    fn configure_detail(&mut self, layout: Option<DetailLayout>) -> Result<()> {
+        self.detail = layout.map(|l| detail::GpuDetail::new(&self.ctx, l)).transpose()?;
+        Ok(())
+    }
+
+    fn queue_detail(&mut self, frame: DetailFrame) -> Result<()> {
+        if let Some(detail) = &mut self.detail {
+            detail.queue(frame);
+        }
+        Ok(())
+    }
+
+    fn detail_heights(&mut self, cells: &[[i32; 2]]) -> Vec<f32> {
+        self.detail.as_mut().map_or_else(|| vec![0.0; cells.len()], |d| d.heights(cells))
+    }
+
+    fn detail_texels(&mut self) -> Option<Arc<DetailTexels>> {
+        self.detail.as_mut()?.texels()
+    }
+
+    fn read_detail(&mut self) -> Result<Vec<[f32; 2]>> {
+        match &mut self.detail {
+            Some(detail) => detail.read_fields(),
+            None => Err(Error::invalid("detail waves", "off", "on (configure_detail)")),
+        }
     }
 }
 

@@ -11,14 +11,19 @@ pub const EDITS: &str = include_str!("../../../../../shaders/edits.wgsl");
 pub const BODIES: &str = include_str!("../../../../../shaders/bodies.wgsl");
 /// Snapshot texels and the reductions (total water, largest depth and speed).
 pub const SNAPSHOT: &str = include_str!("../../../../../shaders/snapshot.wgsl");
+/// The detail wave layer ([`crate::detail`]), with `snapshot.wgsl` in front: it reads each flow
+/// cell through the snapshot's `cell_texels`.
+pub const DETAIL: &str = concat!(include_str!("../../../../../shaders/snapshot.wgsl"), "\n", include_str!("../../../../../shaders/detail.wgsl"));
 
-/// Every pass family by file name, as compiled: `common.wgsl` followed by the file.
-pub fn pass_families() -> [(&'static str, String); 4] {
+/// Every pass family by file name, as compiled: `common.wgsl` followed by the file (and what it
+/// has in front).
+pub fn pass_families() -> [(&'static str, String); 5] {
     [
         ("step_columns.wgsl", with_common(STEP)),
         ("edits.wgsl", with_common(EDITS)),
         ("bodies.wgsl", with_common(BODIES)),
         ("snapshot.wgsl", with_common(SNAPSHOT)),
+        ("detail.wgsl", with_common(DETAIL)),
     ]
 }
 

@@ -1,0 +1,497 @@
+//! The detail wave layer ([`crate::detail`]) on the wgpu backend: its fields in storage buffers,
+//! the passes of `shaders/detail.wgsl` submitted after each frame's steps, and the readbacks of
+//! what the host asks for (the tiles queries read, the texels an engine copies into a texture).
+//!
+//! * Fields: `(h, v)` per storage cell twice (`fields[0]` holds the state between frames; each
+//!   substep's wave pass writes `fields[1]` and its advection pass writes `fields[0]` back), the
+//!   hulls' pressure, and the flow region the passes sample.
+//! * A frame ([`GpuDetail::run`]) is one submission right after the frame's steps: region, pressure
+//!   list, scroll, forcing, the substeps, and when asked the texels and the gather of tiles,
+//!   copied into a staging buffer mapped with `map_async`. Nothing waits; what arrived is picked
+//!   up by the next call (a frame or two later, as the backend's snapshots).
+//! * The pipelines are built once per process, like the backend's own ([`GpuContext`]).
+
+use super::GpuContext;
+use super::shaders;
+use crate::detail::tiles::{DetailTiles, DETAIL_TILE_BYTES, MAX_DETAIL_TILES_PER_READ};
+use crate::detail::{DetailConstants, DetailFrame, DetailLayout, DetailTexels};
+use crate::error::{Error, Result};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// Side of the square workgroup of the passes over the window (`DETAIL_WG`).
+pub const DETAIL_WORKGROUP: u32 = 16;
+/// Side of the square workgroup of the flow region pass (`DETAIL_FLOW_WG`).
+pub const DETAIL_FLOW_WORKGROUP: u32 = 8;
+/// Workgroup of the list passes (`DETAIL_LIST_WG`).
+pub const DETAIL_LIST_WORKGROUP: u32 = 64;
+
+/// The group the layer's own bindings are in (`@group(3)`).
+pub const DETAIL_GROUP: u32 = 3;
+
+/// Bindings of group 3 the wgpu passes use, and whether each is read-only (the storage texture
+/// of binding 10 serves Godot's RenderingDevice only).
+pub const DETAIL_BINDINGS: [(u32, BindingUse); 10] = [
+    (0, BindingUse::Uniform),
+    (1, BindingUse::Storage { read_only: false }),
+    (2, BindingUse::Storage { read_only: true }),
+    (3, BindingUse::Storage { read_only: false }),
+    (4, BindingUse::Storage { read_only: false }),
+    (5, BindingUse::Storage { read_only: true }),
+    (6, BindingUse::Storage { read_only: true }),
+    (7, BindingUse::Storage { read_only: true }),
+    (8, BindingUse::Storage { read_only: false }),
+    (9, BindingUse::Storage { read_only: false }),
+];
+
+/// How a binding of [`DETAIL_BINDINGS`] is bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BindingUse {
+    /// `var<uniform>`.
+    Uniform,
+    /// `var<storage>`, read-only or not.
+    Storage {
+        /// `var<storage, read>`.
+        read_only: bool,
+    },
+}
+
+/// The layer's pipelines, shared by every simulation of the process.
+struct DetailPipelines {
+    layout: wgpu::BindGroupLayout,
+    flow_region: wgpu::ComputePipeline,
+    press: wgpu::ComputePipeline,
+    scroll: wgpu::ComputePipeline,
+    force: wgpu::ComputePipeline,
+    wave: wgpu::ComputePipeline,
+    advect: wgpu::ComputePipeline,
+    texels: wgpu::ComputePipeline,
+    gather: wgpu::ComputePipeline,
+}
+
+static PIPELINES: OnceLock<std::result::Result<Arc<DetailPipelines>, Error>> = OnceLock::new();
+
+impl DetailPipelines {
+    fn shared(ctx: &GpuContext) -> Result<Arc<DetailPipelines>> {
+        PIPELINES.get_or_init(|| DetailPipelines::build(ctx).map(Arc::new)).clone()
+    }
+
+    fn build(ctx: &GpuContext) -> Result<DetailPipelines> {
+        let device = &ctx.device;
+        let entries: Vec<wgpu::BindGroupLayoutEntry> = DETAIL_BINDINGS
+            .iter()
+            .map(|&(binding, kind)| wgpu::BindGroupLayoutEntry {
+                binding,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: match kind {
+                    BindingUse::Uniform => wgpu::BindingType::Buffer { ty: wgpu::BufferBindingType::Uniform, has_dynamic_offset: false, min_binding_size: None },
+                    BindingUse::Storage { read_only } => {
+                        wgpu::BindingType::Buffer { ty: wgpu::BufferBindingType::Storage { read_only }, has_dynamic_offset: false, min_binding_size: None }
+                    }
+                },
+                count: None,
+            })
+            .collect();
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("detail"), entries: &entries });
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("detail.wgsl"),
+            source: wgpu::ShaderSource::Wgsl(shaders::with_common(shaders::DETAIL).into()),
+        });
+        // Every pass sees the flow's snapshot bindings at group 0 (the region pass reads them):
+        // with wgpu 30 on lavapipe a pipeline layout that begins with an empty slot dispatched
+        // nothing, without an error.
+        let with_flow = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("detail"),
+            bind_group_layouts: &[Some(&ctx.snapshot_layout), None, None, Some(&layout)],
+            immediate_size: 0,
+        });
+        let pipeline = |entry: &str| {
+            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(entry),
+                layout: Some(&with_flow),
+                module: &module,
+                entry_point: Some(entry),
+                compilation_options: Default::default(),
+                cache: None,
+            })
+        };
+        let pipelines = DetailPipelines {
+            flow_region: pipeline("detail_flow_region"),
+            press: pipeline("detail_press"),
+            scroll: pipeline("detail_scroll"),
+            force: pipeline("detail_force"),
+            wave: pipeline("detail_wave"),
+            advect: pipeline("detail_advect"),
+            texels: pipeline("detail_pack_texels"),
+            gather: pipeline("detail_gather"),
+            layout,
+        };
+        ctx.check().map_err(|e| Error::Gpu(format!("the detail shaders failed to build: {e}")))?;
+        Ok(pipelines)
+    }
+}
+
+/// A list on the device: `[count, pad…, items…]`, the header as large as an item (at least 8
+/// bytes), grown by powers of two.
+struct DeviceList {
+    buffer: wgpu::Buffer,
+    capacity: usize,
+    item_bytes: usize,
+}
+
+impl DeviceList {
+    fn new(device: &wgpu::Device, label: &str, capacity: usize, item_bytes: usize) -> Self {
+        let capacity = capacity.max(16).next_power_of_two();
+        let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: (item_bytes.max(8) + item_bytes * capacity) as u64,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        DeviceList { buffer, capacity, item_bytes }
+    }
+
+    /// Uploads `items`; true when the buffer was replaced (bind groups that name it are stale).
+    fn upload(&mut self, device: &wgpu::Device, queue: &wgpu::Queue, label: &str, items: &[u8]) -> bool {
+        let count = items.len() / self.item_bytes;
+        let grown = count > self.capacity;
+        if grown {
+            *self = DeviceList::new(device, label, count, self.item_bytes);
+        }
+        let header = self.item_bytes.max(8);
+        let mut bytes = Vec::with_capacity(header + items.len());
+        bytes.extend_from_slice(&(count as u32).to_le_bytes());
+        bytes.resize(header, 0);
+        bytes.extend_from_slice(items);
+        queue.write_buffer(&self.buffer, 0, &bytes);
+        grown
+    }
+}
+
+const SLOT_FREE: u32 = 0;
+const SLOT_PENDING: u32 = 1;
+const SLOT_READY: u32 = 2;
+const SLOT_FAILED: u32 = 3;
+
+/// A staging buffer of the readback ring: the gathered tiles, then (when asked) the texels.
+struct ReadSlot {
+    buffer: wgpu::Buffer,
+    state: Arc<AtomicU32>,
+    tiles: Vec<[i32; 2]>,
+    texels: bool,
+    /// Frames the layer had run when the copy was recorded, to keep the newest.
+    frame: u64,
+    /// Clears ([`GpuDetail::clear`]) before the copy: older reads no longer hold.
+    epoch: u64,
+}
+
+/// The layer on one wgpu simulation.
+pub struct GpuDetail {
+    ctx: Arc<GpuContext>,
+    pipelines: Arc<DetailPipelines>,
+    layout: DetailLayout,
+    uniforms: wgpu::Buffer,
+    flow: wgpu::Buffer,
+    fields: [wgpu::Buffer; 2],
+    pressure: wgpu::Buffer,
+    ripples: DeviceList,
+    pressed: DeviceList,
+    tile_list: DeviceList,
+    gathered: wgpu::Buffer,
+    texels: wgpu::Buffer,
+    /// Group 3 for the wave passes (fields 0 → 1) and for the advection, in-place and output
+    /// passes (1 → 0, reading 0 where they read).
+    groups: Option<[wgpu::BindGroup; 2]>,
+    queued: Option<DetailFrame>,
+    tiles: DetailTiles,
+    slots: Vec<ReadSlot>,
+    /// Texels were asked for since the last readback was issued.
+    texels_wanted: bool,
+    latest_texels: Option<Arc<DetailTexels>>,
+    frames: u64,
+    epoch: u64,
+}
+
+impl GpuDetail {
+    /// The layer of `layout`, at rest, on `ctx`.
+    pub fn new(ctx: &Arc<GpuContext>, layout: DetailLayout) -> Result<Self> {
+        let pipelines = DetailPipelines::shared(ctx)?;
+        let device = &ctx.device;
+        let n = layout.cells() as u64;
+        let side = layout.flow_side() as u64;
+        let limits = &ctx.limits;
+        if n * 16 > limits.max_storage_buffer_binding_size {
+            return Err(Error::Gpu(format!("a {0}x{0} detail window needs {1}-byte storage bindings; {2} allows {3}", layout.window, n * 16, ctx.adapter.name, limits.max_storage_buffer_binding_size)));
+        }
+        use wgpu::BufferUsages as U;
+        let buffer = |label: &str, bytes: u64, usage: U| device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: bytes.max(16), usage, mapped_at_creation: false });
+        let detail = GpuDetail {
+            ctx: ctx.clone(),
+            uniforms: buffer("detail constants", std::mem::size_of::<DetailConstants>() as u64, U::UNIFORM | U::COPY_DST),
+            flow: buffer("detail flow region", side * side * 16, U::STORAGE),
+            fields: [buffer("detail fields 0", n * 8, U::STORAGE | U::COPY_SRC | U::COPY_DST), buffer("detail fields 1", n * 8, U::STORAGE | U::COPY_DST)],
+            pressure: buffer("detail pressure", n * 4, U::STORAGE | U::COPY_DST),
+            ripples: DeviceList::new(device, "detail ripples", 16, 16),
+            pressed: DeviceList::new(device, "detail pressure list", 64, 8),
+            tile_list: DeviceList::new(device, "detail tiles", MAX_DETAIL_TILES_PER_READ, 8),
+            gathered: buffer("detail gathered", (MAX_DETAIL_TILES_PER_READ * DETAIL_TILE_BYTES) as u64, U::STORAGE | U::COPY_SRC),
+            texels: buffer("detail texels", n * 16, U::STORAGE | U::COPY_SRC),
+            pipelines,
+            layout,
+            groups: None,
+            queued: None,
+            tiles: DetailTiles::default(),
+            slots: Vec::new(),
+            texels_wanted: false,
+            latest_texels: None,
+            frames: 0,
+            epoch: 0,
+        };
+        ctx.check()?;
+        Ok(detail)
+    }
+
+    /// The layout it was made for.
+    pub fn layout(&self) -> DetailLayout {
+        self.layout
+    }
+
+    /// Puts every wave at rest (a new state was loaded); the hulls' pressure stays.
+    pub fn clear(&mut self) {
+        let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("detail clear") });
+        encoder.clear_buffer(&self.fields[0], 0, None);
+        self.ctx.queue.submit([encoder.finish()]);
+        self.queued = None;
+        self.tiles.clear();
+        self.latest_texels = None;
+        self.epoch += 1;
+    }
+
+    /// Keeps `frame` for the next [`GpuDetail::run`].
+    pub fn queue(&mut self, frame: DetailFrame) {
+        self.queued = Some(frame);
+    }
+
+    /// Runs the queued frame, if any, after the flow's steps: one submission reading the flow
+    /// through `flow_group` (the backend's snapshot bind group of its current fields).
+    pub fn run(&mut self, flow_group: &wgpu::BindGroup) -> Result<()> {
+        self.harvest();
+        let Some(frame) = self.queued.take() else { return Ok(()) };
+        let c = frame.constants;
+        let (ctx, pipelines) = (self.ctx.clone(), self.pipelines.clone());
+        let (device, queue) = (&ctx.device, &ctx.queue);
+        queue.write_buffer(&self.uniforms, 0, bytemuck::bytes_of(&c));
+        let mut stale = self.groups.is_none();
+        if !frame.ripples.is_empty() {
+            stale |= self.ripples.upload(device, queue, "detail ripples", bytemuck::cast_slice(&frame.ripples));
+        }
+        if !frame.pressure.is_empty() {
+            stale |= self.pressed.upload(device, queue, "detail pressure list", bytemuck::cast_slice(&frame.pressure));
+        }
+        let tiles = self.tiles.to_read();
+        if !tiles.is_empty() {
+            stale |= self.tile_list.upload(device, queue, "detail tiles", bytemuck::cast_slice(&tiles));
+        }
+        if stale {
+            self.groups = Some(self.bind_groups());
+        }
+        let readback = if !tiles.is_empty() || self.texels_wanted { self.free_slot() } else { None };
+        let Some([forward, back]) = &self.groups else { return Ok(()) };
+        let window_groups = c.window.div_ceil(DETAIL_WORKGROUP);
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("detail") });
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("detail"), timestamp_writes: None });
+            // Group 0, the flow's fields, stays bound for every pass.
+            pass.set_pipeline(&pipelines.flow_region);
+            pass.set_bind_group(0, flow_group, &[]);
+            pass.set_bind_group(DETAIL_GROUP, back, &[]);
+            let side = c.flow_side.div_ceil(DETAIL_FLOW_WORKGROUP);
+            pass.dispatch_workgroups(side, side, 1);
+            let mut run = |pipeline: &wgpu::ComputePipeline, group: &wgpu::BindGroup, groups: [u32; 2]| {
+                pass.set_pipeline(pipeline);
+                pass.set_bind_group(DETAIL_GROUP, group, &[]);
+                pass.dispatch_workgroups(groups[0].max(1), groups[1].max(1), 1);
+            };
+            if !frame.pressure.is_empty() {
+                run(&pipelines.press, back, [list_groups(&ctx, frame.pressure.len()), 1]);
+            }
+            if frame.scrolls() {
+                run(&pipelines.scroll, back, [window_groups; 2]);
+            }
+            if frame.forces() {
+                run(&pipelines.force, back, [window_groups; 2]);
+            }
+            for _ in 0..c.substeps {
+                run(&pipelines.wave, forward, [window_groups; 2]);
+                run(&pipelines.advect, back, [window_groups; 2]);
+            }
+            if let Some(slot) = readback {
+                if self.slots[slot].texels {
+                    run(&pipelines.texels, forward, [window_groups; 2]);
+                }
+                if !tiles.is_empty() {
+                    run(&pipelines.gather, forward, [tiles.len() as u32, 1]);
+                }
+            }
+        }
+        self.frames += 1;
+        if let Some(k) = readback {
+            let bytes = tiles.len() * DETAIL_TILE_BYTES;
+            let slot = &mut self.slots[k];
+            if bytes > 0 {
+                encoder.copy_buffer_to_buffer(&self.gathered, 0, &slot.buffer, 0, bytes as u64);
+            }
+            if slot.texels {
+                let at = (MAX_DETAIL_TILES_PER_READ * DETAIL_TILE_BYTES) as u64;
+                encoder.copy_buffer_to_buffer(&self.texels, 0, &slot.buffer, at, self.layout.cells() as u64 * 16);
+            }
+            slot.tiles = tiles;
+            slot.frame = self.frames;
+            slot.epoch = self.epoch;
+        }
+        queue.submit([encoder.finish()]);
+        if let Some(k) = readback {
+            let slot = &self.slots[k];
+            slot.state.store(SLOT_PENDING, Ordering::Release);
+            let flag = slot.state.clone();
+            slot.buffer.map_async(wgpu::MapMode::Read, .., move |r| flag.store(if r.is_ok() { SLOT_READY } else { SLOT_FAILED }, Ordering::Release));
+            self.texels_wanted &= !slot.texels;
+        }
+        ctx.check()
+    }
+
+    /// Heights of world detail cells from the newest tiles that arrived ([`DetailTiles`]).
+    pub fn heights(&mut self, cells: &[[i32; 2]]) -> Vec<f32> {
+        self.harvest();
+        self.tiles.heights(cells)
+    }
+
+    /// The newest texels that arrived; asks for them from the next frame on.
+    pub fn texels(&mut self) -> Option<Arc<DetailTexels>> {
+        self.texels_wanted = true;
+        self.harvest();
+        self.latest_texels.clone()
+    }
+
+    /// The fields, `(h, v)` per storage cell, waiting for the device.
+    pub fn read_fields(&mut self) -> Result<Vec<[f32; 2]>> {
+        let device = &self.ctx.device;
+        let bytes = self.layout.cells() as u64 * 8;
+        let staging = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("detail fields read"),
+            size: bytes,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("detail fields read") });
+        encoder.copy_buffer_to_buffer(&self.fields[0], 0, &staging, 0, bytes);
+        let index = self.ctx.queue.submit([encoder.finish()]);
+        let state = Arc::new(AtomicU32::new(SLOT_PENDING));
+        let flag = state.clone();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| flag.store(if r.is_ok() { SLOT_READY } else { SLOT_FAILED }, Ordering::Release));
+        device.poll(wgpu::PollType::Wait { submission_index: Some(index), timeout: None }).map_err(|e| Error::Gpu(e.to_string()))?;
+        while state.load(Ordering::Acquire) == SLOT_PENDING {
+            device.poll(wgpu::PollType::Wait { submission_index: None, timeout: None }).map_err(|e| Error::Gpu(e.to_string()))?;
+        }
+        self.ctx.check()?;
+        if state.load(Ordering::Acquire) != SLOT_READY {
+            return Err(Error::Gpu("mapping the detail fields failed".into()));
+        }
+        let fields = bytemuck::pod_collect_to_vec(&staging.get_mapped_range(..).map_err(|e| Error::Gpu(e.to_string()))?);
+        staging.unmap();
+        Ok(fields)
+    }
+
+    /// The group-3 bind groups: fields 0 → 1 (wave), and 1 → 0 (advection; in place and output
+    /// passes update or read 0 through the other binding).
+    fn bind_groups(&self) -> [wgpu::BindGroup; 2] {
+        let make = |input: &wgpu::Buffer, output: &wgpu::Buffer, label: &str| {
+            let buffers = [
+                &self.uniforms,
+                &self.flow,
+                input,
+                output,
+                &self.pressure,
+                &self.ripples.buffer,
+                &self.pressed.buffer,
+                &self.tile_list.buffer,
+                &self.gathered,
+                &self.texels,
+            ];
+            let entries: Vec<wgpu::BindGroupEntry> =
+                DETAIL_BINDINGS.iter().zip(buffers).map(|(&(binding, _), b)| wgpu::BindGroupEntry { binding, resource: b.as_entire_binding() }).collect();
+            self.ctx.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(label), layout: &self.pipelines.layout, entries: &entries })
+        };
+        [make(&self.fields[0], &self.fields[1], "detail 0 → 1"), make(&self.fields[1], &self.fields[0], "detail 1 → 0")]
+    }
+
+    /// A free staging buffer, sized for the texels when they are wanted; `None` when both are busy.
+    fn free_slot(&mut self) -> Option<usize> {
+        let texel_bytes = if self.texels_wanted { self.layout.cells() * 16 } else { 0 };
+        let size = (MAX_DETAIL_TILES_PER_READ * DETAIL_TILE_BYTES + texel_bytes) as u64;
+        if let Some(k) = self.slots.iter().position(|s| s.state.load(Ordering::Acquire) == SLOT_FREE && s.buffer.size() >= size) {
+            self.slots[k].texels = self.texels_wanted;
+            return Some(k);
+        }
+        let replace = self.slots.iter().position(|s| s.state.load(Ordering::Acquire) == SLOT_FREE);
+        if replace.is_none() && self.slots.len() >= 2 {
+            return None;
+        }
+        let slot = ReadSlot {
+            buffer: self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("detail readback"),
+                size,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }),
+            state: Arc::new(AtomicU32::new(SLOT_FREE)),
+            tiles: Vec::new(),
+            texels: self.texels_wanted,
+            frame: 0,
+            epoch: self.epoch,
+        };
+        match replace {
+            Some(k) => {
+                self.slots[k] = slot;
+                Some(k)
+            }
+            None => {
+                self.slots.push(slot);
+                Some(self.slots.len() - 1)
+            }
+        }
+    }
+
+    /// Takes what finished readbacks hold, oldest first, without waiting.
+    fn harvest(&mut self) {
+        let _ = self.ctx.device.poll(wgpu::PollType::Poll);
+        let mut ready: Vec<usize> = (0..self.slots.len()).filter(|&k| self.slots[k].state.load(Ordering::Acquire) != SLOT_FREE).collect();
+        ready.sort_by_key(|&k| self.slots[k].frame);
+        for k in ready {
+            let slot = &self.slots[k];
+            match slot.state.load(Ordering::Acquire) {
+                SLOT_READY => {
+                    if slot.epoch == self.epoch {
+                        if let Ok(view) = slot.buffer.get_mapped_range(..) {
+                            self.tiles.apply(&slot.tiles, &view[..slot.tiles.len() * DETAIL_TILE_BYTES]);
+                            if slot.texels {
+                                let at = MAX_DETAIL_TILES_PER_READ * DETAIL_TILE_BYTES;
+                                let texels: DetailTexels = bytemuck::pod_collect_to_vec(&view[at..at + self.layout.cells() * 16]);
+                                self.latest_texels = Some(Arc::new(texels));
+                            }
+                        }
+                    }
+                    slot.buffer.unmap();
+                    slot.state.store(SLOT_FREE, Ordering::Release);
+                }
+                SLOT_FAILED => slot.state.store(SLOT_FREE, Ordering::Release),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Workgroups for a list of `count` entries (the shader strides over the rest).
+fn list_groups(ctx: &GpuContext, count: usize) -> u32 {
+    (count as u32).div_ceil(DETAIL_LIST_WORKGROUP).clamp(1, ctx.limits.max_compute_workgroups_per_dimension.min(65535))
+}

@@ -1,0 +1,132 @@
+//! The detail wave layer on the wgpu backend gives the CPU reference's waves, leaves the water
+//! alone, and answers queries from tiles read back a frame or two late.
+#![cfg(feature = "gpu")]
+
+mod gpu_support;
+
+use gpu_support::*;
+use pipewater_core::bodies::{couple, Body, HullShape};
+use pipewater_core::detail::DetailParams;
+use pipewater_core::glam::Vec3;
+use pipewater_core::{scenarios, BackendPreference, Grid, Params, Simulation};
+
+/// Largest difference of a detail height or vertical velocity between the backends, as a
+/// fraction of the largest on the CPU. Both run the same operations in the same order; a GPU may
+/// fuse `a·b + c` and divide to within 2.5 ulp, and the flow's velocities it samples may differ
+/// in their last bits (see `gpu_agreement.rs`). The waves are linear in those inputs, so the
+/// differences stay at the size of the rounding.
+const MAX_DETAIL_DIFFERENCE: f32 = 1.0e-3;
+
+/// A valley with a river running through it, moving water over ground of every depth.
+fn valley(preference: BackendPreference) -> Simulation {
+    let g = Grid::new(48, 40, 1.0).unwrap();
+    let (mut state, spring) = scenarios::river_valley(g, 5, 2.5);
+    state.fill_to_level(0.5).expect("a level within the depth limit");
+    let mut sim = Simulation::new(state, Params::default(), preference).unwrap();
+    sim.add_source(spring.x, spring.z, spring.rate, spring.radius).unwrap();
+    sim.set_initial_current([-20.0, -20.0], [20.0, 20.0], [0.4, -0.2]).unwrap();
+    sim
+}
+
+#[test]
+fn detail_waves_on_the_gpu_match_the_cpu() {
+    if !gpu_or_skip("detail_waves_on_the_gpu_match_the_cpu") {
+        return;
+    }
+    let params = DetailParams { window: 128, rain_rate: 5.0, rain_drop: 0.02, ..DetailParams::default() };
+    let (mut cpu, mut gpu) = (valley(BackendPreference::Cpu), valley(BackendPreference::Gpu));
+    for sim in [&mut cpu, &mut gpu] {
+        sim.set_detail(Some(params)).unwrap();
+    }
+    let mut worst = (0.0f32, 0.0f32);
+    for frame in 0..90u32 {
+        let t = frame as f32 * 0.05;
+        // The same hull pressure on both: one coupling from the CPU's water.
+        let mut boat = Body::new(Vec3::new(-8.0 + 2.0 * t, 0.4, 1.0), HullShape::Box { half_extents: Vec3::new(1.5, 0.4, 0.7) });
+        boat.linear_velocity = Vec3::new(2.0, 0.0, 0.0);
+        let coupling = couple(&cpu.snapshot().unwrap(), std::slice::from_ref(&boat), 0.05, 1000.0, 9.81);
+        for sim in [&mut cpu, &mut gpu] {
+            // The window wanders, so scrolling is compared too.
+            sim.set_detail_focus(-3.0 + 0.2 * t, 1.0 - 0.1 * t);
+            sim.apply_detail_pressure(std::slice::from_ref(&boat), &coupling.forces);
+            if frame % 15 == 3 {
+                sim.add_ripple(-4.0 + t, 2.0 - t, 0.1, 1.5).unwrap();
+            }
+            sim.run_steps(0.0125, 4).unwrap();
+        }
+        if frame % 30 == 29 {
+            let (a, b) = (cpu.read_detail().unwrap(), gpu.read_detail().unwrap());
+            assert_eq!(cpu.detail_window().unwrap().origin, gpu.detail_window().unwrap().origin);
+            let scale = a.iter().fold(0.0f32, |m, f| m.max(f[0].abs()));
+            let vscale = a.iter().fold(0.0f32, |m, f| m.max(f[1].abs()));
+            let dh = a.iter().zip(&b).fold(0.0f32, |m, (x, y)| m.max((x[0] - y[0]).abs()));
+            let dv = a.iter().zip(&b).fold(0.0f32, |m, (x, y)| m.max((x[1] - y[1]).abs()));
+            let identical = a.iter().zip(&b).filter(|(x, y)| x[0].to_bits() == y[0].to_bits() && x[1].to_bits() == y[1].to_bits()).count();
+            println!(
+                "frame {}: h max |Δ| {dh:.3e} of {scale:.3e} m, v max |Δ| {dv:.3e} of {vscale:.3e} m/s; {identical} of {} cells identical to the bit",
+                frame + 1,
+                a.len()
+            );
+            assert!(scale > 1.0e-3, "the layer has waves to compare");
+            worst = (worst.0.max(dh / scale), worst.1.max(dv / vscale));
+        }
+    }
+    println!("largest differences: {:.2e} (h), {:.2e} (v) of the largest on the CPU; tolerance {MAX_DETAIL_DIFFERENCE:e}", worst.0, worst.1);
+    assert!(worst.0 < MAX_DETAIL_DIFFERENCE && worst.1 < MAX_DETAIL_DIFFERENCE);
+}
+
+#[test]
+fn the_gpu_water_and_its_ledger_never_see_the_detail_layer() {
+    if !gpu_or_skip("the_gpu_water_and_its_ledger_never_see_the_detail_layer") {
+        return;
+    }
+    let (mut with, mut without) = (valley(BackendPreference::Gpu), valley(BackendPreference::Gpu));
+    with.set_detail(Some(DetailParams { rain_rate: 20.0, ..DetailParams::default() })).unwrap();
+    for frame in 0..60 {
+        for sim in [&mut with, &mut without] {
+            let mut boat = Body::new(Vec3::new(-8.0 + 0.1 * frame as f32, 0.4, 1.0), HullShape::Box { half_extents: Vec3::new(1.5, 0.4, 0.7) });
+            boat.linear_velocity = Vec3::new(6.0, 0.0, 0.0);
+            sim.couple_bodies(std::slice::from_ref(&boat), 1.0 / 60.0, 1000.0).unwrap();
+            sim.run_steps(0.0125, 2).unwrap();
+        }
+        with.add_ripple(0.0, 0.0, 0.3, 2.0).unwrap();
+    }
+    let (a, b) = (with.read_state().unwrap(), without.read_state().unwrap());
+    let (la, lb) = (with.ledger().unwrap(), without.ledger().unwrap());
+    let waves = with.read_detail().unwrap().iter().fold(0.0f32, |m, f| m.max(f[0].abs()));
+    println!("GPU, 60 frames with a boat, rain and ripples (largest detail height {waves:.4} m): ledger {la:?} vs {lb:?}, totals {} / {}", a.total_quanta(), b.total_quanta());
+    assert!(waves > 1.0e-3);
+    assert_eq!(la, lb);
+    assert!(a.depth == b.depth, "depth identical");
+    assert!(a.flow.iter().flatten().zip(b.flow.iter().flatten()).all(|(x, y)| x.to_bits() == y.to_bits()), "pipe flows identical to the bit");
+}
+
+#[test]
+fn gpu_detail_queries_arrive_within_the_readback_latency() {
+    if !gpu_or_skip("gpu_detail_queries_arrive_within_the_readback_latency") {
+        return;
+    }
+    let state = scenarios::flat_pool(Grid::new(32, 32, 1.0).unwrap(), 1.0);
+    let mut gpu = Simulation::new(state.clone(), Params::default(), BackendPreference::Gpu).unwrap();
+    let mut cpu = Simulation::cpu(state, Params::default()).unwrap();
+    for sim in [&mut gpu, &mut cpu] {
+        sim.set_detail(Some(DetailParams { damping: 0.0, max_celerity: 0.05, ..DetailParams::default() })).unwrap();
+        sim.add_ripple(2.0, -1.0, 0.1, 2.0).unwrap();
+    }
+    let mut arrived = None;
+    for frame in 0..8 {
+        let h = gpu.detail_height(2.0, -1.0).unwrap();
+        if h != 0.0 && arrived.is_none() {
+            arrived = Some(frame);
+        }
+        for sim in [&mut gpu, &mut cpu] {
+            sim.advance(1.0 / 60.0).unwrap();
+        }
+    }
+    // After the first arrival, a query answers with a frame at most `latency` old: on a still,
+    // slow wave both agree closely.
+    let (g, c) = (gpu.detail_height(2.0, -1.0).unwrap(), cpu.detail_height(2.0, -1.0).unwrap());
+    println!("the first non-zero detail height arrived after {arrived:?} frames; now GPU {g:.6} m, CPU {c:.6} m");
+    assert!(arrived.is_some_and(|f| f <= 3), "tiles arrive within 3 frames");
+    assert!((g - c).abs() < 2.0e-3 * c.abs().max(0.05));
+}

@@ -1,0 +1,447 @@
+//! The detail wave layer ([`pipewater_core::detail`]) on Godot's RenderingDevice: the same WGSL
+//! passes as the wgpu backend (`shaders/detail.wgsl`, translated by [`super::spirv`]) recorded
+//! into a compute list of their own after each frame's steps. The output is an RD texture
+//! (`RGBA16F`, the window's texels in storage order) that the node shows as a `Texture2DRD`:
+//! nothing crosses to the host for rendering. Queries read 8×8-cell tiles back, asynchronously on
+//! Godot 4.4+ and at once on 4.3, as the flow's tiles are ([`super::tiles`]).
+
+use super::spirv::{self, BindingKind, Program};
+use super::{bytes_of, callable_variant, free_all, main_device, update};
+use godot::classes::rendering_device::{DataFormat, ShaderStage, TextureType, TextureUsageBits, UniformType};
+use godot::classes::{RdShaderSpirv, RdTextureFormat, RdTextureView, RdUniform, RenderingDevice};
+use godot::prelude::*;
+use parking_lot::Mutex;
+use pipewater_core::backend::gpu::detail::{DETAIL_FLOW_WORKGROUP, DETAIL_LIST_WORKGROUP, DETAIL_WORKGROUP};
+use pipewater_core::backend::gpu::shaders;
+use pipewater_core::detail::tiles::{DetailTiles, DETAIL_TILE_BYTES, MAX_DETAIL_TILES_PER_READ};
+use pipewater_core::detail::{DetailConstants, DetailFrame, DetailLayout};
+use pipewater_core::{Error, Result};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+/// The entry points of `detail.wgsl` this backend runs, in [`Entry`] order.
+pub const DETAIL_ENTRY_POINTS: [&str; 8] =
+    ["detail_flow_region", "detail_press", "detail_scroll", "detail_force", "detail_wave", "detail_advect", "detail_store_image", "detail_gather"];
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Entry {
+    FlowRegion = 0,
+    Press,
+    Scroll,
+    Force,
+    Wave,
+    Advect,
+    Image,
+    Gather,
+}
+
+/// Which of the two field buffers a pass reads and which it writes: `Forward` reads 0 and
+/// writes 1 (the wave step; the output passes read 0), `Back` reads 1 and writes 0 (advection;
+/// the in-place passes update 0).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Direction {
+    Forward,
+    Back,
+}
+
+/// The flow's resources the region pass reads (`@group(0)` of snapshot.wgsl), and which of the
+/// backend's two copies of depth and flux they are.
+#[derive(Clone, Copy, Debug)]
+pub struct FlowFields {
+    /// The step constants' uniform buffer.
+    pub constants: Rid,
+    /// Terrain heights.
+    pub terrain: Rid,
+    /// Depth, current copy.
+    pub depth: Rid,
+    /// Pipes, current copy.
+    pub flux: Rid,
+    /// Which copy (0 or 1).
+    pub copy: usize,
+}
+
+/// A list on the device: `[count, pad…, items…]`, the header as large as an item.
+struct List {
+    buffer: Rid,
+    capacity_bytes: usize,
+    header_bytes: usize,
+}
+
+impl List {
+    fn new(rd: &mut Gd<RenderingDevice>, items: usize, item_bytes: usize) -> Self {
+        let header_bytes = item_bytes.max(8);
+        let capacity_bytes = header_bytes + items * item_bytes;
+        List { buffer: rd.storage_buffer_create(capacity_bytes as u32), capacity_bytes, header_bytes }
+    }
+
+    /// Uploads `count` items; true when the buffer was replaced (its uniform sets are stale).
+    fn fill(&mut self, rd: &mut Gd<RenderingDevice>, items: &[u8], count: usize) -> bool {
+        let needed = self.header_bytes + items.len();
+        let replaced = needed > self.capacity_bytes;
+        if replaced {
+            rd.free_rid(self.buffer);
+            self.capacity_bytes = needed.next_power_of_two();
+            self.buffer = rd.storage_buffer_create(self.capacity_bytes as u32);
+        }
+        let mut bytes = Vec::with_capacity(needed);
+        bytes.extend_from_slice(&(count as u32).to_le_bytes());
+        bytes.resize(self.header_bytes, 0);
+        bytes.extend_from_slice(items);
+        update(rd, self.buffer, &bytes);
+        replaced
+    }
+}
+
+/// The layer on one RenderingDevice simulation.
+pub struct RdDetail {
+    layout: DetailLayout,
+    pipelines: Vec<(Program, Rid, Rid)>,
+    uniforms: Rid,
+    flow: Rid,
+    fields: [Rid; 2],
+    pressure: Rid,
+    ripples: List,
+    pressed: List,
+    tile_list: List,
+    gathered: Rid,
+    texture: Rid,
+    /// Uniform sets by (entry point, set, direction, flow copy).
+    sets: HashMap<(Entry, u32, Direction, usize), Rid>,
+    queued: Option<DetailFrame>,
+    tiles: DetailTiles,
+    /// `buffer_get_data_async` exists (Godot 4.4+).
+    async_reads: bool,
+    /// Tile reads issued and not yet arrived: (frame, epoch, tiles).
+    in_flight: VecDeque<(u64, u64, Vec<[i32; 2]>)>,
+    arrived: Arc<Mutex<Vec<(u64, Vec<u8>)>>>,
+    frames: u64,
+    epoch: u64,
+}
+
+impl RdDetail {
+    /// Compiles the layer's passes and allocates a window of `layout`, at rest.
+    pub fn new(rd: &mut Gd<RenderingDevice>, layout: DetailLayout) -> Result<Self> {
+        let limit = rd.limit_get(godot::classes::rendering_device::Limit::MAX_TEXTURE_SIZE_2D);
+        if layout.window as u64 > limit {
+            return Err(Error::Gpu(format!("a {0}x{0} detail window exceeds the device's largest 2D texture ({limit})", layout.window)));
+        }
+        let mut pipelines = Vec::new();
+        for entry in DETAIL_ENTRY_POINTS {
+            let made = spirv::translate(shaders::DETAIL, entry, false).map_err(Error::Gpu).and_then(|program| {
+                let mut source = RdShaderSpirv::new_gd();
+                source.set_stage_bytecode(ShaderStage::COMPUTE, &bytes_of(&program.bytes()));
+                let shader = rd.shader_create_from_spirv_ex(&source).name(entry).done();
+                if !shader.is_valid() {
+                    return Err(Error::GpuUnavailable(format!("Godot refused the SPIR-V of `{entry}` (see the errors above)")));
+                }
+                let pipeline = rd.compute_pipeline_create(shader);
+                if !pipeline.is_valid() {
+                    rd.free_rid(shader);
+                    return Err(Error::GpuUnavailable(format!("Godot could not create the pipeline of `{entry}`")));
+                }
+                Ok((program, shader, pipeline))
+            });
+            match made {
+                Ok(p) => pipelines.push(p),
+                Err(e) => {
+                    free_all(rd, pipelines.iter().flat_map(|(_, s, p)| [*p, *s]));
+                    return Err(e);
+                }
+            }
+        }
+        let n = layout.cells();
+        let side = layout.flow_side() as usize;
+        let storage = |rd: &mut Gd<RenderingDevice>, bytes: usize| rd.storage_buffer_create(bytes.max(16) as u32);
+        let mut format = RdTextureFormat::new_gd();
+        format.set_format(DataFormat::R16G16B16A16_SFLOAT);
+        format.set_width(layout.window);
+        format.set_height(layout.window);
+        format.set_texture_type(TextureType::TYPE_2D);
+        format.set_usage_bits(TextureUsageBits::SAMPLING_BIT | TextureUsageBits::STORAGE_BIT | TextureUsageBits::CAN_COPY_FROM_BIT | TextureUsageBits::CAN_COPY_TO_BIT);
+        let texture = rd.texture_create(&format, &RdTextureView::new_gd());
+        let detail = RdDetail {
+            layout,
+            uniforms: rd.uniform_buffer_create(std::mem::size_of::<DetailConstants>() as u32),
+            flow: storage(rd, side * side * 16),
+            fields: [storage(rd, n * 8), storage(rd, n * 8)],
+            pressure: storage(rd, n * 4),
+            ripples: List::new(rd, 16, 16),
+            pressed: List::new(rd, 64, 8),
+            tile_list: List::new(rd, MAX_DETAIL_TILES_PER_READ, 8),
+            gathered: storage(rd, MAX_DETAIL_TILES_PER_READ * DETAIL_TILE_BYTES),
+            texture,
+            pipelines,
+            sets: HashMap::new(),
+            queued: None,
+            tiles: DetailTiles::default(),
+            async_reads: rd.has_method("buffer_get_data_async"),
+            in_flight: VecDeque::new(),
+            arrived: Arc::new(Mutex::new(Vec::new())),
+            frames: 0,
+            epoch: 0,
+        };
+        let made = [detail.uniforms, detail.flow, detail.fields[0], detail.fields[1], detail.pressure, detail.gathered, detail.texture];
+        if made.iter().any(|r| !r.is_valid()) {
+            return Err(Error::Gpu(format!("Godot could not allocate a {0}x{0} detail window", layout.window)));
+        }
+        // Godot leaves a new buffer's contents undefined: the fields and the pressure start at
+        // rest, and the texture shows calm water until the first frame writes it.
+        for (buffer, bytes) in [(detail.fields[0], n * 8), (detail.fields[1], n * 8), (detail.pressure, n * 4)] {
+            rd.buffer_clear(buffer, 0, bytes as u32);
+        }
+        rd.texture_clear(detail.texture, Color::from_rgba(0.0, 0.0, 0.0, 0.0), 0, 1, 0, 1);
+        Ok(detail)
+    }
+
+    /// The layout it was made for.
+    pub fn layout(&self) -> DetailLayout {
+        self.layout
+    }
+
+    /// The RD texture the image pass writes (`RGBA16F`, the window in storage order).
+    pub fn texture(&self) -> Rid {
+        self.texture
+    }
+
+    /// Puts every wave at rest (a new state was loaded); the hulls' pressure stays.
+    pub fn clear(&mut self, rd: &mut Gd<RenderingDevice>) {
+        rd.buffer_clear(self.fields[0], 0, (self.layout.cells() * 8) as u32);
+        rd.texture_clear(self.texture, Color::from_rgba(0.0, 0.0, 0.0, 0.0), 0, 1, 0, 1);
+        self.queued = None;
+        self.tiles.clear();
+        self.in_flight.clear();
+        self.arrived.lock().clear();
+        self.epoch += 1;
+    }
+
+    /// Keeps `frame` for the next [`RdDetail::run`].
+    pub fn queue(&mut self, frame: DetailFrame) {
+        self.queued = Some(frame);
+    }
+
+    /// Records the queued frame, if any, in a compute list of its own after the frame's steps,
+    /// reading the flow of `flow`; then reads back the tiles queries asked for.
+    pub fn run(&mut self, rd: &mut Gd<RenderingDevice>, flow: FlowFields) -> Result<()> {
+        self.harvest();
+        let Some(frame) = self.queued.take() else { return Ok(()) };
+        let c = frame.constants;
+        update(rd, self.uniforms, bytemuck::bytes_of(&c));
+        let mut stale = false;
+        if !frame.ripples.is_empty() {
+            stale |= self.ripples.fill(rd, bytemuck::cast_slice(&frame.ripples), frame.ripples.len());
+        }
+        if !frame.pressure.is_empty() {
+            stale |= self.pressed.fill(rd, bytemuck::cast_slice(&frame.pressure), frame.pressure.len());
+        }
+        let tiles = self.tiles.to_read();
+        if !tiles.is_empty() {
+            stale |= self.tile_list.fill(rd, bytemuck::cast_slice(&tiles), tiles.len());
+        }
+        if stale {
+            self.drop_sets(rd);
+        }
+        let window = c.window.div_ceil(DETAIL_WORKGROUP);
+        let list = rd.compute_list_begin();
+        let recorded = (|| -> Result<()> {
+            let side = c.flow_side.div_ceil(DETAIL_FLOW_WORKGROUP);
+            self.dispatch(rd, list, Entry::FlowRegion, Direction::Back, &flow, [side, side])?;
+            if !frame.pressure.is_empty() {
+                let groups = (frame.pressure.len() as u32).div_ceil(DETAIL_LIST_WORKGROUP).clamp(1, 65535);
+                self.dispatch(rd, list, Entry::Press, Direction::Back, &flow, [groups, 1])?;
+            }
+            if frame.scrolls() {
+                self.dispatch(rd, list, Entry::Scroll, Direction::Back, &flow, [window, window])?;
+            }
+            if frame.forces() {
+                self.dispatch(rd, list, Entry::Force, Direction::Back, &flow, [window, window])?;
+            }
+            for _ in 0..c.substeps {
+                self.dispatch(rd, list, Entry::Wave, Direction::Forward, &flow, [window, window])?;
+                self.dispatch(rd, list, Entry::Advect, Direction::Back, &flow, [window, window])?;
+            }
+            self.dispatch(rd, list, Entry::Image, Direction::Forward, &flow, [window, window])?;
+            if !tiles.is_empty() {
+                self.dispatch(rd, list, Entry::Gather, Direction::Forward, &flow, [tiles.len() as u32, 1])?;
+            }
+            Ok(())
+        })();
+        rd.compute_list_end();
+        recorded?;
+        self.frames += 1;
+        if !tiles.is_empty() {
+            self.read_tiles(rd, tiles);
+        }
+        Ok(())
+    }
+
+    /// Heights of world detail cells from the newest tiles that arrived ([`DetailTiles`]).
+    pub fn heights(&mut self, cells: &[[i32; 2]]) -> Vec<f32> {
+        self.harvest();
+        self.tiles.heights(cells)
+    }
+
+    /// The fields, `(h, v)` per storage cell, waiting for the GPU.
+    pub fn read_fields(&self, rd: &mut Gd<RenderingDevice>) -> Result<Vec<[f32; 2]>> {
+        let bytes = self.layout.cells() * 8;
+        let data = rd.buffer_get_data_ex(self.fields[0]).offset_bytes(0).size_bytes(bytes as u32).done();
+        if data.len() != bytes {
+            return Err(Error::Gpu(format!("reading the {bytes}-byte detail fields back returned {} bytes", data.len())));
+        }
+        Ok(bytemuck::pod_collect_to_vec(data.as_slice()))
+    }
+
+    /// Binds entry point `entry` with all its sets and dispatches it.
+    fn dispatch(&mut self, rd: &mut Gd<RenderingDevice>, list: i64, entry: Entry, direction: Direction, flow: &FlowFields, groups: [u32; 2]) -> Result<()> {
+        let (pipeline, sets) = {
+            let (program, _, pipeline) = &self.pipelines[entry as usize];
+            (*pipeline, program.sets())
+        };
+        rd.compute_list_bind_compute_pipeline(list, pipeline);
+        for set in sets {
+            let rid = self.uniform_set(rd, entry, set, direction, flow)?;
+            rd.compute_list_bind_uniform_set(list, rid, set);
+        }
+        rd.compute_list_dispatch(list, groups[0].max(1), groups[1].max(1), 1);
+        rd.compute_list_add_barrier(list);
+        Ok(())
+    }
+
+    /// The resource a binding names.
+    fn resource(&self, name: &str, direction: Direction, flow: &FlowFields) -> Option<Rid> {
+        let (input, output) = match direction {
+            Direction::Forward => (self.fields[0], self.fields[1]),
+            Direction::Back => (self.fields[1], self.fields[0]),
+        };
+        Some(match name {
+            "c" => flow.constants,
+            "terrain" => flow.terrain,
+            "depth" => flow.depth,
+            "flux" => flow.flux,
+            "dc" => self.uniforms,
+            "detail_flow" => self.flow,
+            "detail_in" => input,
+            "detail_out" => output,
+            "detail_pressure" => self.pressure,
+            "detail_ripples" => self.ripples.buffer,
+            "detail_pressed" => self.pressed.buffer,
+            "detail_tiles" => self.tile_list.buffer,
+            "detail_gathered" => self.gathered,
+            "detail_image" => self.texture,
+            _ => return None,
+        })
+    }
+
+    /// The uniform set `set` of `entry` for `direction` (and the flow's copy), made on first use.
+    fn uniform_set(&mut self, rd: &mut Gd<RenderingDevice>, entry: Entry, set: u32, direction: Direction, flow: &FlowFields) -> Result<Rid> {
+        let copy = if set == 0 { flow.copy } else { 0 };
+        let key = (entry, set, direction, copy);
+        if let Some(&rid) = self.sets.get(&key) {
+            return Ok(rid);
+        }
+        let (program, shader, _) = &self.pipelines[entry as usize];
+        let mut uniforms: Array<Gd<RdUniform>> = Array::new();
+        for b in program.bindings.iter().filter(|b| b.set == set) {
+            let rid = self
+                .resource(&b.name, direction, flow)
+                .ok_or_else(|| Error::Gpu(format!("`{}` binds `{}`, which the detail layer does not have", program.entry_point, b.name)))?;
+            let mut u = RdUniform::new_gd();
+            u.set_uniform_type(match b.kind {
+                BindingKind::UniformBuffer => UniformType::UNIFORM_BUFFER,
+                BindingKind::StorageBuffer => UniformType::STORAGE_BUFFER,
+                BindingKind::Image => UniformType::IMAGE,
+            });
+            u.set_binding(b.binding as i32);
+            u.add_id(rid);
+            uniforms.push(&u);
+        }
+        let rid = rd.uniform_set_create(&uniforms, *shader, set);
+        if !rid.is_valid() {
+            return Err(Error::Gpu(format!("Godot refused the uniform set {set} of `{}`", program.entry_point)));
+        }
+        self.sets.insert(key, rid);
+        Ok(rid)
+    }
+
+    fn drop_sets(&mut self, rd: &mut Gd<RenderingDevice>) {
+        for (_, set) in self.sets.drain() {
+            if rd.uniform_set_is_valid(set) {
+                rd.free_rid(set);
+            }
+        }
+    }
+
+    /// Reads the tiles the frame just recorded gathered: asynchronously where Godot can.
+    fn read_tiles(&mut self, rd: &mut Gd<RenderingDevice>, tiles: Vec<[i32; 2]>) {
+        let size = DetailTiles::readback_bytes(tiles.len());
+        let (frame, epoch) = (self.frames, self.epoch);
+        if self.async_reads {
+            let arrived = self.arrived.clone();
+            let callback = Callable::from_fn("pipewater_detail_readback", move |args: &[&Variant]| {
+                if let Some(bytes) = args.first().and_then(|v| v.try_to::<PackedByteArray>().ok()) {
+                    arrived.lock().push((frame, bytes.to_vec()));
+                }
+            });
+            let error = rd.call("buffer_get_data_async", &[self.gathered.to_variant(), callable_variant(&callback), 0.to_variant(), (size as i64).to_variant()]);
+            if error.try_to::<i64>().unwrap_or(1) == 0 {
+                self.in_flight.push_back((frame, epoch, tiles));
+            }
+        } else {
+            let bytes = rd.buffer_get_data_ex(self.gathered).offset_bytes(0).size_bytes(size as u32).done();
+            self.in_flight.push_back((frame, epoch, tiles));
+            self.arrived.lock().push((frame, bytes.to_vec()));
+            self.harvest();
+        }
+    }
+
+    /// Applies the tile reads that have arrived, oldest first.
+    fn harvest(&mut self) {
+        let mut arrived = std::mem::take(&mut *self.arrived.lock());
+        arrived.sort_by_key(|(frame, _)| *frame);
+        for (frame, bytes) in arrived {
+            while self.in_flight.front().is_some_and(|(f, _, _)| *f < frame) {
+                self.in_flight.pop_front();
+            }
+            let Some((f, epoch, tiles)) = self.in_flight.pop_front() else { continue };
+            if f == frame && epoch == self.epoch {
+                self.tiles.apply(&tiles, &bytes);
+            }
+        }
+    }
+}
+
+impl Drop for RdDetail {
+    fn drop(&mut self) {
+        let Some(mut rd) = main_device() else { return };
+        self.drop_sets(&mut rd);
+        let pipelines: Vec<Rid> = self.pipelines.iter().flat_map(|(_, s, p)| [*p, *s]).collect();
+        let buffers = [self.uniforms, self.flow, self.fields[0], self.fields[1], self.pressure, self.gathered, self.ripples.buffer, self.pressed.buffer, self.tile_list.buffer, self.texture];
+        free_all(&mut rd, pipelines.into_iter().chain(buffers));
+    }
+}
+
+/// Compiles every entry point of the layer, for the tests of the translation.
+pub fn detail_programs() -> std::result::Result<Vec<Program>, String> {
+    DETAIL_ENTRY_POINTS.iter().map(|&entry| spirv::translate(shaders::DETAIL, entry, false)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_detail_pass_translates_with_only_the_bindings_it_uses() {
+        let programs = detail_programs().expect("translates");
+        for p in &programs {
+            let names: Vec<(u32, &str)> = p.bindings.iter().map(|b| (b.set, b.name.as_str())).collect();
+            println!("{}: {} words, workgroup {:?}, sets {:?}, bindings {names:?}", p.entry_point, p.words.len(), p.workgroup_size, p.sets());
+            assert_eq!(p.words[0], 0x0723_0203, "{}: SPIR-V magic number", p.entry_point);
+        }
+        let find = |name: &str| programs.iter().find(|p| p.entry_point == name).expect(name);
+        // Only the region pass reads the flow (set 0); the wgpu-only texel buffer never reaches
+        // Godot, and the image pass binds the storage image.
+        assert_eq!(find("detail_flow_region").sets(), vec![0, 3]);
+        assert!(programs.iter().filter(|p| p.entry_point != "detail_flow_region").all(|p| p.sets() == vec![3]));
+        assert!(!programs.iter().any(|p| p.bindings.iter().any(|b| b.name == "detail_texels")));
+        assert!(find("detail_store_image").bindings.iter().any(|b| b.name == "detail_image" && b.kind == BindingKind::Image));
+    }
+}
