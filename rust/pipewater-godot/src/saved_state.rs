@@ -19,7 +19,7 @@ use pipewater_core::save::saved_fields;
 /// `grid_size` and `simulated_time` describe the state for display; `load_state` reads only
 /// `data`.
 #[derive(GodotClass)]
-#[class(base = Resource, init)]
+#[class(tool, base = Resource, init)]
 pub struct PipeWaterState {
     /// The saved simulation in PipeWater's versioned, checksummed format. A state saved by a
     /// newer PipeWater, or altered, is refused by `load_state`.
