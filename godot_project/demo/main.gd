@@ -4,12 +4,18 @@ extends Node3D
 ##
 ## The terrain is the landscape of [code]cargo xtask demo[/code] (see landscape.gd), generated
 ## from [member terrain_seed] and [member roughness], or read from [member heightmap_image].
+## The water it starts with, the reservoir and the lake, is baked into the scene
+## ([member PipeWater.initial_state], made with the PipeWater editor tools' Bake), and the spring
+## is the PipeWaterSource node [code]PipeWater/Spring[/code]. When the landscape settings give
+## other terrain than the baked water's, the water is made by script instead: the lake filled to
+## its level, the reservoir with [method PipeWater.fill_basin], the spring moved to its place.
 
 enum Tool { ADD_WATER, REMOVE_WATER, DIG, RAISE }
 ## The landscapes of landscape.gd: the river valley with its dam, or rolling hills with lakes.
 enum TerrainKind { VALLEY, HILLS }
 
 const Landscape := preload("res://demo/landscape.gd")
+const TerrainMesh := preload("res://demo/terrain_mesh.gd")
 const BoatScene := preload("res://demo/boat.tscn")
 const CrateScene := preload("res://demo/crate.tscn")
 const TOOL_NAMES: Array[String] = ["add water", "remove water", "dig", "raise terrain"]
@@ -17,6 +23,9 @@ const TOOL_NAMES: Array[String] = ["add water", "remove water", "dig", "raise te
 const SAVE_PATH := "user://pipewater_demo.res"
 ## Rain the T key turns on, drops per m² per second.
 const RAIN_RATE := 40.0
+## How far (m) the baked water's terrain may lie from the generated landscape and still be
+## taken for it: the same landscape, whichever build's floating-point functions generated it.
+const BAKED_TERRAIN_TOLERANCE := 1.0e-3
 ## The first boat's motor: about 3 m/s on the reservoir, turning slowly.
 const MOTOR_THRUST := 12000.0
 const MOTOR_TURN_RATE := 0.2
@@ -48,7 +57,8 @@ const MOTOR_TURN_RATE := 0.2
 
 var landscape := Landscape.new()
 var current_tool: Tool = Tool.ADD_WATER
-var source_id: int = -1
+## Whether the water started from the scene's baked water (else it was made by script).
+var baked_water: bool = false
 ## What the last save or load did, for the panel.
 var save_message: String = "F5: save water   F9: load it"
 
@@ -56,7 +66,8 @@ var _collision_dirty: bool = false
 var _collision_timer: float = 0.0
 
 @onready var water: PipeWater = $PipeWater
-@onready var terrain_mesh: MeshInstance3D = $Terrain
+@onready var spring: PipeWaterSource = $PipeWater/Spring
+@onready var terrain_mesh: TerrainMesh = $Terrain
 @onready var terrain_shape: CollisionShape3D = $Ground/Shape
 @onready var camera: Camera3D = $Camera
 @onready var panel: Label = $Hud/Panel/Text
@@ -68,19 +79,11 @@ func _ready() -> void:
 		landscape.generate_hills(grid_size, cell_size, terrain_seed, roughness, relief)
 	else:
 		landscape.generate(grid_size, cell_size, terrain_seed, roughness, relief)
-	water.grid_size = grid_size
-	water.cell_size = cell_size
-	water.initial_water_level = landscape.lake_level
-	water.boundary_east = PipeWater.BOUNDARY_OPEN
-	if heightmap_image != null and heightmap_image.get_image() != null:
-		water.set_terrain_from_image(heightmap_image.get_image(), relief, 0.0)
-	else:
-		water.terrain_heights = landscape.heights
-	water.rebuild()
-	_fill_reservoir()
-	var here: Vector2 = landscape.source_position
-	source_id = water.add_source(to_world(here), landscape.source_rate, landscape.source_radius)
-	_setup_terrain_mesh()
+	baked_water = _baked_water_fits()
+	if not baked_water:
+		_make_water()
+	terrain_mesh.relief = relief
+	terrain_mesh.fit()
 	_update_collision()
 	var dam: Vector2 = landscape.dam_position
 	camera.set("target", to_world(dam) + Vector3(0.0, landscape.dam_crest, 0.0))
@@ -100,30 +103,47 @@ func to_world(local_xz: Vector2) -> Vector3:
 	return water.global_transform * Vector3(local_xz.x, 0.0, local_xz.y)
 
 
+## Whether the scene's baked water was made for this landscape: its grid, and its terrain within
+## [constant BAKED_TERRAIN_TOLERANCE] of every height.
+func _baked_water_fits() -> bool:
+	var baked: PipeWaterState = water.initial_state
+	if baked == null or baked.grid_size != grid_size or heightmap_image != null \
+			or not is_equal_approx(water.cell_size, cell_size):
+		return false
+	var terrain: PackedFloat32Array = water.get_terrain_region(Rect2i(Vector2i.ZERO, grid_size))
+	if terrain.size() != landscape.heights.size():
+		return false
+	for i in terrain.size():
+		if absf(terrain[i] - landscape.heights[i]) > BAKED_TERRAIN_TOLERANCE:
+			return false
+	return true
+
+
+## The water of a landscape the baked water was not made for: the lake filled to its level, the
+## reservoir poured behind the dam, the spring at the head of the valley.
+func _make_water() -> void:
+	water.initial_state = null
+	water.grid_size = grid_size
+	water.cell_size = cell_size
+	water.initial_water_level = landscape.lake_level
+	water.boundary_east = PipeWater.BOUNDARY_OPEN
+	if heightmap_image != null and heightmap_image.get_image() != null:
+		water.set_terrain_from_image(heightmap_image.get_image(), relief, 0.0)
+	else:
+		water.terrain_heights = landscape.heights
+	water.rebuild()
+	_fill_reservoir()
+	var here: Vector3 = to_world(landscape.source_position)
+	here.y = water.get_terrain_height(here)
+	spring.global_position = here
+	spring.rate = landscape.source_rate
+	spring.radius = landscape.source_radius
+
+
 ## Fills the basin behind the dam up to the reservoir's level, as if poured from upstream.
 func _fill_reservoir() -> void:
 	var start: Vector2 = landscape.reservoir_start
 	water.fill_basin(water.global_transform * Vector3(start.x, landscape.reservoir_level, start.y))
-
-
-func _setup_terrain_mesh() -> void:
-	var plane := PlaneMesh.new()
-	plane.size = Vector2(grid_size) * cell_size
-	plane.subdivide_width = mini(grid_size.x - 1, 1023)
-	plane.subdivide_depth = mini(grid_size.y - 1, 1023)
-	terrain_mesh.mesh = plane
-	terrain_mesh.transform = water.transform
-	var material := terrain_mesh.material_override as ShaderMaterial
-	if material != null:
-		material.set_shader_parameter("height_texture", water.height_texture)
-		material.set_shader_parameter("grid_size", Vector2(grid_size))
-		material.set_shader_parameter("cell_size", cell_size)
-		material.set_shader_parameter("low_height", -0.2 * relief)
-		material.set_shader_parameter("high_height", relief)
-	# The shader moves vertices up and down; keep the mesh from being culled.
-	var extent := Vector2(grid_size) * cell_size
-	terrain_mesh.custom_aabb = AABB(Vector3(-extent.x / 2.0, -10.0 * relief, -extent.y / 2.0),
-			Vector3(extent.x, 20.0 * relief, extent.y))
 
 
 ## Ground collision for the boats: a height map shape with one vertex per cell centre.
@@ -134,7 +154,7 @@ func _update_collision() -> void:
 		terrain_shape.shape = shape
 	shape.map_width = grid_size.x
 	shape.map_depth = grid_size.y
-	shape.map_data = water.get_terrain_heights()
+	shape.map_data = water.get_terrain_region(Rect2i(Vector2i.ZERO, grid_size))
 	terrain_shape.transform = water.transform.scaled_local(Vector3(cell_size, 1.0, cell_size))
 	_collision_dirty = false
 
@@ -174,7 +194,8 @@ func _above_surface(at: Vector3, height: float) -> Vector3:
 ## Restores the landscape, the reservoir and one boat.
 func reset_demo() -> void:
 	water.reset()
-	_fill_reservoir()
+	if not baked_water:
+		_fill_reservoir()
 	for boat in boats.get_children():
 		boat.queue_free()
 	drop_boat(to_world(landscape.boat_start), MOTOR_THRUST, MOTOR_TURN_RATE)

@@ -19,6 +19,9 @@ const FLOAT_TOLERANCE := 0.05
 ## ...and moves vertically slower than this (m/s).
 const SETTLED_SPEED := 0.05
 const PROBE_SCRIPT_PATH := "res://addons/pipe_water/buoyancy_probe.gd"
+const Bake := preload("res://addons/pipe_water/editor/bake.gd")
+## The demo's baked water, for the size of a baked state on disk.
+const DEMO_BAKED_WATER := "res://demo/main_PipeWater.res"
 ## A loaded state restores water and ledger bit for bit: they are whole depth quanta.
 const EXACT := 0.0
 ## Speeds read back within this (m/s): an initial current is stored as f32 pipe fluxes.
@@ -61,6 +64,8 @@ func _run() -> void:
 	await _test_load_state_restores_the_saved_water_and_ledger_exactly()
 	await _test_a_state_saved_as_res_and_tres_loads_back()
 	await _test_bad_states_are_refused_and_the_water_is_kept()
+	await _test_a_scene_with_baked_water_runs_from_it_exactly()
+	_test_a_baked_state_compresses_on_disk()
 	await _test_a_level_edge_fills_a_dry_basin_towards_its_level()
 	await _test_an_initial_current_flows_at_once_and_after_reset()
 	await _test_momentum_advection_carries_a_flood_farther()
@@ -533,6 +538,79 @@ func _test_bad_states_are_refused_and_the_water_is_kept() -> void:
 				"a %s state is refused: \"%s\"" % [case[1], message])
 		_near(water.get_total_water(), total, EXACT, "and the water is kept")
 	await _free(water)
+
+
+func _test_a_scene_with_baked_water_runs_from_it_exactly() -> void:
+	print("-- a scene whose PipeWater has baked water (initial_state), saved, loaded and run")
+	var water: PipeWater = await _make_stirred_water()
+	var whole := Rect2i(Vector2i.ZERO, water.grid_size)
+	var state: PipeWaterState = water.save_state()
+	var depths: PackedInt32Array = water.get_water_region(whole)
+	var total: float = water.get_total_water()
+	await _free(water)
+	var folder := "user://baked_scene_test"
+	DirAccess.make_dir_recursive_absolute(folder)
+	var scene_path := folder + "/level.tscn"
+	var state_path := Bake.path_for(scene_path, NodePath("Water"), "Water")
+	_check(Bake.store(state, state_path) == OK, "the state is stored beside the scene as %s"
+			% state_path)
+	var level := Node3D.new()
+	var baked: PipeWater = ClassDB.instantiate(&"PipeWater")
+	baked.name = "Water"
+	baked.backend = PipeWater.BACKEND_CPU
+	baked.grid_size = whole.size
+	baked.show_mesh = false
+	baked.initial_state = state
+	level.add_child(baked)
+	baked.owner = level
+	var packed := PackedScene.new()
+	packed.pack(level)
+	level.free()
+	_check(ResourceSaver.save(packed, scene_path) == OK, "the scene is saved as %s" % scene_path)
+	# Nothing holds the state now: loading the scene reads it from its file.
+	state = null
+	packed = null
+	var loaded := ResourceLoader.load(scene_path, "", ResourceLoader.CACHE_MODE_IGNORE) as PackedScene
+	var run: Node3D = loaded.instantiate()
+	root.add_child(run)
+	var started: PipeWater = run.get_node("Water")
+	var ledger: Dictionary = started.get_water_ledger()
+	var quantum: float = started.get_depth_quantum()
+	print("saved %.6f m³; the run starts with %.6f m³ (ledger initial %.6f m³)" % [total,
+			started.get_total_water(), ledger["initial"]])
+	_check(started.get_water_region(whole) == depths,
+			"the run starts from the baked depths, cell for cell to the quantum")
+	_check(absf(ledger["initial"] - total) < 0.5 * quantum,
+			"and with the baked total water to the quantum")
+	for i in 30:
+		started.step(1.0 / 30.0)
+	var after: Dictionary = started.get_water_ledger()
+	_near(after["total"], after["expected"], 0.5 * quantum, "it runs on with a balanced ledger")
+	await _free(run)
+
+
+func _test_a_baked_state_compresses_on_disk() -> void:
+	print("-- the demo's baked water on disk, with and without compression")
+	var state := ResourceLoader.load(DEMO_BAKED_WATER) as PipeWaterState
+	_check(state != null, "%s loads as a PipeWaterState" % DEMO_BAKED_WATER)
+	if state == null:
+		return
+	var cells: float = state.grid_size.x * state.grid_size.y
+	var sizes := {}
+	for flags: int in [0, ResourceSaver.FLAG_COMPRESS]:
+		var path := "user://baked_size_%d.res" % flags
+		ResourceSaver.save(state, path, flags)
+		sizes[flags] = FileAccess.get_file_as_bytes(path).size()
+		DirAccess.remove_absolute(ProjectSettings.globalize_path(path))
+	var committed := FileAccess.get_file_as_bytes(DEMO_BAKED_WATER).size()
+	print(("%s × %s cells: state %d bytes (%.2f a cell); .res %d bytes (%.2f a cell), " +
+			"compressed %d bytes (%.2f a cell); the committed file %d bytes") % [
+			state.grid_size.x, state.grid_size.y, state.data.size(), state.data.size() / cells,
+			sizes[0], sizes[0] / cells, sizes[ResourceSaver.FLAG_COMPRESS],
+			sizes[ResourceSaver.FLAG_COMPRESS] / cells, committed])
+	_check(sizes[ResourceSaver.FLAG_COMPRESS] < sizes[0],
+			"compression makes the baked water smaller on disk")
+	_check(committed < sizes[0], "the demo's file is stored compressed, as Bake stores it")
 
 
 func _test_a_level_edge_fills_a_dry_basin_towards_its_level() -> void:

@@ -8,12 +8,12 @@ extends "res://tests/test_base.gd"
 ## $GODOT --headless --editor --path godot_project -s res://tests/test_class_reference.gd
 ## [/codeblock]
 ## With --editor this script is the editor's SceneTree: it asks the script editor to show each
-## class's help page, as F1 does, and reads the page's text. The descriptions of PipeWater and
-## PipeWaterState come from the Rust doc comments, which godot-rust hands to the editor (cargo
-## feature register-docs). (BuoyancyProbe's page, from its ## comments, is the editor's own
-## work on script classes and is left out: Godot 4.3 does not open it here, printing "No loader
-## found for resource: res://addons/pipe_water/buoyancy_probe.gd (expected type: BuoyancyProbe)".)
-## Godot merges an extension's
+## class's help page, as F1 does, and reads the page's text. The descriptions of PipeWater,
+## PipeWaterState and PipeWaterSource come from the Rust doc comments, which godot-rust hands
+## to the editor (cargo feature register-docs). (BuoyancyProbe's page, from its ## comments,
+## is the editor's own work on script classes and is left out: Godot 4.3 does not open it
+## here, printing "No loader found for resource: res://addons/pipe_water/buoyancy_probe.gd
+## (expected type: BuoyancyProbe)".) Godot merges an extension's
 ## pages into its documentation only when it reads its documentation cache: in the one session
 ## that (re)builds that cache (the first start of a Godot version with an empty cache, which the
 ## import before this run does) the pages show no descriptions.
@@ -27,7 +27,17 @@ const PLACEHOLDER := "There is currently no description for this"
 const PAGES := {
 	"PipeWater": ["Description", "Properties", "Methods", "Signals", "Constants",
 			"Property Descriptions", "Method Descriptions"],
-	"PipeWaterState": ["Description", "Properties", "Property Descriptions"],
+	"PipeWaterState": ["Description", "Properties", "Methods", "Property Descriptions",
+			"Method Descriptions"],
+	"PipeWaterSource": ["Description", "Properties", "Methods", "Property Descriptions",
+			"Method Descriptions"],
+}
+## Words each page must show: the editor tools and what they work with.
+const REQUIRED_TEXT := {
+	"PipeWater": ["Authoring in the editor", "initial_state", "paint_water", "get_water_changes",
+			"set_water_region", "fill_to_shore", "intersect_ray"],
+	"PipeWaterState": ["initial_state", "get_total_water"],
+	"PipeWaterSource": ["spring", "drain", "source_id", "simulate_in_editor"],
 }
 ## Seconds a page may take to appear.
 const PAGE_TIMEOUT := 60.0
@@ -104,6 +114,8 @@ func _check_page(name: String, page: String) -> void:
 			headings.append(line)
 	for section: String in PAGES[name]:
 		_check(section in headings, "%s's page has a \"%s\" section" % [name, section])
+	for words: String in REQUIRED_TEXT.get(name, []):
+		_check(page.contains(words), "%s's page speaks of %s" % [name, words])
 	var missing := page.count(PLACEHOLDER)
 	_check(missing == 0, "%s's page has %d placeholders \"%s …\" (%d characters of text)" % [
 			name, missing, PLACEHOLDER, page.length()])

@@ -6,10 +6,11 @@ extends "res://tests/test_base.gd"
 ## $GODOT --headless --path godot_project --import
 ## $GODOT --headless --path godot_project --fixed-fps 60 -s res://tests/test_demo_smoke.gd
 ## [/codeblock]
-## Loads the main scene, runs 300 frames, and checks that water moved below the spring, that the
-## boat stayed afloat on its hull and under way, and that the water stayed finite. Ends with
-## DEMO SMOKE TEST PASSED (exit code 0) or DEMO SMOKE TEST FAILED (exit code 1), like
-## tests/run_tests.gd.
+## Loads the main scene, runs 300 frames, and checks that it started from its baked water to
+## the quantum, that the spring (a PipeWaterSource node) delivered its rate and water moved
+## below it, that the boat stayed afloat on its hull and under way, and that the water stayed
+## finite. Ends with DEMO SMOKE TEST PASSED (exit code 0) or DEMO SMOKE TEST FAILED (exit code
+## 1), like tests/run_tests.gd.
 
 const MAIN_SCENE := "res://demo/main.tscn"
 const FRAMES := 300
@@ -51,11 +52,14 @@ func _run() -> void:
 	for i in SETTLE_FRAMES:
 		await process_frame
 	var water: PipeWater = main.get("water")
-	var landscape: RefCounted = main.get("landscape")
-	var spring: Vector2 = landscape.get("source_position")
-	var spring_rate: float = landscape.get("source_rate")
+	_check_the_baked_start(main, water)
+	var spring: PipeWaterSource = main.get_node("PipeWater/Spring")
+	var spring_rate: float = spring.rate
 	var cell: float = main.get("cell_size")
-	var below: Vector3 = main.call("to_world", spring + Vector2(6.0 * cell, 0.0))
+	var below: Vector3 = spring.global_position + Vector3(6.0 * cell, 0.0, 0.0)
+	_check(spring.source_id >= 1 and spring.source_id in water.get_source_ids(),
+			"the spring node is placed in its water as source %d (the water's sources: %s)" % [
+			spring.source_id, water.get_source_ids()])
 	var depth_before: float = water.get_depth(below)
 	var added_before: float = water.get_water_ledger()["added"]
 	print("backend: %s" % water.get_backend_description())
@@ -108,3 +112,23 @@ func _run() -> void:
 	main.queue_free()
 	await process_frame
 	_finish("DEMO SMOKE TEST")
+
+
+## The demo starts from the water baked into its scene: the ledger's initial water is the state's,
+## to the quantum.
+func _check_the_baked_start(main: Node3D, water: PipeWater) -> void:
+	var baked: PipeWaterState = water.initial_state
+	_check(baked != null and main.get("baked_water"),
+			"the demo starts from the water baked into its scene (%s)" % [
+			baked.resource_path if baked != null else "none"])
+	if baked == null:
+		return
+	var cell: float = water.cell_size
+	var quantum: float = water.get_depth_quantum() * cell * cell
+	var initial: float = water.get_water_ledger()["initial"]
+	var stored: float = baked.get_total_water()
+	print("baked water: %.6f m³ stored, %.6f m³ at the start (a quantum is %.9f m³)" % [stored,
+			initial, quantum])
+	_check(absf(initial - stored) < 0.5 * quantum,
+			"the run starts with the baked total water to the quantum (|%.9f| m³ < half of %.9f)"
+			% [initial - stored, quantum])

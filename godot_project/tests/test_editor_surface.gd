@@ -13,13 +13,15 @@ extends "res://tests/test_base.gd"
 ## run ends with PIPEWATER TESTS PASSED or PIPEWATER TESTS FAILED.
 
 const EXTENSION_PATH := "res://addons/pipe_water/pipe_water.gdextension"
+const PLUGIN_CONFIG_PATH := "res://addons/pipe_water/plugin.cfg"
 const PROBE_SCRIPT_PATH := "res://addons/pipe_water/buoyancy_probe.gd"
 
 ## The inspector group of every property the PipeWater inspector shows, in the order shown.
 const PIPE_WATER_GROUPS := {
 	"grid_size": "Grid", "cell_size": "Grid",
 	"heightmap": "Terrain", "height_scale": "Terrain", "height_offset": "Terrain",
-	"initial_water_level": "Water", "gravity": "Water", "damping": "Water",
+	"initial_water_level": "Water", "initial_state": "Water", "gravity": "Water",
+	"damping": "Water",
 	"neighbour_mode": "Water", "cross_section": "Water", "momentum_advection": "Water",
 	"pipe_depth": "Water",
 	"time_scale": "Time", "max_substeps": "Time", "max_step": "Time", "courant": "Time",
@@ -58,9 +60,15 @@ func _run() -> void:
 	_test_the_extension_and_its_classes_are_registered()
 	if ClassDB.class_exists(&"PipeWater"):
 		_test_pipe_water_properties_sit_in_inspector_groups()
-		_test_numeric_properties_carry_ranges_the_node_accepts()
+		_test_numeric_properties_carry_ranges_the_node_accepts(&"PipeWater", 19,
+				"grid, terrain, water, time and edges")
 		_test_enum_properties_list_the_class_constants()
-		_test_read_only_properties_have_no_setter()
+		_test_read_only_properties_have_no_setter(&"PipeWater", READ_ONLY)
+	if ClassDB.class_exists(&"PipeWaterSource"):
+		_test_numeric_properties_carry_ranges_the_node_accepts(&"PipeWaterSource", 2,
+				"rate and radius")
+		_test_read_only_properties_have_no_setter(&"PipeWaterSource", ["source_id"])
+	_test_the_editor_plugin_is_enabled()
 	if ClassDB.class_exists(&"PipeWaterState"):
 		_test_the_state_resource_stores_its_bytes()
 	_test_the_icons_load_as_textures()
@@ -73,7 +81,8 @@ func _test_the_extension_and_its_classes_are_registered() -> void:
 	var loaded: PackedStringArray = GDExtensionManager.get_loaded_extensions()
 	_check(EXTENSION_PATH in loaded, "GDExtensionManager has loaded %s (loaded: %s)" % [
 			EXTENSION_PATH, loaded])
-	for pair: Array in [["PipeWater", "Node3D"], ["PipeWaterState", "Resource"]]:
+	for pair: Array in [["PipeWater", "Node3D"], ["PipeWaterState", "Resource"],
+			["PipeWaterSource", "Node3D"]]:
 		var name: StringName = pair[0]
 		var exists := ClassDB.class_exists(name)
 		_check(exists, "ClassDB has the class %s" % name)
@@ -104,13 +113,13 @@ func _version_at_least(version: String, minimum: String) -> bool:
 	return true
 
 
-## PipeWater's own properties as the inspector lists them, each with the group and subgroup
-## heading it stands under ("" when none).
-func _inspector_properties() -> Array[Dictionary]:
+## A class's own properties (PipeWater's unless told) as the inspector lists them, each with the
+## group and subgroup heading it stands under ("" when none).
+func _inspector_properties(of_class: StringName = &"PipeWater") -> Array[Dictionary]:
 	var listed: Array[Dictionary] = []
 	var group := ""
 	var subgroup := ""
-	for property: Dictionary in ClassDB.class_get_property_list(&"PipeWater", true):
+	for property: Dictionary in ClassDB.class_get_property_list(of_class, true):
 		var usage: int = property["usage"]
 		if usage & PROPERTY_USAGE_GROUP:
 			group = property["name"]
@@ -164,11 +173,12 @@ func _parse_range(hint_string: String) -> Dictionary:
 	return parsed
 
 
-func _test_numeric_properties_carry_ranges_the_node_accepts() -> void:
-	print("-- range hints of PipeWater's numbers (default inside, both ends accepted by the node)")
-	var node: PipeWater = ClassDB.instantiate(&"PipeWater")
+func _test_numeric_properties_carry_ranges_the_node_accepts(of_class: StringName,
+		at_least: int, which: String) -> void:
+	print("-- range hints of %s's numbers (default inside, both ends accepted by the node)" % of_class)
+	var node: Node = ClassDB.instantiate(of_class)
 	var numbers := 0
-	for property: Dictionary in _inspector_properties():
+	for property: Dictionary in _inspector_properties(of_class):
 		var type: int = property["type"]
 		if type != TYPE_FLOAT and type != TYPE_INT:
 			continue
@@ -193,15 +203,15 @@ func _test_numeric_properties_carry_ranges_the_node_accepts() -> void:
 				name, default, bounds["min"], bounds["max"],
 				" or greater" if bounds["or_greater"] else "", " or less" if bounds["or_less"] else ""])
 		for end: float in [bounds["min"], bounds["max"]]:
-			node.clear_last_error()
+			node.call(&"clear_last_error")
 			node.set(name, end)
 			var now: float = node.get(name)
-			_check(is_equal_approx(now, end) and node.get_last_error() == "",
+			_check(is_equal_approx(now, end) and node.call(&"get_last_error") == "",
 					"%s: the node accepts the hint's end %s (reads %s, error \"%s\")" % [
-						name, end, now, node.get_last_error()])
+						name, end, now, node.call(&"get_last_error")])
 		node.set(name, default)
-	_check(numbers >= 19, "%d numeric properties checked (at least the 19 of %s)" % [
-			numbers, "grid, terrain, water, time and edges"])
+	_check(numbers >= at_least, "%d numeric properties of %s checked (at least the %d of %s)" % [
+			numbers, of_class, at_least, which])
 	node.free()
 
 
@@ -237,17 +247,35 @@ func _test_enum_properties_list_the_class_constants() -> void:
 			_check(matches, "%s: \"%s\" = %d is %s" % [name, label, value, constant])
 
 
-func _test_read_only_properties_have_no_setter() -> void:
-	print("-- read-only properties")
-	var shown := _inspector_properties().map(func(p: Dictionary) -> String: return p["name"])
-	var listed := ClassDB.class_get_property_list(&"PipeWater", true).map(
+func _test_read_only_properties_have_no_setter(of_class: StringName, names: Array) -> void:
+	print("-- read-only properties of %s" % of_class)
+	var shown := _inspector_properties(of_class).map(func(p: Dictionary) -> String: return p["name"])
+	var listed := ClassDB.class_get_property_list(of_class, true).map(
 			func(p: Dictionary) -> String: return p["name"])
-	for name: String in READ_ONLY:
-		var getter := ClassDB.class_has_method(&"PipeWater", "get_" + name, true)
-		var setter := ClassDB.class_has_method(&"PipeWater", "set_" + name, true)
+	for name: String in names:
+		var getter := ClassDB.class_has_method(of_class, "get_" + name, true)
+		var setter := ClassDB.class_has_method(of_class, "set_" + name, true)
 		_check(name in listed and getter and not setter and name not in shown,
 				"%s is a property (%s) with get_%s (%s), no set_%s (%s), not editable in the inspector (%s)" % [
 					name, name in listed, name, getter, name, setter, name in shown])
+
+
+func _test_the_editor_plugin_is_enabled() -> void:
+	print("-- the editor plugin: %s" % PLUGIN_CONFIG_PATH)
+	var config := ConfigFile.new()
+	var err := config.load(PLUGIN_CONFIG_PATH)
+	var script_name: String = config.get_value("plugin", "script", "")
+	_check(err == OK and config.get_value("plugin", "name", "") == "PipeWater"
+			and script_name == "editor/plugin.gd",
+			"plugin.cfg parses (error %d) and names the plugin PipeWater and its script %s" % [
+			err, script_name])
+	var script_path := PLUGIN_CONFIG_PATH.get_base_dir().path_join(script_name)
+	var script: Script = load(script_path) if ResourceLoader.exists(script_path) else null
+	_check(script != null and script.is_tool() and script.get_instance_base_type() == &"EditorPlugin",
+			"%s is a tool script extending EditorPlugin" % script_path)
+	var enabled: PackedStringArray = ProjectSettings.get_setting("editor_plugins/enabled",
+			PackedStringArray())
+	_check(PLUGIN_CONFIG_PATH in enabled, "the demo project enables it (%s)" % [enabled])
 
 
 func _test_the_state_resource_stores_its_bytes() -> void:

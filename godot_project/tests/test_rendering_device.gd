@@ -46,6 +46,7 @@ func _run() -> void:
 	await _test_queries_arrive_within_the_documented_frames()
 	await _test_a_dam_break_agrees_with_the_cpu_backend()
 	await _test_edits_sources_and_the_ledger_are_exact()
+	await _test_a_stroke_and_its_undo_are_exact_on_the_rendering_device()
 	await _test_switching_backends_keeps_the_water()
 	await _test_a_probe_body_floats_and_the_surface_material_reads_the_gpu_textures()
 	await _test_a_hull_floats_and_pushes_water_on_the_rendering_device()
@@ -205,6 +206,53 @@ func _test_edits_sources_and_the_ledger_are_exact() -> void:
 			lowest = minf(lowest, state_image.get_pixel(x, y).g)
 	_check(lowest >= 0.0 and is_finite(lowest),
 			"no cell holds negative or NaN water (lowest %.6f m)" % lowest)
+	water.queue_free()
+	await process_frame
+
+
+func _differing(a: PackedInt32Array, b: PackedInt32Array) -> int:
+	var count := absi(a.size() - b.size())
+	for i in mini(a.size(), b.size()):
+		if a[i] != b[i]:
+			count += 1
+	return count
+
+
+func _test_a_stroke_and_its_undo_are_exact_on_the_rendering_device() -> void:
+	print("-- an editor stroke and its undo on the RenderingDevice backend (queued edits)")
+	var water: PipeWater = await _make_water(PipeWater.BACKEND_RENDERING_DEVICE, Vector2i(64, 48),
+			1.0)
+	water.terrain_heights = _dam_terrain(Vector2i(64, 48))
+	var whole := Rect2i(0, 0, 64, 48)
+	var before: PackedInt32Array = water.get_water_region(whole)
+	water.paint_water(Vector3(-10, 0, 2), 0.3, 5.0)
+	water.paint_water(Vector3(-6, 0, 2), 0.3, 5.0)
+	water.paint_water(Vector3(12, 0, -5), -0.4, 6.0)
+	var changes: Dictionary = water.get_water_changes(before)
+	var region: Rect2i = changes.get("region", Rect2i())
+	print("the stroke changed %s (%d cells differ)" % [region, _differing(before,
+			water.get_water_region(whole))])
+	_check(region.has_area(), "the brushes changed the water")
+	water.set_water_region(region, changes["before"])
+	var undone: PackedInt32Array = water.get_water_region(whole)
+	var ledger: Dictionary = water.get_water_ledger()
+	_check(undone == before, "the undo restores the depth field bit for bit (%d cells differ)"
+			% _differing(before, undone))
+	_near(ledger["total"], ledger["expected"], 0.0, "the ledger balances after the undo")
+	# The redo while the simulation runs: queued, and exact when the next read applies it.
+	water.paused = false
+	water.set_water_region(region, changes["after"])
+	var redone: PackedInt32Array = water.get_water_region(region)
+	_check(redone == changes["after"], "the redo, queued while running, is exact (%d differ)"
+			% _differing(changes["after"], redone))
+	water.paused = true
+	var terrain: PackedFloat32Array = water.get_terrain_region(whole)
+	water.modify_terrain(Vector3(0, 0, 0), 0.8, 6.0)
+	water.smooth_terrain(Vector3(3, 0, 1), 0.7, 6.0)
+	var shaped: Dictionary = water.get_terrain_changes(terrain)
+	water.set_terrain_region(shaped["region"], shaped["before"])
+	_check(water.get_terrain_region(whole) == terrain and (shaped["region"] as Rect2i).has_area(),
+			"raised and smoothed ground undoes to the same heights (%s)" % shaped["region"])
 	water.queue_free()
 	await process_frame
 

@@ -12,6 +12,52 @@ pub const MIN_GRID_SIDE: u32 = 2;
 /// Valid cell sizes, in metres.
 pub const CELL_SIZE_RANGE: (f32, f32) = (1.0e-3, 1.0e4);
 
+/// A rectangle of whole cells: `width × height` cells from cell `(x, y)`, the unit in which
+/// authoring tools read and write the fields ([`crate::Simulation::depth_region`]). Values over a
+/// rectangle are row-major: index `(cy − y) × width + (cx − x)` for cell `(cx, cy)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CellRect {
+    /// First cell along x (local X).
+    pub x: u32,
+    /// First cell along y (local Z).
+    pub y: u32,
+    /// Cells along x.
+    pub width: u32,
+    /// Cells along y.
+    pub height: u32,
+}
+
+impl CellRect {
+    /// Number of cells.
+    pub fn cell_count(&self) -> usize {
+        self.width as usize * self.height as usize
+    }
+
+    /// Whether it holds no cell.
+    pub fn is_empty(&self) -> bool {
+        self.width == 0 || self.height == 0
+    }
+
+    /// The smallest rectangle holding both (an empty one adds nothing).
+    pub fn union(self, other: CellRect) -> CellRect {
+        if self.is_empty() {
+            return other;
+        }
+        if other.is_empty() {
+            return self;
+        }
+        let (x, y) = (self.x.min(other.x), self.y.min(other.y));
+        let right = (self.x + self.width).max(other.x + other.width);
+        let bottom = (self.y + self.height).max(other.y + other.height);
+        CellRect { x, y, width: right - x, height: bottom - y }
+    }
+
+    /// Whether cell `(cx, cy)` lies inside.
+    pub fn contains(&self, cx: u32, cy: u32) -> bool {
+        cx >= self.x && cy >= self.y && cx - self.x < self.width && cy - self.y < self.height
+    }
+}
+
 /// Size and resolution of a simulation grid.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Grid {
@@ -45,6 +91,25 @@ impl Grid {
     #[inline]
     pub fn index(&self, x: u32, y: u32) -> usize {
         y as usize * self.width as usize + x as usize
+    }
+
+    /// Every cell of the grid as one rectangle.
+    pub fn whole(&self) -> CellRect {
+        CellRect { x: 0, y: 0, width: self.width, height: self.height }
+    }
+
+    /// Checks that `rect` holds at least one cell and lies inside the grid.
+    pub fn check_rect(&self, rect: CellRect) -> Result<()> {
+        let fits = |start: u32, size: u32, side: u32| size > 0 && start < side && size <= side - start;
+        if fits(rect.x, rect.width, self.width) && fits(rect.y, rect.height, self.height) {
+            Ok(())
+        } else {
+            Err(Error::invalid(
+                "region",
+                format!("{} × {} cells from ({}, {})", rect.width, rect.height, rect.x, rect.y),
+                format!("at least one cell inside the {} × {} grid (x 0 ..= {}, y 0 ..= {})", self.width, self.height, self.width - 1, self.height - 1),
+            ))
+        }
     }
 
     /// Area of one cell, in m².
@@ -117,6 +182,16 @@ impl Grid {
         let top = lerp(value(c00), value(c10), tx);
         let bottom = lerp(value(c01), value(c11), tx);
         Some(lerp(top, bottom, ty))
+    }
+
+    /// The smallest rectangle holding every cell of [`Grid::footprint`]; `None` when the
+    /// footprint misses the grid.
+    pub fn footprint_rect(&self, local_x: f32, local_z: f32, radius: f32) -> Option<CellRect> {
+        self.footprint(local_x, local_z, radius).into_iter().fold(None, |rect: Option<CellRect>, (cell, _)| {
+            let (cx, cy) = (cell % self.width, cell / self.width);
+            let one = CellRect { x: cx, y: cy, width: 1, height: 1 };
+            Some(rect.map_or(one, |r| r.union(one)))
+        })
     }
 
     /// Cells whose centres lie within `radius` metres of a local XZ point, with a smooth weight

@@ -7,10 +7,13 @@
 //!
 //! The CPU backend is deterministic: the same inputs give bit-identical fields and ledger
 //! whatever the number of rayon threads (`tests/determinism.rs`). [`Simulation::save_state`]
-//! and [`Simulation::restore_state`] save and restore the complete water state ([`save`]).
+//! and [`Simulation::restore_state`] save and restore the complete water state ([`save`]);
+//! [`authoring`] holds what an editor's tools need: brushes, exact regions of cells for undo,
+//! and picking by ray.
 
 #![warn(missing_docs)]
 
+pub mod authoring;
 pub mod backend;
 pub mod bodies;
 pub mod detail;
@@ -31,7 +34,7 @@ pub use bodies::{Body, BodyForce, HullPart, HullShape};
 pub use detail::DetailParams;
 pub use glam;
 pub use error::{Error, Result};
-pub use grid::Grid;
+pub use grid::{CellRect, Grid};
 pub use ledger::MassLedger;
 pub use params::{Boundary, CrossSection, Edge, NeighbourMode, Params};
 pub use quanta::{DEPTH_QUANTUM, MAX_DEPTH, MAX_DEPTH_QUANTA};

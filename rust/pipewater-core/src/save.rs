@@ -68,6 +68,24 @@ pub(crate) struct SavedState {
     pub state: State,
 }
 
+/// The fields and parameters of a saved state: what a simulation that starts from it (an
+/// editor's baked water) needs, without the clock, ledger or sources of the run that saved it.
+#[derive(Debug, Clone)]
+pub struct SavedFields {
+    /// Grid, terrain (as edited), depth (quanta) and what the pipes keep.
+    pub state: State,
+    /// The parameters the pipes' values were saved under ([`State::flow`] means flow or flux
+    /// according to them).
+    pub params: Params,
+}
+
+/// Decodes and validates `bytes` from [`crate::Simulation::save_state`] (as
+/// [`crate::Simulation::restore_state`] does) and returns its fields and parameters.
+pub fn saved_fields(bytes: &[u8]) -> Result<SavedFields> {
+    let saved = SavedState::decode(bytes)?;
+    Ok(SavedFields { state: saved.state, params: saved.params })
+}
+
 fn invalid(why: impl Into<String>) -> Error {
     Error::InvalidSave(why.into())
 }

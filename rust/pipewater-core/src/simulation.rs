@@ -533,14 +533,14 @@ impl Simulation {
         shares.into_iter().map(|(cell, q, _)| (cell, q)).collect()
     }
 
-    fn check_edit(&self, volume: f32, radius: f32) -> Result<()> {
+    pub(crate) fn check_edit(&self, volume: f32, radius: f32) -> Result<()> {
         check_range("volume", volume, 0.0, MAX_EDIT_VOLUME)?;
         let [ex, ez] = self.grid.extent();
         check_range("radius", radius, 0.0, ex.max(ez) * 2.0)?;
         Ok(())
     }
 
-    fn check_point(x: f32, z: f32) -> Result<()> {
+    pub(crate) fn check_point(x: f32, z: f32) -> Result<()> {
         if !(x.is_finite() && z.is_finite()) {
             return Err(Error::invalid("position", format!("({x}, {z})"), "finite coordinates"));
         }
@@ -594,23 +594,47 @@ impl Simulation {
     /// Adds water cell by cell (positive quanta, each at most [`MAX_DEPTH_QUANTA`]); returns the
     /// volume that arrives, m³.
     fn add_cells(&mut self, cells: &[CellWater]) -> Result<f64> {
+        self.change_water(cells)
+    }
+
+    /// Changes water cell by cell (positive quanta add, negative remove, never more than is
+    /// there) through the backend's edits, so that the ledger counts every quantum. Returns the
+    /// net volume, m³: added minus removed. A GPU backend applies the edits before its next step
+    /// (or [`Simulation::apply_edits`]); its figure is then what was asked for, the removals
+    /// limited to what the newest snapshot says is there, and the ledger gets the exact figures
+    /// from the device.
+    pub(crate) fn change_water(&mut self, cells: &[CellWater]) -> Result<f64> {
         // Deeper water shortens the stable step before a snapshot shows it.
-        let peak = cells.iter().map(|c| c.quanta).max().unwrap_or(0);
+        let peak = cells.iter().map(|c| c.quanta).max().unwrap_or(0).max(0);
         self.recent_gain[0] += peak as f32 * DEPTH_QUANTUM;
-        let requested: i64 = cells.iter().map(|c| c.quanta as i64).sum();
+        let requested: i64 = cells.iter().map(|c| c.quanta.max(0) as i64).sum();
         // A GPU applies the edit later: where cells may be near the limit, the device's ledger
         // says what really entered.
-        let before = if self.backend.kind() != BackendKind::Cpu && self.may_be_near_depth_limit() {
+        let before = if requested > 0 && self.backend.kind() != BackendKind::Cpu && self.may_be_near_depth_limit() {
             Some(self.on_backend(|b| b.read_counters())?)
         } else {
             None
         };
-        let added = match (self.on_backend(|b| b.edit_water(cells))?, before) {
-            (EditOutcome::Applied { added, .. }, _) => added as i64,
-            (EditOutcome::Queued, Some(before)) => (self.on_backend(|b| b.read_counters())?.added - before.added) as i64,
-            (EditOutcome::Queued, None) => requested,
+        let quanta = match (self.on_backend(|b| b.edit_water(cells))?, before) {
+            (EditOutcome::Applied { added, removed }, _) => added as f64 - removed as f64,
+            (EditOutcome::Queued, Some(before)) => {
+                let after = self.on_backend(|b| b.read_counters())?;
+                (after.added - before.added) as f64 - (after.removed - before.removed) as f64
+            }
+            (EditOutcome::Queued, None) => {
+                let snapshot = self.backend.snapshot();
+                let removed: f64 = cells
+                    .iter()
+                    .filter(|c| c.quanta < 0)
+                    .map(|c| {
+                        let there = snapshot.as_ref().map_or(0.0, |s| s.height[c.cell as usize][1] as f64 / DEPTH_QUANTUM as f64);
+                        (-c.quanta as f64).min(there.floor())
+                    })
+                    .sum();
+                requested as f64 - removed
+            }
         };
-        Ok(added as f64 * self.quantum_volume())
+        Ok(quanta * self.quantum_volume())
     }
 
     /// Whether some cell may hold more than [`EXACT_EDIT_DEPTH`] of water: the newest snapshot's
@@ -620,6 +644,32 @@ impl Simulation {
         deepest + self.recent_gain.iter().sum::<f32>() > EXACT_EDIT_DEPTH
     }
 
+    /// Changes terrain cell by cell through the backend's edits (water depth is kept).
+    pub(crate) fn change_terrain(&mut self, cells: &[CellTerrain]) -> Result<()> {
+        self.on_backend(|b| b.edit_terrain(cells))
+    }
+
+    /// Replaces the terrain everywhere (validated), keeping the water depth and the reset point:
+    /// what an edit of the ground does, exactly (no float arithmetic on the heights).
+    pub(crate) fn replace_terrain(&mut self, terrain: &[f32]) -> Result<()> {
+        crate::state::check_terrain(&self.grid, terrain)?;
+        self.on_backend(|b| b.set_terrain(terrain))
+    }
+
+    /// Applies the edits a GPU backend has queued (water, terrain, the bodies' displacement) and
+    /// brings its outputs (snapshot, textures) up to date, without stepping: for an editor or a
+    /// paused game that must show an edit at once. On the CPU edits apply as they are made and
+    /// this does nothing.
+    pub fn apply_edits(&mut self) -> Result<()> {
+        if self.backend.kind() == BackendKind::Cpu {
+            return Ok(());
+        }
+        let step = self.last_report.step.max(MIN_STEP);
+        let constants = StepConstants::new(&self.params, self.grid.width, self.grid.height, self.grid.cell_size, step, [0; 4]);
+        let plan = FramePlan { constants, substeps: 0, forcing: &[] };
+        self.on_backend(|b| b.advance(&plan))
+    }
+
     /// Removes up to `volume` m³ of water around local point `(x, z)` within `radius` m, never
     /// more than is there. Returns the volume removed (on a GPU backend, the volume the newest
     /// snapshot says is there to remove; the ledger gets the exact figure from the device).
@@ -627,20 +677,7 @@ impl Simulation {
         let Some(shares) = self.water_edit_shares(x, z, volume, radius)? else { return Ok(0.0) };
         // No cell holds more than MAX_DEPTH_QUANTA: asking for more removes all it has.
         let cells: Vec<CellWater> = shares.into_iter().map(|(cell, q)| CellWater { cell, quanta: -(q.min(MAX_DEPTH_QUANTA as i64) as i32) }).collect();
-        Ok(match self.on_backend(|b| b.edit_water(&cells))? {
-            EditOutcome::Applied { removed, .. } => removed as f64 * self.quantum_volume(),
-            EditOutcome::Queued => {
-                let snapshot = self.backend.snapshot();
-                cells
-                    .iter()
-                    .map(|c| {
-                        let there = snapshot.as_ref().map_or(0.0, |s| s.height[c.cell as usize][1] as f64 / DEPTH_QUANTUM as f64);
-                        (-c.quanta as f64).min(there.floor())
-                    })
-                    .sum::<f64>()
-                    * self.quantum_volume()
-            }
-        })
+        Ok(-self.change_water(&cells)?)
     }
 
     /// Fills the basin around local point `(x, z)` with still water up to `level` (local Y, m),
@@ -663,12 +700,22 @@ impl Simulation {
             return Err(Error::invalid("position", format!("({x}, {z})"), "a point over the grid"));
         };
         let state = self.on_backend(|b| b.read_state())?;
-        let diagonal = self.params.neighbours == NeighbourMode::Eight;
-        let cells = basin_fill(&state, (cx, cy), level, diagonal)?;
+        self.fill_basin_from(&state, (cx, cy), level)
+    }
+
+    /// Fills the basin of `state` connected to cell `start` up to `level` (see
+    /// [`basin_fill`]); returns the volume added, m³.
+    pub(crate) fn fill_basin_from(&mut self, state: &State, start: (u32, u32), level: f32) -> Result<f64> {
+        let cells = basin_fill(state, start, level, self.diagonal())?;
         if cells.is_empty() {
             return Ok(0.0);
         }
         self.add_cells(&cells)
+    }
+
+    /// Whether water takes diagonal steps (eight-neighbour mode).
+    pub(crate) fn diagonal(&self) -> bool {
+        self.params.neighbours == NeighbourMode::Eight
     }
 
     /// Raises (positive) or digs (negative) the terrain by up to `delta_height` m around local
@@ -753,17 +800,35 @@ impl Simulation {
         Self::check_point(x, z)?;
         check_range("rate", rate, -MAX_SOURCE_RATE, MAX_SOURCE_RATE)?;
         self.check_edit(0.0, radius)?;
-        let footprint = self.grid.footprint(x, z, radius);
-        if footprint.is_empty() {
-            return Err(Error::invalid("position", format!("({x}, {z})"), "a point whose radius reaches the grid"));
-        }
-        let total: f64 = footprint.iter().map(|&(_, w)| w as f64).sum();
-        let cells: Vec<(u32, f64)> = footprint.into_iter().map(|(c, w)| (c, w as f64 / total)).collect();
+        let cells = self.source_cells(x, z, radius)?;
         self.check_source_rate(rate, &cells)?;
         let id = SourceId(self.next_source_id);
         self.next_source_id += 1;
         self.sources.push(Source { id, cells, rate, carry: 0.0 });
         Ok(id)
+    }
+
+    /// Moves a source or drain to local point `(x, z)` with a new `radius` (m), keeping its id,
+    /// rate and remainder. False when no such source exists.
+    pub fn move_source(&mut self, id: SourceId, x: f32, z: f32, radius: f32) -> Result<bool> {
+        Self::check_point(x, z)?;
+        self.check_edit(0.0, radius)?;
+        let cells = self.source_cells(x, z, radius)?;
+        let Some(index) = self.sources.iter().position(|s| s.id == id) else { return Ok(false) };
+        // A smaller footprint gives its heaviest cell a larger share of the same rate.
+        self.check_source_rate(self.sources[index].rate, &cells)?;
+        self.sources[index].cells = cells;
+        Ok(true)
+    }
+
+    /// The cells of a source within `radius` m of local `(x, z)` and their shares of its rate.
+    fn source_cells(&self, x: f32, z: f32, radius: f32) -> Result<Vec<(u32, f64)>> {
+        let footprint = self.grid.footprint(x, z, radius);
+        if footprint.is_empty() {
+            return Err(Error::invalid("position", format!("({x}, {z})"), "a point whose radius reaches the grid"));
+        }
+        let total: f64 = footprint.iter().map(|&(_, w)| w as f64).sum();
+        Ok(footprint.into_iter().map(|(c, w)| (c, w as f64 / total)).collect())
     }
 
     /// Changes the rate of a source, m³/s (refused like [`Simulation::add_source`]'s). False

@@ -13,6 +13,7 @@ use godot::classes::image::Format;
 use godot::classes::{Image, Texture2D};
 use godot::global::godot_warn;
 use godot::prelude::*;
+use pipewater_core::save::{saved_fields, SavedFields};
 use pipewater_core::{
     Backend, BackendKind, BackendPreference, Boundary, CrossSection, Error as CoreError, Grid, NeighbourMode, Params, Simulation, State,
 };
@@ -207,19 +208,18 @@ pub fn terrain_from_image(
     }
 }
 
-/// A simulation of `grid` over `terrain`, filled to `water_level`, on the backend asked for, and
-/// the RD textures (height, flux) when it runs on the RenderingDevice. Falls back along
-/// RenderingDevice → wgpu → CPU: with a warning under `BACKEND_AUTO`, with an error when the
-/// backend was asked for by name, so that the scene still has water. `None` (reported) when
-/// nothing can run.
-pub fn simulation(
-    grid: Grid,
-    terrain: Vec<f32>,
-    water_level: f64,
-    params: Params,
-    backend: WaterBackend,
-    errors: &mut ErrorLog,
-) -> Option<(Simulation, Option<(Rid, Rid)>)> {
+/// The water a simulation starts from: its fields, and the parameters the pipes' values are
+/// expressed in.
+pub struct Start {
+    /// Terrain, depth and pipes.
+    pub state: State,
+    /// The parameters `state.flow` was saved under (a baked state's), or `None` for the node's.
+    pub saved_params: Option<Params>,
+}
+
+/// Dry ground of `terrain` filled to `water_level` (local m). `None` (reported) when the terrain
+/// is refused.
+pub fn level_start(grid: Grid, terrain: Vec<f32>, water_level: f64, errors: &mut ErrorLog) -> Option<Start> {
     let mut state = match State::with_terrain(grid, terrain) {
         Ok(s) => s,
         Err(e) => {
@@ -231,6 +231,35 @@ pub fn simulation(
         errors.reject(crate::errors::property_message("initial_water_level", &e));
         return None;
     }
+    Some(Start { state, saved_params: None })
+}
+
+/// The fields of a baked state (`initial_state`'s bytes) for a node of `grid_size` and
+/// `cell_size`: refused, with the reason, when it cannot be read or was saved for another grid.
+pub fn baked_fields(bytes: &[u8], grid_size: Vector2i, cell_size: f64) -> Result<SavedFields, String> {
+    let node_grid = grid(grid_size, cell_size)?;
+    let fields = saved_fields(bytes).map_err(|e| e.to_string())?;
+    validate::saved_grid(fields.state.grid, node_grid)?;
+    Ok(fields)
+}
+
+/// A simulation of `start` with `params`, on the backend asked for, and the RD textures (height,
+/// flux) when it runs on the RenderingDevice. Falls back along RenderingDevice → wgpu → CPU: with
+/// a warning under `BACKEND_AUTO`, with an error when the backend was asked for by name, so
+/// that the scene still has water. `None` (reported) when nothing can run.
+pub fn simulation(start: Start, params: Params, backend: WaterBackend, errors: &mut ErrorLog) -> Option<(Simulation, Option<(Rid, Rid)>)> {
+    let Start { state, saved_params } = start;
+    let (mut sim, textures) = started(state, saved_params.unwrap_or(params), backend, errors)?;
+    if saved_params.is_some_and(|saved| saved != params) {
+        // The pipes' values change meaning with some parameters: set_params converts them.
+        let result = sim.set_params(params);
+        errors.accept(result.map_err(|e| format!("parameters: {e}")));
+    }
+    Some((sim, textures))
+}
+
+/// [`simulation`] with the parameters the state's pipes are expressed in.
+fn started(state: State, params: Params, backend: WaterBackend, errors: &mut ErrorLog) -> Option<(Simulation, Option<(Rid, Rid)>)> {
     if wants_rendering_device(backend) {
         let mut textures = None;
         let started = Simulation::with_backend(state.clone(), params, |state| rendering_device_backend(state, &mut textures));
@@ -432,6 +461,26 @@ mod tests {
         let p = core_params(&inputs);
         println!("FOUR, CLASSIC -> {:?}, {:?}", p.neighbours, p.cross_section);
         assert_eq!((p.neighbours, p.cross_section), (NeighbourMode::Four, CrossSection::Classic));
+    }
+
+    #[test]
+    fn a_baked_state_is_taken_for_its_own_grid_only() {
+        let grid = Grid::new(16, 8, 0.5).unwrap();
+        let mut state = State::new(grid);
+        state.fill_to_level(0.25).expect("a level within the depth limit");
+        let mut sim = Simulation::cpu(state.clone(), Params::default()).unwrap();
+        let bytes = sim.save_state().unwrap();
+        let fields = baked_fields(&bytes, Vector2i::new(16, 8), 0.5).expect("its own grid");
+        println!("baked {} quanta on {:?}", fields.state.total_quanta(), fields.state.grid);
+        assert_eq!(fields.state, state);
+        for (size, cell) in [(Vector2i::new(8, 16), 0.5), (Vector2i::new(16, 8), 1.0)] {
+            let why = baked_fields(&bytes, size, cell).err().expect("another grid is refused");
+            println!("{size} × {cell} m: {why}");
+            assert!(why.contains("16 × 8 grid of 0.5 m cells") && why.contains("grid_size"));
+        }
+        let corrupt = baked_fields(&bytes[..40], Vector2i::new(16, 8), 0.5).err().expect("a truncated state is refused");
+        println!("{corrupt}");
+        assert!(corrupt.contains("truncated"));
     }
 
     #[test]

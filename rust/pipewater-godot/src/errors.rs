@@ -8,15 +8,28 @@ use godot::global::godot_error;
 use pipewater_core::Error as CoreError;
 
 /// The last error message, and the one way errors reach Godot.
-#[derive(Default)]
 pub struct ErrorLog {
+    /// What the messages in Godot's log start with: the class that reports.
+    reporter: &'static str,
     last: String,
 }
 
+impl Default for ErrorLog {
+    /// The `PipeWater` node's log.
+    fn default() -> Self {
+        ErrorLog::for_class("PipeWater")
+    }
+}
+
 impl ErrorLog {
+    /// A log whose messages start with `class` in Godot's output.
+    pub fn for_class(class: &'static str) -> Self {
+        ErrorLog { reporter: class, last: String::new() }
+    }
+
     /// Forwards a rejected argument or failed operation to Godot and remembers it.
     pub fn reject(&mut self, message: String) {
-        godot_error!("PipeWater: {message}");
+        godot_error!("{}: {message}", self.reporter);
         self.last = message;
     }
 

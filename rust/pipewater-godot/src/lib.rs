@@ -4,9 +4,10 @@
 //! edits and running in files of their own; its parts are components: [`outputs`] (the textures
 //! for materials), [`surface`] (the helper mesh and material), [`build`] (the simulation from the
 //! properties), [`errors`] (errors and `get_last_error()`) and [`detail_texture`] (the detail
-//! waves' texture). [`saved_state`] is the
-//! `PipeWaterState` resource that `save_state()` returns; [`water_body`] is `PipeWaterBody`, a
-//! hull that pushes water. Argument checks live in
+//! waves' texture). [`saved_state`] is the `PipeWaterState` resource that `save_state()` returns
+//! (and `initial_state` holds); [`water_body`] is `PipeWaterBody`, a hull that pushes water;
+//! [`water_source`] is `PipeWaterSource`, a spring or drain placed in the scene. Argument checks
+//! live in
 //! [`validate`], coordinate mapping in [`mapping`], texture packing in [`texels`], the surface
 //! mesh's vertices (a grid or a camera-centred clipmap) in [`mesh_layout`]; they, and the pure
 //! parts of [`build`], are plain Rust with unit tests. The core simulation is
@@ -27,6 +28,7 @@ pub mod surface;
 pub mod texels;
 pub mod validate;
 pub mod water_body;
+pub mod water_source;
 
 /// The extension's entry point (`gdext_rust_init` in the `.gdextension` file).
 struct PipeWaterExtension;

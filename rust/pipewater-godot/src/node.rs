@@ -2,14 +2,17 @@
 //!
 //! This file is the node's table of contents: its properties (with their defaults), constants,
 //! signals, property accessors and the engine callbacks. The rest of its API lives by job in
-//! `node/queries.rs` (heights, depth, flow, totals), `node/edits.rs` (water, sources, terrain)
+//! `node/queries.rs` (heights, depth, flow, totals), `node/edits.rs` (water, sources, terrain),
+//! `node/authoring.rs` (the editor's brushes, picking and exact regions for undo),
 //! `node/simulation.rs` (building, stepping, resetting, initial currents) and `node/persistence.rs`
 //! (saving and loading the water as a [`crate::saved_state::PipeWaterState`]), as secondary `#[godot_api]` blocks
-//! of the same class. Its parts are components of their own: [`WaterOutputs`] (the textures),
+//! of the same class; `node/sources.rs` keeps the simulation's sources in step with the
+//! [`crate::water_source::PipeWaterSource`] nodes. Its parts are components of their own: [`WaterOutputs`] (the textures),
 //! [`WaterSurface`] (the helper mesh), [`Pending`] and [`crate::build`] (the simulation from the
 //! properties), [`ErrorLog`] (errors and `get_last_error()`). Setters stay here because gdext
 //! only finds a `#[var]` field's accessors in the primary block.
 
+mod authoring;
 mod bodies;
 mod detail;
 mod edits;
@@ -17,6 +20,7 @@ mod modes;
 mod persistence;
 mod queries;
 mod simulation;
+mod sources;
 
 pub use modes::{WaterBackend, WaterBoundary, WaterCrossSection, WaterNeighbours};
 
@@ -24,8 +28,10 @@ use crate::build::{self, Pending};
 use crate::detail_texture::DetailTexture;
 use crate::errors::ErrorLog;
 use crate::outputs::WaterOutputs;
+use crate::saved_state::PipeWaterState;
 use crate::surface::WaterSurface;
 use crate::validate;
+use crate::water_source::{SourcePlacements, WATER_GROUP};
 use godot::classes::notify::Node3DNotification;
 use godot::classes::{Engine, INode3D, Image, Material, Node3D, Texture2D};
 use godot::prelude::*;
@@ -40,10 +46,20 @@ use pipewater_core::{Params, Simulation};
 ///
 /// The simulation advances in `_physics_process` by `delta × time_scale`, in as many substeps as
 /// stability needs (at most `max_substeps`, each at most `max_step` s). Changing the grid, cell
-/// size or initial water level rebuilds the simulation (water restarts from
-/// `initial_water_level`, sources are removed); changing the backend of a running simulation
+/// size, initial water level or `initial_state` rebuilds the simulation (water restarts from
+/// `initial_state`, or else `initial_water_level`; sources added by scripts are removed,
+/// `PipeWaterSource` nodes are placed again); changing the backend of a running simulation
 /// moves its water, sources and ledger to the new backend; changing the terrain keeps the water;
 /// the other parameters apply at the next step.
+///
+/// **Authoring in the editor.** With the addon's editor plugin enabled (Project Settings →
+/// Plugins → PipeWater), selecting a `PipeWater` shows its tools above the 3D viewport: add and
+/// remove water, fill a basin to the clicked shore, raise, lower and smooth the terrain, with a
+/// brush radius (m) and strength (m/s; for smoothing, the share per second). Each stroke is one
+/// step of the editor's undo history, which gives the water and the ground back bit for bit
+/// (`get_water_changes`, `set_water_region`). "Bake" stores the water as it stands in
+/// `initial_state`, in a binary resource beside the scene; "Clear" empties it. Springs and
+/// drains are `PipeWaterSource` nodes.
 ///
 /// **Outputs for materials.** `height_texture` and `flux_texture` are `Image.FORMAT_RGBAF`
 /// textures of `grid_size` texels (texel `(x, y)` = cell `(x, y)`; row 0 is the local −Z edge,
@@ -157,12 +173,24 @@ pub struct PipeWater {
     /// Water surface (local Y, m) that every cell below it is filled to when the simulation
     /// starts or is reset, `-1000000 ..= 1000000` and at most 2048 m above the lowest ground (the
     /// most water a cell holds; a higher level is refused with an error naming the highest that
-    /// fits). Rebuilds the simulation.
+    /// fits); unused while `initial_state` is set. Rebuilds the simulation.
     #[export_group(name = "Water")]
     #[export(range = (-100.0, 100.0, 0.01, or_greater, or_less, suffix = "m"))]
     #[var(set)]
     #[init(val = 1.0)]
     initial_water_level: f64,
+    /// Water to start from instead of `initial_water_level`: a `PipeWaterState` from
+    /// `save_state()`, such as the editor's "Bake" stores (in a binary `.res` beside the scene).
+    /// Its depths, flow and terrain (as painted) are the water the simulation starts from and
+    /// `reset()` returns to; its clock, ledger and sources are not used (the ledger starts from
+    /// its water; springs and drains are `PipeWaterSource` nodes). It replaces the terrain of
+    /// `heightmap` and `terrain_heights` when the simulation is built; setting those later
+    /// replaces it again, keeping the water. A state saved for another `grid_size` or
+    /// `cell_size`, or corrupt, is refused with an error and the previous one is kept: set the
+    /// grid first. Null: start from `initial_water_level`. Rebuilds the simulation.
+    #[export]
+    #[var(set)]
+    initial_state: Option<Gd<PipeWaterState>>,
     /// Gravitational acceleration, m/s², `0 ..= 100`.
     #[export(range = (0.0, 100.0, 0.01, suffix = "m/s²"))]
     #[var(set)]
@@ -431,13 +459,15 @@ pub struct PipeWater {
     step_usec: i64,
     /// Bodies pushed the water last frame (an empty frame then takes their displacement out).
     had_bodies: bool,
+    /// The sources of the `PipeWaterSource` nodes, by node.
+    source_placements: SourcePlacements,
     base: Base<Node3D>,
 }
 
 #[godot_api]
 impl INode3D for PipeWater {
     fn enter_tree(&mut self) {
-        self.base_mut().add_to_group("pipe_water");
+        self.base_mut().add_to_group(WATER_GROUP);
     }
 
     fn on_notification(&mut self, what: Node3DNotification) {
@@ -457,6 +487,7 @@ impl INode3D for PipeWater {
         if !self.ensure_sim() {
             return;
         }
+        self.sync_sources();
         let in_editor = Engine::singleton().is_editor_hint();
         if !self.paused && (!in_editor || self.simulate_in_editor) {
             let frame = validate::scaled_frame_delta(delta, self.time_scale as f32);
@@ -622,6 +653,22 @@ impl PipeWater {
             }
         }
         self.initial_water_level = value;
+        self.pending.rebuild();
+    }
+
+    /// Sets `initial_state`: refused, keeping the previous state and the water, when it was saved
+    /// for another grid than `grid_size` × `cell_size` or cannot be read; rebuilds the
+    /// simulation otherwise.
+    #[func]
+    fn set_initial_state(&mut self, value: Option<Gd<PipeWaterState>>) {
+        if let Some(state) = &value {
+            let bytes = state.bind().bytes().clone();
+            if let Err(why) = build::baked_fields(bytes.as_slice(), self.grid_size, self.cell_size) {
+                self.errors.reject(format!("initial_state: {why}; the previous initial_state and the water are kept"));
+                return;
+            }
+        }
+        self.initial_state = value;
         self.pending.rebuild();
     }
 

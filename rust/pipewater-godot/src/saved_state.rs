@@ -6,16 +6,20 @@
 
 use godot::classes::Resource;
 use godot::prelude::*;
+use pipewater_core::quanta::quantum_volume;
+use pipewater_core::save::saved_fields;
 
 /// The water of a `PipeWater` node at one moment, from `PipeWater.save_state()`: depths, flow,
 /// terrain (with digging), sources and drains, the water ledger and the simulated clock, exactly.
 /// Give it to `PipeWater.load_state()` on a node with the same `grid_size` and `cell_size`.
 ///
 /// Save it like any resource: `ResourceSaver.save(state, "user://water.res")` (binary, about
-/// 24 bytes a cell) or `.tres` (text, several times larger). `grid_size` and `simulated_time`
-/// describe the state for display; `load_state` reads only `data`.
+/// 24 bytes a cell; `ResourceSaver.FLAG_COMPRESS` makes it smaller, see the README) or `.tres`
+/// (text, several times larger). As `PipeWater.initial_state` it is water baked into a scene.
+/// `grid_size` and `simulated_time` describe the state for display; `load_state` reads only
+/// `data`.
 #[derive(GodotClass)]
-#[class(base = Resource, init)]
+#[class(tool, base = Resource, init)]
 pub struct PipeWaterState {
     /// The saved simulation in PipeWater's versioned, checksummed format. A state saved by a
     /// newer PipeWater, or altered, is refused by `load_state`.
@@ -32,6 +36,18 @@ pub struct PipeWaterState {
     #[var]
     simulated_time: f64,
     base: Base<Resource>,
+}
+
+#[godot_api]
+impl PipeWaterState {
+    /// Water the state holds, m³ (decoding `data`); 0 when it cannot be read.
+    #[func]
+    fn get_total_water(&self) -> f64 {
+        match saved_fields(self.data.as_slice()) {
+            Ok(fields) => fields.state.total_quanta() as f64 * quantum_volume(fields.state.grid.cell_size),
+            Err(_) => 0.0,
+        }
+    }
 }
 
 impl PipeWaterState {

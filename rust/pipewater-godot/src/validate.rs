@@ -5,6 +5,8 @@
 //! its previous, valid state.
 
 use pipewater_core::grid::{CELL_SIZE_RANGE, MIN_GRID_SIDE};
+use pipewater_core::quanta::MAX_DEPTH;
+use pipewater_core::{CellRect, Grid};
 use pipewater_core::params::MAX_INFLOW_RATE;
 use pipewater_core::simulation::{MAX_EDIT_VOLUME, MAX_FRAME_DELTA, MAX_INITIAL_SPEED, MAX_SOURCE_RATE, MAX_TERRAIN_DELTA};
 use pipewater_core::state::MAX_TERRAIN_ABS;
@@ -26,6 +28,9 @@ pub const MAX_STEP_RANGE: (f64, f64) = (1.0e-4, 1.0);
 pub const COURANT_RANGE: (f64, f64) = (0.01, 1.0);
 /// Valid most substeps per frame.
 pub const MAX_SUBSTEPS_RANGE: (i64, i64) = (1, 100_000);
+/// Largest radius of a `PipeWaterSource`, m (the simulation also keeps it within twice the
+/// grid's larger side).
+pub const MAX_SOURCE_RADIUS: f64 = 1.0e4;
 /// Valid height scale of a heightmap, m per unit of pixel value.
 pub const HEIGHT_SCALE_RANGE: (f64, f64) = (-1.0e5, 1.0e5);
 
@@ -145,6 +150,61 @@ pub fn delta_height(value: f64) -> Result<f32, String> {
     float_in("modify_terrain: delta_height", value, -m, m, " m")
 }
 
+/// Radius of a `PipeWaterSource`, m: `0 ..= 10000` (0: the one cell under it).
+pub fn source_radius(value: f64) -> Result<f32, String> {
+    float_in("radius", value, 0.0, MAX_SOURCE_RADIUS, " m")
+}
+
+/// Depth a water brush adds (positive) or removes (negative) at its centre, m.
+pub fn brush_depth(method: &str, value: f64) -> Result<f32, String> {
+    let m = MAX_DEPTH as f64;
+    float_in(&format!("{method}: depth"), value, -m, m, " m")
+}
+
+/// Share of the way to the neighbourhood's mean a smoothing brush moves the ground, `0 ..= 1`.
+pub fn smooth_strength(value: f64) -> Result<f32, String> {
+    float_in("smooth_terrain: strength", value, 0.0, 1.0, "")
+}
+
+/// A region of cells (`Rect2i` position and size) that lies inside `grid` and holds at least one
+/// cell.
+pub fn cell_region(method: &str, position: [i64; 2], size: [i64; 2], grid: Grid) -> Result<CellRect, String> {
+    let (w, h) = (grid.width as i64, grid.height as i64);
+    let fits = |start: i64, len: i64, side: i64| start >= 0 && len >= 1 && start < side && len <= side - start;
+    if fits(position[0], size[0], w) && fits(position[1], size[1], h) {
+        return Ok(CellRect { x: position[0] as u32, y: position[1] as u32, width: size[0] as u32, height: size[1] as u32 });
+    }
+    Err(format!(
+        "{method}: region = position ({}, {}), size ({}, {}) is out of range: valid regions hold at least one cell and lie inside the grid's {w} × {h} cells (x 0 ..= {}, y 0 ..= {})",
+        position[0],
+        position[1],
+        size[0],
+        size[1],
+        w - 1,
+        h - 1
+    ))
+}
+
+/// Values for a region: exactly its number of cells.
+pub fn region_values(method: &str, name: &str, len: usize, rect: CellRect) -> Result<(), String> {
+    if len == rect.cell_count() {
+        Ok(())
+    } else {
+        Err(format!("{method}: {name} has {len} values: valid is exactly region.size.x × region.size.y = {} × {} = {}", rect.width, rect.height, rect.cell_count()))
+    }
+}
+
+/// A saved state's grid against the node's (`grid_size`, `cell_size`), for `initial_state`.
+pub fn saved_grid(saved: Grid, node: Grid) -> Result<(), String> {
+    if saved == node {
+        return Ok(());
+    }
+    Err(format!(
+        "the state was saved for a {} × {} grid of {} m cells; this node has grid_size ({}, {}) and cell_size {} m: valid states have the node's grid (set grid_size and cell_size first)",
+        saved.width, saved.height, saved.cell_size, node.width, node.height, node.cell_size
+    ))
+}
+
 /// Frame length of a manual step, s.
 pub fn step_delta(value: f64) -> Result<f32, String> {
     float_in("step: delta", value, 0.0, MAX_FRAME_DELTA as f64, " s")
@@ -252,6 +312,30 @@ mod tests {
         assert_rejected(terrain_heights(&[0.0; 5], 3, 2), "terrain_heights has 5 elements", "3 × 2 = 6");
         assert_rejected(terrain_heights(&[0.0, 1.0, f32::NAN, 0.0, 0.0, 0.0], 3, 2), "terrain_heights[2]", "1000000 m");
         assert_rejected(terrain_heights(&[0.0, 1.0e7, 0.0, 0.0, 0.0, 0.0], 3, 2), "terrain_heights[1]", "1000000 m");
+    }
+
+    #[test]
+    fn authoring_arguments_reject_nan_negative_radii_and_regions_off_the_grid() {
+        assert_eq!(source_radius(0.0), Ok(0.0));
+        assert_rejected(source_radius(-1.0), "radius", "0 ..= 10000 m");
+        assert_rejected(source_radius(f64::NAN), "radius", "0 ..= 10000 m");
+        assert_rejected(brush_depth("paint_water", f64::INFINITY), "paint_water: depth", "-2048 ..= 2048 m");
+        assert_rejected(smooth_strength(1.5), "smooth_terrain: strength", "0 ..= 1");
+        let grid = Grid::new(64, 32, 1.0).unwrap();
+        assert_eq!(cell_region("get_water_region", [0, 0], [64, 32], grid), Ok(grid.whole()));
+        assert_eq!(cell_region("get_water_region", [63, 31], [1, 1], grid), Ok(CellRect { x: 63, y: 31, width: 1, height: 1 }));
+        for (position, size) in [([-1, 0], [2, 2]), ([60, 0], [5, 1]), ([0, 0], [0, 4]), ([0, 32], [1, 1])] {
+            assert_rejected(cell_region("get_water_region", position, size, grid), "get_water_region: region", "x 0 ..= 63, y 0 ..= 31");
+        }
+        assert_rejected(region_values("set_water_region", "depths", 5, CellRect { x: 0, y: 0, width: 2, height: 3 }), "depths has 5 values", "2 × 3 = 6");
+    }
+
+    #[test]
+    fn a_state_of_another_grid_is_refused_with_both_grids_named() {
+        let node = Grid::new(128, 128, 1.0).unwrap();
+        assert_eq!(saved_grid(node, node), Ok(()));
+        assert_rejected(saved_grid(Grid::new(64, 32, 1.0).unwrap(), node), "64 × 32 grid of 1 m cells", "grid_size (128, 128)");
+        assert_rejected(saved_grid(Grid::new(128, 128, 0.5).unwrap(), node), "0.5 m cells", "cell_size 1 m");
     }
 
     #[test]

@@ -11,6 +11,9 @@
 //!   (`res://tests/test_editor_surface.gd`), headless;
 //! - `class_reference`: the class reference pages in a running editor
 //!   (`res://tests/test_class_reference.gd` with `--editor`), headless;
+//! - `authoring`: the editor tools in a running editor (`res://tests/test_authoring.gd` with
+//!   `--editor`), headless: source nodes, paint strokes undone and redone, a bake saved with its
+//!   scene and loaded again;
 //! - `rendering_device`: the RenderingDevice backend (`res://tests/test_rendering_device.gd`) in
 //!   a window with `--rendering-driver vulkan`, on `DISPLAY` or under `xvfb-run`;
 //! - `shader forward_plus`, `shader mobile`, `shader gl_compatibility`: the addon's water
@@ -200,13 +203,16 @@ fn test_version(godot: &Path, folders: &mut Vec<String>, package: &TestPackage) 
         run("demo smoke", headless("res://tests/test_demo_smoke.gd"), &crate::demo::SMOKE_FAILURE_MARKERS, crate::demo::SMOKE_PASS_LINE),
     ));
     report.layers.push(("editor_surface", run("editor_surface", headless("res://tests/test_editor_surface.gd"), &FAILURE_MARKERS, crate::godot::PASS_LINE)));
-    let mut editor = Command::new(godot);
-    editor.env("XDG_CACHE_HOME", &cache).args(["--headless", "--editor", "--path"]).arg(&project).args(["-s", "res://tests/test_class_reference.gd"]);
-    let class_reference = match run_logged(editor, "class_reference", &label, EDITOR_TIMEOUT) {
-        Ok(run) => layer_outcome(&run, &EDITOR_FAILURE_MARKERS, crate::godot::PASS_LINE),
-        Err(why) => Outcome::Failed(why),
+    let editor_session = |name: &'static str, script: &str| -> Outcome {
+        let mut editor = Command::new(godot);
+        editor.env("XDG_CACHE_HOME", &cache).args(["--headless", "--editor", "--path"]).arg(&project).args(["-s", script]);
+        match run_logged(editor, name, &label, EDITOR_TIMEOUT) {
+            Ok(run) => layer_outcome(&run, &EDITOR_FAILURE_MARKERS, crate::godot::PASS_LINE),
+            Err(why) => Outcome::Failed(why),
+        }
     };
-    report.layers.push(("class_reference", class_reference));
+    report.layers.push(("class_reference", editor_session("class_reference", "res://tests/test_class_reference.gd")));
+    report.layers.push(("authoring", editor_session("authoring", "res://tests/test_authoring.gd")));
     report.layers.push(("rendering_device", rendering_device(godot, &project, &label)));
     for (name, method, driver) in SHADER_RENDERERS {
         report.layers.push((name, water_shader(godot, &project, &label, name, method, driver)));

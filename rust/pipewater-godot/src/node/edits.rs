@@ -28,6 +28,7 @@ impl PipeWater {
         let (quantum, on_grid) = (sim.quantum_volume(), !sim.grid().footprint(xz[0], xz[1], radius).is_empty());
         let result = sim.add_water(xz[0], xz[1], volume, radius);
         let Some(placed) = self.errors.core_result("add_water", Some(result)) else { return 0.0 };
+        self.show_edit();
         let asked = (volume as f64 / quantum).round() * quantum;
         if on_grid && placed < asked - 0.5 * quantum {
             godot_warn!(
@@ -46,7 +47,9 @@ impl PipeWater {
             return 0.0;
         };
         let result = self.sim.as_mut().map(|s| s.remove_water(xz[0], xz[1], volume, radius));
-        self.errors.core_result("remove_water", result).unwrap_or(0.0)
+        let volume = self.errors.core_result("remove_water", result).unwrap_or(0.0);
+        self.show_edit();
+        volume
     }
 
     /// Fills the basin under `global_position` with still water whose surface stands at the
@@ -81,7 +84,9 @@ impl PipeWater {
             return 0.0;
         }
         let result = sim.fill_basin(xz[0], xz[1], level);
-        self.errors.core_result("fill_basin", Some(result)).unwrap_or(0.0)
+        let volume = self.errors.core_result("fill_basin", Some(result)).unwrap_or(0.0);
+        self.show_edit();
+        volume
     }
 
     /// Adds a source of `rate` m³/s (`-1e6 ..= 1e6`; negative drains) spread over `radius` m
@@ -131,9 +136,13 @@ impl PipeWater {
         self.sim.as_mut().is_some_and(|s| s.remove_source(id))
     }
 
-    /// Ids of the sources and drains in place.
+    /// Ids of the sources and drains in place, those of `PipeWaterSource` nodes included (placed,
+    /// moved or removed first).
     #[func]
-    fn get_source_ids(&self) -> PackedInt64Array {
+    fn get_source_ids(&mut self) -> PackedInt64Array {
+        if self.ensure_sim() {
+            self.sync_sources();
+        }
         let ids: Vec<i64> = self.sim.as_ref().map(|s| s.source_ids().iter().map(|id| id.0 as i64).collect()).unwrap_or_default();
         PackedInt64Array::from(ids.as_slice())
     }
@@ -152,6 +161,7 @@ impl PipeWater {
         let result = self.sim.as_mut().map(|s| s.modify_terrain(xz[0], xz[1], delta, radius));
         let ok = self.errors.core_result("modify_terrain", result).is_some();
         // Shown at once, so that a game's terrain material follows the digging this frame.
+        self.show_edit();
         self.update_outputs();
         ok
     }
@@ -159,7 +169,7 @@ impl PipeWater {
 
 impl PipeWater {
     /// Validated arguments of an edit: local point, volume, radius.
-    fn edit_args(&mut self, method: &str, global_position: Vector3, volume: f64, radius: f64) -> Option<([f32; 2], f32, f32)> {
+    pub(super) fn edit_args(&mut self, method: &str, global_position: Vector3, volume: f64, radius: f64) -> Option<([f32; 2], f32, f32)> {
         let volume = self.errors.accept(validate::volume(method, volume))?;
         let (_, xz) = self.local_point(method, global_position)?;
         let extent = self.sim.as_ref()?.grid().extent();

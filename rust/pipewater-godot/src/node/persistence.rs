@@ -19,6 +19,7 @@ impl PipeWater {
             );
             return None;
         }
+        self.sync_sources();
         let result = self.sim.as_mut().map(|s| s.save_state());
         let bytes = self.errors.core_result("save_state", result)?;
         let elapsed = self.sim.as_ref().map_or(0.0, |s| s.elapsed());
@@ -26,7 +27,9 @@ impl PipeWater {
     }
 
     /// Puts back the water saved in `state` by `save_state()`, exactly: depths, flow, terrain,
-    /// sources and drains, ledger and clock; the textures follow at once. The node's properties
+    /// sources and drains, ledger and clock; the textures follow at once. A `PipeWaterSource`
+    /// node whose source the state holds (saved by the same run) goes on with it; the others
+    /// are placed again. The node's properties
     /// (gravity, boundaries, …) stay as they are and apply from the next step. Returns false,
     /// with an error naming the problem, and keeps the current water when `state` is null, was
     /// saved for another `grid_size` or `cell_size`, is truncated or corrupt, or comes from a
@@ -50,6 +53,11 @@ impl PipeWater {
         if self.errors.core_result("load_state", result).is_none() {
             return false;
         }
+        // The source nodes whose sources the state holds go on with them; the others are placed
+        // again.
+        let live = self.sim.as_ref().map(|s| s.source_ids().iter().map(|id| id.0).collect()).unwrap_or_default();
+        self.source_placements.keep_live(&live);
+        self.sync_sources();
         // The saved parameters give way to the node's properties, which stay the truth.
         self.pending.params();
         self.ensure_sim();

@@ -13,8 +13,8 @@ use std::time::Instant;
 
 #[godot_api(secondary)]
 impl PipeWater {
-    /// Restores the initial water (filled to `initial_water_level`) and terrain, zeroes the
-    /// ledger and clock. Sources are kept. Emits `simulation_reset`.
+    /// Restores the initial water (`initial_state`, or filled to `initial_water_level`) and
+    /// terrain, zeroes the ledger and clock. Sources are kept. Emits `simulation_reset`.
     #[func]
     fn reset(&mut self) {
         if !self.ensure_sim() {
@@ -73,7 +73,8 @@ impl PipeWater {
     }
 
     /// Advances the simulation by `delta` s (`0 ..= 10`, not scaled by `time_scale`, also while
-    /// `paused`) and updates the textures. Returns the number of substeps taken (0 when rejected).
+    /// `paused`) and updates the textures; `PipeWaterSource` nodes are placed, moved or removed
+    /// first. Returns the number of substeps taken (0 when rejected).
     #[func]
     fn step(&mut self, delta: f64) -> i64 {
         let Some(delta) = self.errors.accept(validate::step_delta(delta)) else {
@@ -82,6 +83,7 @@ impl PipeWater {
         if !self.ensure_sim() {
             return 0;
         }
+        self.sync_sources();
         let substeps = self.advance(delta);
         self.update_outputs();
         substeps as i64
@@ -188,15 +190,15 @@ impl PipeWater {
     }
 
     /// Replaces the simulation with a new one from the properties; on failure (reported) the
-    /// old one, if any, keeps running.
+    /// old one, if any, keeps running. The source nodes are placed again in the new one.
     fn build(&mut self) {
         let Some(grid) = self.errors.accept(build::grid(self.grid_size, self.cell_size)) else { return };
-        let terrain = self.terrain_for(grid);
+        let Some(start) = self.start(grid) else { return };
         let params = self.params();
         // The RD textures let go of the old backend's RIDs before it frees them.
         let old = self.outputs.release_rendering_device();
         self.detail_output.release();
-        let built = build::simulation(grid, terrain, self.initial_water_level, params, self.backend, &mut self.errors);
+        let built = build::simulation(start, params, self.backend, &mut self.errors);
         let Some((sim, rd_textures)) = built else {
             if let Some(rids) = old {
                 self.outputs.use_rendering_device(rids);
@@ -204,8 +206,24 @@ impl PipeWater {
             return;
         };
         self.sim = Some(sim);
+        self.source_placements.clear();
         self.outputs.resize(grid, &mut self.errors);
         self.show_backend(rd_textures);
+        self.sync_sources();
+    }
+
+    /// The water a new simulation of `grid` starts from: `initial_state` when it is set and fits
+    /// the grid, else the terrain of the properties filled to `initial_water_level`.
+    fn start(&mut self, grid: Grid) -> Option<build::Start> {
+        if let Some(state) = &self.initial_state {
+            let bytes = state.bind().bytes().clone();
+            match build::baked_fields(bytes.as_slice(), self.grid_size, self.cell_size) {
+                Ok(fields) => return Some(build::Start { state: fields.state, saved_params: Some(fields.params) }),
+                Err(why) => self.errors.reject(format!("initial_state: {why}; starting from initial_water_level instead")),
+            }
+        }
+        let terrain = self.terrain_for(grid);
+        build::level_start(grid, terrain, self.initial_water_level, &mut self.errors)
     }
 
     /// Moves the running water to the backend `backend` now asks for (see [`build::switch`]).

@@ -1,0 +1,386 @@
+//! `PipeWaterSource`: a spring or a drain as a node of the scene. Place it over a `PipeWater`
+//! and the water gets a source (or drain) there; move it, disable it or free it and the source
+//! moves, pauses or goes.
+//!
+//! The node only describes what it asks for. Its water keeps the simulation's sources in step
+//! with the nodes once per physics frame (and before `step()`, `save_state()` and
+//! `get_source_ids()`): [`SourcePlacements`] decides what to add, move, change or remove, as plain
+//! Rust tested without Godot, and `node/sources.rs` carries it out. So a source id never outlives
+//! the simulation it belongs to: a rebuild forgets the placements and every node is placed
+//! again.
+//!
+//! The editor draws the node with a gizmo (`addons/pipe_water/editor/source_gizmo.gd`): a circle
+//! of its radius, blue for a spring, orange for a drain, grey when disabled.
+
+use crate::errors::ErrorLog;
+use crate::node::PipeWater;
+use crate::validate;
+use godot::classes::{INode3D, Node, Node3D};
+use godot::prelude::*;
+use pipewater_core::simulation::MAX_SOURCE_RATE;
+use pipewater_core::SourceId;
+use std::collections::{HashMap, HashSet};
+
+/// Group every `PipeWaterSource` joins, where its water finds it.
+pub const SOURCE_GROUP: &str = "pipe_water_sources";
+/// Group every `PipeWater` joins.
+pub const WATER_GROUP: &str = "pipe_water";
+
+/// A spring (`rate` > 0) or drain (`rate` < 0) of water, placed in the scene.
+///
+/// Put it under a `PipeWater` (or anywhere, with `water` set, or in a scene with one
+/// `PipeWater`): the water gets a source of `rate` m³/s spread over the cells within `radius` m
+/// of the node (more at the centre, fading smoothly to nothing at `radius`). A drain removes up
+/// to `|rate|` m³/s and never more water than is there. Moving the node moves the source,
+/// `enabled = false` pauses it, freeing the node removes it; the water takes each change at its
+/// next physics frame (and before `step()`), in the editor too, where it pours while
+/// `simulate_in_editor` runs.
+///
+/// The water's own ids (`PipeWater.add_source` from scripts) stay as they are; a node's source
+/// has one too (`source_id`), kept while the node stays placed. A rebuild of the water (a new
+/// grid, cell size, initial water or `initial_state`) places every node again.
+///
+/// Bad values (NaN, a negative radius) are refused with an error naming the property and its
+/// valid range, and the previous value is kept. The editor warns (the scene dock's warning sign)
+/// when the node finds no water, when its rate is 0 and when its water refused it (a radius
+/// that does not reach the grid).
+#[derive(GodotClass)]
+#[class(init, tool, base = Node3D)]
+pub struct PipeWaterSource {
+    /// The water to pour into. Empty: the nearest `PipeWater` above this node, else the first
+    /// node of the group `pipe_water` (every `PipeWater` joins it).
+    #[export]
+    #[var(set)]
+    water: Option<Gd<PipeWater>>,
+    /// Water the source adds, m³/s, `-1000000 ..= 1000000`: positive pours (a spring), negative
+    /// drains, never more than is there.
+    #[export(range = (-100.0, 100.0, 0.01, or_greater, or_less, suffix = "m³/s"))]
+    #[var(set)]
+    #[init(val = 1.0)]
+    rate: f64,
+    /// Radius of the cells the rate is spread over, m, `0 ..= 10000` (0: the one cell under the
+    /// node); the water also keeps it within twice its grid's larger side.
+    #[export(range = (0.0, 50.0, 0.01, or_greater, suffix = "m"))]
+    #[var(set)]
+    #[init(val = 2.0)]
+    radius: f64,
+    /// When false the source pauses (its rate counts as 0) and keeps its place and id.
+    #[export]
+    #[var(set)]
+    #[init(val = true)]
+    enabled: bool,
+    /// The id of this node's source in its water (`PipeWater.get_source_ids()`), or -1 while it
+    /// is not placed (no water found yet, refused, or before the water's first physics frame).
+    /// Read-only.
+    #[var(get, no_set)]
+    #[init(val = -1)]
+    source_id: i64,
+    /// Why the water refused this node at its last placement; empty when it did not.
+    placement_problem: String,
+    #[init(val = ErrorLog::for_class("PipeWaterSource"))]
+    errors: ErrorLog,
+    base: Base<Node3D>,
+}
+
+#[godot_api]
+impl INode3D for PipeWaterSource {
+    fn enter_tree(&mut self) {
+        self.base_mut().add_to_group(SOURCE_GROUP);
+        self.base_mut().update_configuration_warnings();
+    }
+
+    fn exit_tree(&mut self) {
+        // Its water removes the source at its next physics frame; until then it is not placed.
+        self.source_id = -1;
+    }
+
+    fn get_configuration_warnings(&self) -> PackedStringArray {
+        let water_found = self.base().is_inside_tree() && self.water_node().is_some();
+        let warnings = configuration_warnings(water_found, self.rate, &self.placement_problem);
+        warnings.iter().map(GString::from).collect()
+    }
+}
+
+#[godot_api]
+impl PipeWaterSource {
+    /// Returns `source_id`.
+    #[func]
+    fn get_source_id(&self) -> i64 {
+        self.source_id
+    }
+
+    /// Sets `water`.
+    #[func]
+    fn set_water(&mut self, value: Option<Gd<PipeWater>>) {
+        self.water = value;
+        self.base_mut().update_configuration_warnings();
+    }
+
+    /// Sets `rate` (m³/s, `-1000000 ..= 1000000`); refused, keeping the old rate, outside it.
+    #[func]
+    fn set_rate(&mut self, value: f64) {
+        let m = MAX_SOURCE_RATE as f64;
+        if self.errors.accept(validate::float_in("rate", value, -m, m, " m³/s")).is_some() {
+            self.rate = value;
+            self.changed();
+        }
+    }
+
+    /// Sets `radius` (m, `0 ..= 10000`); refused, keeping the old radius, outside it.
+    #[func]
+    fn set_radius(&mut self, value: f64) {
+        if self.errors.accept(validate::source_radius(value)).is_some() {
+            self.radius = value;
+            self.changed();
+        }
+    }
+
+    /// Sets `enabled`.
+    #[func]
+    fn set_enabled(&mut self, value: bool) {
+        self.enabled = value;
+        self.changed();
+    }
+
+    /// Message of the most recent refused value; empty when none.
+    #[func]
+    fn get_last_error(&self) -> GString {
+        GString::from(self.errors.last())
+    }
+
+    /// Clears `get_last_error()`.
+    #[func]
+    fn clear_last_error(&mut self) {
+        self.errors.clear();
+    }
+}
+
+impl PipeWaterSource {
+    /// The gizmo and the warnings follow a change of what the node asks for.
+    fn changed(&mut self) {
+        self.base_mut().update_gizmos();
+        self.base_mut().update_configuration_warnings();
+    }
+
+    /// The water this node pours into: `water` when it is valid, else the nearest `PipeWater`
+    /// above it, else the first node of the group `pipe_water`.
+    pub fn water_node(&self) -> Option<Gd<PipeWater>> {
+        if let Some(w) = self.water.as_ref().filter(|w| w.is_instance_valid()) {
+            return Some(w.clone());
+        }
+        let mut node: Option<Gd<Node>> = self.base().get_parent();
+        while let Some(n) = node {
+            match n.try_cast::<PipeWater>() {
+                Ok(water) => return Some(water),
+                Err(n) => node = n.get_parent(),
+            }
+        }
+        if !self.base().is_inside_tree() {
+            return None;
+        }
+        self.base().get_tree().get_first_node_in_group(WATER_GROUP).and_then(|n| n.try_cast::<PipeWater>().ok())
+    }
+
+    /// What this node asks of the water whose global transform is `water`: its place in the
+    /// water's local XZ plane, its rate (0 while disabled) and radius.
+    pub fn spec(&self, water: &Transform3D) -> Option<SourceSpec> {
+        let local = crate::mapping::global_to_local_point(water, self.base().get_global_position())?;
+        Some(SourceSpec { xz: [local.x, local.z], rate: if self.enabled { self.rate as f32 } else { 0.0 }, radius: self.radius as f32 })
+    }
+
+    /// Takes the outcome of its placement: the id it got, or why it was refused (warned about
+    /// once, when the reason changes).
+    pub fn placed(&mut self, id: Option<SourceId>, problem: &str) {
+        self.source_id = id.map_or(-1, |id| id.0 as i64);
+        if problem != self.placement_problem {
+            if !problem.is_empty() {
+                let name = self.base().get_name();
+                godot_warn!("PipeWaterSource {name}: {problem}");
+            }
+            self.placement_problem = problem.to_string();
+            self.base_mut().update_configuration_warnings();
+        }
+    }
+}
+
+/// The editor's warnings for a source node.
+pub fn configuration_warnings(water_found: bool, rate: f64, placement_problem: &str) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if !water_found {
+        warnings.push("No PipeWater to pour into: put this node under a PipeWater, set `water`, or add a PipeWater to the scene.".to_string());
+    }
+    if rate == 0.0 {
+        warnings.push("rate is 0 m³/s: the source does nothing (positive pours, negative drains).".to_string());
+    }
+    if !placement_problem.is_empty() {
+        warnings.push(format!("The water refused this source: {placement_problem}"));
+    }
+    warnings
+}
+
+/// What a source node asks of its water, in the water's local frame.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SourceSpec {
+    /// Local X and Z, m.
+    pub xz: [f32; 2],
+    /// m³/s; negative drains, 0 while disabled.
+    pub rate: f32,
+    /// m.
+    pub radius: f32,
+}
+
+/// One change that brings the simulation's sources in step with the nodes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SourceChange {
+    /// Add a source for `node`.
+    Add { node: i64, spec: SourceSpec },
+    /// Move source `id` of `node` (and set its rate).
+    Move { node: i64, id: SourceId, spec: SourceSpec },
+    /// Change the rate of source `id` of `node`.
+    Rate { node: i64, id: SourceId, spec: SourceSpec },
+    /// Remove source `id`, whose node is gone.
+    Remove { node: i64, id: SourceId },
+}
+
+/// Where a node's source stands: its id (`None`: refused) and what it was placed for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Placement {
+    id: Option<SourceId>,
+    spec: SourceSpec,
+}
+
+/// The sources a water placed for its source nodes, by node (instance id).
+#[derive(Debug, Default)]
+pub struct SourcePlacements {
+    placed: HashMap<i64, Placement>,
+}
+
+impl SourcePlacements {
+    /// The changes that bring the simulation (whose source ids are `live`) in step with the nodes
+    /// that ask for `wanted`: a new node is added; a moved or resized one moved; one whose rate
+    /// changed gets it; a node whose source is gone from the simulation (removed by a script,
+    /// or never there) is added again; a refused node is tried again only once it asks for
+    /// something else; the sources of nodes no longer asking are removed. Nodes in order of
+    /// `wanted`, removals last in order of node.
+    pub fn plan(&self, wanted: &[(i64, SourceSpec)], live: &HashSet<u32>) -> Vec<SourceChange> {
+        let mut changes = Vec::new();
+        for &(node, spec) in wanted {
+            let change = match self.placed.get(&node) {
+                None => Some(SourceChange::Add { node, spec }),
+                Some(Placement { id: None, spec: refused }) => (*refused != spec).then_some(SourceChange::Add { node, spec }),
+                Some(Placement { id: Some(id), .. }) if !live.contains(&id.0) => Some(SourceChange::Add { node, spec }),
+                Some(&Placement { id: Some(id), spec: was }) => {
+                    if was.xz != spec.xz || was.radius != spec.radius {
+                        Some(SourceChange::Move { node, id, spec })
+                    } else if was.rate != spec.rate {
+                        Some(SourceChange::Rate { node, id, spec })
+                    } else {
+                        None
+                    }
+                }
+            };
+            changes.extend(change);
+        }
+        let asking: HashSet<i64> = wanted.iter().map(|w| w.0).collect();
+        let mut gone: Vec<(i64, Placement)> = self.placed.iter().filter(|(node, _)| !asking.contains(node)).map(|(&n, &p)| (n, p)).collect();
+        gone.sort_by_key(|g| g.0);
+        changes.extend(gone.into_iter().filter_map(|(node, p)| p.id.map(|id| SourceChange::Remove { node, id })));
+        changes
+    }
+
+    /// Records where `node` stands after a change: placed as `id` for `spec`, or refused
+    /// (`None`).
+    pub fn record(&mut self, node: i64, id: Option<SourceId>, spec: SourceSpec) {
+        self.placed.insert(node, Placement { id, spec });
+    }
+
+    /// Forgets `node` (its source was removed).
+    pub fn forget(&mut self, node: i64) {
+        self.placed.remove(&node);
+    }
+
+    /// Forgets every node whose node is not in `asking` and that holds no source (a refused
+    /// node that went away).
+    pub fn forget_absent(&mut self, asking: &HashSet<i64>) {
+        self.placed.retain(|node, p| asking.contains(node) || p.id.is_some());
+    }
+
+    /// Forgets everything: the simulation is new and has none of the sources.
+    pub fn clear(&mut self) {
+        self.placed.clear();
+    }
+
+    /// After a saved state replaced the simulation's sources (`live` ids): keeps the placements
+    /// whose id the state has (the same run saved it, so it is the node's source, with its
+    /// remainder), forgets the others, which the next sync places again.
+    pub fn keep_live(&mut self, live: &HashSet<u32>) {
+        self.placed.retain(|_, p| p.id.is_some_and(|id| live.contains(&id.0)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(x: f32, rate: f32) -> SourceSpec {
+        SourceSpec { xz: [x, 0.0], rate, radius: 2.0 }
+    }
+
+    #[test]
+    fn new_nodes_are_added_moved_ones_moved_and_changed_rates_set() {
+        let mut placements = SourcePlacements::default();
+        let live: HashSet<u32> = [1, 2].into();
+        assert_eq!(placements.plan(&[(10, spec(0.0, 1.0))], &live), vec![SourceChange::Add { node: 10, spec: spec(0.0, 1.0) }]);
+        placements.record(10, Some(SourceId(1)), spec(0.0, 1.0));
+        placements.record(11, Some(SourceId(2)), spec(5.0, -1.0));
+        let wanted = [(10, spec(3.0, 1.0)), (11, spec(5.0, 0.0))];
+        let changes = placements.plan(&wanted, &live);
+        println!("node 10 moved, node 11 disabled: {changes:?}");
+        assert_eq!(changes, vec![SourceChange::Move { node: 10, id: SourceId(1), spec: spec(3.0, 1.0) }, SourceChange::Rate { node: 11, id: SourceId(2), spec: spec(5.0, 0.0) }]);
+        assert!(placements.plan(&[(10, spec(0.0, 1.0)), (11, spec(5.0, -1.0))], &live).is_empty(), "nothing changed, nothing to do");
+    }
+
+    #[test]
+    fn freed_nodes_lose_their_source_and_sources_removed_by_scripts_come_back() {
+        let mut placements = SourcePlacements::default();
+        placements.record(10, Some(SourceId(1)), spec(0.0, 1.0));
+        placements.record(11, Some(SourceId(2)), spec(5.0, 1.0));
+        let changes = placements.plan(&[(10, spec(0.0, 1.0))], &[1].into());
+        println!("node 11 freed: {changes:?}");
+        assert_eq!(changes, vec![SourceChange::Remove { node: 11, id: SourceId(2) }]);
+        let changes = placements.plan(&[(10, spec(0.0, 1.0)), (11, spec(5.0, 1.0))], &[2].into());
+        println!("source 1 removed by a script: {changes:?}");
+        assert_eq!(changes, vec![SourceChange::Add { node: 10, spec: spec(0.0, 1.0) }]);
+    }
+
+    #[test]
+    fn a_refused_node_is_tried_again_only_when_it_asks_for_something_else() {
+        let mut placements = SourcePlacements::default();
+        placements.record(10, None, spec(900.0, 1.0));
+        assert!(placements.plan(&[(10, spec(900.0, 1.0))], &HashSet::new()).is_empty());
+        assert_eq!(placements.plan(&[(10, spec(1.0, 1.0))], &HashSet::new()), vec![SourceChange::Add { node: 10, spec: spec(1.0, 1.0) }]);
+        assert!(placements.plan(&[], &HashSet::new()).is_empty(), "a refused node that goes has nothing to remove");
+        placements.forget_absent(&HashSet::new());
+        assert!(placements.placed.is_empty());
+    }
+
+    #[test]
+    fn a_loaded_state_keeps_the_placements_whose_sources_it_holds() {
+        let mut placements = SourcePlacements::default();
+        placements.record(10, Some(SourceId(1)), spec(0.0, 1.0));
+        placements.record(11, Some(SourceId(7)), spec(5.0, 1.0));
+        placements.keep_live(&[1, 2].into());
+        let changes = placements.plan(&[(10, spec(0.0, 1.0)), (11, spec(5.0, 1.0))], &[1, 2].into());
+        println!("after loading a state with sources 1 and 2: {changes:?}");
+        assert_eq!(changes, vec![SourceChange::Add { node: 11, spec: spec(5.0, 1.0) }]);
+    }
+
+    #[test]
+    fn the_editor_warns_about_a_source_without_water_one_of_rate_zero_and_a_refused_one() {
+        assert!(configuration_warnings(true, 2.0, "").is_empty());
+        let all = configuration_warnings(false, 0.0, "position off the grid");
+        println!("{all:#?}");
+        assert_eq!(all.len(), 3);
+        assert!(all[0].contains("No PipeWater") && all[1].contains("rate is 0") && all[2].contains("off the grid"));
+    }
+}
