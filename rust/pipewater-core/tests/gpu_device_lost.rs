@@ -1,6 +1,7 @@
 //! A lost GPU device, forced with wgpu's `Device::destroy` (what `simulate_device_loss` does):
 //! a running simulation notices it, goes on on the next backend with the water of its newest
-//! snapshot and an exact ledger, and a new simulation gets a fresh device.
+//! snapshot and an exact ledger, and a new simulation gets a fresh device; the detail wave layer
+//! goes along to the next backend, and a fresh device makes its own detail pipelines.
 //!
 //! Every test here destroys the process-wide device, so they run one at a time (and in a test
 //! binary of their own, away from the tests that share that device).
@@ -13,6 +14,7 @@ use pipewater_core::backend::cpu::CpuBackend;
 use pipewater_core::backend::gpu::GpuContext;
 use pipewater_core::backend::{Backend, BackendKind, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
 use pipewater_core::state::{Counters, Snapshot};
+use pipewater_core::detail::DetailParams;
 use pipewater_core::{scenarios, BackendPreference, Error, Grid, Params, Simulation, State};
 use std::sync::{Arc, Mutex};
 
@@ -28,6 +30,8 @@ fn a_lost_wgpu_device_moves_the_water_to_the_cpu_with_an_exact_ledger_and_a_new_
     let grid = Grid::new(48, 32, 1.0).unwrap();
     let mut sim = Simulation::new(scenarios::dam_break(grid, 16, 1.0, 0.2), Params::default(), BackendPreference::Gpu).unwrap();
     sim.add_source(-10.0, 0.0, 0.5, 2.0).unwrap();
+    sim.set_detail(Some(DetailParams::default())).unwrap();
+    sim.add_ripple(5.0, 3.0, 0.1, 2.0).unwrap();
     for _ in 0..30 {
         sim.advance(1.0 / 60.0).unwrap();
     }
@@ -61,8 +65,12 @@ fn a_lost_wgpu_device_moves_the_water_to_the_cpu_with_an_exact_ledger_and_a_new_
     assert_eq!(sim.backend_kind(), BackendKind::Cpu);
     assert_eq!(actual, expected, "the mass identity holds across the loss");
     assert!(sim.take_device_losses().is_empty(), "a loss is reported once");
+    assert!(sim.detail_params().is_some(), "the detail layer runs on on the CPU");
 
     let mut fresh = Simulation::new(scenarios::dam_break(grid, 16, 1.0, 0.2), Params::default(), BackendPreference::Gpu).expect("a new simulation gets a fresh device");
+    // Pipelines made on the lost device must not be used on the fresh one (wgpu would panic).
+    fresh.set_detail(Some(DetailParams::default())).expect("the detail layer on the fresh device");
+    fresh.add_ripple(5.0, 3.0, 0.1, 2.0).unwrap();
     for _ in 0..10 {
         fresh.advance(1.0 / 60.0).unwrap();
     }

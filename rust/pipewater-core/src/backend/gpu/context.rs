@@ -33,6 +33,9 @@ pub struct GpuContext {
     step_pipeline_layout: wgpu::PipelineLayout,
     /// The step kernel specialised for each mode met so far.
     step_pipelines: Mutex<HashMap<StepMode, Arc<wgpu::ComputePipeline>>>,
+    /// The detail waves' pipelines, made when a simulation first turns the layer on: they belong
+    /// to this device, and a fresh device after a loss makes its own.
+    pub(super) detail_pipelines: std::sync::OnceLock<Result<Arc<super::detail::DetailPipelines>>>,
     /// Bind group layout of the edit passes.
     pub edit_layout: wgpu::BindGroupLayout,
     /// Water edits, sources and drains.
@@ -304,6 +307,7 @@ impl GpuContext {
             step_layout,
             step_module,
             step_pipelines: Mutex::new(HashMap::new()),
+            detail_pipelines: std::sync::OnceLock::new(),
             edit_layout,
             apply_water,
             apply_terrain,

@@ -17,7 +17,7 @@ use crate::detail::tiles::{DetailTiles, DETAIL_TILE_BYTES, MAX_DETAIL_TILES_PER_
 use crate::detail::{DetailConstants, DetailFrame, DetailLayout, DetailTexels};
 use crate::error::{Error, Result};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// Side of the square workgroup of the passes over the window (`DETAIL_WG`).
 pub const DETAIL_WORKGROUP: u32 = 16;
@@ -57,7 +57,7 @@ pub enum BindingUse {
 }
 
 /// The layer's pipelines, shared by every simulation of the process.
-struct DetailPipelines {
+pub(super) struct DetailPipelines {
     layout: wgpu::BindGroupLayout,
     flow_region: wgpu::ComputePipeline,
     press: wgpu::ComputePipeline,
@@ -69,11 +69,9 @@ struct DetailPipelines {
     gather: wgpu::ComputePipeline,
 }
 
-static PIPELINES: OnceLock<std::result::Result<Arc<DetailPipelines>, Error>> = OnceLock::new();
-
 impl DetailPipelines {
     fn shared(ctx: &GpuContext) -> Result<Arc<DetailPipelines>> {
-        PIPELINES.get_or_init(|| DetailPipelines::build(ctx).map(Arc::new)).clone()
+        ctx.detail_pipelines.get_or_init(|| DetailPipelines::build(ctx).map(Arc::new)).clone()
     }
 
     fn build(ctx: &GpuContext) -> Result<DetailPipelines> {
