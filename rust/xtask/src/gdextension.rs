@@ -366,10 +366,10 @@ mod tests {
     #[test]
     fn a_class_added_without_an_icon_fails_the_icon_check() {
         let source = "\
-/// A spring.
+/// A weir.
 #[derive(GodotClass)]
 #[class(init, base = Node3D)]
-pub struct PipeWaterSource {
+pub struct PipeWaterWeir {
     base: Base<Node3D>,
 }
 
@@ -382,13 +382,13 @@ struct NotAClass;
 ";
         let classes = rust_classes(&[(PathBuf::from("source.rs"), source.to_string())]);
         println!("classes: {classes:?}");
-        assert_eq!(classes, ["PipeWaterSource", "PipeWaterGauge"]);
+        assert_eq!(classes, ["PipeWaterWeir", "PipeWaterGauge"]);
         let extension = shipped_file();
         let mut all = rust_classes(&rust_sources(&root().join("rust/pipewater-godot/src")).expect("sources"));
         all.extend(classes);
         let problems = icons_problems(&extension, &all);
         println!("problems: {problems:#?}");
-        assert!(problems.iter().any(|p| p.starts_with("PipeWaterSource ")));
+        assert!(problems.iter().any(|p| p.starts_with("PipeWaterWeir ")));
         assert!(problems.iter().any(|p| p.starts_with("PipeWaterGauge ")));
     }
 }
