@@ -18,10 +18,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Relative tolerance of texel values against the CPU's `State::snapshot` of the same state:
-/// both evaluate the same formulas, but a GPU's `length` and division may differ from Rust's
-/// correctly rounded `hypot` and `/` by a few ulp.
-const TEXEL_TOLERANCE: f32 = 1.0e-5;
+/// Relative tolerance of texel values against the CPU's `State::snapshot` of the same state
+/// (relative to the value, or to 1e-3 for smaller ones): both evaluate the same formulas, but a
+/// GPU's `length` and division may differ from Rust's correctly rounded `hypot` and `/` by a few
+/// ulp, and a GPU compiler may fuse a multiply and an add (NVIDIA's does) where the CPU rounds
+/// twice, which a velocity taken from the difference of opposite pipe flows magnifies. Lavapipe
+/// stays below 1e-6; the H100 reached 1.7e-5.
+const TEXEL_TOLERANCE: f32 = 1.0e-4;
 
 /// Frames of the lag tests, each followed by a query.
 const LAG_FRAMES: u64 = 60;
