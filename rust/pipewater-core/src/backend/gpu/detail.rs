@@ -265,16 +265,18 @@ impl GpuDetail {
         self.epoch += 1;
     }
 
-    /// Keeps `frame` for the next [`GpuDetail::run`].
+    /// Keeps `frame` for the next [`GpuDetail::record`].
     pub fn queue(&mut self, frame: DetailFrame) {
         self.queued = Some(frame);
     }
 
-    /// Runs the queued frame, if any, after the flow's steps: one submission reading the flow
-    /// through `flow_group` (the backend's snapshot bind group of its current fields).
-    pub fn run(&mut self, flow_group: &wgpu::BindGroup) -> Result<()> {
+    /// Records the queued frame, if any, into `encoder` after the flow's steps, reading the flow
+    /// through `flow_group` (the backend's snapshot bind group of its current fields): the layer
+    /// rides in the frame's own submission, which saves a submission's fixed cost a frame. Returns
+    /// the readback slot to hand to [`GpuDetail::submitted`] once `encoder` is submitted.
+    pub fn record(&mut self, encoder: &mut wgpu::CommandEncoder, flow_group: &wgpu::BindGroup) -> Result<Option<usize>> {
         self.harvest();
-        let Some(frame) = self.queued.take() else { return Ok(()) };
+        let Some(frame) = self.queued.take() else { return Ok(None) };
         let c = frame.constants;
         let (ctx, pipelines) = (self.ctx.clone(), self.pipelines.clone());
         let (device, queue) = (&ctx.device, &ctx.queue);
@@ -294,9 +296,8 @@ impl GpuDetail {
             self.groups = Some(self.bind_groups());
         }
         let readback = if !tiles.is_empty() || self.texels_wanted { self.free_slot() } else { None };
-        let Some([forward, back]) = &self.groups else { return Ok(()) };
+        let Some([forward, back]) = &self.groups else { return Ok(None) };
         let window_groups = c.window.div_ceil(DETAIL_WORKGROUP);
-        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("detail") });
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("detail"), timestamp_writes: None });
             // Group 0, the flow's fields, stays bound for every pass.
@@ -347,7 +348,12 @@ impl GpuDetail {
             slot.frame = self.frames;
             slot.epoch = self.epoch;
         }
-        queue.submit([encoder.finish()]);
+        ctx.check()?;
+        Ok(readback)
+    }
+
+    /// Maps the readback slot [`GpuDetail::record`] returned, after its encoder was submitted.
+    pub fn submitted(&mut self, readback: Option<usize>) {
         if let Some(k) = readback {
             let slot = &self.slots[k];
             slot.state.store(SLOT_PENDING, Ordering::Release);
@@ -355,7 +361,6 @@ impl GpuDetail {
             slot.buffer.map_async(wgpu::MapMode::Read, .., move |r| flag.store(if r.is_ok() { SLOT_READY } else { SLOT_FAILED }, Ordering::Release));
             self.texels_wanted &= !slot.texels;
         }
-        ctx.check()
     }
 
     /// Heights of world detail cells from the newest tiles that arrived ([`DetailTiles`]).

@@ -780,6 +780,11 @@ impl Backend for GpuBackend {
                 self.record_snapshot(&mut pass, read);
             }
         }
+        // The detail waves, in the same submission, over the fields the steps left.
+        let detail_read = match &mut self.detail {
+            Some(detail) => detail.record(&mut encoder, &self.snapshot_groups[self.current])?,
+            None => None,
+        };
         self.frames += 1;
         self.readback_bytes = read.as_ref().map_or(0, |r| r.bytes(g.cell_count()) as u64);
         if let (Some(read), Some(k)) = (&read, slot) {
@@ -787,9 +792,8 @@ impl Backend for GpuBackend {
         }
         let (submitted, index) = self.submit(encoder);
         self.in_flight.push_back((submitted, index));
-        // The detail waves: their own submission, over the fields the steps left.
         if let Some(detail) = &mut self.detail {
-            detail.run(&self.snapshot_groups[self.current])?;
+            detail.submitted(detail_read);
         }
         if let (Some(read), Some(k)) = (read, slot) {
             self.map_read(k, read, submitted);
