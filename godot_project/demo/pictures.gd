@@ -13,9 +13,10 @@ extends SceneTree
 ## (the river below the dam, close) and [code]shore.png[/code] (the lake's shore). The panel is
 ## hidden unless [code]--panel[/code] is given. With [code]--hills[/code] it draws the rolling
 ## hills landscape instead and saves [code]hills.png[/code] after twenty seconds of the spring.
-## With [code]--wake[/code] it lets the demo run live for [constant WAKE_SECONDS] (the motor boat
-## under way on the reservoir, its hull coupled with the water every physics frame), then stops
-## the world and saves [code]wake.png[/code], looking at the boat from behind. With
+## With [code]--wake[/code] it lets the demo run live for at least [constant WAKE_SECONDS] s,
+## until the motor boat is under way on the reservoir (its hull coupled with the water every
+## physics frame), then stops the world and saves [code]wake.png[/code], looking at the boat from
+## behind. With
 ## [code]--splash[/code] it lets the demo run live for [constant SPLASH_WARMUP] s, drops a crate
 ## from 8 m beside the boat's course and saves [code]splash.png[/code]
 ## [constant SPLASH_AFTER] s after it hits the water. During both the detail waves' window
@@ -28,8 +29,13 @@ const MAIN_SCENE := "res://demo/main.tscn"
 const STEP := 0.25
 ## Frames drawn before a picture is saved (the flow-map animation and the shadows settle).
 const SETTLE_FRAMES := 3
-## Seconds of the live demo before the wake picture.
-const WAKE_SECONDS := 24.0
+## Seconds of the live demo before the wake picture, at the least and at the most: it is taken
+## the first moment after [constant WAKE_SECONDS] that the boat makes [constant WAKE_SPEED] m/s
+## afloat (its hull displacing [constant WAKE_AFLOAT_VOLUME] m³, near its 1.2 t).
+const WAKE_SECONDS := 5.0
+const WAKE_LIMIT_SECONDS := 60.0
+const WAKE_SPEED := 3.5
+const WAKE_AFLOAT_VOLUME := 1.0
 ## Seconds of the live demo before the crate is dropped, and after it hits the water.
 const SPLASH_WARMUP := 3.0
 const SPLASH_AFTER := 0.7
@@ -111,7 +117,7 @@ func _run() -> void:
 	quit(0)
 
 
-## Runs the demo live (water and physics at 60 Hz) for [constant WAKE_SECONDS] with the picture
+## Runs the demo live (water and physics at 60 Hz) until the boat is under way with the picture
 ## switched off, stops the world and saves the motor boat and its wake, seen from behind.
 func _save_wake() -> void:
 	Engine.physics_ticks_per_second = 60
@@ -119,8 +125,18 @@ func _save_wake() -> void:
 	var boat: RigidBody3D = _main.get_node("Boats").get_child(0)
 	_water.detail_follow = _water.get_path_to(boat)
 	root.disable_3d = true
-	for i in roundi(WAKE_SECONDS * 60.0):
+	# The autopilot keeps to deep water, but a boat dropped with a random heading may end up
+	# against a bank for a while: the picture waits until it is under way.
+	var hull: Node = boat.get_node("WaterHull")
+	for i in roundi(WAKE_LIMIT_SECONDS * 60.0):
 		await physics_frame
+		var under_way: bool = boat.linear_velocity.length() >= WAKE_SPEED \
+				and hull.get("displaced_volume") >= WAKE_AFLOAT_VOLUME
+		if i % 120 == 0:
+			print("%5.1f s: %.2f m/s, %.3f m³ displaced" % [i / 60.0, boat.linear_velocity.length(),
+					hull.get("displaced_volume")])
+		if i >= roundi(WAKE_SECONDS * 60.0) and under_way:
+			break
 	root.disable_3d = false
 	var bow: Vector3 = boat.global_basis.x
 	bow.y = 0.0
