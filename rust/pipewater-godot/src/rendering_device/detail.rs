@@ -5,10 +5,10 @@
 //! nothing crosses to the host for rendering. Queries read 8×8-cell tiles back, asynchronously on
 //! Godot 4.4+ and at once on 4.3, as the flow's tiles are ([`super::tiles`]).
 
-use super::spirv::{self, BindingKind, Program};
-use super::{bytes_of, callable_variant, free_all, main_device, update};
-use godot::classes::rendering_device::{DataFormat, ShaderStage, TextureType, TextureUsageBits, UniformType};
-use godot::classes::{RdShaderSpirv, RdTextureFormat, RdTextureView, RdUniform, RenderingDevice};
+use super::spirv::{self, Program};
+use super::{bytes_of, callable_variant, create_uniform_set, free_all, main_device, update};
+use godot::classes::rendering_device::{DataFormat, ShaderStage, TextureType, TextureUsageBits};
+use godot::classes::{RdShaderSpirv, RdTextureFormat, RdTextureView, RenderingDevice};
 use godot::prelude::*;
 use parking_lot::Mutex;
 use pipewater_core::backend::gpu::detail::{DETAIL_FLOW_WORKGROUP, DETAIL_LIST_WORKGROUP, DETAIL_WORKGROUP};
@@ -339,25 +339,7 @@ impl RdDetail {
             return Ok(rid);
         }
         let (program, shader, _) = &self.pipelines[entry as usize];
-        let mut uniforms: Array<Gd<RdUniform>> = Array::new();
-        for b in program.bindings.iter().filter(|b| b.set == set) {
-            let rid = self
-                .resource(&b.name, direction, flow)
-                .ok_or_else(|| Error::Gpu(format!("`{}` binds `{}`, which the detail layer does not have", program.entry_point, b.name)))?;
-            let mut u = RdUniform::new_gd();
-            u.set_uniform_type(match b.kind {
-                BindingKind::UniformBuffer => UniformType::UNIFORM_BUFFER,
-                BindingKind::StorageBuffer => UniformType::STORAGE_BUFFER,
-                BindingKind::Image => UniformType::IMAGE,
-            });
-            u.set_binding(b.binding as i32);
-            u.add_id(rid);
-            uniforms.push(&u);
-        }
-        let rid = rd.uniform_set_create(&uniforms, *shader, set);
-        if !rid.is_valid() {
-            return Err(Error::Gpu(format!("Godot refused the uniform set {set} of `{}`", program.entry_point)));
-        }
+        let rid = create_uniform_set(rd, program, *shader, set, "the detail layer", |name| self.resource(name, direction, flow))?;
         self.sets.insert(key, rid);
         Ok(rid)
     }
@@ -426,6 +408,7 @@ pub fn detail_programs() -> std::result::Result<Vec<Program>, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::spirv::BindingKind;
     use super::*;
 
     #[test]

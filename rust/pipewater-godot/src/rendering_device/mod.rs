@@ -391,25 +391,8 @@ impl RdBackend {
             return Ok(rid);
         }
         let pipeline = &self.pipelines[entry];
-        let mut uniforms: Array<Gd<RdUniform>> = Array::new();
-        for b in pipeline.program.bindings.iter().filter(|b| b.set == set) {
-            let rid = self
-                .resource(&b.name, self.current, water)
-                .ok_or_else(|| Error::Gpu(format!("`{}` binds `{}`, which the RenderingDevice backend does not have", pipeline.program.entry_point, b.name)))?;
-            let mut u = RdUniform::new_gd();
-            u.set_uniform_type(match b.kind {
-                BindingKind::UniformBuffer => UniformType::UNIFORM_BUFFER,
-                BindingKind::StorageBuffer => UniformType::STORAGE_BUFFER,
-                BindingKind::Image => UniformType::IMAGE,
-            });
-            u.set_binding(b.binding as i32);
-            u.add_id(rid);
-            uniforms.push(&u);
-        }
-        let rid = rd.uniform_set_create(&uniforms, pipeline.shader, set);
-        if !rid.is_valid() {
-            return Err(Error::Gpu(format!("Godot refused the uniform set {set} of `{}`", pipeline.program.entry_point)));
-        }
+        let current = self.current;
+        let rid = create_uniform_set(rd, &pipeline.program, pipeline.shader, set, "the RenderingDevice backend", |name| self.resource(name, current, water))?;
         self.sets.insert(key, rid);
         Ok(rid)
     }
@@ -595,6 +578,36 @@ impl RdBackend {
         }
         Ok(data.to_vec())
     }
+}
+
+/// Makes the uniform set `set` of `program` (compiled as `shader`), each binding's resource found
+/// by name with `resource`; an error names the binding `owner` lacks, or Godot's refusal.
+pub(crate) fn create_uniform_set(
+    rd: &mut Gd<RenderingDevice>,
+    program: &Program,
+    shader: Rid,
+    set: u32,
+    owner: &str,
+    resource: impl Fn(&str) -> Option<Rid>,
+) -> Result<Rid> {
+    let mut uniforms: Array<Gd<RdUniform>> = Array::new();
+    for b in program.bindings.iter().filter(|b| b.set == set) {
+        let rid = resource(&b.name).ok_or_else(|| Error::Gpu(format!("`{}` binds `{}`, which {owner} does not have", program.entry_point, b.name)))?;
+        let mut u = RdUniform::new_gd();
+        u.set_uniform_type(match b.kind {
+            BindingKind::UniformBuffer => UniformType::UNIFORM_BUFFER,
+            BindingKind::StorageBuffer => UniformType::STORAGE_BUFFER,
+            BindingKind::Image => UniformType::IMAGE,
+        });
+        u.set_binding(b.binding as i32);
+        u.add_id(rid);
+        uniforms.push(&u);
+    }
+    let rid = rd.uniform_set_create(&uniforms, shader, set);
+    if !rid.is_valid() {
+        return Err(Error::Gpu(format!("Godot refused the uniform set {set} of `{}`", program.entry_point)));
+    }
+    Ok(rid)
 }
 
 #[derive(Clone, Copy)]
