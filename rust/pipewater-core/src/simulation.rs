@@ -368,9 +368,9 @@ impl Simulation {
         let retired = std::mem::replace(&mut self.backend, next);
         // The detail waves start again at rest on the new backend; one without the layer
         // turns it off rather than stopping the water.
-        if let Some(layout) = self.detail.as_ref().map(|d| d.layout()) {
-            match self.backend.configure_detail(Some(layout)) {
-                Ok(()) => self.detail.as_mut().map_or((), |d| d.restart()),
+        if let Some(detail) = &mut self.detail {
+            match self.backend.configure_detail(Some(detail.layout())) {
+                Ok(()) => detail.restart(),
                 Err(_) => self.detail = None,
             }
         }
