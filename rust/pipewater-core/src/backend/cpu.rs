@@ -5,9 +5,9 @@ use super::{check_displacement, check_nudges, displacement_changes, Backend, Bac
 use crate::detail::{CpuDetail, DetailFrame, DetailLayout, DetailTexels};
 use crate::error::{Error, Result};
 use crate::pipes::{
-    accelerate_carried, carried_depth, cell_limits, discharge, edge_outflow, fixed_flux_per_stored, flux_per_stored, inflow_for_cell, kept_flow,
-    level_edge_inflow_quanta, nudged_pipe, pipe_class, pipe_quanta, pipe_width, transfer_limit, upstream_split, Accelerated, CellLimits, StepConstants, Upstream,
-    CLASS_DIAGONAL, CLASS_ORTHOGONAL, PIPE_OFFSETS,
+    accelerate_advecting, accelerate_carried, advect_weighted, advection_weights, carried_depth, cell_limits, discharge, edge_outflow, fixed_flux_per_stored,
+    flux_per_stored, inflow_for_cell, kept_flow, level_edge_inflow_quanta, nudged_pipe, pipe_class, pipe_quanta, pipe_width, transfer_limit, upstream_split,
+    Accelerated, CellLimits, StepConstants, Upstream, CLASS_DIAGONAL, CLASS_ORTHOGONAL, PIPE_OFFSETS,
 };
 use crate::quanta::MAX_DEPTH_QUANTA;
 use crate::state::{check_terrain, Counters, Snapshot, SpareSnapshots, State, MAX_TERRAIN_ABS};
@@ -30,8 +30,9 @@ pub struct CpuBackend {
     accelerated: Vec<[f32; 4]>,
     /// What each owned pipe keeps before the limit, from phase 1 ([`Accelerated::stored`]).
     stored: Vec<[f32; 4]>,
-    /// Discharge per metre at each cell's centre before the step (phase 0, with advection).
-    discharge: Vec<[f32; 2]>,
+    /// What advection reads from each cell as the source of its pipes' water (phase 0, with
+    /// advection).
+    sources: Vec<Source>,
     /// Depth carrying each owned pipe's flow this step ([`carried_depth`]), from phase 1.
     carried: Vec<[f32; 4]>,
     /// Limit factors per cell from phase 2.
@@ -62,7 +63,7 @@ impl CpuBackend {
             pending_nudges: Vec::new(),
             accelerated: vec![[0.0; 4]; n],
             stored: vec![[0.0; 4]; n],
-            discharge: vec![[0.0; 2]; n],
+            sources: vec![Source::default(); n],
             carried: vec![[0.0; 4]; n],
             limits: vec![CellLimits::default(); n],
             fixed_flux_per_stored: None,
@@ -181,6 +182,7 @@ impl CpuBackend {
         let exchange = c.has_edge_exchange();
         if advects {
             self.carried.par_chunks_mut(w).zip(self.accelerated.par_chunks_mut(w)).enumerate().for_each(|(y, (carried_row, flux_row))| {
+                let c = &c.clone();
                 for (x, (carried, flux)) in carried_row.iter_mut().zip(flux_row.iter_mut()).enumerate() {
                     let i = y * w + x;
                     *carried = [0.0; 4];
@@ -196,9 +198,12 @@ impl CpuBackend {
                 }
             });
             let old_flux = &self.accelerated;
-            self.discharge.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
-                for (x, q) in row.iter_mut().enumerate() {
-                    *q = discharge(c.cell_size, &leaving_fluxes(old_flux, w, x, y, y * w + x));
+            self.sources.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
+                let c = &c.clone();
+                for (x, source) in row.iter_mut().enumerate() {
+                    let i = y * w + x;
+                    let leaving = if x >= 1 && y >= 1 && x + 1 < w { leaving_fluxes_interior(old_flux, w, i) } else { leaving_fluxes(old_flux, w, x, y, i) };
+                    *source = Source::new(c, w, discharge(c.cell_size, &leaving));
                 }
             });
         }
@@ -206,9 +211,12 @@ impl CpuBackend {
         // Phase 1: accelerate every owned pipe from the surface difference across it (with
         // advection, from the water upstream of it too): its flux this step, and what it will
         // keep before the limit.
-        let old = OldFields { c, flow: flow_before, discharge: &self.discharge };
         let carried = &self.carried;
+        let sources: &[Source] = &self.sources;
         self.accelerated.par_chunks_mut(w).zip(self.stored.par_chunks_mut(w)).enumerate().for_each(|(y, (flux_row, stored_row))| {
+            // A copy the compiler knows no store of the loop can change.
+            let c = &c.clone();
+            let old = OldFields { c, flow: flow_before, sources };
             for (x, (fluxes, stored)) in flux_row.iter_mut().zip(stored_row.iter_mut()).enumerate() {
                 let i = y * w + x;
                 let (x32, y32) = (x as u32, y as u32);
@@ -224,8 +232,13 @@ impl CpuBackend {
                         let (bed_a, depth_a, bed_b, depth_b) = (terrain[i], depth_before[i], terrain[j], depth_before[j]);
                         let class = if interior { INTERIOR_CLASSES[p] } else { pipe_class(c, p, x32, y32) };
                         *pipe = if advects {
-                            let upstream = if interior { old.upstream_interior(p, i, f, class) } else { old.upstream(p, x32, y32, f) };
-                            accelerate_carried(c, class, f, bed_a, depth_a, bed_b, depth_b, carried[i][p], upstream)
+                            accelerate_advecting(c, class, f, bed_a, depth_a, bed_b, depth_b, carried[i][p], |flow, depth_a, depth_b| {
+                                if interior {
+                                    old.advect_interior(p, i, flow, class, depth_a, depth_b)
+                                } else {
+                                    old.advect_edge(p, x32, y32, flow, class, depth_a, depth_b)
+                                }
+                            })
                         } else {
                             accelerate_carried(c, class, f, bed_a, depth_a, bed_b, depth_b, carried_depth(c, bed_a, depth_a, bed_b, depth_b), Upstream::default())
                         };
@@ -303,49 +316,82 @@ impl CpuBackend {
     }
 }
 
-/// What phase 1's advection reads: the pipes' flows before the step and phase 0's discharges.
+/// What advection reads from a cell as the source of a pipe's water: [`upstream_split`] of the
+/// discharge at its centre, as [`advection_weights`], computed once per cell in phase 0.
+#[derive(Debug, Clone, Copy, Default)]
+struct Source {
+    /// [`advection_weights`] of the two parts.
+    weights: [f32; 2],
+    /// `weights[0] + weights[1]`.
+    total: f32,
+    /// The two grid offsets of the parts.
+    offsets: [(i8, i8); 2],
+    /// Index offsets `dy·w + dx` of those offsets: the displaced pipe lies at `i − delta`.
+    deltas: [i32; 2],
+}
+
+impl Source {
+    /// The source data of a cell whose discharge is `q`, on a grid `w` cells wide.
+    #[inline]
+    fn new(c: &StepConstants, w: usize, q: [f32; 2]) -> Self {
+        let (offsets, parts) = upstream_split(c, q);
+        let weights = advection_weights(c, parts);
+        Source {
+            weights,
+            total: weights[0] + weights[1],
+            offsets: offsets.map(|(dx, dy)| (dx as i8, dy as i8)),
+            deltas: offsets.map(|(dx, dy)| dy * w as i32 + dx),
+        }
+    }
+}
+
+/// What phase 1's advection reads: the pipes' flows before the step and phase 0's sources.
 #[derive(Clone, Copy)]
 struct OldFields<'a> {
     c: &'a StepConstants,
     flow: &'a [[f32; 4]],
-    discharge: &'a [[f32; 2]],
+    sources: &'a [Source],
 }
 
 impl OldFields<'_> {
-    /// What advection needs upstream of owned pipe `p` of cell `(x, y)` whose flow has the sign
-    /// of `flow` ([`Upstream`]); nothing where the step does not advect.
+    /// [`crate::pipes::advect`] of owned pipe `p` (class `class`) of cell `(x, y)`, whose flow
+    /// is `flow`, between cells `depth_a` and `depth_b` m deep.
     #[inline]
-    fn upstream(&self, p: usize, x: u32, y: u32, flow: f32) -> Upstream {
+    #[allow(clippy::too_many_arguments)]
+    fn advect_edge(&self, p: usize, x: u32, y: u32, flow: f32, class: usize, depth_a: f32, depth_b: f32) -> f32 {
         let c = self.c;
-        if c.advection == 0 || flow == 0.0 {
-            return Upstream::default();
+        if flow == 0.0 {
+            // No upstream: nothing is advected.
+            return flow;
         }
         let w = c.width as usize;
         let (ox, oy) = PIPE_OFFSETS[p];
         let (ux, uy) = if flow > 0.0 { (x, y) } else { ((x as i64 + ox as i64) as u32, (y as i64 + oy as i64) as u32) };
-        let q = self.discharge[uy as usize * w + ux as usize];
-        let (offsets, parts) = upstream_split(c, q);
+        let source = self.sources[uy as usize * w + ux as usize];
         let own = flow * c.inverse_widths[pipe_class(c, p, x, y)];
-        let velocity = offsets.map(|(dx, dy)| displaced_velocity(c, self.flow, p, x, y, dx, dy, own));
-        Upstream { parts, velocity }
+        let velocity = source.offsets.map(|(dx, dy)| displaced_velocity(c, self.flow, p, x, y, dx as i32, dy as i32, own));
+        advect_weighted(c, flow, class, depth_a, depth_b, source.weights, source.total, velocity)
     }
 
-    /// [`Self::upstream`] for owned pipe `p` (class `class`) of cell `i`, two or more cells from
-    /// every edge of the grid: every displaced pipe lies on the grid, with its inner class.
+    /// [`Self::advect_edge`] for owned pipe `p` of cell `i`, two or more cells from every edge of
+    /// the grid: every displaced pipe lies on the grid, with its inner class.
     #[inline]
-    fn upstream_interior(&self, p: usize, i: usize, flow: f32, class: usize) -> Upstream {
+    #[allow(clippy::too_many_arguments)]
+    fn advect_interior(&self, p: usize, i: usize, flow: f32, class: usize, depth_a: f32, depth_b: f32) -> f32 {
         let c = self.c;
         if flow == 0.0 {
-            return Upstream::default();
+            return flow;
         }
         let w = c.width as usize;
         let (ox, oy) = PIPE_OFFSETS[p];
-        let source = if flow > 0.0 { i } else { (i as isize + oy as isize * w as isize + ox as isize) as usize };
-        let q = self.discharge[source];
-        let (offsets, parts) = upstream_split(c, q);
+        let source = self.sources[if flow > 0.0 { i } else { (i as isize + oy as isize * w as isize + ox as isize) as usize }];
+        if source.total <= 0.0 {
+            // Still water upstream: advect_weighted returns the flow whatever the velocities.
+            return flow;
+        }
         let inverse = c.inverse_widths[class];
-        let velocity = offsets.map(|(dx, dy)| self.flow[(i as isize - dy as isize * w as isize - dx as isize) as usize][p] * inverse);
-        Upstream { parts, velocity }
+        let velocity = source.deltas.map(|d| self.flow[(i as isize - d as isize) as usize][p] * inverse);
+        advect_weighted(c, flow, class, depth_a, depth_b, source.weights, source.total, velocity)
     }
 }
 
@@ -417,6 +463,14 @@ fn leaving_fluxes(accelerated: &[[f32; 4]], w: usize, x: usize, y: usize, i: usi
         }
     }
     leaving
+}
+
+/// [`leaving_fluxes`] of a cell with a neighbour on every side but below (`x ≥ 1`, `y ≥ 1`,
+/// `x + 1 < w`).
+#[inline(always)]
+fn leaving_fluxes_interior(accelerated: &[[f32; 4]], w: usize, i: usize) -> [f32; 8] {
+    let own = accelerated[i];
+    [own[0], own[1], own[2], own[3], -accelerated[i - 1][0], -accelerated[i - w][1], -accelerated[i - w - 1][2], -accelerated[i - w + 1][3]]
 }
 
 impl Backend for CpuBackend {
