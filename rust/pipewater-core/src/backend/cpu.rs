@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::pipes::{
     accelerate_advecting, accelerate_carried, advect_weighted, advection_weights, carried_depth, cell_limits, discharge, edge_outflow, fixed_flux_per_stored,
     flux_per_stored, inflow_for_cell, kept_flow, level_edge_inflow_quanta, nudged_pipe, pipe_class, pipe_quanta, pipe_width, transfer_limit, upstream_split,
-    Accelerated, CellLimits, StepConstants, Upstream, CLASS_DIAGONAL, CLASS_ORTHOGONAL, PIPE_OFFSETS,
+    CellLimits, StepConstants, Upstream, CLASS_DIAGONAL, CLASS_ORTHOGONAL, PIPE_OFFSETS,
 };
 use crate::quanta::MAX_DEPTH_QUANTA;
 use crate::state::{check_terrain, Counters, Snapshot, SpareSnapshots, State, MAX_TERRAIN_ABS};
@@ -182,24 +182,23 @@ impl CpuBackend {
         let exchange = c.has_edge_exchange();
         if advects {
             self.carried.par_chunks_mut(w).zip(self.accelerated.par_chunks_mut(w)).enumerate().for_each(|(y, (carried_row, flux_row))| {
-                let c = &c.clone();
-                for (x, (carried, flux)) in carried_row.iter_mut().zip(flux_row.iter_mut()).enumerate() {
-                    let i = y * w + x;
-                    *carried = [0.0; 4];
-                    *flux = [0.0; 4];
-                    let interior = x >= 1 && y + 1 < h && x + 1 < w;
-                    for p in 0..4 {
-                        if if interior { c.pipe_active(p) } else { pipe_exists(eight, w, h, x, y, p) } {
-                            let j = (i as isize + offsets[p]) as usize;
-                            carried[p] = carried_depth(c, terrain[i], depth_before[i], terrain[j], depth_before[j]);
-                            flux[p] = flow_before[i][p] * flux_per_stored(c, carried[p]);
-                        }
-                    }
+                let c = &advecting(c);
+                // Cells with a neighbour on every side but above own all their pipes.
+                let (inner_start, inner_end) = if y + 1 < h && w > 2 { (1, w - 1) } else { (w, w) };
+                let fields = StepFields { terrain, depth: depth_before, flow: flow_before, carried: &[], sources: &[], offsets, w, h, eight };
+                for x in 0..inner_start {
+                    (carried_row[x], flux_row[x]) = fields.carried_and_flux::<false>(c, x, y);
+                }
+                for x in inner_start..inner_end {
+                    (carried_row[x], flux_row[x]) = fields.carried_and_flux::<true>(c, x, y);
+                }
+                for x in inner_end..w {
+                    (carried_row[x], flux_row[x]) = fields.carried_and_flux::<false>(c, x, y);
                 }
             });
             let old_flux = &self.accelerated;
             self.sources.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
-                let c = &c.clone();
+                let c = &advecting(c);
                 for (x, source) in row.iter_mut().enumerate() {
                     let i = y * w + x;
                     let leaving = if x >= 1 && y >= 1 && x + 1 < w { leaving_fluxes_interior(old_flux, w, i) } else { leaving_fluxes(old_flux, w, x, y, i) };
@@ -211,41 +210,13 @@ impl CpuBackend {
         // Phase 1: accelerate every owned pipe from the surface difference across it (with
         // advection, from the water upstream of it too): its flux this step, and what it will
         // keep before the limit.
-        let carried = &self.carried;
-        let sources: &[Source] = &self.sources;
+        let fields = StepFields { terrain, depth: depth_before, flow: flow_before, carried: &self.carried, sources: &self.sources, offsets, w, h, eight };
         self.accelerated.par_chunks_mut(w).zip(self.stored.par_chunks_mut(w)).enumerate().for_each(|(y, (flux_row, stored_row))| {
-            // A copy the compiler knows no store of the loop can change.
-            let c = &c.clone();
-            let old = OldFields { c, flow: flow_before, sources };
-            for (x, (fluxes, stored)) in flux_row.iter_mut().zip(stored_row.iter_mut()).enumerate() {
-                let i = y * w + x;
-                let (x32, y32) = (x as u32, y as u32);
-                // Two cells or more from every edge, every pipe exists, has its inner class, and
-                // every pipe advection reads upstream lies on the grid.
-                let interior = x >= 2 && y >= 2 && x + 2 < w && y + 2 < h;
-                let mut new = [Accelerated::default(); 4];
-                for (p, pipe) in new.iter_mut().enumerate() {
-                    let exists = if interior { c.pipe_active(p) } else { pipe_exists(eight, w, h, x, y, p) };
-                    if exists {
-                        let j = (i as isize + offsets[p]) as usize;
-                        let f = flow_before[i][p];
-                        let (bed_a, depth_a, bed_b, depth_b) = (terrain[i], depth_before[i], terrain[j], depth_before[j]);
-                        let class = if interior { INTERIOR_CLASSES[p] } else { pipe_class(c, p, x32, y32) };
-                        *pipe = if advects {
-                            accelerate_advecting(c, class, f, bed_a, depth_a, bed_b, depth_b, carried[i][p], |flow, depth_a, depth_b| {
-                                if interior {
-                                    old.advect_interior(p, i, flow, class, depth_a, depth_b)
-                                } else {
-                                    old.advect_edge(p, x32, y32, flow, class, depth_a, depth_b)
-                                }
-                            })
-                        } else {
-                            accelerate_carried(c, class, f, bed_a, depth_a, bed_b, depth_b, carried_depth(c, bed_a, depth_a, bed_b, depth_b), Upstream::default())
-                        };
-                    }
-                }
-                *fluxes = new.map(|a| a.flux);
-                *stored = new.map(|a| a.stored);
+            if advects {
+                fields.row::<true>(&advecting(c), y, flux_row, stored_row);
+            } else {
+                // A copy that no store of the loop can change, so its branches leave the loop.
+                fields.row::<false>(&c.clone(), y, flux_row, stored_row);
             }
         });
 
@@ -313,6 +284,105 @@ impl CpuBackend {
         });
         self.counters.boundary_out += outflow.into_inner();
         self.counters.boundary_in += level_inflow.into_inner();
+    }
+}
+
+/// A copy of the constants of a step that advects with the mode fields that this implies set
+/// as literals, so that the compiler folds the branches on them in the loops that use it.
+#[inline(always)]
+fn advecting(c: &StepConstants) -> StepConstants {
+    debug_assert!(c.advection != 0 && c.depth_dependent != 0);
+    let mut c = c.clone();
+    c.advection = 1;
+    c.depth_dependent = 1;
+    c
+}
+
+/// What phases 0 and 1 read: the fields before the step and, in phase 1 with advection,
+/// phase 0's carried depths and sources.
+struct StepFields<'a> {
+    terrain: &'a [f32],
+    depth: &'a [i32],
+    flow: &'a [[f32; 4]],
+    carried: &'a [[f32; 4]],
+    sources: &'a [Source],
+    offsets: [isize; 4],
+    w: usize,
+    h: usize,
+    eight: bool,
+}
+
+impl StepFields<'_> {
+    /// Phase 0 for cell `(x, y)`, which has a neighbour on every side but above where
+    /// `INTERIOR`: the depth that carries each owned pipe and its flux before the step (zero
+    /// where a pipe does not exist).
+    #[inline(always)]
+    fn carried_and_flux<const INTERIOR: bool>(&self, c: &StepConstants, x: usize, y: usize) -> ([f32; 4], [f32; 4]) {
+        let i = y * self.w + x;
+        let (mut carried, mut flux) = ([0.0; 4], [0.0; 4]);
+        for p in 0..4 {
+            if if INTERIOR { c.pipe_active(p) } else { pipe_exists(self.eight, self.w, self.h, x, y, p) } {
+                let j = (i as isize + self.offsets[p]) as usize;
+                carried[p] = carried_depth(c, self.terrain[i], self.depth[i], self.terrain[j], self.depth[j]);
+                flux[p] = self.flow[i][p] * flux_per_stored(c, carried[p]);
+            }
+        }
+        (carried, flux)
+    }
+
+    /// Phase 1 for row `y`: the flux of every owned pipe this step and what it keeps before the
+    /// limit. `ADVECTS` is whether `c` advects.
+    #[inline(always)]
+    fn row<const ADVECTS: bool>(&self, c: &StepConstants, y: usize, flux_row: &mut [[f32; 4]], stored_row: &mut [[f32; 4]]) {
+        let w = self.w;
+        // Two cells or more from every edge, every pipe exists, has its inner class, and every
+        // pipe advection reads upstream lies on the grid.
+        let (inner_start, inner_end) = if y >= 2 && y + 2 < self.h && w > 4 { (2, w - 2) } else { (w, w) };
+        for x in 0..inner_start {
+            (flux_row[x], stored_row[x]) = self.cell::<ADVECTS, false>(c, x, y);
+        }
+        for x in inner_start..inner_end {
+            (flux_row[x], stored_row[x]) = self.cell::<ADVECTS, true>(c, x, y);
+        }
+        for x in inner_end..w {
+            (flux_row[x], stored_row[x]) = self.cell::<ADVECTS, false>(c, x, y);
+        }
+    }
+
+    /// Phase 1 for the owned pipes of cell `(x, y)`, two or more cells from every edge where
+    /// `INTERIOR`: their fluxes and what they keep before the limit (zero where a pipe does not
+    /// exist).
+    #[inline(always)]
+    fn cell<const ADVECTS: bool, const INTERIOR: bool>(&self, c: &StepConstants, x: usize, y: usize) -> ([f32; 4], [f32; 4]) {
+        let (w, h) = (self.w, self.h);
+        let i = y * w + x;
+        let (x32, y32) = (x as u32, y as u32);
+        let old = OldFields { c, flow: self.flow, sources: self.sources };
+        let (mut fluxes, mut stored) = ([0.0; 4], [0.0; 4]);
+        for p in 0..4 {
+            let exists = if INTERIOR { c.pipe_active(p) } else { pipe_exists(self.eight, w, h, x, y, p) };
+            if !exists {
+                continue;
+            }
+            let j = (i as isize + self.offsets[p]) as usize;
+            let f = self.flow[i][p];
+            let (bed_a, depth_a, bed_b, depth_b) = (self.terrain[i], self.depth[i], self.terrain[j], self.depth[j]);
+            let class = if INTERIOR { INTERIOR_CLASSES[p] } else { pipe_class(c, p, x32, y32) };
+            let new = if ADVECTS {
+                accelerate_advecting(c, class, f, bed_a, depth_a, bed_b, depth_b, self.carried[i][p], |flow, depth_a, depth_b| {
+                    if INTERIOR {
+                        old.advect_interior(p, i, flow, class, depth_a, depth_b)
+                    } else {
+                        old.advect_edge(p, x32, y32, flow, class, depth_a, depth_b)
+                    }
+                })
+            } else {
+                accelerate_carried(c, class, f, bed_a, depth_a, bed_b, depth_b, carried_depth(c, bed_a, depth_a, bed_b, depth_b), Upstream::default())
+            };
+            fluxes[p] = new.flux;
+            stored[p] = new.stored;
+        }
+        (fluxes, stored)
     }
 }
 
