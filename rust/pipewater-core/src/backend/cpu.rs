@@ -454,13 +454,24 @@ impl OldFields<'_> {
         }
         let w = c.width as usize;
         let (ox, oy) = PIPE_OFFSETS[p];
-        let source = self.sources[if flow > 0.0 { i } else { (i as isize + oy as isize * w as isize + ox as isize) as usize }];
+        let source = if flow > 0.0 { i } else { (i as isize + oy as isize * w as isize + ox as isize) as usize };
+        debug_assert!(source < self.sources.len() && self.sources.len() == c.width as usize * c.height as usize);
+        // SAFETY: `source` is cell `i` or its neighbour through pipe `p`, both on the grid, and
+        // `sources` holds one entry per cell.
+        let source = unsafe { *self.sources.get_unchecked(source) };
         if source.total <= 0.0 {
             // Still water upstream: advect_weighted returns the flow whatever the velocities.
             return flow;
         }
         let inverse = c.inverse_widths[class];
-        let velocity = source.deltas.map(|d| self.flow[(i as isize - d as isize) as usize][p] * inverse);
+        let velocity = source.deltas.map(|d| {
+            let j = (i as isize - d as isize) as usize;
+            debug_assert!(j < self.flow.len() && self.flow.len() == c.width as usize * c.height as usize);
+            // SAFETY: cell `i` lies two or more cells from every edge of the grid, and `d` is
+            // `dy·w + dx` with `dx` and `dy` in -1..=1 (`Source::new`, on this grid), so `j` is
+            // the index of a cell of the grid, and `flow` holds one entry per cell.
+            unsafe { self.flow.get_unchecked(j)[p] * inverse }
+        });
         advect_weighted(c, flow, class, depth_a, depth_b, source.weights, source.total, velocity)
     }
 }
