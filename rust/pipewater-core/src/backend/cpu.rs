@@ -320,8 +320,23 @@ impl StepFields<'_> {
     fn carried_and_flux<const INTERIOR: bool>(&self, c: &StepConstants, x: usize, y: usize) -> ([f32; 4], [f32; 4]) {
         let i = y * self.w + x;
         let (mut carried, mut flux) = ([0.0; 4], [0.0; 4]);
+        if INTERIOR {
+            // The cell and every neighbour its pipes reach lie in `i ..= i + w + 1`: one bounds
+            // check per field instead of one per pipe.
+            let w = self.w;
+            let (terrain, depth) = (&self.terrain[i..i + w + 2], &self.depth[i..i + w + 2]);
+            let window_offsets = [1, w, w + 1, w - 1];
+            for p in 0..4 {
+                if c.pipe_active(p) {
+                    let j = window_offsets[p];
+                    carried[p] = carried_depth(c, terrain[0], depth[0], terrain[j], depth[j]);
+                    flux[p] = self.flow[i][p] * flux_per_stored(c, carried[p]);
+                }
+            }
+            return (carried, flux);
+        }
         for p in 0..4 {
-            if if INTERIOR { c.pipe_active(p) } else { pipe_exists(self.eight, self.w, self.h, x, y, p) } {
+            if pipe_exists(self.eight, self.w, self.h, x, y, p) {
                 let j = (i as isize + self.offsets[p]) as usize;
                 carried[p] = carried_depth(c, self.terrain[i], self.depth[i], self.terrain[j], self.depth[j]);
                 flux[p] = self.flow[i][p] * flux_per_stored(c, carried[p]);
