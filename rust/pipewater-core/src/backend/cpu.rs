@@ -198,11 +198,24 @@ impl CpuBackend {
             });
             let old_flux = &self.accelerated;
             self.sources.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
-                let c = &advecting(c);
-                for (x, source) in row.iter_mut().enumerate() {
-                    let i = y * w + x;
-                    let leaving = if x >= 1 && y >= 1 && x + 1 < w { leaving_fluxes_interior(old_flux, w, i) } else { leaving_fluxes(old_flux, w, x, y, i) };
-                    *source = Source::new(c, w, discharge(c.cell_size, &leaving));
+                // Local copies, which the compiler keeps in registers across the loop's stores.
+                let (c, w, old_flux) = (&advecting(c), w, old_flux);
+                let source = |leaving: [f32; 8]| Source::new(c, w, discharge(c.cell_size, &leaving));
+                // Cells with a neighbour on every side but below.
+                let (inner_start, inner_end) = if y >= 1 && w > 2 { (1, w - 1) } else { (w, w) };
+                for x in 0..inner_start {
+                    row[x] = source(leaving_fluxes(old_flux, w, x, y, y * w + x));
+                }
+                if inner_start < inner_end {
+                    // Rows y − 1 and y as slices of w cells: the reads below are within them.
+                    let (above, here) = old_flux[(y - 1) * w..(y + 1) * w].split_at(w);
+                    for x in inner_start..inner_end {
+                        let own = here[x];
+                        row[x] = source([own[0], own[1], own[2], own[3], -here[x - 1][0], -above[x][1], -above[x - 1][2], -above[x + 1][3]]);
+                    }
+                }
+                for x in inner_end..w {
+                    row[x] = source(leaving_fluxes(old_flux, w, x, y, y * w + x));
                 }
             });
         }
@@ -211,14 +224,21 @@ impl CpuBackend {
         // advection, from the water upstream of it too): its flux this step, and what it will
         // keep before the limit.
         let fields = StepFields { terrain, depth: depth_before, flow: flow_before, carried: &self.carried, sources: &self.sources, offsets, w, h, eight };
-        self.accelerated.par_chunks_mut(w).zip(self.stored.par_chunks_mut(w)).enumerate().for_each(|(y, (flux_row, stored_row))| {
-            if advects {
+        // One loop per mode, each in its own function, so that neither shares registers or code
+        // with the other.
+        let rows = self.accelerated.par_chunks_mut(w).zip(self.stored.par_chunks_mut(w)).enumerate();
+        if advects {
+            rows.for_each(|(y, (flux_row, stored_row))| {
+                // A local copy, which the compiler keeps in registers across the loop's stores.
+                let fields = fields;
                 fields.row::<true>(&advecting(c), y, flux_row, stored_row);
-            } else {
-                // A copy that no store of the loop can change, so its branches leave the loop.
-                fields.row::<false>(&c.clone(), y, flux_row, stored_row);
-            }
-        });
+            });
+        } else {
+            rows.for_each(|(y, (flux_row, stored_row))| {
+                let fields = fields;
+                fields.row::<false>(&not_advecting(c), y, flux_row, stored_row);
+            });
+        }
 
         // Phase 2: the limit factors of each cell from everything that wants to leave or enter it.
         let accelerated = &self.accelerated;
@@ -288,7 +308,8 @@ impl CpuBackend {
 }
 
 /// A copy of the constants of a step that advects with the mode fields that this implies set
-/// as literals, so that the compiler folds the branches on them in the loops that use it.
+/// as literals, so that the compiler folds the branches on them in the loops that use it (and,
+/// being local, knows that no store of those loops changes it).
 #[inline(always)]
 fn advecting(c: &StepConstants) -> StepConstants {
     debug_assert!(c.advection != 0 && c.depth_dependent != 0);
@@ -298,8 +319,18 @@ fn advecting(c: &StepConstants) -> StepConstants {
     c
 }
 
+/// [`advecting`] for a step that does not advect.
+#[inline(always)]
+fn not_advecting(c: &StepConstants) -> StepConstants {
+    debug_assert!(c.advection == 0);
+    let mut c = c.clone();
+    c.advection = 0;
+    c
+}
+
 /// What phases 0 and 1 read: the fields before the step and, in phase 1 with advection,
 /// phase 0's carried depths and sources.
+#[derive(Clone, Copy)]
 struct StepFields<'a> {
     terrain: &'a [f32],
     depth: &'a [i32],
@@ -409,9 +440,9 @@ struct Source {
     weights: [f32; 2],
     /// `weights[0] + weights[1]`.
     total: f32,
-    /// The two grid offsets of the parts.
-    offsets: [(i8, i8); 2],
-    /// Index offsets `dy·w + dx` of those offsets: the displaced pipe lies at `i − delta`.
+    /// The two grid offsets `(dx, dy)` of the parts as `dy·stride + dx` ([`Source::stride`]):
+    /// on grids wide enough to have interior cells the index offsets, so that the displaced
+    /// pipe of cell `i` lies at `i − delta`.
     deltas: [i32; 2],
 }
 
@@ -421,12 +452,26 @@ impl Source {
     fn new(c: &StepConstants, w: usize, q: [f32; 2]) -> Self {
         let (offsets, parts) = upstream_split(c, q);
         let weights = advection_weights(c, parts);
-        Source {
-            weights,
-            total: weights[0] + weights[1],
-            offsets: offsets.map(|(dx, dy)| (dx as i8, dy as i8)),
-            deltas: offsets.map(|(dx, dy)| dy * w as i32 + dx),
-        }
+        let stride = Self::stride(w);
+        Source { weights, total: weights[0] + weights[1], deltas: offsets.map(|(dx, dy)| dy * stride + dx) }
+    }
+
+    /// What a grid offset's `dy` is multiplied by in [`Source::deltas`]: the grid's width, or 3
+    /// on grids narrower than that, so that every offset has its own delta.
+    #[inline]
+    fn stride(w: usize) -> i32 {
+        (w as i32).max(3)
+    }
+
+    /// The grid offsets `(dx, dy)` of the parts, on a grid `w` cells wide.
+    #[inline]
+    fn offsets(&self, w: usize) -> [(i32, i32); 2] {
+        let stride = Self::stride(w);
+        self.deltas.map(|d| {
+            // d = dy·stride + dx with dx in -1..=1 and stride ≥ 3.
+            let dy = (d + 1).div_euclid(stride);
+            (d - dy * stride, dy)
+        })
     }
 }
 
@@ -454,7 +499,7 @@ impl OldFields<'_> {
         let (ux, uy) = if flow > 0.0 { (x, y) } else { ((x as i64 + ox as i64) as u32, (y as i64 + oy as i64) as u32) };
         let source = self.sources[uy as usize * w + ux as usize];
         let own = flow * c.inverse_widths[pipe_class(c, p, x, y)];
-        let velocity = source.offsets.map(|(dx, dy)| displaced_velocity(c, self.flow, p, x, y, dx as i32, dy as i32, own));
+        let velocity = source.offsets(w).map(|(dx, dy)| displaced_velocity(c, self.flow, p, x, y, dx, dy, own));
         advect_weighted(c, flow, class, depth_a, depth_b, source.weights, source.total, velocity)
     }
 
@@ -483,8 +528,9 @@ impl OldFields<'_> {
             let j = (i as isize - d as isize) as usize;
             debug_assert!(j < self.flow.len() && self.flow.len() == c.width as usize * c.height as usize);
             // SAFETY: cell `i` lies two or more cells from every edge of the grid, and `d` is
-            // `dy·w + dx` with `dx` and `dy` in -1..=1 (`Source::new`, on this grid), so `j` is
-            // the index of a cell of the grid, and `flow` holds one entry per cell.
+            // `dy·w + dx` with `dx` and `dy` in -1..=1 (`Source::new` on this grid, whose stride
+            // is `w` since a grid with interior cells is more than 4 wide), so `j` is the index
+            // of a cell of the grid, and `flow` holds one entry per cell.
             unsafe { self.flow.get_unchecked(j)[p] * inverse }
         });
         advect_weighted(c, flow, class, depth_a, depth_b, source.weights, source.total, velocity)
@@ -559,14 +605,6 @@ fn leaving_fluxes(accelerated: &[[f32; 4]], w: usize, x: usize, y: usize, i: usi
         }
     }
     leaving
-}
-
-/// [`leaving_fluxes`] of a cell with a neighbour on every side but below (`x ≥ 1`, `y ≥ 1`,
-/// `x + 1 < w`).
-#[inline(always)]
-fn leaving_fluxes_interior(accelerated: &[[f32; 4]], w: usize, i: usize) -> [f32; 8] {
-    let own = accelerated[i];
-    [own[0], own[1], own[2], own[3], -accelerated[i - 1][0], -accelerated[i - w][1], -accelerated[i - w - 1][2], -accelerated[i - w + 1][3]]
 }
 
 impl Backend for CpuBackend {
