@@ -173,10 +173,11 @@ impl CpuBackend {
         let offsets = pipe_index_offsets(w);
 
         // Phase 0 (advection): the depth that carries each owned pipe this step, its flux before
-        // the step (held in `accelerated` until phase 1 replaces it), and the discharge at every
-        // cell's centre, which advection carries upstream. Pipes that lead off the grid (or
-        // diagonals in four-neighbour mode) carry nothing. Without advection phase 1 finds each
-        // carried depth itself.
+        // the step (held in `accelerated` until phase 1 replaces it), and from those the
+        // discharge at every cell's centre, split once per cell into what advection reads from
+        // the cell as the source of a pipe's water ([`Source`]). Pipes that lead off the grid
+        // (or diagonals in four-neighbour mode) carry nothing. Without advection phase 1 finds
+        // each carried depth itself.
         let advects = c.advection != 0;
         // Only open, inflow and fixed-level edges move water across the grid's edge.
         let exchange = c.has_edge_exchange();
