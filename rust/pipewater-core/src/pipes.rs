@@ -339,16 +339,30 @@ pub fn upstream_split(c: &StepConstants, q: [f32; 2]) -> ([(i32, i32); 2], [f32;
 /// diagonal pipes at the same rate as its axial ones.
 #[inline]
 pub fn advect(c: &StepConstants, flow: f32, class: usize, depth_a: f32, depth_b: f32, upstream: Upstream) -> f32 {
-    let parts = upstream.parts;
+    let weights = advection_weights(c, upstream.parts);
+    advect_weighted(c, flow, class, depth_a, depth_b, weights, weights[0] + weights[1], upstream.velocity)
+}
+
+/// The weights `dt·q_k` (m³/m) of [`advect`] for the parts `q_k` ([`Upstream::parts`]). They
+/// depend only on the upstream cell, so a backend may compute them once per cell.
+#[inline]
+pub fn advection_weights(c: &StepConstants, parts: [f32; 2]) -> [f32; 2] {
+    parts.map(|q| c.dt * q)
+}
+
+/// [`advect`] from the [`advection_weights`] `weights` of the parts, their sum `total`
+/// (`weights[0] + weights[1]`) and the upstream velocities ([`Upstream::velocity`]). Where
+/// `total` is not positive the flow is returned as it is, whatever the velocities.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn advect_weighted(c: &StepConstants, flow: f32, class: usize, depth_a: f32, depth_b: f32, weights: [f32; 2], total: f32, upstream_velocity: [f32; 2]) -> f32 {
     let held = 0.5 * (depth_a + depth_b) * c.cell_size;
-    let weights = parts.map(|q| c.dt * q);
-    let total = weights[0] + weights[1];
     if total <= 0.0 || held <= 0.0 {
         return flow;
     }
     let scale = 1.0 / larger(total, held);
     let velocity = flow * c.inverse_widths[class];
-    let advected = velocity + scale * (weights[0] * (upstream.velocity[0] - velocity) + weights[1] * (upstream.velocity[1] - velocity));
+    let advected = velocity + scale * (weights[0] * (upstream_velocity[0] - velocity) + weights[1] * (upstream_velocity[1] - velocity));
     advected * c.widths[class]
 }
 
@@ -426,6 +440,25 @@ pub fn accelerate(c: &StepConstants, p: usize, x: u32, y: u32, kept: f32, bed_a:
 #[inline]
 #[allow(clippy::too_many_arguments)]
 pub fn accelerate_carried(c: &StepConstants, class: usize, kept: f32, bed_a: f32, depth_a: i32, bed_b: f32, depth_b: i32, carried: f32, upstream: Upstream) -> Accelerated {
+    accelerate_advecting(c, class, kept, bed_a, depth_a, bed_b, depth_b, carried, |flow, depth_a, depth_b| advect(c, flow, class, depth_a, depth_b, upstream))
+}
+
+/// [`accelerate_carried`] with the advection step given as `advect(flow, depth_a, depth_b)`
+/// (depths in m), which must compute [`advect`] of the pipe. It is called only where the step
+/// advects and the face is wet, so a backend fetches what lies upstream only for those pipes.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub fn accelerate_advecting(
+    c: &StepConstants,
+    class: usize,
+    kept: f32,
+    bed_a: f32,
+    depth_a: i32,
+    bed_b: f32,
+    depth_b: i32,
+    carried: f32,
+    advect: impl FnOnce(f32, f32, f32) -> f32,
+) -> Accelerated {
     let depth = carried;
     if depth <= 0.0 {
         return Accelerated::default();
@@ -437,7 +470,7 @@ pub fn accelerate_carried(c: &StepConstants, class: usize, kept: f32, bed_a: f32
     }
     let mut flow = kept;
     if c.advection != 0 {
-        flow = advect(c, flow, class, depth_a as f32 * DEPTH_QUANTUM, depth_b as f32 * DEPTH_QUANTUM, upstream);
+        flow = advect(flow, depth_a as f32 * DEPTH_QUANTUM, depth_b as f32 * DEPTH_QUANTUM);
     }
     flow = flow * c.flux_decay + drive;
     if c.depth_dependent != 0 {

@@ -5,9 +5,9 @@ use super::{check_displacement, check_nudges, displacement_changes, Backend, Bac
 use crate::detail::{CpuDetail, DetailFrame, DetailLayout, DetailTexels};
 use crate::error::{Error, Result};
 use crate::pipes::{
-    accelerate_carried, carried_depth, cell_limits, discharge, edge_outflow, fixed_flux_per_stored, flux_per_stored, inflow_for_cell, kept_flow,
-    level_edge_inflow_quanta, nudged_pipe, pipe_class, pipe_quanta, pipe_width, transfer_limit, upstream_split, Accelerated, CellLimits, StepConstants, Upstream,
-    CLASS_DIAGONAL, CLASS_ORTHOGONAL, PIPE_OFFSETS,
+    accelerate_advecting, accelerate_carried, advect_weighted, advection_weights, carried_depth, cell_limits, discharge, edge_outflow, fixed_flux_per_stored,
+    flux_per_stored, inflow_for_cell, kept_flow, level_edge_inflow_quanta, nudged_pipe, pipe_class, pipe_quanta, pipe_width, transfer_limit, upstream_split,
+    CellLimits, StepConstants, Upstream, CLASS_DIAGONAL, CLASS_ORTHOGONAL, PIPE_OFFSETS,
 };
 use crate::quanta::MAX_DEPTH_QUANTA;
 use crate::state::{check_terrain, Counters, Snapshot, SpareSnapshots, State, MAX_TERRAIN_ABS};
@@ -30,8 +30,9 @@ pub struct CpuBackend {
     accelerated: Vec<[f32; 4]>,
     /// What each owned pipe keeps before the limit, from phase 1 ([`Accelerated::stored`]).
     stored: Vec<[f32; 4]>,
-    /// Discharge per metre at each cell's centre before the step (phase 0, with advection).
-    discharge: Vec<[f32; 2]>,
+    /// What advection reads from each cell as the source of its pipes' water (phase 0, with
+    /// advection).
+    sources: Vec<Source>,
     /// Depth carrying each owned pipe's flow this step ([`carried_depth`]), from phase 1.
     carried: Vec<[f32; 4]>,
     /// Limit factors per cell from phase 2.
@@ -62,7 +63,7 @@ impl CpuBackend {
             pending_nudges: Vec::new(),
             accelerated: vec![[0.0; 4]; n],
             stored: vec![[0.0; 4]; n],
-            discharge: vec![[0.0; 2]; n],
+            sources: vec![Source::default(); n],
             carried: vec![[0.0; 4]; n],
             limits: vec![CellLimits::default(); n],
             fixed_flux_per_stored: None,
@@ -172,33 +173,50 @@ impl CpuBackend {
         let offsets = pipe_index_offsets(w);
 
         // Phase 0 (advection): the depth that carries each owned pipe this step, its flux before
-        // the step (held in `accelerated` until phase 1 replaces it), and the discharge at every
-        // cell's centre, which advection carries upstream. Pipes that lead off the grid (or
-        // diagonals in four-neighbour mode) carry nothing. Without advection phase 1 finds each
-        // carried depth itself.
+        // the step (held in `accelerated` until phase 1 replaces it), and from those the
+        // discharge at every cell's centre, split once per cell into what advection reads from
+        // the cell as the source of a pipe's water ([`Source`]). Pipes that lead off the grid
+        // (or diagonals in four-neighbour mode) carry nothing. Without advection phase 1 finds
+        // each carried depth itself.
         let advects = c.advection != 0;
         // Only open, inflow and fixed-level edges move water across the grid's edge.
         let exchange = c.has_edge_exchange();
         if advects {
             self.carried.par_chunks_mut(w).zip(self.accelerated.par_chunks_mut(w)).enumerate().for_each(|(y, (carried_row, flux_row))| {
-                for (x, (carried, flux)) in carried_row.iter_mut().zip(flux_row.iter_mut()).enumerate() {
-                    let i = y * w + x;
-                    *carried = [0.0; 4];
-                    *flux = [0.0; 4];
-                    let interior = x >= 1 && y + 1 < h && x + 1 < w;
-                    for p in 0..4 {
-                        if if interior { c.pipe_active(p) } else { pipe_exists(eight, w, h, x, y, p) } {
-                            let j = (i as isize + offsets[p]) as usize;
-                            carried[p] = carried_depth(c, terrain[i], depth_before[i], terrain[j], depth_before[j]);
-                            flux[p] = flow_before[i][p] * flux_per_stored(c, carried[p]);
-                        }
-                    }
+                let c = &advecting(c);
+                // Cells with a neighbour on every side but above own all their pipes.
+                let (inner_start, inner_end) = if y + 1 < h && w > 2 { (1, w - 1) } else { (w, w) };
+                let fields = StepFields { terrain, depth: depth_before, flow: flow_before, carried: &[], sources: &[], offsets, w, h, eight };
+                for x in 0..inner_start {
+                    (carried_row[x], flux_row[x]) = fields.carried_and_flux::<false>(c, x, y);
+                }
+                for x in inner_start..inner_end {
+                    (carried_row[x], flux_row[x]) = fields.carried_and_flux::<true>(c, x, y);
+                }
+                for x in inner_end..w {
+                    (carried_row[x], flux_row[x]) = fields.carried_and_flux::<false>(c, x, y);
                 }
             });
             let old_flux = &self.accelerated;
-            self.discharge.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
-                for (x, q) in row.iter_mut().enumerate() {
-                    *q = discharge(c.cell_size, &leaving_fluxes(old_flux, w, x, y, y * w + x));
+            self.sources.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
+                // Local copies, which the compiler keeps in registers across the loop's stores.
+                let (c, w, old_flux) = (&advecting(c), w, old_flux);
+                let source = |leaving: [f32; 8]| Source::new(c, w, discharge(c.cell_size, &leaving));
+                // Cells with a neighbour on every side but below.
+                let (inner_start, inner_end) = if y >= 1 && w > 2 { (1, w - 1) } else { (w, w) };
+                for x in 0..inner_start {
+                    row[x] = source(leaving_fluxes(old_flux, w, x, y, y * w + x));
+                }
+                if inner_start < inner_end {
+                    // Rows y − 1 and y as slices of w cells: the reads below are within them.
+                    let (above, here) = old_flux[(y - 1) * w..(y + 1) * w].split_at(w);
+                    for x in inner_start..inner_end {
+                        let own = here[x];
+                        row[x] = source([own[0], own[1], own[2], own[3], -here[x - 1][0], -above[x][1], -above[x - 1][2], -above[x + 1][3]]);
+                    }
+                }
+                for x in inner_end..w {
+                    row[x] = source(leaving_fluxes(old_flux, w, x, y, y * w + x));
                 }
             });
         }
@@ -206,35 +224,22 @@ impl CpuBackend {
         // Phase 1: accelerate every owned pipe from the surface difference across it (with
         // advection, from the water upstream of it too): its flux this step, and what it will
         // keep before the limit.
-        let old = OldFields { c, flow: flow_before, discharge: &self.discharge };
-        let carried = &self.carried;
-        self.accelerated.par_chunks_mut(w).zip(self.stored.par_chunks_mut(w)).enumerate().for_each(|(y, (flux_row, stored_row))| {
-            for (x, (fluxes, stored)) in flux_row.iter_mut().zip(stored_row.iter_mut()).enumerate() {
-                let i = y * w + x;
-                let (x32, y32) = (x as u32, y as u32);
-                // Two cells or more from every edge, every pipe exists, has its inner class, and
-                // every pipe advection reads upstream lies on the grid.
-                let interior = x >= 2 && y >= 2 && x + 2 < w && y + 2 < h;
-                let mut new = [Accelerated::default(); 4];
-                for (p, pipe) in new.iter_mut().enumerate() {
-                    let exists = if interior { c.pipe_active(p) } else { pipe_exists(eight, w, h, x, y, p) };
-                    if exists {
-                        let j = (i as isize + offsets[p]) as usize;
-                        let f = flow_before[i][p];
-                        let (bed_a, depth_a, bed_b, depth_b) = (terrain[i], depth_before[i], terrain[j], depth_before[j]);
-                        let class = if interior { INTERIOR_CLASSES[p] } else { pipe_class(c, p, x32, y32) };
-                        *pipe = if advects {
-                            let upstream = if interior { old.upstream_interior(p, i, f, class) } else { old.upstream(p, x32, y32, f) };
-                            accelerate_carried(c, class, f, bed_a, depth_a, bed_b, depth_b, carried[i][p], upstream)
-                        } else {
-                            accelerate_carried(c, class, f, bed_a, depth_a, bed_b, depth_b, carried_depth(c, bed_a, depth_a, bed_b, depth_b), Upstream::default())
-                        };
-                    }
-                }
-                *fluxes = new.map(|a| a.flux);
-                *stored = new.map(|a| a.stored);
-            }
-        });
+        let fields = StepFields { terrain, depth: depth_before, flow: flow_before, carried: &self.carried, sources: &self.sources, offsets, w, h, eight };
+        // One loop per mode, each in its own function, so that neither shares registers or code
+        // with the other.
+        let rows = self.accelerated.par_chunks_mut(w).zip(self.stored.par_chunks_mut(w)).enumerate();
+        if advects {
+            rows.for_each(|(y, (flux_row, stored_row))| {
+                // A local copy, which the compiler keeps in registers across the loop's stores.
+                let fields = fields;
+                fields.row::<true>(&advecting(c), y, flux_row, stored_row);
+            });
+        } else {
+            rows.for_each(|(y, (flux_row, stored_row))| {
+                let fields = fields;
+                fields.row::<false>(&not_advecting(c), y, flux_row, stored_row);
+            });
+        }
 
         // Phase 2: the limit factors of each cell from everything that wants to leave or enter it.
         let accelerated = &self.accelerated;
@@ -303,49 +308,233 @@ impl CpuBackend {
     }
 }
 
-/// What phase 1's advection reads: the pipes' flows before the step and phase 0's discharges.
+/// A copy of the constants of a step that advects with the mode fields that this implies set
+/// as literals, so that the compiler folds the branches on them in the loops that use it (and,
+/// being local, knows that no store of those loops changes it).
+#[inline(always)]
+fn advecting(c: &StepConstants) -> StepConstants {
+    debug_assert!(c.advection != 0 && c.depth_dependent != 0);
+    let mut c = c.clone();
+    c.advection = 1;
+    c.depth_dependent = 1;
+    c
+}
+
+/// [`advecting`] for a step that does not advect.
+#[inline(always)]
+fn not_advecting(c: &StepConstants) -> StepConstants {
+    debug_assert!(c.advection == 0);
+    let mut c = c.clone();
+    c.advection = 0;
+    c
+}
+
+/// What phases 0 and 1 read: the fields before the step and, in phase 1 with advection,
+/// phase 0's carried depths and sources.
+#[derive(Clone, Copy)]
+struct StepFields<'a> {
+    terrain: &'a [f32],
+    depth: &'a [i32],
+    flow: &'a [[f32; 4]],
+    carried: &'a [[f32; 4]],
+    sources: &'a [Source],
+    offsets: [isize; 4],
+    w: usize,
+    h: usize,
+    eight: bool,
+}
+
+impl StepFields<'_> {
+    /// Phase 0 for cell `(x, y)`, which has a neighbour on every side but above where
+    /// `INTERIOR`: the depth that carries each owned pipe and its flux before the step (zero
+    /// where a pipe does not exist).
+    #[inline(always)]
+    fn carried_and_flux<const INTERIOR: bool>(&self, c: &StepConstants, x: usize, y: usize) -> ([f32; 4], [f32; 4]) {
+        let i = y * self.w + x;
+        let (mut carried, mut flux) = ([0.0; 4], [0.0; 4]);
+        if INTERIOR {
+            // The cell and every neighbour its pipes reach lie in `i ..= i + w + 1`: one bounds
+            // check per field instead of one per pipe.
+            let w = self.w;
+            let (terrain, depth) = (&self.terrain[i..i + w + 2], &self.depth[i..i + w + 2]);
+            let window_offsets = [1, w, w + 1, w - 1];
+            for p in 0..4 {
+                if c.pipe_active(p) {
+                    let j = window_offsets[p];
+                    carried[p] = carried_depth(c, terrain[0], depth[0], terrain[j], depth[j]);
+                    flux[p] = self.flow[i][p] * flux_per_stored(c, carried[p]);
+                }
+            }
+            return (carried, flux);
+        }
+        for p in 0..4 {
+            if pipe_exists(self.eight, self.w, self.h, x, y, p) {
+                let j = (i as isize + self.offsets[p]) as usize;
+                carried[p] = carried_depth(c, self.terrain[i], self.depth[i], self.terrain[j], self.depth[j]);
+                flux[p] = self.flow[i][p] * flux_per_stored(c, carried[p]);
+            }
+        }
+        (carried, flux)
+    }
+
+    /// Phase 1 for row `y`: the flux of every owned pipe this step and what it keeps before the
+    /// limit. `ADVECTS` is whether `c` advects.
+    #[inline(always)]
+    fn row<const ADVECTS: bool>(&self, c: &StepConstants, y: usize, flux_row: &mut [[f32; 4]], stored_row: &mut [[f32; 4]]) {
+        let w = self.w;
+        // Two cells or more from every edge, every pipe exists, has its inner class, and every
+        // pipe advection reads upstream lies on the grid.
+        let (inner_start, inner_end) = if y >= 2 && y + 2 < self.h && w > 4 { (2, w - 2) } else { (w, w) };
+        for x in 0..inner_start {
+            (flux_row[x], stored_row[x]) = self.cell::<ADVECTS, false>(c, x, y);
+        }
+        for x in inner_start..inner_end {
+            (flux_row[x], stored_row[x]) = self.cell::<ADVECTS, true>(c, x, y);
+        }
+        for x in inner_end..w {
+            (flux_row[x], stored_row[x]) = self.cell::<ADVECTS, false>(c, x, y);
+        }
+    }
+
+    /// Phase 1 for the owned pipes of cell `(x, y)`, two or more cells from every edge where
+    /// `INTERIOR`: their fluxes and what they keep before the limit (zero where a pipe does not
+    /// exist).
+    #[inline(always)]
+    fn cell<const ADVECTS: bool, const INTERIOR: bool>(&self, c: &StepConstants, x: usize, y: usize) -> ([f32; 4], [f32; 4]) {
+        let (w, h) = (self.w, self.h);
+        let i = y * w + x;
+        let (x32, y32) = (x as u32, y as u32);
+        let old = OldFields { c, flow: self.flow, sources: self.sources };
+        let (mut fluxes, mut stored) = ([0.0; 4], [0.0; 4]);
+        for p in 0..4 {
+            let exists = if INTERIOR { c.pipe_active(p) } else { pipe_exists(self.eight, w, h, x, y, p) };
+            if !exists {
+                continue;
+            }
+            let j = (i as isize + self.offsets[p]) as usize;
+            let f = self.flow[i][p];
+            let (bed_a, depth_a, bed_b, depth_b) = (self.terrain[i], self.depth[i], self.terrain[j], self.depth[j]);
+            let class = if INTERIOR { INTERIOR_CLASSES[p] } else { pipe_class(c, p, x32, y32) };
+            let new = if ADVECTS {
+                accelerate_advecting(c, class, f, bed_a, depth_a, bed_b, depth_b, self.carried[i][p], |flow, depth_a, depth_b| {
+                    if INTERIOR {
+                        old.advect_interior(p, i, flow, class, depth_a, depth_b)
+                    } else {
+                        old.advect_edge(p, x32, y32, flow, class, depth_a, depth_b)
+                    }
+                })
+            } else {
+                accelerate_carried(c, class, f, bed_a, depth_a, bed_b, depth_b, carried_depth(c, bed_a, depth_a, bed_b, depth_b), Upstream::default())
+            };
+            fluxes[p] = new.flux;
+            stored[p] = new.stored;
+        }
+        (fluxes, stored)
+    }
+}
+
+/// What advection reads from a cell as the source of a pipe's water: [`upstream_split`] of the
+/// discharge at its centre, as [`advection_weights`], computed once per cell in phase 0.
+#[derive(Debug, Clone, Copy, Default)]
+struct Source {
+    /// [`advection_weights`] of the two parts.
+    weights: [f32; 2],
+    /// `weights[0] + weights[1]`.
+    total: f32,
+    /// The two grid offsets `(dx, dy)` of the parts as `dy·stride + dx` ([`Source::stride`]):
+    /// on grids wide enough to have interior cells the index offsets, so that the displaced
+    /// pipe of cell `i` lies at `i − delta`.
+    deltas: [i32; 2],
+}
+
+impl Source {
+    /// The source data of a cell whose discharge is `q`, on a grid `w` cells wide.
+    #[inline]
+    fn new(c: &StepConstants, w: usize, q: [f32; 2]) -> Self {
+        let (offsets, parts) = upstream_split(c, q);
+        let weights = advection_weights(c, parts);
+        let stride = Self::stride(w);
+        Source { weights, total: weights[0] + weights[1], deltas: offsets.map(|(dx, dy)| dy * stride + dx) }
+    }
+
+    /// What a grid offset's `dy` is multiplied by in [`Source::deltas`]: the grid's width, or 3
+    /// on grids narrower than that, so that every offset has its own delta.
+    #[inline]
+    fn stride(w: usize) -> i32 {
+        (w as i32).max(3)
+    }
+
+    /// The grid offsets `(dx, dy)` of the parts, on a grid `w` cells wide.
+    #[inline]
+    fn offsets(&self, w: usize) -> [(i32, i32); 2] {
+        let stride = Self::stride(w);
+        self.deltas.map(|d| {
+            // d = dy·stride + dx with dx in -1..=1 and stride ≥ 3.
+            let dy = (d + 1).div_euclid(stride);
+            (d - dy * stride, dy)
+        })
+    }
+}
+
+/// What phase 1's advection reads: the pipes' flows before the step and phase 0's sources.
 #[derive(Clone, Copy)]
 struct OldFields<'a> {
     c: &'a StepConstants,
     flow: &'a [[f32; 4]],
-    discharge: &'a [[f32; 2]],
+    sources: &'a [Source],
 }
 
 impl OldFields<'_> {
-    /// What advection needs upstream of owned pipe `p` of cell `(x, y)` whose flow has the sign
-    /// of `flow` ([`Upstream`]); nothing where the step does not advect.
+    /// [`crate::pipes::advect`] of owned pipe `p` (class `class`) of cell `(x, y)`, whose flow
+    /// is `flow`, between cells `depth_a` and `depth_b` m deep.
     #[inline]
-    fn upstream(&self, p: usize, x: u32, y: u32, flow: f32) -> Upstream {
+    #[allow(clippy::too_many_arguments)]
+    fn advect_edge(&self, p: usize, x: u32, y: u32, flow: f32, class: usize, depth_a: f32, depth_b: f32) -> f32 {
         let c = self.c;
-        if c.advection == 0 || flow == 0.0 {
-            return Upstream::default();
+        if flow == 0.0 {
+            // No upstream: nothing is advected.
+            return flow;
         }
         let w = c.width as usize;
         let (ox, oy) = PIPE_OFFSETS[p];
         let (ux, uy) = if flow > 0.0 { (x, y) } else { ((x as i64 + ox as i64) as u32, (y as i64 + oy as i64) as u32) };
-        let q = self.discharge[uy as usize * w + ux as usize];
-        let (offsets, parts) = upstream_split(c, q);
+        let source = self.sources[uy as usize * w + ux as usize];
         let own = flow * c.inverse_widths[pipe_class(c, p, x, y)];
-        let velocity = offsets.map(|(dx, dy)| displaced_velocity(c, self.flow, p, x, y, dx, dy, own));
-        Upstream { parts, velocity }
+        let velocity = source.offsets(w).map(|(dx, dy)| displaced_velocity(c, self.flow, p, x, y, dx, dy, own));
+        advect_weighted(c, flow, class, depth_a, depth_b, source.weights, source.total, velocity)
     }
 
-    /// [`Self::upstream`] for owned pipe `p` (class `class`) of cell `i`, two or more cells from
-    /// every edge of the grid: every displaced pipe lies on the grid, with its inner class.
+    /// [`Self::advect_edge`] for owned pipe `p` of cell `i`, two or more cells from every edge of
+    /// the grid: every displaced pipe lies on the grid, with its inner class.
     #[inline]
-    fn upstream_interior(&self, p: usize, i: usize, flow: f32, class: usize) -> Upstream {
+    #[allow(clippy::too_many_arguments)]
+    fn advect_interior(&self, p: usize, i: usize, flow: f32, class: usize, depth_a: f32, depth_b: f32) -> f32 {
         let c = self.c;
         if flow == 0.0 {
-            return Upstream::default();
+            return flow;
         }
         let w = c.width as usize;
         let (ox, oy) = PIPE_OFFSETS[p];
         let source = if flow > 0.0 { i } else { (i as isize + oy as isize * w as isize + ox as isize) as usize };
-        let q = self.discharge[source];
-        let (offsets, parts) = upstream_split(c, q);
+        debug_assert!(source < self.sources.len() && self.sources.len() == c.width as usize * c.height as usize);
+        // SAFETY: `source` is cell `i` or its neighbour through pipe `p`, both on the grid, and
+        // `sources` holds one entry per cell.
+        let source = unsafe { *self.sources.get_unchecked(source) };
+        if source.total <= 0.0 {
+            // Still water upstream: advect_weighted returns the flow whatever the velocities.
+            return flow;
+        }
         let inverse = c.inverse_widths[class];
-        let velocity = offsets.map(|(dx, dy)| self.flow[(i as isize - dy as isize * w as isize - dx as isize) as usize][p] * inverse);
-        Upstream { parts, velocity }
+        let velocity = source.deltas.map(|d| {
+            let j = (i as isize - d as isize) as usize;
+            debug_assert!(j < self.flow.len() && self.flow.len() == c.width as usize * c.height as usize);
+            // SAFETY: cell `i` lies two or more cells from every edge of the grid, and `d` is
+            // `dy·w + dx` with `dx` and `dy` in -1..=1 (`Source::new` on this grid, whose stride
+            // is `w` since a grid with interior cells is more than 4 wide), so `j` is the index
+            // of a cell of the grid, and `flow` holds one entry per cell.
+            unsafe { self.flow.get_unchecked(j)[p] * inverse }
+        });
+        advect_weighted(c, flow, class, depth_a, depth_b, source.weights, source.total, velocity)
     }
 }
 
