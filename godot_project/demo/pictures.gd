@@ -34,7 +34,7 @@ const SETTLE_FRAMES := 3
 ## afloat (its hull displacing [constant WAKE_AFLOAT_VOLUME] m³, near its 1.2 t).
 const WAKE_SECONDS := 5.0
 const WAKE_LIMIT_SECONDS := 60.0
-const WAKE_SPEED := 3.5
+const WAKE_SPEED := 2.5
 const WAKE_AFLOAT_VOLUME := 1.0
 ## Seconds of the live demo before the crate is dropped, and after it hits the water.
 const SPLASH_WARMUP := 3.0
@@ -125,8 +125,8 @@ func _save_wake() -> void:
 	var boat: RigidBody3D = _main.get_node("Boats").get_child(0)
 	_water.detail_follow = _water.get_path_to(boat)
 	root.disable_3d = true
-	# The autopilot keeps to deep water, but a boat dropped with a random heading may end up
-	# against a bank for a while: the picture waits until it is under way.
+	# The autopilot slows down where the water ahead is shallow (and a boat dropped with a random
+	# heading may start towards a bank): the picture waits until it is under way.
 	var hull: Node = boat.get_node("WaterHull")
 	for i in roundi(WAKE_LIMIT_SECONDS * 60.0):
 		await physics_frame
