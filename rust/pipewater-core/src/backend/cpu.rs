@@ -211,8 +211,7 @@ impl CpuBackend {
                     // Rows y − 1 and y as slices of w cells: the reads below are within them.
                     let (above, here) = old_flux[(y - 1) * w..(y + 1) * w].split_at(w);
                     for x in inner_start..inner_end {
-                        let own = here[x];
-                        row[x] = source([own[0], own[1], own[2], own[3], -here[x - 1][0], -above[x][1], -above[x - 1][2], -above[x + 1][3]]);
+                        row[x] = source(interior_leaving_fluxes(above, here, x));
                     }
                 }
                 for x in inner_end..w {
@@ -476,7 +475,9 @@ impl Source {
     }
 }
 
-/// What phase 1's advection reads: the pipes' flows before the step and phase 0's sources.
+/// What phase 1's advection reads: the pipes' flows before the step and phase 0's sources. A
+/// part of [`StepFields`] kept apart and copied per cell: with these methods on `StepFields`
+/// the advecting step took 1.2 % more instructions with every cell moving (registers).
 #[derive(Clone, Copy)]
 struct OldFields<'a> {
     c: &'a StepConstants,
@@ -606,6 +607,14 @@ fn leaving_fluxes(accelerated: &[[f32; 4]], w: usize, x: usize, y: usize, i: usi
         }
     }
     leaving
+}
+
+/// [`leaving_fluxes`] of cell `x` of row `here`, which has neighbours left, right and above (in
+/// row `above`): every pipe exists, so no edge tests.
+#[inline(always)]
+fn interior_leaving_fluxes(above: &[[f32; 4]], here: &[[f32; 4]], x: usize) -> [f32; 8] {
+    let own = here[x];
+    [own[0], own[1], own[2], own[3], -here[x - 1][0], -above[x][1], -above[x - 1][2], -above[x + 1][3]]
 }
 
 impl Backend for CpuBackend {
