@@ -308,9 +308,10 @@ fn accelerate(c: StepConstants, kind: vec4<u32>, kept: vec4<f32>, bed_a: f32, de
     let drive = per_class(c.conductance, kind) * surface_drive(bed_a, depth_a, bed_b, depth_b);
     var result: Accelerated;
     if keeps_flux(c) {
-        let flux = select(film_drag(c, kept * c.flux_decay + drive * depth, depth), vec4<f32>(0.0), dry);
-        result.stored = flux;
-        result.flux = flux;
+        let flux = film_drag(c, kept * c.flux_decay + drive * depth, depth);
+        let rest = dry | settles(c, kind, drive, flux, depth);
+        result.stored = select(flux, vec4<f32>(0.0), rest);
+        result.flux = result.stored;
         return result;
     }
     var flow = kept;
@@ -321,9 +322,20 @@ fn accelerate(c: StepConstants, kind: vec4<u32>, kept: vec4<f32>, bed_a: f32, de
     if depth_dependent(c) {
         flow = film_drag(c, flow, depth);
     }
-    result.stored = select(flow, vec4<f32>(0.0), dry);
-    result.flux = select(flow * depth, vec4<f32>(0.0), dry);
+    let flux = flow * depth;
+    let rest = dry | settles(c, kind, drive, flux, depth);
+    result.stored = select(flow, vec4<f32>(0.0), rest);
+    result.flux = select(flux, vec4<f32>(0.0), rest);
     return result;
+}
+
+// pipes.rs SETTLE_SPEED.
+const SETTLE_SPEED: f32 = 1.0e-3;
+
+// pipes.rs settles: undriven pipes that move no whole quantum and carry water slower than
+// SETTLE_SPEED come to rest, so that water at rest stops changing.
+fn settles(c: StepConstants, kind: vec4<u32>, drive: vec4<f32>, flux: vec4<f32>, depth: vec4<f32>) -> vec4<bool> {
+    return (drive == vec4<f32>(0.0)) & (abs(flux * c.flux_to_quanta) < vec4<f32>(1.0)) & (abs(flux) < SETTLE_SPEED * per_class(c.widths, kind) * depth);
 }
 
 // pipes.rs discharge: discharge per metre at a cell from the fluxes leaving it towards

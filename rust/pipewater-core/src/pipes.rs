@@ -466,6 +466,9 @@ pub fn accelerate_advecting(
     let drive = c.conductance[class] * surface_drive(bed_a, depth_a, bed_b, depth_b);
     if keeps_flux(c) {
         let flux = film_drag(c, kept * c.flux_decay + drive * depth, depth);
+        if settles(c, class, drive, flux, depth) {
+            return Accelerated::default();
+        }
         return Accelerated { stored: flux, flux };
     }
     let mut flow = kept;
@@ -476,7 +479,27 @@ pub fn accelerate_advecting(
     if c.depth_dependent != 0 {
         flow = film_drag(c, flow, depth);
     }
-    Accelerated { stored: flow, flux: flow * depth }
+    let flux = flow * depth;
+    if settles(c, class, drive, flux, depth) {
+        return Accelerated::default();
+    }
+    Accelerated { stored: flow, flux }
+}
+
+/// Speed (m/s) under which water that nothing drives comes to rest ([`settles`]).
+pub const SETTLE_SPEED: f32 = 1.0e-3;
+
+/// Phase 1: whether a pipe of class `class` whose surface difference drives nothing (`drive`
+/// is 0: within the dead band of [`surface_drive`]) and which carries `flux` m³/s over a face
+/// `depth` m deep comes to rest this step: its flux would move less than one whole quantum
+/// ([`pipe_quanta`] truncates) and its water moves slower than [`SETTLE_SPEED`]. Such a pipe
+/// moves no water whether it keeps its flow or not, but damping alone would shrink its flow
+/// geometrically for ever (about 50 s per e-fold at the default damping, and then stall at the
+/// smallest subnormal): without this rule water at rest would never stop changing, and no part of
+/// the grid could sleep. Driven pipes never settle, so slow flows down a slope are unchanged.
+#[inline]
+pub fn settles(c: &StepConstants, class: usize, drive: f32, flux: f32, depth: f32) -> bool {
+    drive == 0.0 && (flux * c.flux_to_quanta).abs() < 1.0 && flux.abs() < SETTLE_SPEED * c.widths[class] * depth
 }
 
 /// Phase 3: what a pipe keeps for the next step ([`crate::State::flow`]) from its
