@@ -64,6 +64,8 @@ var save_message: String = "F5: save water   F9: load it"
 
 var _collision_dirty: bool = false
 var _collision_timer: float = 0.0
+## The Z key's view of the sleeping tiles: one square per tile, white where it was stepped.
+var _awake_view := TextureRect.new()
 
 @onready var water: PipeWater = $PipeWater
 @onready var spring: PipeWaterSource = $PipeWater/Spring
@@ -75,6 +77,7 @@ var _collision_timer: float = 0.0
 
 
 func _ready() -> void:
+	_awake_view.visible = false
 	if terrain_kind == TerrainKind.HILLS:
 		landscape.generate_hills(grid_size, cell_size, terrain_seed, roughness, relief)
 	else:
@@ -227,6 +230,8 @@ func _unhandled_input(event: InputEvent) -> void:
 			reset_demo()
 		KEY_T:
 			water.rain_rate = 0.0 if water.rain_rate > 0.0 else RAIN_RATE
+		KEY_Z:
+			_awake_view.visible = not _awake_view.visible
 		KEY_P, KEY_SPACE:
 			water.paused = not water.paused
 		KEY_H, KEY_F1:
@@ -269,6 +274,30 @@ func _process(delta: float) -> void:
 		_collision_timer = 0.0
 		_update_collision()
 	_update_panel()
+	_update_awake_view()
+
+
+## Shows which tiles the water stepped in the last step, in the top-right corner.
+func _update_awake_view() -> void:
+	if not _awake_view.visible:
+		return
+	if _awake_view.get_parent() == null:
+		_awake_view.texture_filter = CanvasItem.TEXTURE_FILTER_NEAREST
+		_awake_view.expand_mode = TextureRect.EXPAND_IGNORE_SIZE
+		_awake_view.stretch_mode = TextureRect.STRETCH_KEEP_ASPECT
+		_awake_view.set_anchors_and_offsets_preset(Control.PRESET_TOP_RIGHT)
+		_awake_view.custom_minimum_size = Vector2(256, 256)
+		_awake_view.position = Vector2(get_viewport().get_visible_rect().size.x - 268.0, 12.0)
+		$Hud.add_child(_awake_view)
+	var tiles: Image = water.get_awake_tiles()
+	if tiles == null:
+		_awake_view.texture = null
+		return
+	var texture := _awake_view.texture as ImageTexture
+	if texture == null or texture.get_size() != Vector2(tiles.get_size()):
+		_awake_view.texture = ImageTexture.create_from_image(tiles)
+	else:
+		texture.update(tiles)
 
 
 ## Applies the current tool at a global position for delta seconds.
@@ -319,6 +348,19 @@ func pick() -> Variant:
 	return null
 
 
+## What sleeping saved in the last frame, for the panel.
+func _sleep_line(stats: Dictionary) -> String:
+	if not water.can_sleep:
+		return "Sleeping off: every cell stepped   Z: show tiles"
+	if not stats.has("tiles"):
+		return "Sleeping: not on this backend"
+	var cells: float = grid_size.x * grid_size.y * maxi(stats.get("substeps", 0), 1)
+	return "Sleeping: %d of %d tiles awake, %.0f %% of cells stepped   Z: %s tiles" % [
+			stats.get("awake_tiles", 0), stats.get("tiles", 0),
+			100.0 * stats.get("cells_stepped", 0) / cells,
+			"hide" if _awake_view.visible else "show"]
+
+
 func _update_panel() -> void:
 	var stats: Dictionary = water.get_frame_stats()
 	var step_ms: float = stats.get("step_usec", 0) / 1000.0
@@ -342,5 +384,6 @@ func _update_panel() -> void:
 				"on" if water.detail_waves else "off", water.detail_window,
 				cell_size / water.detail_subdivision],
 		"Total water %.1f m³   boats %d" % [water.get_total_water(), boats.get_child_count()],
+		_sleep_line(stats),
 	])
 	panel.text = "\n".join(lines)

@@ -81,26 +81,6 @@ func _run() -> void:
 	_finish()
 
 
-## A PipeWater on the CPU backend over flat ground, filled to [param level], in the tree.
-func _make_water(size: Vector2i, level: float, origin: Vector3) -> PipeWater:
-	var water: PipeWater = ClassDB.instantiate(&"PipeWater")
-	water.backend = PipeWater.BACKEND_CPU
-	water.grid_size = size
-	water.cell_size = 1.0
-	water.initial_water_level = level
-	water.show_mesh = false
-	water.position = origin
-	root.add_child(water)
-	water.rebuild()
-	await process_frame
-	return water
-
-
-func _free(node: Node) -> void:
-	node.queue_free()
-	await process_frame
-
-
 func _test_pool_height_honours_the_global_transform() -> void:
 	print("-- a 2 m pool on flat ground, node at (10, 5, -3)")
 	var water: PipeWater = await _make_water(Vector2i(32, 32), 2.0, Vector3(10, 5, -3))
@@ -994,3 +974,4 @@ func _test_bad_ripples_and_detail_settings_are_refused() -> void:
 		_check(water.get(property) == before and water.get_last_error().contains(property),
 				"%s = %s is refused, value kept: \"%s\"" % [property, case[1], water.get_last_error()])
 	await _free(water)
+

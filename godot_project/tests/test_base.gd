@@ -59,3 +59,23 @@ func _make_crate(at: Vector3, size: Vector3, mass: float, water: PipeWater,
 	hull.set(&"water", water)
 	crate.add_child(hull)
 	return crate
+
+
+## A PipeWater on the CPU backend over flat ground, filled to [param level], in the tree.
+func _make_water(size: Vector2i, level: float, origin: Vector3) -> PipeWater:
+	var water: PipeWater = ClassDB.instantiate(&"PipeWater")
+	water.backend = PipeWater.BACKEND_CPU
+	water.grid_size = size
+	water.cell_size = 1.0
+	water.initial_water_level = level
+	water.show_mesh = false
+	water.position = origin
+	root.add_child(water)
+	water.rebuild()
+	await process_frame
+	return water
+
+
+func _free(node: Node) -> void:
+	node.queue_free()
+	await process_frame

@@ -324,6 +324,17 @@ pub struct PipeWater {
     /// build). Read-only.
     #[var(no_set)]
     active_backend: WaterBackend,
+    /// When true (the default), parts of the grid whose water is at rest sleep, as rigid bodies
+    /// do: they are not stepped until something reaches them (a flood at their border, an edit of
+    /// water or terrain, a source, a body, new settings), so the step's cost follows the water that
+    /// moves rather than the area. The water is the same bit for bit either way; turn it off to
+    /// compare costs. `get_frame_stats()` reports `awake_tiles` and `cells_stepped`, and
+    /// `get_awake_tiles()` shows which tiles were stepped. The RenderingDevice backend steps every
+    /// tile.
+    #[export]
+    #[var(set)]
+    #[init(val = true)]
+    can_sleep: bool,
 
     /// When true, the node shows its water with an internal `MeshInstance3D` child with
     /// `water_material`: a grid mesh with a vertex on every cell centre, or for large grids
@@ -870,6 +881,15 @@ impl PipeWater {
             self.backend_changed = true;
         } else {
             self.pending.rebuild();
+        }
+    }
+
+    /// Sets `can_sleep`: takes effect at the next step.
+    #[func]
+    fn set_can_sleep(&mut self, value: bool) {
+        self.can_sleep = value;
+        if let Some(sim) = self.sim.as_mut() {
+            sim.set_sleeping(value);
         }
     }
 

@@ -6,6 +6,7 @@
 //! reaches the repository), imports it, and runs in it:
 //!
 //! - `run_tests`: the node tests (`res://tests/run_tests.gd`), headless;
+//! - `sleeping`: sleeping tiles on the CPU backend (`res://tests/test_sleeping.gd`), headless;
 //! - `demo smoke`: the demo scene for 300 frames (`res://tests/test_demo_smoke.gd`), headless;
 //! - `editor_surface`: the classes, inspector groups, hints and icons as the editor reads them
 //!   (`res://tests/test_editor_surface.gd`), headless;
@@ -198,6 +199,7 @@ fn test_version(godot: &Path, folders: &mut Vec<String>, package: &TestPackage) 
         }
     };
     report.layers.push(("run_tests", run("run_tests", headless("res://tests/run_tests.gd"), &FAILURE_MARKERS, crate::godot::PASS_LINE)));
+    report.layers.push(("sleeping", run("sleeping", headless("res://tests/test_sleeping.gd"), &FAILURE_MARKERS, crate::godot::PASS_LINE)));
     report.layers.push((
         "demo smoke",
         run("demo smoke", headless("res://tests/test_demo_smoke.gd"), &crate::demo::SMOKE_FAILURE_MARKERS, crate::demo::SMOKE_PASS_LINE),

@@ -5,7 +5,9 @@ use super::{PipeWater, WaterBackend};
 use crate::build::{self, EdgeInputs, ParamInputs, Plan, TerrainInputs};
 use crate::surface::SurfaceInputs;
 use crate::validate;
+use godot::classes::image::Format;
 use godot::classes::node::InternalMode;
+use godot::classes::Image;
 use godot::global::godot_warn;
 use godot::prelude::*;
 use pipewater_core::{Grid, Params};
@@ -106,7 +108,11 @@ impl PipeWater {
     /// it into both textures. Also `substeps`, `step` (s each), `simulated` and `dropped` (s), and
     /// `readback_bytes`: what the frame copied from the GPU to the CPU — the 48-byte header (ledger
     /// and totals) and the 2 KiB tiles queries touched, or on wgpu every cell's 32 bytes while a
-    /// material or script uses the textures; 0 on the CPU.
+    /// material or script uses the textures; 0 on the CPU. With sleeping (`can_sleep`, on
+    /// backends that have it): `tiles` (how many the grid is cut into), `awake_tiles` (stepped in
+    /// the frame's last step) and `cells_stepped` (cells stepped over the frame's substeps, at most
+    /// `substeps` × the grid's cells); on the GPU these arrive with the snapshot, a frame or two
+    /// late.
     #[func]
     fn get_frame_stats(&mut self) -> VarDictionary {
         let mut d = VarDictionary::new();
@@ -121,8 +127,28 @@ impl PipeWater {
             d.set("simulated", r.simulated as f64);
             d.set("dropped", r.dropped as f64);
             d.set("readback_bytes", sim.last_readback_bytes() as i64);
+            if let Some(sleep) = sim.sleep_report() {
+                d.set("tiles", sleep.tiles.map_or(0, |t| t.count() as i64));
+                d.set("awake_tiles", sleep.awake_tiles as i64);
+                d.set("cells_stepped", sleep.cells_stepped as i64);
+            }
         }
         d
+    }
+
+    /// Which tiles of the grid the last step stepped, for a debug view: an `Image.FORMAT_L8`
+    /// with one pixel per tile (255 stepped, 0 asleep), tile (0, 0) at the local −X −Z corner; a
+    /// tile covers `grid_size / image size` cells, rounded up. Empty where the backend has no
+    /// sleeping (RenderingDevice) or before the first build.
+    #[func]
+    fn get_awake_tiles(&mut self) -> Option<Gd<Image>> {
+        if !self.ensure_sim() {
+            return None;
+        }
+        let tiles = self.sim.as_mut()?.awake_tiles()?;
+        let [w, h] = tiles.tiles.tiles;
+        let bytes: Vec<u8> = tiles.awake.iter().map(|&a| if a { 255 } else { 0 }).collect();
+        Image::create_from_data(w as i32, h as i32, false, Format::L8, &PackedByteArray::from(bytes.as_slice()))
     }
 
     /// Makes the GPU device the water runs on lost, as a driver reset would, so that a game can
@@ -206,6 +232,9 @@ impl PipeWater {
             return;
         };
         self.sim = Some(sim);
+        if let Some(sim) = self.sim.as_mut() {
+            sim.set_sleeping(self.can_sleep);
+        }
         self.source_placements.clear();
         self.outputs.resize(grid, &mut self.errors);
         self.show_backend(rd_textures);
