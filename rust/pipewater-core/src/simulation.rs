@@ -120,6 +120,8 @@ pub struct Simulation {
     device_losses: Vec<DeviceLoss>,
     /// The detail wave layer, when it is on ([`crate::detail`]).
     detail: Option<DetailDriver>,
+    /// Whether tiles at rest may sleep ([`Simulation::set_sleeping`]).
+    sleeping: bool,
 }
 
 /// A GPU device lost under a running simulation, and where its water went: the simulation
@@ -221,6 +223,7 @@ impl Simulation {
             pending_nudges: HashMap::new(),
             device_losses: Vec::new(),
             detail: None,
+            sleeping: true,
         }
     }
 
@@ -233,6 +236,7 @@ impl Simulation {
         let counters = self.on_backend(|b| b.read_counters())?;
         let mut backend = make(&state)?;
         backend.restore(&state, counters, self.frames)?;
+        backend.set_sleeping(self.sleeping);
         if let Some(detail) = &mut self.detail {
             backend.configure_detail(Some(detail.layout()))?;
             detail.restart();
@@ -253,6 +257,32 @@ impl Simulation {
         })?;
         self.gpu_unavailable = fallback;
         Ok(())
+    }
+
+    /// Lets parts of the grid whose water is at rest sleep (`true`, the default): they are not
+    /// stepped until something reaches them, so the step's cost follows the moving water. Off
+    /// steps every cell, for comparison; the water is the same bit for bit either way
+    /// ([`crate::backend::sleep`]).
+    pub fn set_sleeping(&mut self, on: bool) {
+        self.sleeping = on;
+        self.backend.set_sleeping(on);
+    }
+
+    /// Whether tiles at rest may sleep ([`Simulation::set_sleeping`]).
+    pub fn sleeping(&self) -> bool {
+        self.sleeping
+    }
+
+    /// What sleeping did in the last frame (on a GPU as late as the snapshot); `None` where the
+    /// backend has no sleeping.
+    pub fn sleep_report(&self) -> Option<crate::backend::sleep::SleepReport> {
+        self.backend.sleep_report()
+    }
+
+    /// Which tiles the last step stepped, for debug views; `None` where the backend has no
+    /// sleeping.
+    pub fn awake_tiles(&mut self) -> Option<crate::backend::sleep::AwakeTiles> {
+        self.backend.awake_tiles()
     }
 
     /// Creates a simulation on the CPU backend.
@@ -365,6 +395,7 @@ impl Simulation {
         }
         let difference = state.total_quanta() - snapshot.total_quanta;
         self.initial_total += difference;
+        next.set_sleeping(self.sleeping);
         let retired = std::mem::replace(&mut self.backend, next);
         // The detail waves start again at rest on the new backend; one without the layer
         // turns it off rather than stopping the water.

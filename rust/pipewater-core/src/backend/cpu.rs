@@ -1,6 +1,7 @@
 //! The CPU reference backend: the step of [`crate::pipes`] written to be read, rows in parallel
 //! with rayon.
 
+use super::sleep::{constants_change, AwakeTiles, ConstantsChange, SleepReport, TileGrid};
 use super::{check_displacement, check_nudges, displacement_changes, Backend, BackendKind, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
 use crate::detail::{CpuDetail, DetailFrame, DetailLayout, DetailTexels};
 use crate::error::{Error, Result};
@@ -12,7 +13,8 @@ use crate::pipes::{
 use crate::quanta::MAX_DEPTH_QUANTA;
 use crate::state::{check_terrain, Counters, Snapshot, SpareSnapshots, State, MAX_TERRAIN_ABS};
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The CPU backend.
@@ -28,6 +30,9 @@ pub struct CpuBackend {
     pending_nudges: Vec<PipeNudge>,
     /// Unlimited fluxes after phase 1, read by phases 2 and 3.
     accelerated: Vec<[f32; 4]>,
+    /// Each owned pipe's flux before the step, from phase 0 (with advection). Kept apart from
+    /// `accelerated` so that a sleeping tile's values stay valid for its awake neighbours.
+    old_flux: Vec<[f32; 4]>,
     /// What each owned pipe keeps before the limit, from phase 1 ([`Accelerated::stored`]).
     stored: Vec<[f32; 4]>,
     /// What advection reads from each cell as the source of its pipes' water (phase 0, with
@@ -49,6 +54,100 @@ pub struct CpuBackend {
     detail: Option<CpuDetail>,
     queued_detail: Option<DetailFrame>,
     detail_texels: Option<Arc<DetailTexels>>,
+    sleeping: Sleeping,
+}
+
+/// Cells per side of the CPU backend's sleeping tiles: wider than the step's reach (five
+/// columns, three rows), and few enough that planning costs nothing beside the step (1024 tiles
+/// at 1024²).
+pub const CPU_TILE: u32 = 32;
+
+/// The CPU backend's sleeping tiles ([`super::sleep`]).
+struct Sleeping {
+    enabled: bool,
+    tiles: TileGrid,
+    /// Per tile: whether a bit of its depth or pipes changed (or it exchanged water with the
+    /// outside) in the last step, or an edit changed it since.
+    changed: Vec<AtomicBool>,
+    /// Per tile: whether a pipe of it carried flow after the last step that stepped it.
+    moving: Vec<AtomicBool>,
+    /// Constants of the last step; `None` wakes every tile at the next.
+    last: Option<StepConstants>,
+    /// Per tile: whether the current step steps it.
+    awake: Vec<bool>,
+    /// Per row of tiles: the columns of its awake tiles, as runs of cells.
+    runs: Vec<Vec<Range<usize>>>,
+    report: SleepReport,
+}
+
+impl Sleeping {
+    fn new(width: u32, height: u32, enabled: bool) -> Self {
+        let tiles = TileGrid::new(width, height, [CPU_TILE, CPU_TILE]);
+        let n = tiles.count();
+        Sleeping {
+            enabled,
+            tiles,
+            changed: (0..n).map(|_| AtomicBool::new(true)).collect(),
+            moving: (0..n).map(|_| AtomicBool::new(true)).collect(),
+            last: None,
+            awake: vec![true; n],
+            runs: Vec::new(),
+            report: SleepReport { enabled, tiles: Some(tiles), ..SleepReport::default() },
+        }
+    }
+
+    /// Marks the tile of cell index `cell` changed (an edit or forcing).
+    fn mark(&self, cell: u32) {
+        if let Some(t) = self.tiles.tile_of_cell(cell) {
+            self.changed[t].store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Wakes every tile for the next step (a new state, terrain or setting).
+    fn wake_all(&mut self) {
+        self.last = None;
+    }
+
+    /// Chooses the tiles of the next step with constants `c` and clears the changes it used.
+    fn plan(&mut self, c: &StepConstants) {
+        let change = if self.enabled { constants_change(self.last.as_ref(), c) } else { ConstantsChange::Mode };
+        let (changed, moving) = (&self.changed, &self.moving);
+        self.awake = self.tiles.awake(c, change, |t| changed[t].load(Ordering::Relaxed), |t| moving[t].load(Ordering::Relaxed));
+        for flag in &self.changed {
+            flag.store(false, Ordering::Relaxed);
+        }
+        // Phase 3 sets it again for the tiles it steps whose pipes still carry flow.
+        for (flag, _) in self.moving.iter().zip(&self.awake).filter(|(_, &awake)| awake) {
+            flag.store(false, Ordering::Relaxed);
+        }
+        self.last = Some(*c);
+        let [tw, th] = self.tiles.tiles.map(|n| n as usize);
+        let (size, width) = (CPU_TILE as usize, self.tiles.cells[0] as usize);
+        self.runs.clear();
+        for ty in 0..th {
+            let mut runs: Vec<Range<usize>> = Vec::new();
+            for tx in (0..tw).filter(|&tx| self.awake[ty * tw + tx]) {
+                let cells = tx * size..((tx + 1) * size).min(width);
+                match runs.last_mut() {
+                    Some(run) if run.end == cells.start => run.end = cells.end,
+                    _ => runs.push(cells),
+                }
+            }
+            self.runs.push(runs);
+        }
+        let awake = self.awake.iter().filter(|&&a| a).count();
+        self.report.steps += 1;
+        self.report.awake_tiles = awake as u32;
+        self.report.cells_stepped += (0..self.awake.len()).filter(|&t| self.awake[t]).map(|t| self.tiles.cells_in(t)).sum::<u64>();
+    }
+}
+
+/// The cells `run` of a row, split where the row's interior (`inner`) starts and ends: the
+/// cells before it, in it, and after it.
+#[inline]
+fn split_run(run: &Range<usize>, inner: (usize, usize)) -> [Range<usize>; 3] {
+    let (start, end) = inner;
+    [run.start..run.end.min(start), run.start.max(start)..run.end.min(end), run.start.max(end)..run.end]
 }
 
 impl CpuBackend {
@@ -62,6 +161,7 @@ impl CpuBackend {
             displaced: Vec::new(),
             pending_nudges: Vec::new(),
             accelerated: vec![[0.0; 4]; n],
+            old_flux: vec![[0.0; 4]; n],
             stored: vec![[0.0; 4]; n],
             sources: vec![Source::default(); n],
             carried: vec![[0.0; 4]; n],
@@ -74,12 +174,14 @@ impl CpuBackend {
             detail: None,
             queued_detail: None,
             detail_texels: None,
+            sleeping: Sleeping::new(state.grid.width, state.grid.height, true),
         }
     }
 
     /// A backend holding `state` with the detail layer of `self` kept on, its waves at rest.
     fn reloaded(&mut self, state: &State) -> Self {
         let mut fresh = CpuBackend::new(state);
+        fresh.sleeping = Sleeping::new(state.grid.width, state.grid.height, self.sleeping.enabled);
         fresh.detail = self.detail.take().map(|mut d| {
             d.clear();
             d
@@ -106,7 +208,8 @@ impl CpuBackend {
 
     /// Applies per-cell water changes, clamped to `0 ..= MAX_DEPTH_QUANTA`, and returns the quanta
     /// really added and removed.
-    fn apply_water(depth: &mut [i32], cells: &[CellWater]) -> (u64, u64) {
+    /// Marks the tiles of the cells it changed in `sleeping`.
+    fn apply_water(depth: &mut [i32], cells: &[CellWater], sleeping: &Sleeping) -> (u64, u64) {
         let (mut added, mut removed) = (0u64, 0u64);
         for c in cells {
             let Some(d) = depth.get_mut(c.cell as usize) else { continue };
@@ -115,6 +218,9 @@ impl CpuBackend {
                 added += (new - *d) as u64;
             } else {
                 removed += (*d - new) as u64;
+            }
+            if new != *d {
+                sleeping.mark(c.cell);
             }
             *d = new;
         }
@@ -125,6 +231,7 @@ impl CpuBackend {
     fn apply_nudges(&mut self, c: &StepConstants) {
         let w = c.width;
         for nudge in std::mem::take(&mut self.pending_nudges) {
+            self.sleeping.mark(nudge.cell);
             let i = nudge.cell as usize;
             let (x, y) = (nudge.cell % w, nudge.cell / w);
             for p in 0..4 {
@@ -144,17 +251,21 @@ impl CpuBackend {
     fn step(&mut self, c: &StepConstants, forcing: &[CellWater]) {
         let (w, h) = (c.width as usize, c.height as usize);
 
-        let (added, removed) = Self::apply_water(&mut self.state.depth, forcing);
+        let (added, removed) = Self::apply_water(&mut self.state.depth, forcing, &self.sleeping);
         self.counters.added += added;
         self.counters.removed += removed;
         let inflow = AtomicU64::new(0);
         if c.boundary.contains(&crate::pipes::BOUNDARY_INFLOW) {
+            let sleeping = &self.sleeping;
             self.state.depth.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
                 let mut entered = 0u64;
                 for (x, d) in row.iter_mut().enumerate() {
                     let q = inflow_for_cell(c, x as u32, y as u32);
                     if q > 0 {
                         let new = (*d as i64 + q as i64).min(MAX_DEPTH_QUANTA as i64) as i32;
+                        if new != *d {
+                            sleeping.mark((y * w + x) as u32);
+                        }
                         entered += (new - *d) as u64;
                         *d = new;
                     }
@@ -163,6 +274,9 @@ impl CpuBackend {
             });
         }
         self.counters.boundary_in += inflow.into_inner();
+        self.sleeping.plan(c);
+        let runs = &self.sleeping.runs;
+        let tile = CPU_TILE as usize;
 
         let State { depth, flow, .. } = &mut self.state;
         let eight = c.eight_neighbours != 0;
@@ -172,8 +286,12 @@ impl CpuBackend {
         let flow_before: &[[f32; 4]] = flow;
         let offsets = pipe_index_offsets(w);
 
+        // Each phase steps only the awake tiles' cells: the runs of each row. What a phase reads
+        // of a sleeping tile is what it computed there when it last ran, which is what it would
+        // compute now (the tile and its neighbours have not changed since: `super::sleep`).
+
         // Phase 0 (advection): the depth that carries each owned pipe this step, its flux before
-        // the step (held in `accelerated` until phase 1 replaces it), and from those the
+        // the step, and from those the
         // discharge at every cell's centre, split once per cell into what advection reads from
         // the cell as the source of a pipe's water ([`Source`]). Pipes that lead off the grid
         // (or diagonals in four-neighbour mode) carry nothing. Without advection phase 1 finds
@@ -182,40 +300,46 @@ impl CpuBackend {
         // Only open, inflow and fixed-level edges move water across the grid's edge.
         let exchange = c.has_edge_exchange();
         if advects {
-            self.carried.par_chunks_mut(w).zip(self.accelerated.par_chunks_mut(w)).enumerate().for_each(|(y, (carried_row, flux_row))| {
+            self.carried.par_chunks_mut(w).zip(self.old_flux.par_chunks_mut(w)).enumerate().for_each(|(y, (carried_row, flux_row))| {
                 let c = &advecting(c);
                 // Cells with a neighbour on every side but above own all their pipes.
-                let (inner_start, inner_end) = if y + 1 < h && w > 2 { (1, w - 1) } else { (w, w) };
+                let inner = if y + 1 < h && w > 2 { (1, w - 1) } else { (w, w) };
                 let fields = StepFields { terrain, depth: depth_before, flow: flow_before, carried: &[], sources: &[], offsets, w, h, eight };
-                for x in 0..inner_start {
-                    (carried_row[x], flux_row[x]) = fields.carried_and_flux::<false>(c, x, y);
-                }
-                for x in inner_start..inner_end {
-                    (carried_row[x], flux_row[x]) = fields.carried_and_flux::<true>(c, x, y);
-                }
-                for x in inner_end..w {
-                    (carried_row[x], flux_row[x]) = fields.carried_and_flux::<false>(c, x, y);
+                for run in &runs[y / tile] {
+                    let [before, interior, after] = split_run(run, inner);
+                    for x in before {
+                        (carried_row[x], flux_row[x]) = fields.carried_and_flux::<false>(c, x, y);
+                    }
+                    for x in interior {
+                        (carried_row[x], flux_row[x]) = fields.carried_and_flux::<true>(c, x, y);
+                    }
+                    for x in after {
+                        (carried_row[x], flux_row[x]) = fields.carried_and_flux::<false>(c, x, y);
+                    }
                 }
             });
-            let old_flux = &self.accelerated;
+            let old_flux = &self.old_flux;
             self.sources.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
                 // Local copies, which the compiler keeps in registers across the loop's stores.
                 let (c, w, old_flux) = (&advecting(c), w, old_flux);
                 let source = |leaving: [f32; 8]| Source::new(c, w, discharge(c.cell_size, &leaving));
                 // Cells with a neighbour on every side but below.
-                let (inner_start, inner_end) = if y >= 1 && w > 2 { (1, w - 1) } else { (w, w) };
-                for x in 0..inner_start {
-                    row[x] = source(leaving_fluxes(old_flux, w, x, y, y * w + x));
-                }
-                if inner_start < inner_end {
-                    // Rows y − 1 and y as slices of w cells: the reads below are within them.
-                    let (above, here) = old_flux[(y - 1) * w..(y + 1) * w].split_at(w);
-                    for x in inner_start..inner_end {
-                        row[x] = source(interior_leaving_fluxes(above, here, x));
+                let inner = if y >= 1 && w > 2 { (1, w - 1) } else { (w, w) };
+                for run in &runs[y / tile] {
+                    let [before, interior, after] = split_run(run, inner);
+                    for x in before {
+                        row[x] = source(leaving_fluxes(old_flux, w, x, y, y * w + x));
                     }
-                }
-                for x in inner_end..w {
-                    row[x] = source(leaving_fluxes(old_flux, w, x, y, y * w + x));
+                    if !interior.is_empty() {
+                        // Rows y − 1 and y as slices of w cells: the reads below are within them.
+                        let (above, here) = old_flux[(y - 1) * w..(y + 1) * w].split_at(w);
+                        for x in interior {
+                            row[x] = source(interior_leaving_fluxes(above, here, x));
+                        }
+                    }
+                    for x in after {
+                        row[x] = source(leaving_fluxes(old_flux, w, x, y, y * w + x));
+                    }
                 }
             });
         }
@@ -231,73 +355,104 @@ impl CpuBackend {
             rows.for_each(|(y, (flux_row, stored_row))| {
                 // A local copy, which the compiler keeps in registers across the loop's stores.
                 let fields = fields;
-                fields.row::<true>(&advecting(c), y, flux_row, stored_row);
+                for run in &runs[y / tile] {
+                    fields.run::<true>(&advecting(c), y, run, flux_row, stored_row);
+                }
             });
         } else {
             rows.for_each(|(y, (flux_row, stored_row))| {
                 let fields = fields;
-                fields.row::<false>(&not_advecting(c), y, flux_row, stored_row);
+                for run in &runs[y / tile] {
+                    fields.run::<false>(&not_advecting(c), y, run, flux_row, stored_row);
+                }
             });
         }
 
         // Phase 2: the limit factors of each cell from everything that wants to leave or enter it.
         let accelerated = &self.accelerated;
         self.limits.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
-            for (x, limits) in row.iter_mut().enumerate() {
-                let i = y * w + x;
-                let leaving = leaving_fluxes(accelerated, w, x, y, i);
-                let edge = if exchange { edge_outflow(c, x as u32, y as u32, terrain[i], depth_before[i]) } else { 0.0 };
-                *limits = cell_limits(c.flux_to_quanta, depth_before[i], &leaving, edge);
+            for run in &runs[y / tile] {
+                for x in run.clone() {
+                    let i = y * w + x;
+                    let leaving = leaving_fluxes(accelerated, w, x, y, i);
+                    let edge = if exchange { edge_outflow(c, x as u32, y as u32, terrain[i], depth_before[i]) } else { 0.0 };
+                    row[x] = cell_limits(c.flux_to_quanta, depth_before[i], &leaving, edge);
+                }
             }
         });
 
         // Phase 3: move whole quanta; both ends of a pipe compute the same integer from the same
-        // flux and limit factors. Owned pipes keep their limited flow.
+        // flux and limit factors. Owned pipes keep their limited flow. Each tile notes whether a
+        // bit of it changed and whether its pipes still carry flow, for the next step's plan.
         let limits = &self.limits;
         let stored = &self.stored;
         let outflow = AtomicU64::new(0);
         let level_inflow = AtomicU64::new(0);
+        let sleeping = &self.sleeping;
+        let tiles_per_row = sleeping.tiles.tiles[0] as usize;
         depth.par_chunks_mut(w).zip(flow.par_chunks_mut(w)).enumerate().for_each(|(y, (depth_row, flow_row))| {
             let (mut left, mut entered) = (0u64, 0u64);
-            for x in 0..w {
-                let i = y * w + x;
-                let mut net: i64 = 0;
-                let mut kept = [0.0f32; 4];
-                for p in 0..4 {
-                    // Owned pipe p, from i to i + offset: zero when it does not exist.
-                    let f = accelerated[i][p];
-                    if f != 0.0 {
-                        let j = (i as isize + offsets[p]) as usize;
-                        let k = transfer_limit(f, limits[i], limits[j]);
-                        net -= pipe_quanta(c.flux_to_quanta, f, k) as i64;
-                        kept[p] = kept_flow(stored[i][p], k);
-                    }
-                    // The same pipe owned by the cell at i − offset, pointing here.
-                    if let Some(owner) = pipe_owner_towards(w, h, x, y, p) {
-                        let f = accelerated[owner][p];
-                        if f != 0.0 {
-                            let k = transfer_limit(f, limits[owner], limits[i]);
-                            net += pipe_quanta(c.flux_to_quanta, f, k) as i64;
+            let first_tile = (y / tile) * tiles_per_row;
+            for run in &runs[y / tile] {
+                let mut start = run.start;
+                while start < run.end {
+                    // The run's cells in one tile.
+                    let end = ((start / tile + 1) * tile).min(run.end);
+                    let (mut changed, mut moving) = (false, false);
+                    for x in start..end {
+                        let i = y * w + x;
+                        let mut net: i64 = 0;
+                        let mut kept = [0.0f32; 4];
+                        for p in 0..4 {
+                            // Owned pipe p, from i to i + offset: zero when it does not exist.
+                            let f = accelerated[i][p];
+                            if f != 0.0 {
+                                let j = (i as isize + offsets[p]) as usize;
+                                let k = transfer_limit(f, limits[i], limits[j]);
+                                net -= pipe_quanta(c.flux_to_quanta, f, k) as i64;
+                                kept[p] = kept_flow(stored[i][p], k);
+                            }
+                            // The same pipe owned by the cell at i − offset, pointing here.
+                            if let Some(owner) = pipe_owner_towards(w, h, x, y, p) {
+                                let f = accelerated[owner][p];
+                                if f != 0.0 {
+                                    let k = transfer_limit(f, limits[owner], limits[i]);
+                                    net += pipe_quanta(c.flux_to_quanta, f, k) as i64;
+                                }
+                            }
                         }
+                        let (bed, d) = (terrain[i], depth_row[x]);
+                        let mut exchanged = false;
+                        if exchange {
+                            let edge = edge_outflow(c, x as u32, y as u32, bed, d);
+                            if edge > 0.0 {
+                                let gone = pipe_quanta(c.flux_to_quanta, edge, limits[i].outflow) as i64;
+                                net -= gone;
+                                left += gone as u64;
+                                exchanged |= gone != 0;
+                            }
+                        }
+                        let new = d as i64 + net;
+                        debug_assert!((0..=MAX_DEPTH_QUANTA as i64).contains(&new), "cell {x},{y} left its range: {new}");
+                        // Water from a fixed level beyond the edge, up to the deepest a cell holds.
+                        let came = if exchange { level_edge_inflow_quanta(c, x as u32, y as u32, bed, d) as i64 } else { 0 };
+                        let new_with_inflow = (new + came).min(MAX_DEPTH_QUANTA as i64);
+                        entered += (new_with_inflow - new) as u64;
+                        exchanged |= came != 0;
+                        changed |= exchanged || new_with_inflow != d as i64 || kept.map(f32::to_bits) != flow_row[x].map(f32::to_bits);
+                        moving |= kept != [0.0; 4];
+                        depth_row[x] = new_with_inflow as i32;
+                        flow_row[x] = kept;
                     }
-                }
-                let (bed, d) = (terrain[i], depth_row[x]);
-                if exchange {
-                    let edge = edge_outflow(c, x as u32, y as u32, bed, d);
-                    if edge > 0.0 {
-                        let gone = pipe_quanta(c.flux_to_quanta, edge, limits[i].outflow) as i64;
-                        net -= gone;
-                        left += gone as u64;
+                    let t = first_tile + start / tile;
+                    if changed {
+                        sleeping.changed[t].store(true, Ordering::Relaxed);
                     }
+                    if moving {
+                        sleeping.moving[t].store(true, Ordering::Relaxed);
+                    }
+                    start = end;
                 }
-                let new = d as i64 + net;
-                debug_assert!((0..=MAX_DEPTH_QUANTA as i64).contains(&new), "cell {x},{y} left its range: {new}");
-                // Water from a fixed level beyond the edge, up to the deepest a cell holds.
-                let came = if exchange { level_edge_inflow_quanta(c, x as u32, y as u32, bed, d) as i64 } else { 0 };
-                let new_with_inflow = (new + came).min(MAX_DEPTH_QUANTA as i64);
-                entered += (new_with_inflow - new) as u64;
-                depth_row[x] = new_with_inflow as i32;
-                flow_row[x] = kept;
             }
             outflow.fetch_add(left, Ordering::Relaxed);
             level_inflow.fetch_add(entered, Ordering::Relaxed);
@@ -376,21 +531,22 @@ impl StepFields<'_> {
         (carried, flux)
     }
 
-    /// Phase 1 for row `y`: the flux of every owned pipe this step and what it keeps before the
-    /// limit. `ADVECTS` is whether `c` advects.
+    /// Phase 1 for the cells `run` of row `y`: the flux of every owned pipe this step and what
+    /// it keeps before the limit. `ADVECTS` is whether `c` advects.
     #[inline(always)]
-    fn row<const ADVECTS: bool>(&self, c: &StepConstants, y: usize, flux_row: &mut [[f32; 4]], stored_row: &mut [[f32; 4]]) {
+    fn run<const ADVECTS: bool>(&self, c: &StepConstants, y: usize, run: &Range<usize>, flux_row: &mut [[f32; 4]], stored_row: &mut [[f32; 4]]) {
         let w = self.w;
         // Two cells or more from every edge, every pipe exists, has its inner class, and every
         // pipe advection reads upstream lies on the grid.
-        let (inner_start, inner_end) = if y >= 2 && y + 2 < self.h && w > 4 { (2, w - 2) } else { (w, w) };
-        for x in 0..inner_start {
+        let inner = if y >= 2 && y + 2 < self.h && w > 4 { (2, w - 2) } else { (w, w) };
+        let [before, interior, after] = split_run(run, inner);
+        for x in before {
             (flux_row[x], stored_row[x]) = self.cell::<ADVECTS, false>(c, x, y);
         }
-        for x in inner_start..inner_end {
+        for x in interior {
             (flux_row[x], stored_row[x]) = self.cell::<ADVECTS, true>(c, x, y);
         }
-        for x in inner_end..w {
+        for x in after {
             (flux_row[x], stored_row[x]) = self.cell::<ADVECTS, false>(c, x, y);
         }
     }
@@ -642,7 +798,7 @@ impl Backend for CpuBackend {
     }
 
     fn edit_water(&mut self, cells: &[CellWater]) -> Result<EditOutcome> {
-        let (added, removed) = Self::apply_water(&mut self.state.depth, cells);
+        let (added, removed) = Self::apply_water(&mut self.state.depth, cells, &self.sleeping);
         self.counters.added += added;
         self.counters.removed += removed;
         self.invalidate_snapshot();
@@ -655,6 +811,7 @@ impl Backend for CpuBackend {
             if let Some(b) = self.state.terrain.get_mut(i) {
                 *b = (*b + c.delta).clamp(-MAX_TERRAIN_ABS, MAX_TERRAIN_ABS);
                 self.step_terrain[i] = *b + self.displacement[i];
+                self.sleeping.mark(c.cell);
             }
         }
         self.invalidate_snapshot();
@@ -667,6 +824,7 @@ impl Backend for CpuBackend {
         for ((step, &bed), &head) in self.step_terrain.iter_mut().zip(terrain).zip(&self.displacement) {
             *step = bed + head;
         }
+        self.sleeping.wake_all();
         self.invalidate_snapshot();
         Ok(())
     }
@@ -678,6 +836,7 @@ impl Backend for CpuBackend {
             let i = change.cell as usize;
             self.displacement[i] = change.head;
             self.step_terrain[i] = self.state.terrain[i] + change.head;
+            self.sleeping.mark(change.cell);
         }
         Ok(())
     }
@@ -694,6 +853,8 @@ impl Backend for CpuBackend {
             return Err(Error::invalid("plan grid", format!("{}x{}", plan.constants.width, plan.constants.height), format!("{}x{}", g.width, g.height)));
         }
         self.apply_nudges(&plan.constants);
+        self.sleeping.report.steps = 0;
+        self.sleeping.report.cells_stepped = 0;
         for _ in 0..plan.substeps {
             self.step(&plan.constants, plan.forcing);
         }
@@ -717,6 +878,22 @@ impl Backend for CpuBackend {
 
     fn read_counters(&mut self) -> Result<Counters> {
         Ok(self.counters)
+    }
+
+    fn set_sleeping(&mut self, on: bool) {
+        if on != self.sleeping.enabled {
+            self.sleeping.enabled = on;
+            self.sleeping.report.enabled = on;
+            self.sleeping.wake_all();
+        }
+    }
+
+    fn sleep_report(&self) -> Option<SleepReport> {
+        Some(self.sleeping.report)
+    }
+
+    fn awake_tiles(&mut self) -> Option<AwakeTiles> {
+        Some(AwakeTiles { tiles: self.sleeping.tiles, awake: self.sleeping.awake.clone() })
     }
 
     fn configure_detail(&mut self, layout: Option<DetailLayout>) -> Result<()> {

@@ -7,6 +7,7 @@ pub mod gpu;
 pub mod limits;
 pub mod pending;
 pub mod readback;
+pub mod sleep;
 pub mod step_kernel;
 
 use crate::detail::{DetailFrame, DetailLayout, DetailTexels};
@@ -222,6 +223,22 @@ pub trait Backend: Send {
     /// False where there is no device to lose (the CPU).
     fn simulate_device_loss(&mut self) -> bool {
         false
+    }
+
+    // ---- Sleeping tiles ([`sleep`]): water at rest is not stepped. ----
+
+    /// Lets tiles at rest sleep (`true`, the default on backends that have sleeping) or steps
+    /// every cell (`false`, for comparison). Both give the same water bit for bit.
+    fn set_sleeping(&mut self, _on: bool) {}
+    /// What sleeping did in the last frame; `None` on backends without sleeping. On a GPU it
+    /// arrives with the snapshot, as late as the snapshot.
+    fn sleep_report(&self) -> Option<sleep::SleepReport> {
+        None
+    }
+    /// Which tiles the last step stepped (on a GPU, as of the newest snapshot), for debug views;
+    /// `None` on backends without sleeping.
+    fn awake_tiles(&mut self) -> Option<sleep::AwakeTiles> {
+        None
     }
 
     // ---- Detail waves ([`crate::detail`]): a layer of its own, run after the frame's steps. ----
