@@ -24,7 +24,9 @@
 // pass resets (the last step's dispatch, which read it, has finished).
 @group(0) @binding(5) var<storage, read_write> awake_list: array<atomic<u32>>;
 @group(0) @binding(6) var<storage, read_write> next_awake_list: array<atomic<u32>>;
-// Cells stepped over the frame, as low and high words (the host clears them before a frame).
+// The frame's sleeping report, read back behind the snapshot: cells stepped over the frame (low
+// and high words), the awake tiles of its last step, a spare word. The host clears it before a
+// frame with steps.
 @group(0) @binding(7) var<storage, read_write> sleep_stats: array<atomic<u32>, 4>;
 
 const TILES_WORKGROUP: u32 = 64u;
@@ -102,4 +104,11 @@ fn plan_frame_start(@builtin(global_invocation_id) id: vec3<u32>) {
 @compute @workgroup_size(TILES_WORKGROUP)
 fn plan_next_step(@builtin(global_invocation_id) id: vec3<u32>) {
     plan(id.x, false);
+}
+
+// After a frame's last step, with the bindings of that step's plan: its awake tiles into the
+// report.
+@compute @workgroup_size(1)
+fn report_awake_tiles() {
+    atomicStore(&sleep_stats[2], atomicLoad(&awake_list[0]));
 }

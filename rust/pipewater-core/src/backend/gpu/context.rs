@@ -45,6 +45,8 @@ pub struct GpuContext {
     pub plan_frame_start: wgpu::ComputePipeline,
     /// The plan of a frame's later steps.
     pub plan_next_step: wgpu::ComputePipeline,
+    /// The awake tiles of a frame's last step into its sleeping report.
+    pub report_awake_tiles: wgpu::ComputePipeline,
     /// Bind group layout of the edit passes.
     pub edit_layout: wgpu::BindGroupLayout,
     /// Water edits, sources and drains.
@@ -306,6 +308,7 @@ impl GpuContext {
         let nudge_pipes = pipeline("nudge_pipes", &bodies_layout, &bodies_module, "nudge_pipes", &[]);
         let plan_frame_start = pipeline("plan_frame_start", &tiles_layout, &tiles_module, "plan_frame_start", &[]);
         let plan_next_step = pipeline("plan_next_step", &tiles_layout, &tiles_module, "plan_next_step", &[]);
+        let report_awake_tiles = pipeline("report_awake_tiles", &tiles_layout, &tiles_module, "report_awake_tiles", &[]);
         let texels = pipeline("texels", &snapshot_layout, &snapshot_module, "texels", &[]);
         // `gather` reads the snapshot's group 0 and its tiles in group 2; group 1 (the storage
         // textures of `images`) is the RenderingDevice backend's only.
@@ -335,6 +338,7 @@ impl GpuContext {
             tiles_layout,
             plan_frame_start,
             plan_next_step,
+            report_awake_tiles,
             edit_layout,
             apply_water,
             apply_terrain,

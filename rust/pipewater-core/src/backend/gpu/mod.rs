@@ -38,7 +38,7 @@ pub mod shaders;
 
 pub use context::{GpuContext, EDIT_WORKGROUP, SNAPSHOT_WORKGROUP, TILES_WORKGROUP};
 
-use super::sleep::{constants_change, AwakeTiles, ConstantsChange, SleepReport, TileGrid};
+use super::sleep::{AwakeTiles, DeviceSleep, SleepReport, TileParams, AWAKE_LIST_HEADER, EMPTY_AWAKE_LIST};
 use super::step_kernel::{ColumnKernel, StepMode};
 use super::pending::{list_bytes, list_header_bytes, EditBatch, EditCounts, EditPass, PendingEdits};
 use super::readback::{Coverage, Read, Readbacks, TileRequests, HEADER_BYTES, MAX_TILES_PER_READ};
@@ -79,80 +79,24 @@ pub const GPU_SNAPSHOT_LATENCY: u32 = MAX_FRAMES_IN_FLIGHT as u32;
 /// takes this long on one frame has been reset by its driver long before.
 pub const DEVICE_WAIT_LIMIT: Duration = Duration::from_secs(60);
 
-/// Bytes a snapshot read carries behind the snapshot's own: the sleeping report of the frame
-/// (cells stepped as low and high words, the awake tiles of its last step, one spare word).
+/// Bytes a snapshot read carries behind the snapshot's own: the frame's sleeping report.
 /// [`Backend::last_readback_bytes`] counts them.
-pub const SLEEP_REPORT_BYTES: usize = 16;
+pub const SLEEP_REPORT_BYTES: usize = super::sleep::SLEEP_REPORT_BYTES;
 
-/// `TileParams` of `common.wgsl`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct TileParams {
-    /// Tiles along x (strips) and y (bands).
-    pub tiles: [u32; 2],
-    /// Cells of a tile along x and y.
-    pub size: [u32; 2],
-    /// 1 when tiles may sleep.
-    pub sleeping: u32,
-    /// [`ConstantsChange`] before the frame's first step: 0 none, 1 step length, 2 mode.
-    pub change: u32,
-    /// Padding to the uniform's 32 bytes.
-    pub padding: [u32; 2],
-}
-
-impl TileParams {
-    /// The parameters of `tiles` for a frame whose first step follows a change `change`.
-    pub fn new(tiles: &TileGrid, sleeping: bool, change: ConstantsChange) -> Self {
-        let change = match change {
-            ConstantsChange::None => 0,
-            ConstantsChange::StepLength => 1,
-            ConstantsChange::Mode => 2,
-        };
-        TileParams { tiles: tiles.tiles, size: tiles.size, sleeping: sleeping as u32, change, padding: [0; 2] }
-    }
-}
-
-/// Host marks of a tile in `tile_wakes` (`tiles.wgsl`): wake it for every step of the frame
-/// (a source or drain in it), or for the frame's first step (an edit, a body, terrain).
-pub const WAKE_EVERY_STEP: u32 = 1;
-/// See [`WAKE_EVERY_STEP`].
-pub const WAKE_FIRST_STEP: u32 = 2;
-/// `TILE_AWAKE` of a tile's flags word (`common.wgsl`).
-pub const TILE_AWAKE: u32 = 4;
-/// Words in front of the tiles of an awake list: the indirect dispatch's arguments and a spare.
-pub const AWAKE_LIST_HEADER: usize = 4;
-
-/// The wgpu backend's sleeping tiles: buffers, bind groups and the host's side of the plan.
+/// The wgpu backend's sleeping tiles: the host's side ([`DeviceSleep`]) and the device's buffers.
 struct Sleeping {
-    /// Whether tiles may sleep ([`Backend::set_sleeping`]).
-    enabled: bool,
-    tiles: TileGrid,
-    /// Whether the tiles hold the step's reach ([`ColumnKernel::tiles_hold_the_step`]); if not,
-    /// every tile steps.
-    exact: bool,
+    host: DeviceSleep,
     params: wgpu::Buffer,
     /// Flags per tile (`TILE_*` of common.wgsl), written by the step from copy k.
     flags: [wgpu::Buffer; 2],
     /// Awake lists, the step from copy k's dispatch arguments.
     lists: [wgpu::Buffer; 2],
-    /// Host marks per tile as uploaded, and as they will be for the next frame with steps.
+    /// Host marks per tile.
     wakes: wgpu::Buffer,
-    uploaded: Vec<u32>,
-    marks: Vec<u32>,
-    /// Cells stepped over the frame (two words), cleared before each frame with steps.
+    /// The frame's report (`sleep_stats` of tiles.wgsl), cleared before each frame with steps.
     stats: wgpu::Buffer,
     /// The plan before the step from copy k.
     plan_groups: [wgpu::BindGroup; 2],
-    /// Constants of the last step; `None` wakes every tile at the next.
-    last: Option<StepConstants>,
-    /// Whether a step has run since the fields were uploaded (before it every tile counts as
-    /// awake).
-    stepped: bool,
-    /// Steps of the last frame with steps.
-    frame_steps: u32,
-    /// The newest report read back, and the frame it describes.
-    report: SleepReport,
-    report_frame: u64,
 }
 
 impl Sleeping {
@@ -165,6 +109,7 @@ impl Sleeping {
         let params = buffer("tile params", std::mem::size_of::<TileParams>(), U::UNIFORM | U::COPY_DST);
         let flags = [0, 1].map(|k| buffer(&format!("tile flags {k}"), 4 * n, U::STORAGE | U::COPY_SRC));
         let lists = [0, 1].map(|k| buffer(&format!("awake tiles {k}"), 4 * (AWAKE_LIST_HEADER + n), U::STORAGE | U::INDIRECT | U::COPY_SRC | U::COPY_DST));
+        // Created zeroed: no marks.
         let wakes = buffer("tile wakes", 4 * n, U::STORAGE | U::COPY_DST);
         let stats = buffer("sleep stats", 16, U::STORAGE | U::COPY_SRC | U::COPY_DST);
         let group = |k: usize| {
@@ -173,78 +118,28 @@ impl Sleeping {
             device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some("tiles"), layout: &ctx.tiles_layout, entries: &entries })
         };
         let plan_groups = [group(0), group(1)];
-        let sleeping = Sleeping {
-            enabled: true,
-            exact: ColumnKernel::tiles_hold_the_step(&tiles),
-            tiles,
-            params,
-            flags,
-            lists,
-            wakes,
-            uploaded: vec![0; n],
-            marks: vec![0; n],
-            stats,
-            plan_groups,
-            last: None,
-            stepped: false,
-            frame_steps: 0,
-            report: SleepReport { enabled: true, tiles: Some(tiles), ..SleepReport::default() },
-            report_frame: 0,
-        };
+        let host = DeviceSleep::new(tiles, ColumnKernel::tiles_hold_the_step(&tiles));
+        let sleeping = Sleeping { host, params, flags, lists, wakes, stats, plan_groups };
         sleeping.reset_lists(ctx);
-        ctx.queue.write_buffer(&sleeping.wakes, 0, bytemuck::cast_slice(&sleeping.uploaded));
         sleeping
     }
 
-    /// Empties both awake lists (the plans keep them so only while steps alternate between the
-    /// copies, which a new state breaks) and sets their dispatches' y and z.
+    /// Empties both awake lists (each plan empties the next step's, which holds only while steps
+    /// alternate between the copies: a new state breaks that) and sets their dispatches' y and z.
     fn reset_lists(&self, ctx: &GpuContext) {
         for list in &self.lists {
-            ctx.queue.write_buffer(list, 0, bytemuck::cast_slice(&[0u32, 1, 1, 0]));
+            ctx.queue.write_buffer(list, 0, bytemuck::cast_slice(&EMPTY_AWAKE_LIST));
         }
     }
 
-    /// Every tile steps at the next step (a new state or terrain, or sleeping turned on or off).
-    fn wake_all(&mut self) {
-        self.last = None;
-    }
-
-    /// Marks the tile of `cell` for the next frame's first step.
-    fn mark(&mut self, cell: u32, bits: u32) {
-        if let Some(t) = self.tiles.tile_of_cell(cell) {
-            self.marks[t] |= bits;
+    /// Before a frame of steps: the parameters and, when they changed, the marks on the device.
+    fn start_frame(&mut self, ctx: &GpuContext, c: &StepConstants, substeps: u32, forcing: &[CellWater]) {
+        if let Some((params, marks)) = self.host.start_frame(c, substeps, forcing) {
+            ctx.queue.write_buffer(&self.params, 0, bytemuck::bytes_of(&params));
+            if let Some(marks) = marks {
+                ctx.queue.write_buffer(&self.wakes, 0, bytemuck::cast_slice(marks));
+            }
         }
-    }
-
-    /// Before a frame of steps with constants `c` and `forcing`: the parameters and the marks on
-    /// the device (the marks only when they differ from those there).
-    fn prepare_frame(&mut self, ctx: &GpuContext, c: &StepConstants, forcing: &[CellWater]) {
-        for f in forcing.iter().filter(|f| f.quanta != 0) {
-            self.mark(f.cell, WAKE_EVERY_STEP);
-        }
-        let change = if self.enabled { constants_change(self.last.as_ref(), c) } else { ConstantsChange::Mode };
-        self.last = Some(*c);
-        let params = TileParams::new(&self.tiles, self.enabled && self.exact, change);
-        ctx.queue.write_buffer(&self.params, 0, bytemuck::bytes_of(&params));
-        if self.marks != self.uploaded {
-            ctx.queue.write_buffer(&self.wakes, 0, bytemuck::cast_slice(&self.marks));
-            std::mem::swap(&mut self.marks, &mut self.uploaded);
-        }
-        self.marks.fill(0);
-        self.stepped = true;
-    }
-
-    /// Applies the report behind a read of `frame` (`trailer`: [`SLEEP_REPORT_BYTES`]) of a
-    /// frame of `steps` steps, if newer than the one held.
-    fn accept(&mut self, frame: u64, steps: u32, trailer: &[u8]) {
-        if trailer.len() < 12 || frame < self.report_frame {
-            return;
-        }
-        let word = |k: usize| u32::from_le_bytes(trailer[4 * k..4 * k + 4].try_into().expect("4 bytes"));
-        self.report_frame = frame;
-        self.report.steps = steps;
-        self.report.cells_stepped = word(0) as u64 | (word(1) as u64) << 32;
-        self.report.awake_tiles = word(2);
     }
 }
 
@@ -563,7 +458,7 @@ impl GpuBackend {
             let (Some(read), Some(buffer)) = (slot.read.take(), slot.buffer.as_ref()) else { continue };
             match buffer.get_mapped_range(..(read.bytes(n) + SLEEP_REPORT_BYTES) as u64) {
                 Ok(view) => {
-                    self.sleeping.accept(read.frame, slot.steps, &view[read.bytes(n)..]);
+                    self.sleeping.host.accept(read.frame, slot.steps, &view[read.bytes(n)..]);
                     views.push((read, view))
                 }
                 Err(e) => {
@@ -650,11 +545,9 @@ impl GpuBackend {
                 encoder.copy_buffer_to_buffer(&self.gathered, 0, staging, 0, TileRequests::readback_bytes(tiles.len()) as u64);
             }
         }
-        // The sleeping report: cells stepped over the frame, and the awake tiles of the last
-        // step (the count of the list its dispatch read, from copy 1 − current).
+        // The sleeping report behind it.
         let behind = read.bytes(self.grid.cell_count()) as u64;
-        encoder.copy_buffer_to_buffer(&self.sleeping.stats, 0, staging, behind, 8);
-        encoder.copy_buffer_to_buffer(&self.sleeping.lists[1 - self.current], 0, staging, behind + 8, 4);
+        encoder.copy_buffer_to_buffer(&self.sleeping.stats, 0, staging, behind, SLEEP_REPORT_BYTES as u64);
     }
 
     /// Maps staging buffer `k` once submission `submitted` (which fills it with `read`) is done.
@@ -663,7 +556,7 @@ impl GpuBackend {
         let slot = &mut self.slots[k];
         slot.read = Some(read);
         slot.submitted = submitted;
-        slot.steps = self.sleeping.frame_steps;
+        slot.steps = self.sleeping.host.frame_steps();
         slot.state.store(SLOT_PENDING, Ordering::Release);
         let flag = slot.state.clone();
         let buffer = slot.buffer.as_ref().expect("sized by free_slot");
@@ -716,10 +609,8 @@ impl GpuBackend {
         q.write_buffer(&self.flux[0], 0, bytemuck::cast_slice(&state.flow));
         q.write_buffer(&self.counters, 0, bytemuck::cast_slice(&counters.to_device_words()));
         self.frames = frames;
-        self.sleeping.wake_all();
+        self.sleeping.host.loaded(frames);
         self.sleeping.reset_lists(&self.ctx);
-        self.sleeping.stepped = false;
-        self.sleeping.report_frame = frames;
         // Reads in flight show the old state: they are discarded when they arrive, and the first
         // snapshot comes from the state itself, so queries work before any readback.
         self.reads.load(state, counters, frames);
@@ -735,10 +626,7 @@ impl GpuBackend {
     fn upload_edits(&mut self, batch: EditBatch, forcing: &[CellWater]) -> EditCounts {
         let ctx = self.ctx.clone();
         // Every cell an edit touches wakes its tile for the next step.
-        let touched = batch.water.iter().map(|e| e.cell).chain(batch.terrain.iter().map(|e| e.cell));
-        for cell in touched.chain(batch.displacement.iter().map(|e| e.cell)).chain(batch.nudges.iter().map(|e| e.cell)) {
-            self.sleeping.mark(cell, WAKE_FIRST_STEP);
-        }
+        self.sleeping.host.mark_edits(&batch);
         let mut grown = self.edit_groups.is_none();
         let mut terrain_grown = false;
         if !batch.water.is_empty() {
@@ -892,7 +780,7 @@ impl Backend for GpuBackend {
 
     fn load(&mut self, state: &State) -> Result<()> {
         if state.grid != self.grid {
-            let sleeping = self.sleeping.enabled;
+            let sleeping = self.sleeping.host.enabled();
             *self = GpuBackend::new(state)?;
             self.set_sleeping(sleeping);
             return Ok(());
@@ -920,7 +808,7 @@ impl Backend for GpuBackend {
     fn set_terrain(&mut self, terrain: &[f32]) -> Result<()> {
         check_terrain(&self.grid, terrain)?;
         self.edits.new_terrain();
-        self.sleeping.wake_all();
+        self.sleeping.host.wake_all();
         self.ctx.queue.write_buffer(&self.terrain, 0, bytemuck::cast_slice(terrain));
         self.ctx.queue.write_buffer(&self.step_terrain, 0, bytemuck::cast_slice(terrain));
         Ok(())
@@ -970,17 +858,16 @@ impl Backend for GpuBackend {
         if let Some(read) = &read {
             self.prepare_read(&mut encoder, read);
         }
+        self.sleeping.start_frame(&self.ctx, &plan.constants, plan.substeps, forcing_list);
         if plan.substeps > 0 {
-            self.sleeping.prepare_frame(&self.ctx, &plan.constants, forcing_list);
+            encoder.clear_buffer(&self.sleeping.stats, 0, None);
         }
-        self.sleeping.frame_steps = plan.substeps;
-        encoder.clear_buffer(&self.sleeping.stats, 0, None);
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("frame"), timestamp_writes: None });
             self.record_edits(&mut pass, edits);
             let forcing_groups = self.edit_groups_for(forcing);
             let step = self.ctx.step_pipeline(StepMode::of(&plan.constants));
-            let plan_groups = (self.sleeping.tiles.count() as u32).div_ceil(TILES_WORKGROUP);
+            let plan_groups = (self.sleeping.host.tiles().count() as u32).div_ceil(TILES_WORKGROUP);
             for substep in 0..plan.substeps {
                 let k = self.current;
                 if forcing > 0 {
@@ -996,6 +883,11 @@ impl Backend for GpuBackend {
                 pass.set_bind_group(0, &self.step_groups[k], &[]);
                 pass.dispatch_workgroups_indirect(&self.sleeping.lists[k], 0);
                 self.current = 1 - k;
+            }
+            if plan.substeps > 0 {
+                pass.set_pipeline(&self.ctx.report_awake_tiles);
+                pass.set_bind_group(0, &self.sleeping.plan_groups[1 - self.current], &[]);
+                pass.dispatch_workgroups(1, 1, 1);
             }
             if let Some(read) = &read {
                 self.record_snapshot(&mut pass, read);
@@ -1066,27 +958,21 @@ impl Backend for GpuBackend {
     }
 
     fn set_sleeping(&mut self, on: bool) {
-        if on != self.sleeping.enabled {
-            self.sleeping.enabled = on;
-            self.sleeping.report.enabled = on;
-            self.sleeping.wake_all();
-        }
+        self.sleeping.host.set_enabled(on);
     }
 
     fn sleep_report(&self) -> Option<SleepReport> {
-        Some(self.sleeping.report)
+        Some(self.sleeping.host.report())
     }
 
     fn awake_tiles(&mut self) -> Option<AwakeTiles> {
-        let tiles = self.sleeping.tiles;
-        if !self.sleeping.stepped {
-            return Some(AwakeTiles { tiles, awake: vec![true; tiles.count()] });
+        if !self.sleeping.host.stepped() {
+            return Some(self.sleeping.host.awake_tiles(None));
         }
         // The flags of the last step, written from copy 1 − current: a small blocking read.
         let flags = self.sleeping.flags[1 - self.current].clone();
-        let bytes = self.read_blocking(&[(&flags, 4 * tiles.count() as u64)]).ok()?;
-        let words: Vec<u32> = bytemuck::pod_collect_to_vec(&bytes);
-        Some(AwakeTiles { tiles, awake: words.iter().map(|w| w & TILE_AWAKE != 0).collect() })
+        let bytes = self.read_blocking(&[(&flags, 4 * self.sleeping.host.tiles().count() as u64)]).ok()?;
+        Some(self.sleeping.host.awake_tiles(Some(&bytemuck::pod_collect_to_vec::<u8, u32>(&bytes))))
     }
 
     // ---- Detail waves: everything in `detail.rs`. ----
