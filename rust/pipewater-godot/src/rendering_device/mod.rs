@@ -198,8 +198,15 @@ pub struct RdBackend {
     awake_lists: [Rid; 2],
     tile_wakes: Rid,
     sleep_stats: Rid,
-    /// Sleeping reports arrived from Godot's callbacks: (frame, steps, bytes).
-    sleep_arrived: Arc<Mutex<Vec<(u64, u32, Vec<u8>)>>>,
+    /// Sleeping reports arrived from Godot's callbacks.
+    sleep_arrived: Arc<Mutex<Vec<ArrivedSleepReport>>>,
+}
+
+/// A frame's sleeping report as read back.
+struct ArrivedSleepReport {
+    frame: u64,
+    steps: u32,
+    bytes: Vec<u8>,
 }
 
 // Indices of spirv::ENTRY_POINTS in `pipelines`; step pipelines follow them, one per mode met.
@@ -580,7 +587,7 @@ impl RdBackend {
             let arrived = self.sleep_arrived.clone();
             let callback = Callable::from_fn("pipewater_sleep_report", move |args: &[&Variant]| {
                 if let Some(bytes) = args.first().and_then(|v| v.try_to::<PackedByteArray>().ok()) {
-                    arrived.lock().push((frame, steps, bytes.to_vec()));
+                    arrived.lock().push(ArrivedSleepReport { frame, steps, bytes: bytes.to_vec() });
                 }
             });
             rd.call("buffer_get_data_async", &[self.sleep_stats.to_variant(), callable_variant(&callback), 0.to_variant(), (SLEEP_REPORT_BYTES as i64).to_variant()]);
@@ -593,8 +600,8 @@ impl RdBackend {
 
     /// Applies the reads that have arrived; those issued before the last load are discarded.
     fn harvest(&mut self) {
-        for (frame, steps, bytes) in std::mem::take(&mut *self.sleep_arrived.lock()) {
-            self.sleep.accept(frame, steps, &bytes);
+        for report in std::mem::take(&mut *self.sleep_arrived.lock()) {
+            self.sleep.accept(report.frame, report.steps, &report.bytes);
         }
         let arrived = std::mem::take(&mut *self.arrived.lock());
         let arrived: Vec<(&Read, &[u8])> = arrived.iter().map(|(read, bytes)| (read, bytes.as_slice())).collect();
