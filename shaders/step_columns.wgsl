@@ -1,10 +1,11 @@
 // The whole step of pipes.rs in ONE pass per step, streamed down the grid.
 //
-// A workgroup owns a strip of COLUMNS columns and a band of rows (a sleeping tile: the awake list
-// of tiles.wgsl names it, and the workgroup notes whether the step changed it); each invocation owns one
-// column and walks the band's rows top to bottom, one row per iteration. Each iteration loads one
-// new row and carries every phase of the step one row further, each phase a row or two behind
-// the one it reads from, so that what a phase needs from the rows below has been loaded:
+// A workgroup owns a strip of COLUMNS columns and a band of rows (a sleeping tile: the awake
+// list of tiles.wgsl names it, and the workgroup notes whether the step changed it); each
+// invocation owns one column and walks the band's rows top to bottom, one row per iteration. Each
+// iteration loads one new row and carries every phase of the step one row further, each phase a
+// row or two behind the one it reads from, so that what a phase needs from the rows below has
+// been loaded:
 //
 //   A  row r:   load terrain, depth (with this step's inflow) and the stored pipes
 //   B  row r-1: each owned pipe's carried depth and flux before the step   (advection only)

@@ -202,8 +202,9 @@ pub struct RdBackend {
     sleep_arrived: Arc<Mutex<Vec<ArrivedSleepReport>>>,
 }
 
-/// A frame's sleeping report as read back.
+/// A frame's sleeping report as read back, with the load generation it was issued in.
 struct ArrivedSleepReport {
+    generation: u64,
     frame: u64,
     steps: u32,
     bytes: Vec<u8>,
@@ -582,12 +583,12 @@ impl RdBackend {
 
     /// Reads the frame's sleeping report, as the header is read.
     fn read_sleep_report(&mut self, rd: &mut Gd<RenderingDevice>) {
-        let (frame, steps) = (self.frames, self.sleep.frame_steps());
+        let (generation, frame, steps) = (self.reads.generation(), self.frames, self.sleep.frame_steps());
         if self.async_reads {
             let arrived = self.sleep_arrived.clone();
             let callback = Callable::from_fn("pipewater_sleep_report", move |args: &[&Variant]| {
                 if let Some(bytes) = args.first().and_then(|v| v.try_to::<PackedByteArray>().ok()) {
-                    arrived.lock().push(ArrivedSleepReport { frame, steps, bytes: bytes.to_vec() });
+                    arrived.lock().push(ArrivedSleepReport { generation, frame, steps, bytes: bytes.to_vec() });
                 }
             });
             rd.call("buffer_get_data_async", &[self.sleep_stats.to_variant(), callable_variant(&callback), 0.to_variant(), (SLEEP_REPORT_BYTES as i64).to_variant()]);
@@ -600,7 +601,8 @@ impl RdBackend {
 
     /// Applies the reads that have arrived; those issued before the last load are discarded.
     fn harvest(&mut self) {
-        for report in std::mem::take(&mut *self.sleep_arrived.lock()) {
+        // A report of an earlier load is about water that is gone.
+        for report in std::mem::take(&mut *self.sleep_arrived.lock()).into_iter().filter(|r| r.generation == self.reads.generation()) {
             self.sleep.accept(report.frame, report.steps, &report.bytes);
         }
         let arrived = std::mem::take(&mut *self.arrived.lock());

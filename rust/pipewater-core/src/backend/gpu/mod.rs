@@ -458,7 +458,10 @@ impl GpuBackend {
             let (Some(read), Some(buffer)) = (slot.read.take(), slot.buffer.as_ref()) else { continue };
             match buffer.get_mapped_range(..(read.bytes(n) + SLEEP_REPORT_BYTES) as u64) {
                 Ok(view) => {
-                    self.sleeping.host.accept(read.frame, slot.steps, &view[read.bytes(n)..]);
+                    // A read of an earlier load reports on water that is gone.
+                    if read.generation == self.reads.generation() {
+                        self.sleeping.host.accept(read.frame, slot.steps, &view[read.bytes(n)..]);
+                    }
                     views.push((read, view))
                 }
                 Err(e) => {
