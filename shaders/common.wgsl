@@ -485,3 +485,34 @@ fn cell_limits(c: StepConstants, cell: vec2<i32>, bed: f32, d: i32, leaving: arr
     let room = checked_factor(room_factor(d, incoming), into, 0.0, MAX_DEPTH_QUANTA - d);
     return vec2<f32>(outflow, room);
 }
+
+// Sleeping tiles (backend/sleep.rs): the step kernel's workgroup domains, a strip of columns by
+// a band of rows, are the tiles; the step runs only the awake ones, listed by tiles.wgsl. Rust:
+// backend/gpu TileParams (the same 32 bytes).
+struct TileParams {
+    // Tiles along x (strips) and y (bands).
+    tiles: vec2<u32>,
+    // Cells of a tile along x (a strip's own columns) and y (a band's rows); the last strip and
+    // band may be smaller.
+    size: vec2<u32>,
+    // 1 when tiles may sleep, 0 when every tile steps.
+    sleeping: u32,
+    // How the constants changed before the frame's first step: TILES_CHANGE_*.
+    change: u32,
+    padding: vec2<u32>,
+}
+
+// sleep.rs ConstantsChange.
+const TILES_CHANGE_NONE: u32 = 0u;
+const TILES_CHANGE_STEP_LENGTH: u32 = 1u;
+const TILES_CHANGE_MODE: u32 = 2u;
+
+// Bits of a tile's flags word, per step: whether a bit of its depth or pipes changed (or it
+// moved a ledger counter), whether a pipe of it carries flow, whether the step stepped it.
+const TILE_CHANGED: u32 = 1u;
+const TILE_MOVING: u32 = 2u;
+const TILE_AWAKE: u32 = 4u;
+
+// Words in front of the awake tiles in an awake list: the indirect dispatch's (x, y, z) and one
+// spare, so that the list is the dispatch's argument buffer too.
+const AWAKE_LIST_HEADER: u32 = 4u;

@@ -1,9 +1,11 @@
 // The whole step of pipes.rs in ONE pass per step, streamed down the grid.
 //
-// A workgroup owns a strip of COLUMNS columns and a band of rows; each invocation owns one
-// column and walks the band's rows top to bottom, one row per iteration. Each iteration loads one
-// new row and carries every phase of the step one row further, each phase a row or two behind
-// the one it reads from, so that what a phase needs from the rows below has been loaded:
+// A workgroup owns a strip of COLUMNS columns and a band of rows (a sleeping tile: the awake
+// list of tiles.wgsl names it, and the workgroup notes whether the step changed it); each
+// invocation owns one column and walks the band's rows top to bottom, one row per iteration. Each
+// iteration loads one new row and carries every phase of the step one row further, each phase a
+// row or two behind the one it reads from, so that what a phase needs from the rows below has
+// been loaded:
 //
 //   A  row r:   load terrain, depth (with this step's inflow) and the stored pipes
 //   B  row r-1: each owned pipe's carried depth and flux before the step   (advection only)
@@ -36,6 +38,11 @@
 @group(0) @binding(4) var<storage, read_write> depth_out: array<i32>;
 @group(0) @binding(5) var<storage, read_write> flux_out: array<vec4<f32>>;
 @group(0) @binding(6) var<storage, read_write> counters: array<atomic<u32>, 8>;
+// Sleeping tiles (tiles.wgsl): each workgroup steps the tile the awake list names at its index,
+// and writes that tile's flags for the next step's plan.
+@group(0) @binding(7) var<uniform> tiles: TileParams;
+@group(0) @binding(8) var<storage, read> awake_list: array<u32>;
+@group(0) @binding(9) var<storage, read_write> tile_flags: array<u32>;
 
 // Invocations per workgroup, one per column; the host chooses it from the device's workgroup
 // memory (backend/step_kernel.rs COLUMN_CHOICES): 240 bytes per column.
@@ -60,6 +67,9 @@ var<workgroup> s_discharge: array<vec2<f32>, COLUMNS * 2u>;
 var<workgroup> s_flux: array<vec4<f32>, COLUMNS * 4u>;
 // (outflow, room) limit factors.
 var<workgroup> s_limits: array<vec2<f32>, COLUMNS * 4u>;
+// TILE_CHANGED and TILE_MOVING of the workgroup's tile, gathered from its invocations once at
+// the end of the band.
+var<workgroup> s_tile_flags: atomic<u32>;
 
 // Slot of row `y` (>= -8) in a ring of four rows, and in a ring of two.
 fn ring(y: i32) -> u32 {
@@ -359,8 +369,9 @@ fn move_pipe(cell: vec2<i32>, lanes: Lanes, limits: vec2<f32>, f: f32, stored: f
 }
 
 // Phase F: the transfer of `cell` (backend/cpu.rs phase 3), whose owned pipes keep `stored`
-// before the limit.
-fn transfer(cell: vec2<i32>, lanes: Lanes, stored: vec4<f32>) {
+// before the limit. Returns the cell's TILE_CHANGED and TILE_MOVING bits: whether a bit of its
+// depth or pipes changed or it moved a ledger counter, and whether a pipe it keeps carries flow.
+fn transfer(cell: vec2<i32>, lanes: Lanes, stored: vec4<f32>) -> u32 {
     let i = u32(cell.y) * c.width + u32(cell.x);
     let here = at(ring(cell.y), lanes.here);
     let d = s_depth[here];
@@ -374,23 +385,34 @@ fn transfer(cell: vec2<i32>, lanes: Lanes, stored: vec4<f32>) {
     // Every partial sum lies in 0 ..= MAX_DEPTH_QUANTA: the limit factors keep what leaves within
     // d and what enters within the room.
     var new_depth = d + e.quanta + s.quanta + se.quanta + sw.quanta;
+    // `d` holds this step's inflow already: an edge that exchanges water compares with the depth
+    // the step read, and counts as a change when a counter moves.
+    var exchanged = false;
     if has_edge_exchange(c) {
-        count(COUNTER_BOUNDARY_IN, u32(d - depth_in[i]));
+        let inflow = d - depth_in[i];
+        count(COUNTER_BOUNDARY_IN, u32(inflow));
+        exchanged = inflow != 0;
         let edge_flux = edge_outflow(c, cell, bed, d);
         if edge_flux > 0.0 {
             let gone = pipe_quanta(c.flux_to_quanta, edge_flux, limits.x);
             new_depth -= gone;
             count(COUNTER_BOUNDARY_OUT, u32(gone));
+            exchanged = exchanged || gone != 0;
         }
         if has_level_edge(c) {
             // Water from a fixed level beyond the edge, up to the deepest a cell holds.
             let came = add_depth_clamped(new_depth, level_edge_inflow_quanta(c, cell, bed, d));
             count(COUNTER_BOUNDARY_IN, u32(came - new_depth));
+            exchanged = exchanged || came != new_depth;
             new_depth = came;
         }
     }
+    let kept = vec4<f32>(e.kept, s.kept, se.kept, sw.kept);
     depth_out[i] = new_depth;
-    flux_out[i] = vec4<f32>(e.kept, s.kept, se.kept, sw.kept);
+    flux_out[i] = kept;
+    // Bits, not values: -0.0 and 0.0 differ, as they do for the CPU backend's comparison.
+    let changed = exchanged || new_depth != d || any(bitcast<vec4<u32>>(kept) != bitcast<vec4<u32>>(s_flow[here]));
+    return select(0u, TILE_CHANGED, changed) | select(0u, TILE_MOVING, any(kept != vec4<f32>(0.0)));
 }
 
 // One column's state as its invocation walks down the band.
@@ -412,6 +434,8 @@ struct Column {
     carried_next: vec4<f32>,
     // Phase B's cell, for phase C.
     b: Here,
+    // TILE_CHANGED and TILE_MOVING of the cells this column wrote.
+    flags: u32,
 }
 
 fn column_at(strip: u32, lane_index: u32, y0: i32) -> Column {
@@ -426,6 +450,7 @@ fn column_at(strip: u32, lane_index: u32, y0: i32) -> Column {
     col.stored = vec4<f32>(0.0);
     col.carried = vec4<f32>(0.0);
     col.carried_next = vec4<f32>(0.0);
+    col.flags = 0u;
     return col;
 }
 
@@ -490,7 +515,7 @@ fn phase_e(col: ptr<function, Column>, r: i32, y0: i32) {
 // F: the band's own rows; then the pipes of row r - 2 wait for next iteration's transfer.
 fn phase_f(col: ptr<function, Column>, r: i32, y0: i32, stored_next: vec4<f32>) {
     if r >= y0 + 3 && (*col).writes {
-        transfer(vec2<i32>((*col).x, r - 3), (*col).lanes, (*col).stored);
+        (*col).flags |= transfer(vec2<i32>((*col).x, r - 3), (*col).lanes, (*col).stored);
     }
     (*col).stored = stored_next;
     if advects(c) {
@@ -499,17 +524,23 @@ fn phase_f(col: ptr<function, Column>, r: i32, y0: i32, stored_next: vec4<f32>) 
 }
 
 @compute @workgroup_size(INVOCATIONS)
-fn step_columns(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>, @builtin(local_invocation_index) t: u32) {
-    // The band: the rows of the grid shared out evenly among the workgroups along y.
-    let rows = (c.height + groups.y - 1u) / groups.y;
-    let y0 = i32(wid.y * rows);
-    let y_end = min(y0 + i32(rows), i32(c.height));
+fn step_columns(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    // The tile: the strip and band the awake list names for this workgroup (every tile, in
+    // order, with sleeping off). Bands share the grid's rows out evenly (step_kernel.rs).
+    let tile = awake_list[AWAKE_LIST_HEADER + wid.x];
+    let strip = tile % tiles.tiles.x;
+    let band = tile / tiles.tiles.x;
+    let y0 = i32(band * tiles.size.y);
+    let y_end = min(y0 + i32(tiles.size.y), i32(c.height));
     // With two columns per invocation, invocation t walks columns 2t and 2t + 1.
     let pairs = PER_INVOCATION == 2u;
-    var one = column_at(wid.x, t * PER_INVOCATION, y0);
+    if t == 0u {
+        atomicStore(&s_tile_flags, 0u);
+    }
+    var one = column_at(strip, t * PER_INVOCATION, y0);
     var two: Column;
     if pairs {
-        two = column_at(wid.x, t * PER_INVOCATION + 1u, y0);
+        two = column_at(strip, t * PER_INVOCATION + 1u, y0);
     }
     for (var r = y0 - 3; r <= y_end + 2; r++) {
         phase_a(&one, r, y_end);
@@ -544,5 +575,17 @@ fn step_columns(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
         if pairs {
             phase_f(&two, r, y0, stored_two);
         }
+    }
+    // The tile's flags: one workgroup atomic per invocation that saw something, one store.
+    var flags = one.flags;
+    if pairs {
+        flags |= two.flags;
+    }
+    if flags != 0u {
+        atomicOr(&s_tile_flags, flags);
+    }
+    workgroupBarrier();
+    if t == 0u {
+        tile_flags[tile] = TILE_AWAKE | atomicLoad(&s_tile_flags);
     }
 }

@@ -3,8 +3,11 @@
 //! stated. Prints Markdown rows for docs/BENCHMARKS.md.
 //!
 //! `cargo run --release -p pipewater-core --example gpu_bench -- [--sizes 512,1024] [--seconds 2]
-//! [--steps 200] [--four] [--no-advection] [--current U]`: `--current` starts every wet cell
-//! moving at `(U, U/2)` m/s, so that every pipe advects. `PIPEWATER_GPU_COLUMNS` and
+//! [--steps 200] [--four] [--no-advection] [--current U] [--no-sleep]`: `--current` starts every
+//! wet cell moving at `(U, U/2)` m/s, so that every pipe advects. Sleeping tiles are on unless
+//! `--no-sleep`; cell-steps/s is always the grid's cells × steps over the time, whatever slept,
+//! and the last column says which share of them the last frame really stepped (water at rest
+//! sleeps: give it a `--current` to time every cell). `PIPEWATER_GPU_COLUMNS` and
 //! `PIPEWATER_GPU_BAND_ROWS` shape the step kernel, `PIPEWATER_GPU_STEP_WGSL` replaces it (kernel
 //! experiments; `--timing-only` skips the check of the water they leave).
 
@@ -112,7 +115,8 @@ mod bench {
     }
 
     /// Cell-steps per second on a `side²` grid: frames of `steps` substeps until `seconds` passed.
-    fn measure(side: u32, params: Params, current: f32, steps: u32, seconds: f64, check: bool) -> Result<(f64, f64), String> {
+    /// Also returns the share of the grid's cells the last frame stepped.
+    fn measure(side: u32, params: Params, current: f32, steps: u32, seconds: f64, check: bool, sleeping: bool) -> Result<(f64, f64, f64), String> {
         let grid = Grid::new(side, side, 1.0).map_err(|e| e.to_string())?;
         let mut state = scenarios::benchmark_lake(grid);
         if current != 0.0 {
@@ -120,6 +124,7 @@ mod bench {
         }
         let constants = StepConstants::new(&params, side, side, 1.0, 0.02, [0; 4]);
         let mut gpu = GpuBackend::new(&state).map_err(|e| e.to_string())?;
+        gpu.set_sleeping(sleeping);
         let plan = FramePlan { constants, substeps: steps, forcing: &[] };
         gpu.advance(&plan).map_err(|e| e.to_string())?;
         gpu.wait_idle().map_err(|e| e.to_string())?;
@@ -135,7 +140,10 @@ mod bench {
         if check && after.depth.iter().any(|&d| d < 0) {
             return Err("negative depth".into());
         }
-        Ok((total as f64 * grid.cell_count() as f64 / elapsed, elapsed * 1e3 / total as f64))
+        // The sleeping report arrives with a snapshot: read the last frame's.
+        gpu.sync().map_err(|e| e.to_string())?;
+        let stepped = gpu.sleep_report().map_or(1.0, |r| r.cells_stepped as f64 / (grid.cell_count() as f64 * steps as f64));
+        Ok((total as f64 * grid.cell_count() as f64 / elapsed, elapsed * 1e3 / total as f64, stepped))
     }
 
     pub fn main() {
@@ -152,6 +160,7 @@ mod bench {
         // `--timing-only`: kernel experiments that compute nothing meaningful are timed without
         // checking the water they leave.
         let check = !args.iter().any(|a| a == "--timing-only");
+        let sleeping = !args.iter().any(|a| a == "--no-sleep");
         let params = Params { neighbours: mode, momentum_advection, ..Params::default() };
         let ctx = match GpuContext::shared() {
             Ok(ctx) => ctx,
@@ -170,24 +179,25 @@ mod bench {
         let bandwidth = bandwidth.max(stream);
         println!("bytes per cell-step (model): {BYTES_PER_CELL_STEP}");
         println!();
-        println!("momentum advection: {}, initial current: {current} m/s", if momentum_advection { "on" } else { "off" });
-        println!("| grid | neighbours | advection | G cell-steps/s | ms/step | effective GB/s | of measured copy bandwidth |");
-        println!("|---|---|---|---|---|---|---|");
+        println!("momentum advection: {}, initial current: {current} m/s, sleeping tiles: {}", if momentum_advection { "on" } else { "off" }, if sleeping { "on" } else { "off" });
+        println!("| grid | neighbours | advection | G cell-steps/s | ms/step | effective GB/s | of measured copy bandwidth | cells stepped (last frame) |");
+        println!("|---|---|---|---|---|---|---|---|");
         for side in sizes {
-            match measure(side, params, current, steps, seconds, check) {
-                Ok((rate, ms)) => {
+            match measure(side, params, current, steps, seconds, check, sleeping) {
+                Ok((rate, ms, stepped)) => {
                     let bytes = rate * BYTES_PER_CELL_STEP as f64;
                     println!(
-                        "| {side}² | {} | {} | {:.3} | {:.4} | {:.0} | {:.0}% |",
+                        "| {side}² | {} | {} | {:.3} | {:.4} | {:.0} | {:.0}% | {:.1}% |",
                         if mode == NeighbourMode::Eight { 8 } else { 4 },
                         if momentum_advection { "on" } else { "off" },
                         rate / 1e9,
                         ms,
                         bytes / 1e9,
-                        100.0 * bytes / bandwidth
+                        100.0 * bytes / bandwidth,
+                        100.0 * stepped
                     );
                 }
-                Err(e) => println!("| {side}² | – | – | failed: {e} | | | |"),
+                Err(e) => println!("| {side}² | – | – | failed: {e} | | | | |"),
             }
         }
     }

@@ -12,6 +12,7 @@ use gpu_support::*;
 use pipewater_core::backend::gpu::{GpuBackend, GpuContext, GPU_SNAPSHOT_LATENCY};
 use pipewater_core::backend::{Backend, CellWater, FramePlan};
 use pipewater_core::pipes::StepConstants;
+use pipewater_core::backend::gpu::SLEEP_REPORT_BYTES;
 use pipewater_core::backend::readback::{TileRequests, HEADER_BYTES};
 use pipewater_core::{scenarios, BackendPreference, Grid, Params, Simulation, State};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -267,15 +268,16 @@ fn queries_read_only_the_tiles_they_touch_unless_every_cell_is_wanted() {
     let cell = grid.index(31, 32);
     let far = grid.index(90, 5);
     println!(
-        "full read: {full_bytes} B ({} cells × 32 + {HEADER_BYTES}); tile read: {tile_bytes} B; queried depth {depth:.4} m; cell (31, 32) {} m in the snapshot, {} m in the state; far cell (90, 5) {} m in the snapshot (as loaded), {} m now",
+        "full read: {full_bytes} B ({} cells × 32 + {HEADER_BYTES} + {SLEEP_REPORT_BYTES}); tile read: {tile_bytes} B; queried depth {depth:.4} m; cell (31, 32) {} m in the snapshot, {} m in the state; far cell (90, 5) {} m in the snapshot (as loaded), {} m now",
         grid.cell_count(),
         snapshot.height[cell][1],
         exact.height[cell][1],
         snapshot.height[far][1],
         exact.height[far][1]
     );
-    assert_eq!(full_bytes, (HEADER_BYTES + 32 * grid.cell_count()) as u64);
-    assert_eq!(tile_bytes, TileRequests::readback_bytes(2) as u64, "a query reads its two tiles, not the grid");
+    // Both carry the sleeping report behind them.
+    assert_eq!(full_bytes, (HEADER_BYTES + 32 * grid.cell_count() + SLEEP_REPORT_BYTES) as u64);
+    assert_eq!(tile_bytes, (TileRequests::readback_bytes(2) + SLEEP_REPORT_BYTES) as u64, "a query reads its two tiles, not the grid");
     assert_eq!(snapshot.height[cell], exact.height[cell], "the tiles read hold the cells' texels of that frame");
     assert_eq!(snapshot.total_quanta, exact.total_quanta, "the header holds the frame's totals");
 }

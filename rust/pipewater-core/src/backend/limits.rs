@@ -76,9 +76,13 @@ impl DeviceLimits {
         if width.max(height) > self.max_texture_side {
             problems.push(format!("its textures would be {width}x{height} texels, past the largest 2D texture ({0}x{0})", self.max_texture_side));
         }
+        // The step dispatches its awake tiles (at most every strip of every band) in one row.
         let groups = [width.div_ceil(self.step_tile[0]), height.div_ceil(self.step_tile[1])];
-        if groups[0] > self.max_workgroups[0] || groups[1] > self.max_workgroups[1] {
-            problems.push(format!("one step dispatches {}x{} workgroups, past the most the device dispatches ({}x{})", groups[0], groups[1], self.max_workgroups[0], self.max_workgroups[1]));
+        if groups[0] as u64 * groups[1] as u64 > self.max_workgroups[0] as u64 {
+            problems.push(format!(
+                "one step dispatches up to {}x{} workgroups in one row, past the most the device dispatches along x ({})",
+                groups[0], groups[1], self.max_workgroups[0]
+            ));
         }
         problems
     }
@@ -91,7 +95,12 @@ impl DeviceLimits {
         if self.full_reads {
             cells = cells.min(cells_for(self.max_buffer.saturating_sub(HEADER_BYTES as u64), CELL_TEXEL_BYTES as u64));
         }
-        let by_workgroups = (self.max_workgroups[0] as u64 * self.step_tile[0] as u64).min(self.max_workgroups[1] as u64 * self.step_tile[1] as u64);
+        let [tx, ty] = self.step_tile.map(|t| t.max(1) as u64);
+        let tiles_of = |side: u64| side.div_ceil(tx) * side.div_ceil(ty);
+        let mut by_workgroups = (self.max_workgroups[0] as u64 * tx * ty).isqrt();
+        while by_workgroups > 0 && tiles_of(by_workgroups) > self.max_workgroups[0] as u64 {
+            by_workgroups -= 1;
+        }
         let side = (cells.isqrt()).min(self.max_texture_side as u64).min(by_workgroups).min(MAX_GRID_SIDE as u64);
         side as u32
     }
@@ -134,7 +143,10 @@ mod tests {
         let side = limits.largest_square_side();
         let wide = limits.check(Grid::new(3201, 16, 1.0).unwrap());
         println!("largest side {side}; 3201x16: {wide:?}");
-        assert_eq!(side, 2048);
+        // 160² is 5 strips of 32 by 20 bands of 8: the 100 workgroups one row dispatches.
+        assert_eq!(side, 160);
+        assert_eq!(limits.check(Grid::new(side, side, 1.0).unwrap()), Ok(()));
+        assert!(limits.check(Grid::new(side + 1, side + 1, 1.0).unwrap()).is_err());
         let Err(Error::GpuUnavailable(why)) = wide else { panic!("3201 cells need 101 workgroups of 32 and a 3201-texel texture") };
         assert!(why.contains("101x2 workgroups") && why.contains("largest 2D texture"), "{why}");
     }

@@ -161,6 +161,200 @@ pub struct AwakeTiles {
     pub awake: Vec<bool>,
 }
 
+/// `TileParams` of `common.wgsl`: what the GPU's plan (`tiles.wgsl`) and step kernel read of the
+/// tiles.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct TileParams {
+    /// Tiles along x (strips) and y (bands).
+    pub tiles: [u32; 2],
+    /// Cells of a tile along x and y.
+    pub size: [u32; 2],
+    /// 1 when tiles may sleep.
+    pub sleeping: u32,
+    /// [`ConstantsChange`] before the frame's first step: 0 none, 1 step length, 2 mode.
+    pub change: u32,
+    /// Padding to the uniform's 32 bytes.
+    pub padding: [u32; 2],
+}
+
+impl TileParams {
+    /// The parameters of `tiles` for a frame whose first step follows a change `change`.
+    pub fn new(tiles: &TileGrid, sleeping: bool, change: ConstantsChange) -> Self {
+        let change = match change {
+            ConstantsChange::None => 0,
+            ConstantsChange::StepLength => 1,
+            ConstantsChange::Mode => 2,
+        };
+        TileParams { tiles: tiles.tiles, size: tiles.size, sleeping: sleeping as u32, change, padding: [0; 2] }
+    }
+}
+
+/// Host marks of a tile in `tile_wakes` (`tiles.wgsl`): wake it for every step of the frame
+/// (a source or drain in it).
+pub const WAKE_EVERY_STEP: u32 = 1;
+/// Host marks: wake a tile for the frame's first step (an edit, a body, terrain).
+pub const WAKE_FIRST_STEP: u32 = 2;
+/// `TILE_AWAKE` of a tile's flags word (`common.wgsl`).
+pub const TILE_AWAKE: u32 = 4;
+/// Words in front of the tiles of an awake list: the indirect dispatch's arguments and a spare.
+pub const AWAKE_LIST_HEADER: usize = 4;
+/// An empty awake list's header: no tile, and the dispatch's y and z.
+pub const EMPTY_AWAKE_LIST: [u32; AWAKE_LIST_HEADER] = [0, 1, 1, 0];
+/// Bytes of a GPU frame's sleeping report as read back: cells stepped (low and high words), the
+/// awake tiles of its last step, one spare word.
+pub const SLEEP_REPORT_BYTES: usize = 16;
+
+/// The host's side of sleeping tiles on a GPU backend (both run `tiles.wgsl` and the same step
+/// kernel): the marks edits and forcing leave, the change of constants, and the report read
+/// back. The device holds everything else.
+#[derive(Debug, Clone)]
+pub struct DeviceSleep {
+    enabled: bool,
+    tiles: TileGrid,
+    /// Whether the tiles hold the step's reach; if not, every tile steps.
+    exact: bool,
+    /// Marks for the next frame with steps, and those on the device.
+    marks: Vec<u32>,
+    uploaded: Vec<u32>,
+    /// Constants of the last step; `None` wakes every tile at the next.
+    last: Option<StepConstants>,
+    /// Whether a step has run since the fields were uploaded.
+    stepped: bool,
+    /// Steps of the last frame recorded.
+    frame_steps: u32,
+    report: SleepReport,
+    report_frame: u64,
+}
+
+impl DeviceSleep {
+    /// Sleeping on `tiles`, on; `exact` is whether the tiles hold the step's reach.
+    pub fn new(tiles: TileGrid, exact: bool) -> Self {
+        let n = tiles.count();
+        DeviceSleep {
+            enabled: true,
+            tiles,
+            exact,
+            marks: vec![0; n],
+            uploaded: vec![0; n],
+            last: None,
+            stepped: false,
+            frame_steps: 0,
+            report: SleepReport { enabled: true, tiles: Some(tiles), ..SleepReport::default() },
+            report_frame: 0,
+        }
+    }
+
+    /// The tiles.
+    pub fn tiles(&self) -> TileGrid {
+        self.tiles
+    }
+
+    /// Whether tiles may sleep.
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// [`crate::Backend::set_sleeping`]: a change wakes every tile.
+    pub fn set_enabled(&mut self, on: bool) {
+        if on != self.enabled {
+            self.enabled = on;
+            self.report.enabled = on;
+            self.wake_all();
+        }
+    }
+
+    /// Every tile steps at the next step (a new terrain).
+    pub fn wake_all(&mut self) {
+        self.last = None;
+    }
+
+    /// A new state as of frame `frames`: every tile steps at the next step, and until then all
+    /// count as awake.
+    pub fn loaded(&mut self, frames: u64) {
+        self.wake_all();
+        self.stepped = false;
+        self.report_frame = frames;
+        self.marks.fill(0);
+    }
+
+    /// Marks the tile of `cell` with `bits` ([`WAKE_EVERY_STEP`], [`WAKE_FIRST_STEP`]).
+    pub fn mark(&mut self, cell: u32, bits: u32) {
+        if let Some(t) = self.tiles.tile_of_cell(cell) {
+            self.marks[t] |= bits;
+        }
+    }
+
+    /// Marks the tiles of every cell `batch` touches for the next step.
+    pub fn mark_edits(&mut self, batch: &super::pending::EditBatch) {
+        let cells = batch.water.iter().map(|e| e.cell).chain(batch.terrain.iter().map(|e| e.cell));
+        for cell in cells.chain(batch.displacement.iter().map(|e| e.cell)).chain(batch.nudges.iter().map(|e| e.cell)) {
+            self.mark(cell, WAKE_FIRST_STEP);
+        }
+    }
+
+    /// Starts a frame of `substeps` steps with constants `c` and `forcing`: the parameters to
+    /// upload, and the marks when they differ from those on the device. `None` for a frame
+    /// without steps, whose marks wait for the next.
+    pub fn start_frame(&mut self, c: &StepConstants, substeps: u32, forcing: &[super::CellWater]) -> Option<(TileParams, Option<&[u32]>)> {
+        self.frame_steps = substeps;
+        if substeps == 0 {
+            return None;
+        }
+        for f in forcing.iter().filter(|f| f.quanta != 0) {
+            self.mark(f.cell, WAKE_EVERY_STEP);
+        }
+        let change = if self.enabled { constants_change(self.last.as_ref(), c) } else { ConstantsChange::Mode };
+        self.last = Some(*c);
+        self.stepped = true;
+        let params = TileParams::new(&self.tiles, self.enabled && self.exact, change);
+        let changed = self.marks != self.uploaded;
+        std::mem::swap(&mut self.marks, &mut self.uploaded);
+        self.marks.fill(0);
+        Some((params, changed.then_some(&self.uploaded[..])))
+    }
+
+    /// Steps of the last frame recorded (what its report's read carries).
+    pub fn frame_steps(&self) -> u32 {
+        self.frame_steps
+    }
+
+    /// Applies the report read behind frame `frame`, which ran `steps` steps (`bytes`:
+    /// [`SLEEP_REPORT_BYTES`]), if it is not older than the one held.
+    pub fn accept(&mut self, frame: u64, steps: u32, bytes: &[u8]) {
+        if bytes.len() < 12 || frame < self.report_frame {
+            return;
+        }
+        let word = |k: usize| u32::from_le_bytes([bytes[4 * k], bytes[4 * k + 1], bytes[4 * k + 2], bytes[4 * k + 3]]);
+        self.report_frame = frame;
+        self.report.steps = steps;
+        // A frame without steps leaves the last one's words: it stepped no cell.
+        self.report.cells_stepped = if steps > 0 { word(0) as u64 | (word(1) as u64) << 32 } else { 0 };
+        self.report.awake_tiles = word(2);
+    }
+
+    /// The newest report read back.
+    pub fn report(&self) -> SleepReport {
+        self.report
+    }
+
+    /// The awake tiles from the last step's flags words (`None`: no step since the upload, all
+    /// count as awake).
+    pub fn awake_tiles(&self, flags: Option<&[u32]>) -> AwakeTiles {
+        let awake = match flags {
+            Some(words) if self.stepped => words.iter().map(|w| w & TILE_AWAKE != 0).collect(),
+            _ => vec![true; self.tiles.count()],
+        };
+        AwakeTiles { tiles: self.tiles, awake }
+    }
+
+    /// Whether a step has run since the fields were uploaded (before it, the flags on the device
+    /// mean nothing).
+    pub fn stepped(&self) -> bool {
+        self.stepped
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,6 +3,7 @@
 //! (wgpu and Godot's RenderingDevice) take these from here, so they run the same kernel the same
 //! way.
 
+use crate::backend::sleep::TileGrid;
 use crate::pipes::StepConstants;
 
 /// Columns on each side of a workgroup's strip whose results only the neighbouring columns use:
@@ -116,6 +117,22 @@ impl ColumnKernel {
         [strips, bands]
     }
 
+    /// The kernel's workgroup domains on a `width × height` grid as sleeping tiles
+    /// ([`crate::backend::sleep`]): a strip's own `columns − 2·HALO` columns by a band's rows,
+    /// the rows [`Self::dispatch`] shares out evenly (`ceil(height / bands)`). The kernel reads
+    /// the tile grid's counts and sizes, so its bands are exactly these.
+    pub fn tiles(&self, width: u32, height: u32) -> TileGrid {
+        let [_, bands] = self.dispatch(width, height);
+        TileGrid::new(width, height, [self.columns - 2 * COLUMN_HALO, height.max(1).div_ceil(bands)])
+    }
+
+    /// Whether sleeping is exact on these tiles: the step of a cell reads five columns and three
+    /// rows around it, so a tile's 3×3 neighbourhood must hold them (bands of fewer than three
+    /// rows exist only when `PIPEWATER_GPU_BAND_ROWS` asks for them).
+    pub fn tiles_hold_the_step(tiles: &TileGrid) -> bool {
+        (tiles.size[0] >= COLUMN_HALO || tiles.tiles[0] == 1) && (tiles.size[1] >= 3 || tiles.tiles[1] == 1)
+    }
+
     /// Rows of each band for a grid `height` rows tall cut into `strips` strips.
     pub fn rows_for(&self, strips: u32, height: u32) -> u32 {
         self.band_rows.unwrap_or_else(|| {
@@ -155,6 +172,10 @@ mod tests {
             println!("{w}x{h}: {strips} strips of 54 columns, {bands} bands of {rows} rows");
             assert!(strips * 54 >= w && (strips - 1) * 54 < w);
             assert!(bands * rows >= h && (bands - 1) * rows < h, "no empty band");
+            let tiles = kernel.tiles(w, h);
+            assert_eq!(tiles.tiles, [strips, bands], "{w}x{h}: the sleeping tiles are the workgroups");
+            assert_eq!(tiles.size, [54, rows]);
+            assert!(ColumnKernel::tiles_hold_the_step(&tiles));
         }
     }
 }

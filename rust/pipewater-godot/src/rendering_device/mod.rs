@@ -17,6 +17,10 @@
 //!   answer from the state the backend was loaded with. Each read carries the load generation it
 //!   was issued in: one that arrives after a `load` or `restore` is discarded.
 //! * Queued edits are the core's [`PendingEdits`], as on wgpu; this backend only records them.
+//! * Sleeping tiles run as on wgpu (`pipewater_core::backend::gpu` says how): before each step
+//!   `tiles.wgsl` lists the awake tiles on the device, and the step is dispatched indirectly from
+//!   that list (`compute_list_dispatch_indirect`). The sleeping report is read with the header,
+//!   16 bytes more; [`Backend::awake_tiles`] reads the last step's flags, waiting for the GPU.
 //! * Before anything is created the grid is checked against the device's limits: what Godot
 //!   reports (`limit_get`: 2D texture size, workgroup counts) and the storage binding range of the
 //!   Vulkan adapter of the same name, which Godot does not report.
@@ -30,14 +34,15 @@ pub mod detail;
 pub mod spirv;
 pub mod textures;
 
-use godot::classes::rendering_device::{DataFormat, ShaderStage, TextureType, TextureUsageBits, UniformType};
+use godot::classes::rendering_device::{DataFormat, ShaderStage, StorageBufferUsage, TextureType, TextureUsageBits, UniformType};
 use godot::classes::{RdShaderSpirv, RdTextureFormat, RdTextureView, RdUniform, RenderingDevice, RenderingServer};
 use godot::prelude::*;
 use parking_lot::Mutex;
-use pipewater_core::backend::gpu::{storage_binding_limit_of, EDIT_WORKGROUP, SNAPSHOT_WORKGROUP};
+use pipewater_core::backend::gpu::{storage_binding_limit_of, EDIT_WORKGROUP, SNAPSHOT_WORKGROUP, TILES_WORKGROUP};
 use pipewater_core::backend::limits::DeviceLimits;
 use pipewater_core::backend::pending::{list_bytes, list_header_bytes, EditBatch, EditCounts, EditPass, PendingEdits};
 use pipewater_core::backend::readback::{Coverage, Read, Readbacks, TileRequests, MAX_TILES_PER_READ};
+use pipewater_core::backend::sleep::{AwakeTiles, DeviceSleep, SleepReport, TileParams, AWAKE_LIST_HEADER, EMPTY_AWAKE_LIST, SLEEP_REPORT_BYTES};
 use pipewater_core::backend::{Backend, BackendKind, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
 use pipewater_core::backend::step_kernel::{ColumnKernel, StepMode};
 use pipewater_core::detail::{DetailFrame, DetailLayout};
@@ -184,6 +189,25 @@ pub struct RdBackend {
     description: String,
     /// The detail wave layer, when it is on (`detail.rs`).
     detail: Option<detail::RdDetail>,
+    /// Sleeping tiles: the host's side, and the device's buffers (as on wgpu).
+    sleep: DeviceSleep,
+    tile_params: Rid,
+    /// Flags per tile, written by the step from copy k; awake lists, the step from copy k's
+    /// dispatch arguments; host marks per tile; the frame's report.
+    tile_flags: [Rid; 2],
+    awake_lists: [Rid; 2],
+    tile_wakes: Rid,
+    sleep_stats: Rid,
+    /// Sleeping reports arrived from Godot's callbacks.
+    sleep_arrived: Arc<Mutex<Vec<ArrivedSleepReport>>>,
+}
+
+/// A frame's sleeping report as read back, with the load generation it was issued in.
+struct ArrivedSleepReport {
+    generation: u64,
+    frame: u64,
+    steps: u32,
+    bytes: Vec<u8>,
 }
 
 // Indices of spirv::ENTRY_POINTS in `pipelines`; step pipelines follow them, one per mode met.
@@ -194,6 +218,9 @@ const ENTRY_GATHER: usize = 3;
 const ENTRY_REFRESH: usize = 4;
 const ENTRY_DISPLACE: usize = 5;
 const ENTRY_NUDGE: usize = 6;
+const ENTRY_PLAN_FRAME_START: usize = 7;
+const ENTRY_PLAN_NEXT_STEP: usize = 8;
+const ENTRY_REPORT_AWAKE_TILES: usize = 9;
 
 impl RdBackend {
     /// Compiles the shaders on Godot's main rendering device and uploads `state`.
@@ -235,6 +262,14 @@ impl RdBackend {
         let gathered = storage(&mut rd, TileRequests::readback_bytes(MAX_TILES_PER_READ));
         let list = |rd: &mut Gd<RenderingDevice>, capacity_bytes: usize| List { buffer: storage(rd, capacity_bytes), capacity_bytes };
         let async_reads = rd.has_method("buffer_get_data_async");
+        let tiles = kernel.tiles(grid.width, grid.height);
+        let tile_count = tiles.count();
+        let tile_params = rd.uniform_buffer_create(std::mem::size_of::<TileParams>() as u32);
+        let tile_flags = [storage(&mut rd, 4 * tile_count), storage(&mut rd, 4 * tile_count)];
+        let awake_list = |rd: &mut Gd<RenderingDevice>| rd.storage_buffer_create_ex((4 * (AWAKE_LIST_HEADER + tile_count)) as u32).usage(StorageBufferUsage::DISPATCH_INDIRECT).done();
+        let awake_lists = [awake_list(&mut rd), awake_list(&mut rd)];
+        let tile_wakes = storage(&mut rd, 4 * tile_count);
+        let sleep_stats = storage(&mut rd, SLEEP_REPORT_BYTES);
         let description = format!("RenderingDevice: {} ({})", rd.get_device_name(), rd.get_device_vendor_name());
         let mut backend = RdBackend {
             grid,
@@ -271,9 +306,17 @@ impl RdBackend {
             lost: None,
             description,
             detail: None,
+            sleep: DeviceSleep::new(tiles, ColumnKernel::tiles_hold_the_step(&tiles)),
+            tile_params,
+            tile_flags,
+            awake_lists,
+            tile_wakes,
+            sleep_stats,
+            sleep_arrived: Arc::new(Mutex::new(Vec::new())),
         };
         let made = [backend.uniforms, backend.terrain, backend.step_terrain, backend.displacement, backend.counters, backend.stats, backend.gathered, backend.height_texture, backend.flow_texture];
-        if made.iter().chain(&backend.depth).chain(&backend.flux).any(|r| !r.is_valid()) {
+        let sleeping = [backend.tile_params, backend.tile_wakes, backend.sleep_stats];
+        if made.iter().chain(&backend.depth).chain(&backend.flux).chain(&sleeping).chain(&backend.tile_flags).chain(&backend.awake_lists).any(|r| !r.is_valid()) {
             return Err(Error::Gpu(format!("Godot could not allocate the fields of a {}x{} grid", grid.width, grid.height)));
         }
         backend.upload(state, Counters::default(), 0)?;
@@ -307,6 +350,13 @@ impl RdBackend {
         update(&mut rd, self.flux[0], bytemuck::cast_slice(&state.flow));
         update(&mut rd, self.counters, bytemuck::cast_slice(&counters.to_device_words()));
         self.frames = frames;
+        // Each plan empties the next step's list, which holds only while steps alternate
+        // between the copies: a new state starts both empty, and wakes every tile.
+        self.sleep.loaded(frames);
+        for list in self.awake_lists {
+            update(&mut rd, list, bytemuck::cast_slice(&EMPTY_AWAKE_LIST));
+        }
+        update(&mut rd, self.tile_wakes, &vec![0u8; 4 * self.sleep.tiles().count()]);
         // Reads still in flight belong to the old state: a new generation makes `harvest`
         // discard them whenever their callbacks come.
         self.reads.load(state, counters, frames);
@@ -380,6 +430,13 @@ impl RdBackend {
             "flow_image" => self.flow_texture,
             "gather_tiles" => self.tile_list.buffer,
             "gathered" => self.gathered,
+            "tiles" => self.tile_params,
+            "tile_flags" => self.tile_flags[k],
+            "tile_flags_before" => self.tile_flags[1 - k],
+            "tile_wakes" => self.tile_wakes,
+            "awake_list" => self.awake_lists[k],
+            "next_awake_list" => self.awake_lists[1 - k],
+            "sleep_stats" => self.sleep_stats,
             _ => return None,
         })
     }
@@ -399,13 +456,19 @@ impl RdBackend {
 
     /// Binds entry point `entry` with all its sets and dispatches it.
     fn dispatch(&mut self, rd: &mut Gd<RenderingDevice>, list: i64, entry: usize, water: WaterList, groups: [u32; 2]) -> Result<()> {
+        self.bind(rd, list, entry, water)?;
+        rd.compute_list_dispatch(list, groups[0].max(1), groups[1].max(1), 1);
+        rd.compute_list_add_barrier(list);
+        Ok(())
+    }
+
+    /// Binds entry point `entry` with all its sets.
+    fn bind(&mut self, rd: &mut Gd<RenderingDevice>, list: i64, entry: usize, water: WaterList) -> Result<()> {
         rd.compute_list_bind_compute_pipeline(list, self.pipelines[entry].pipeline);
         for set in self.pipelines[entry].program.sets() {
             let rid = self.uniform_set(rd, entry, set, water)?;
             rd.compute_list_bind_uniform_set(list, rid, set);
         }
-        rd.compute_list_dispatch(list, groups[0].max(1), groups[1].max(1), 1);
-        rd.compute_list_add_barrier(list);
         Ok(())
     }
 
@@ -434,19 +497,38 @@ impl RdBackend {
         };
         self.fill_list(ListId::Tiles, bytemuck::cast_slice(&tiles), 4)?;
         rd.buffer_clear(self.stats, 0, 16);
+        if let Some((params, marks)) = self.sleep.start_frame(constants, substeps, forcing) {
+            update(&mut rd, self.tile_params, bytemuck::bytes_of(&params));
+            if let Some(marks) = marks {
+                update(&mut rd, self.tile_wakes, bytemuck::cast_slice(marks));
+            }
+            rd.buffer_clear(self.sleep_stats, 0, SLEEP_REPORT_BYTES as u32);
+        }
+        let plan_groups = [(self.sleep.tiles().count() as u32).div_ceil(TILES_WORKGROUP), 1];
 
         let g = self.grid;
         let list = rd.compute_list_begin();
         let result = (|| -> Result<()> {
             self.record_edits(&mut rd, list, edits)?;
             let step = if substeps > 0 { self.step_entry(&mut rd, StepMode::of(constants))? } else { 0 };
-            let bands = self.kernel.dispatch(g.width, g.height);
-            for _ in 0..substeps {
+            for substep in 0..substeps {
                 if !forcing.is_empty() {
                     self.dispatch(&mut rd, list, ENTRY_WATER, WaterList::Forcing, Self::edit_groups(forcing.len()))?;
                 }
-                self.dispatch(&mut rd, list, step, WaterList::User, bands)?;
+                // The tiles this step runs, listed on the device as its dispatch.
+                let plan = if substep == 0 { ENTRY_PLAN_FRAME_START } else { ENTRY_PLAN_NEXT_STEP };
+                self.dispatch(&mut rd, list, plan, WaterList::User, plan_groups)?;
+                self.bind(&mut rd, list, step, WaterList::User)?;
+                rd.compute_list_dispatch_indirect(list, self.awake_lists[self.current], 0);
+                rd.compute_list_add_barrier(list);
                 self.current = 1 - self.current;
+            }
+            if substeps > 0 {
+                // With the last step's plan bindings (copy 1 − current).
+                self.current = 1 - self.current;
+                let reported = self.dispatch(&mut rd, list, ENTRY_REPORT_AWAKE_TILES, WaterList::User, [1, 1]);
+                self.current = 1 - self.current;
+                reported?;
             }
             let snapshot = [g.width.div_ceil(SNAPSHOT_WORKGROUP), g.height.div_ceil(SNAPSHOT_WORKGROUP)];
             self.dispatch(&mut rd, list, ENTRY_IMAGES, WaterList::User, snapshot)?;
@@ -457,6 +539,7 @@ impl RdBackend {
         result?;
         self.frames += 1;
         self.read_back(&mut rd, read);
+        self.read_sleep_report(&mut rd);
         // The detail waves: a compute list of their own, over the fields the steps left.
         if let Some(detail) = &mut self.detail {
             let k = self.current;
@@ -498,8 +581,30 @@ impl RdBackend {
         }
     }
 
+    /// Reads the frame's sleeping report, as the header is read.
+    fn read_sleep_report(&mut self, rd: &mut Gd<RenderingDevice>) {
+        let (generation, frame, steps) = (self.reads.generation(), self.frames, self.sleep.frame_steps());
+        if self.async_reads {
+            let arrived = self.sleep_arrived.clone();
+            let callback = Callable::from_fn("pipewater_sleep_report", move |args: &[&Variant]| {
+                if let Some(bytes) = args.first().and_then(|v| v.try_to::<PackedByteArray>().ok()) {
+                    arrived.lock().push(ArrivedSleepReport { generation, frame, steps, bytes: bytes.to_vec() });
+                }
+            });
+            rd.call("buffer_get_data_async", &[self.sleep_stats.to_variant(), callable_variant(&callback), 0.to_variant(), (SLEEP_REPORT_BYTES as i64).to_variant()]);
+        } else {
+            let bytes = rd.buffer_get_data_ex(self.sleep_stats).offset_bytes(0).size_bytes(SLEEP_REPORT_BYTES as u32).done();
+            self.sleep.accept(frame, steps, bytes.as_slice());
+        }
+        self.last_read_bytes += SLEEP_REPORT_BYTES;
+    }
+
     /// Applies the reads that have arrived; those issued before the last load are discarded.
     fn harvest(&mut self) {
+        // A report of an earlier load is about water that is gone.
+        for report in std::mem::take(&mut *self.sleep_arrived.lock()).into_iter().filter(|r| r.generation == self.reads.generation()) {
+            self.sleep.accept(report.frame, report.steps, &report.bytes);
+        }
         let arrived = std::mem::take(&mut *self.arrived.lock());
         let arrived: Vec<(&Read, &[u8])> = arrived.iter().map(|(read, bytes)| (read, bytes.as_slice())).collect();
         self.reads.accept(&arrived);
@@ -536,6 +641,8 @@ impl RdBackend {
 
     /// Uploads the lists of `batch`; returns what the next [`RdBackend::record_edits`] applies.
     fn upload_edits(&mut self, batch: EditBatch) -> Result<EditCounts> {
+        // Every cell an edit touches wakes its tile for the next step.
+        self.sleep.mark_edits(&batch);
         if !batch.water.is_empty() {
             self.fill_list(ListId::Water, bytemuck::cast_slice(&batch.water), std::mem::size_of::<CellWater>())?;
         }
@@ -654,8 +761,9 @@ impl Drop for RdBackend {
         self.drop_sets(&mut rd);
         let lists = [self.water_edits.buffer, self.forcing.buffer, self.terrain_edits.buffer, self.tile_list.buffer, self.displaced_list.buffer, self.nudge_list.buffer];
         let fields = [self.uniforms, self.terrain, self.step_terrain, self.displacement, self.depth[0], self.depth[1], self.flux[0], self.flux[1], self.counters, self.stats, self.gathered];
+        let sleeping = [self.tile_params, self.tile_flags[0], self.tile_flags[1], self.awake_lists[0], self.awake_lists[1], self.tile_wakes, self.sleep_stats];
         let pipelines: Vec<Rid> = self.pipelines.iter().flat_map(|p| [p.pipeline, p.shader]).collect();
-        free_all(&mut rd, pipelines.into_iter().chain(lists).chain(fields).chain([self.height_texture, self.flow_texture]));
+        free_all(&mut rd, pipelines.into_iter().chain(lists).chain(fields).chain(sleeping).chain([self.height_texture, self.flow_texture]));
     }
 }
 
@@ -696,6 +804,7 @@ impl Backend for RdBackend {
         check_terrain(&self.grid, terrain)?;
         let mut rd = self.check_device()?;
         self.edits.new_terrain();
+        self.sleep.wake_all();
         update(&mut rd, self.terrain, bytemuck::cast_slice(terrain));
         update(&mut rd, self.step_terrain, bytemuck::cast_slice(terrain));
         Ok(())
@@ -759,6 +868,23 @@ impl Backend for RdBackend {
     fn simulate_device_loss(&mut self) -> bool {
         self.lost = Some("simulate_device_loss() was called".into());
         true
+    }
+
+    fn set_sleeping(&mut self, on: bool) {
+        self.sleep.set_enabled(on);
+    }
+
+    fn sleep_report(&self) -> Option<SleepReport> {
+        Some(self.sleep.report())
+    }
+
+    fn awake_tiles(&mut self) -> Option<AwakeTiles> {
+        if !self.sleep.stepped() {
+            return Some(self.sleep.awake_tiles(None));
+        }
+        // The flags of the last step, written from copy 1 − current: a read that waits.
+        let bytes = self.read_buffer(self.tile_flags[1 - self.current], 4 * self.sleep.tiles().count()).ok()?;
+        Some(self.sleep.awake_tiles(Some(&bytemuck::pod_collect_to_vec::<u8, u32>(&bytes))))
     }
 
     // ---- Detail waves: everything in `detail.rs`. ----

@@ -69,7 +69,7 @@ impl Program {
 
 /// The entry points the RenderingDevice backend runs besides the step ([`step_program`]), with
 /// the pass family that holds each; they run with naga's bounds checks.
-pub const ENTRY_POINTS: [(&str, &str, bool); 7] = [
+pub const ENTRY_POINTS: [(&str, &str, bool); 10] = [
     ("apply_water", shaders::EDITS, false),
     ("apply_terrain", shaders::EDITS, false),
     ("images", shaders::SNAPSHOT, false),
@@ -77,6 +77,9 @@ pub const ENTRY_POINTS: [(&str, &str, bool); 7] = [
     ("refresh_step_terrain", shaders::BODIES, false),
     ("displace", shaders::BODIES, false),
     ("nudge_pipes", shaders::BODIES, false),
+    ("plan_frame_start", shaders::TILES, false),
+    ("plan_next_step", shaders::TILES, false),
+    ("report_awake_tiles", shaders::TILES, false),
 ];
 
 /// The step kernel (`step_columns.wgsl`) specialised for `mode` with `columns` invocations per

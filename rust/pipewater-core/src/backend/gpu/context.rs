@@ -11,6 +11,9 @@ use std::sync::Arc;
 /// Workgroup size of the edit passes (one invocation per edit).
 pub const EDIT_WORKGROUP: u32 = 64;
 
+/// Workgroup size of the sleeping tiles' plan (`tiles.wgsl`, one invocation per tile).
+pub const TILES_WORKGROUP: u32 = 64;
+
 /// Side of the square workgroup of the snapshot pass.
 pub const SNAPSHOT_WORKGROUP: u32 = 16;
 
@@ -36,6 +39,14 @@ pub struct GpuContext {
     /// The detail waves' pipelines, made when a simulation first turns the layer on: they belong
     /// to this device, and a fresh device after a loss makes its own.
     pub(super) detail_pipelines: std::sync::OnceLock<Result<Arc<super::detail::DetailPipelines>>>,
+    /// Bind group layout of the sleeping tiles' plan.
+    pub tiles_layout: wgpu::BindGroupLayout,
+    /// The plan of a frame's first step (`tiles.wgsl`).
+    pub plan_frame_start: wgpu::ComputePipeline,
+    /// The plan of a frame's later steps.
+    pub plan_next_step: wgpu::ComputePipeline,
+    /// The awake tiles of a frame's last step into its sleeping report.
+    pub report_awake_tiles: wgpu::ComputePipeline,
     /// Bind group layout of the edit passes.
     pub edit_layout: wgpu::BindGroupLayout,
     /// Water edits, sources and drains.
@@ -217,8 +228,20 @@ impl GpuContext {
         };
         let step_layout = layout(
             "step",
-            &[uniform(0), storage(1, true), storage(2, true), storage(3, true), storage(4, false), storage(5, false), storage(6, false)],
+            &[
+                uniform(0),
+                storage(1, true),
+                storage(2, true),
+                storage(3, true),
+                storage(4, false),
+                storage(5, false),
+                storage(6, false),
+                uniform(7),
+                storage(8, true),
+                storage(9, false),
+            ],
         );
+        let tiles_layout = layout("tiles", &[uniform(0), uniform(1), storage(2, true), storage(3, false), storage(4, true), storage(5, false), storage(6, false), storage(7, false)]);
         let edit_layout = layout("edits", &[storage(0, false), storage(1, false), storage(2, false), storage(3, true), storage(4, true)]);
         let bodies_layout = layout(
             "bodies",
@@ -260,6 +283,7 @@ impl GpuContext {
         let edit_module = module("edits.wgsl", shaders::EDITS);
         let snapshot_module = module("snapshot.wgsl", shaders::SNAPSHOT);
         let bodies_module = module("bodies.wgsl", shaders::BODIES);
+        let tiles_module = module("tiles.wgsl", shaders::TILES);
         let pipeline = |label: &str, bgl: &wgpu::BindGroupLayout, module: &wgpu::ShaderModule, entry: &str, constants: &[(&str, f64)]| {
             let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
                 label: Some(label),
@@ -282,6 +306,9 @@ impl GpuContext {
         let refresh_step_terrain = pipeline("refresh_step_terrain", &bodies_layout, &bodies_module, "refresh_step_terrain", &[]);
         let displace = pipeline("displace", &bodies_layout, &bodies_module, "displace", &[]);
         let nudge_pipes = pipeline("nudge_pipes", &bodies_layout, &bodies_module, "nudge_pipes", &[]);
+        let plan_frame_start = pipeline("plan_frame_start", &tiles_layout, &tiles_module, "plan_frame_start", &[]);
+        let plan_next_step = pipeline("plan_next_step", &tiles_layout, &tiles_module, "plan_next_step", &[]);
+        let report_awake_tiles = pipeline("report_awake_tiles", &tiles_layout, &tiles_module, "report_awake_tiles", &[]);
         let texels = pipeline("texels", &snapshot_layout, &snapshot_module, "texels", &[]);
         // `gather` reads the snapshot's group 0 and its tiles in group 2; group 1 (the storage
         // textures of `images`) is the RenderingDevice backend's only.
@@ -308,6 +335,10 @@ impl GpuContext {
             step_module,
             step_pipelines: Mutex::new(HashMap::new()),
             detail_pipelines: std::sync::OnceLock::new(),
+            tiles_layout,
+            plan_frame_start,
+            plan_next_step,
+            report_awake_tiles,
             edit_layout,
             apply_water,
             apply_terrain,

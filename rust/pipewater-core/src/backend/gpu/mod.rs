@@ -17,6 +17,17 @@
 //!   [`Backend::want_full_snapshots`]) or only the tiles queries touched, into one of
 //!   [`MAX_FRAMES_IN_FLIGHT`] staging buffers, mapped with `map_async` and picked up by
 //!   [`Backend::snapshot`] without waiting. See [`GPU_SNAPSHOT_LATENCY`].
+//! * Sleeping tiles ([`crate::backend::sleep`]): the tiles are the step kernel's workgroup
+//!   domains ([`crate::backend::step_kernel::ColumnKernel::tiles`]). Before each step a small
+//!   pass (`shaders/tiles.wgsl`) lists the awake tiles on the device, as the step's indirect
+//!   dispatch, from the flags the last step wrote per tile (changed, moving), the host's marks
+//!   (edits, bodies and terrain for the frame's first step; sources and drains for every step)
+//!   and how the constants changed. Skipping is exact with ping-pong copies: every step's input
+//!   copy holds the whole state, and a tile skipped at step s was stepped without a change (or
+//!   skipped) at step s − 1, so the copy step s writes already holds its bits. Edits change the
+//!   current copy in place and mark their tiles, which the next step then runs. With sleeping
+//!   off the list holds every tile, and the step kernel is the same. [`Backend::sleep_report`]
+//!   arrives with the snapshot's readback, as late as the snapshot.
 //! * All simulations of a process share one device ([`GpuContext::shared`]). When it is lost
 //!   (or reports an error) every call fails with that error, and the next `GpuContext::shared`
 //!   makes a fresh device.
@@ -25,9 +36,10 @@ mod context;
 pub mod detail;
 pub mod shaders;
 
-pub use context::{GpuContext, EDIT_WORKGROUP, SNAPSHOT_WORKGROUP};
+pub use context::{GpuContext, EDIT_WORKGROUP, SNAPSHOT_WORKGROUP, TILES_WORKGROUP};
 
-use super::step_kernel::StepMode;
+use super::sleep::{AwakeTiles, DeviceSleep, SleepReport, TileParams, AWAKE_LIST_HEADER, EMPTY_AWAKE_LIST};
+use super::step_kernel::{ColumnKernel, StepMode};
 use super::pending::{list_bytes, list_header_bytes, EditBatch, EditCounts, EditPass, PendingEdits};
 use super::readback::{Coverage, Read, Readbacks, TileRequests, HEADER_BYTES, MAX_TILES_PER_READ};
 use super::{Backend, BackendKind, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
@@ -67,6 +79,70 @@ pub const GPU_SNAPSHOT_LATENCY: u32 = MAX_FRAMES_IN_FLIGHT as u32;
 /// takes this long on one frame has been reset by its driver long before.
 pub const DEVICE_WAIT_LIMIT: Duration = Duration::from_secs(60);
 
+/// Bytes a snapshot read carries behind the snapshot's own: the frame's sleeping report.
+/// [`Backend::last_readback_bytes`] counts them.
+pub const SLEEP_REPORT_BYTES: usize = super::sleep::SLEEP_REPORT_BYTES;
+
+/// The wgpu backend's sleeping tiles: the host's side ([`DeviceSleep`]) and the device's buffers.
+struct Sleeping {
+    host: DeviceSleep,
+    params: wgpu::Buffer,
+    /// Flags per tile (`TILE_*` of common.wgsl), written by the step from copy k.
+    flags: [wgpu::Buffer; 2],
+    /// Awake lists, the step from copy k's dispatch arguments.
+    lists: [wgpu::Buffer; 2],
+    /// Host marks per tile.
+    wakes: wgpu::Buffer,
+    /// The frame's report (`sleep_stats` of tiles.wgsl), cleared before each frame with steps.
+    stats: wgpu::Buffer,
+    /// The plan before the step from copy k.
+    plan_groups: [wgpu::BindGroup; 2],
+}
+
+impl Sleeping {
+    fn new(ctx: &GpuContext, grid: Grid, uniforms: &wgpu::Buffer) -> Self {
+        use wgpu::BufferUsages as U;
+        let device = &ctx.device;
+        let tiles = ctx.kernel.tiles(grid.width, grid.height);
+        let n = tiles.count();
+        let buffer = |label: &str, bytes: usize, usage: U| device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: bytes.max(16) as u64, usage, mapped_at_creation: false });
+        let params = buffer("tile params", std::mem::size_of::<TileParams>(), U::UNIFORM | U::COPY_DST);
+        let flags = [0, 1].map(|k| buffer(&format!("tile flags {k}"), 4 * n, U::STORAGE | U::COPY_SRC));
+        let lists = [0, 1].map(|k| buffer(&format!("awake tiles {k}"), 4 * (AWAKE_LIST_HEADER + n), U::STORAGE | U::INDIRECT | U::COPY_SRC | U::COPY_DST));
+        // Created zeroed: no marks.
+        let wakes = buffer("tile wakes", 4 * n, U::STORAGE | U::COPY_DST);
+        let stats = buffer("sleep stats", 16, U::STORAGE | U::COPY_SRC | U::COPY_DST);
+        let group = |k: usize| {
+            let buffers = [uniforms, &params, &flags[1 - k], &flags[k], &wakes, &lists[k], &lists[1 - k], &stats];
+            let entries: Vec<wgpu::BindGroupEntry> = buffers.iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect();
+            device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some("tiles"), layout: &ctx.tiles_layout, entries: &entries })
+        };
+        let plan_groups = [group(0), group(1)];
+        let host = DeviceSleep::new(tiles, ColumnKernel::tiles_hold_the_step(&tiles));
+        let sleeping = Sleeping { host, params, flags, lists, wakes, stats, plan_groups };
+        sleeping.reset_lists(ctx);
+        sleeping
+    }
+
+    /// Empties both awake lists (each plan empties the next step's, which holds only while steps
+    /// alternate between the copies: a new state breaks that) and sets their dispatches' y and z.
+    fn reset_lists(&self, ctx: &GpuContext) {
+        for list in &self.lists {
+            ctx.queue.write_buffer(list, 0, bytemuck::cast_slice(&EMPTY_AWAKE_LIST));
+        }
+    }
+
+    /// Before a frame of steps: the parameters and, when they changed, the marks on the device.
+    fn start_frame(&mut self, ctx: &GpuContext, c: &StepConstants, substeps: u32, forcing: &[CellWater]) {
+        if let Some((params, marks)) = self.host.start_frame(c, substeps, forcing) {
+            ctx.queue.write_buffer(&self.params, 0, bytemuck::bytes_of(&params));
+            if let Some(marks) = marks {
+                ctx.queue.write_buffer(&self.wakes, 0, bytemuck::cast_slice(marks));
+            }
+        }
+    }
+}
+
 const SLOT_FREE: u32 = 0;
 const SLOT_PENDING: u32 = 1;
 const SLOT_READY: u32 = 2;
@@ -81,6 +157,8 @@ struct Slot {
     read: Option<Read>,
     /// Our sequence number of the submission that fills it.
     submitted: u64,
+    /// Steps of the frame it reads (for the sleeping report behind the snapshot).
+    steps: u32,
 }
 
 /// A list of edits (or tiles) on the device in the [`list_bytes`] layout, grown by powers of two.
@@ -167,6 +245,7 @@ pub struct GpuBackend {
     readback_bytes: u64,
     /// The detail wave layer, when it is on (`detail.rs`).
     detail: Option<detail::GpuDetail>,
+    sleeping: Sleeping,
 }
 
 impl GpuBackend {
@@ -207,12 +286,18 @@ impl GpuBackend {
                 buffers.iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect();
             device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(label), layout, entries: &entries })
         };
-        let step_groups =
-            [0, 1].map(|k| group(&ctx.step_layout, "step", &[&uniforms, &step_terrain, &depth[k], &flux[k], &depth[1 - k], &flux[1 - k], &counters]));
+        let sleeping = Sleeping::new(&ctx, grid, &uniforms);
+        let step_groups = [0, 1].map(|k| {
+            group(
+                &ctx.step_layout,
+                "step",
+                &[&uniforms, &step_terrain, &depth[k], &flux[k], &depth[1 - k], &flux[1 - k], &counters, &sleeping.params, &sleeping.lists[k], &sleeping.flags[k]],
+            )
+        });
         let snapshot_groups =
             [0, 1].map(|k| group(&ctx.snapshot_layout, "snapshot", &[&uniforms, &terrain, &depth[k], &flux[k], &height_texels, &flow_texels, &stats]));
         let gather_group = group(&ctx.gather_layout, "gather", &[&tile_list, &gathered, &counters]);
-        let slots = (0..MAX_FRAMES_IN_FLIGHT).map(|_| Slot { buffer: None, state: Arc::new(AtomicU32::new(SLOT_FREE)), read: None, submitted: 0 }).collect();
+        let slots = (0..MAX_FRAMES_IN_FLIGHT).map(|_| Slot { buffer: None, state: Arc::new(AtomicU32::new(SLOT_FREE)), read: None, submitted: 0, steps: 0 }).collect();
         let constants = StepConstants::new(&Params::default(), grid.width, grid.height, grid.cell_size, 0.0, [0; 4]);
         let mut backend = GpuBackend {
             water_edits: EditList::new(device, "water edits", 16, 8),
@@ -251,6 +336,7 @@ impl GpuBackend {
             failure: None,
             readback_bytes: 0,
             detail: None,
+            sleeping,
         };
         backend.upload(state, Counters::default(), 0)?;
         Ok(backend)
@@ -370,14 +456,20 @@ impl GpuBackend {
         for &k in &ready {
             let slot = &mut self.slots[k];
             let (Some(read), Some(buffer)) = (slot.read.take(), slot.buffer.as_ref()) else { continue };
-            match buffer.get_mapped_range(..read.bytes(n) as u64) {
-                Ok(view) => views.push((read, view)),
+            match buffer.get_mapped_range(..(read.bytes(n) + SLEEP_REPORT_BYTES) as u64) {
+                Ok(view) => {
+                    // A read of an earlier load reports on water that is gone.
+                    if read.generation == self.reads.generation() {
+                        self.sleeping.host.accept(read.frame, slot.steps, &view[read.bytes(n)..]);
+                    }
+                    views.push((read, view))
+                }
                 Err(e) => {
                     self.failure.get_or_insert(Error::Gpu(format!("the readback of frame {} could not be read: {e}", read.frame)));
                 }
             }
         }
-        let arrived: Vec<(&Read, &[u8])> = views.iter().map(|(read, view)| (read, &view[..])).collect();
+        let arrived: Vec<(&Read, &[u8])> = views.iter().map(|(read, view)| (read, &view[..read.bytes(n)])).collect();
         self.reads.accept(&arrived);
         drop(arrived);
         drop(views);
@@ -398,13 +490,13 @@ impl GpuBackend {
             .iter()
             .position(|s| s.state.load(Ordering::Acquire) == SLOT_FREE)
             .ok_or_else(|| Error::Gpu("no staging buffer is free after every finished readback was applied".into()))?;
-        let needed = read.bytes(self.grid.cell_count()) as u64;
+        let needed = (read.bytes(self.grid.cell_count()) + SLEEP_REPORT_BYTES) as u64;
         let slot = &mut self.slots[k];
         if slot.buffer.as_ref().is_none_or(|b| b.size() < needed) {
             // Tile reads grow with the tiles asked for: size for the most at once.
             let size = match read.coverage {
                 Coverage::Texels => needed,
-                Coverage::Tiles(_) => needed.max(TileRequests::readback_bytes(MAX_TILES_PER_READ) as u64),
+                Coverage::Tiles(_) => needed.max((TileRequests::readback_bytes(MAX_TILES_PER_READ) + SLEEP_REPORT_BYTES) as u64),
             };
             slot.buffer = Some(self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(&format!("snapshot staging {k}")),
@@ -456,14 +548,18 @@ impl GpuBackend {
                 encoder.copy_buffer_to_buffer(&self.gathered, 0, staging, 0, TileRequests::readback_bytes(tiles.len()) as u64);
             }
         }
+        // The sleeping report behind it.
+        let behind = read.bytes(self.grid.cell_count()) as u64;
+        encoder.copy_buffer_to_buffer(&self.sleeping.stats, 0, staging, behind, SLEEP_REPORT_BYTES as u64);
     }
 
     /// Maps staging buffer `k` once submission `submitted` (which fills it with `read`) is done.
     fn map_read(&mut self, k: usize, read: Read, submitted: u64) {
-        let bytes = read.bytes(self.grid.cell_count()) as u64;
+        let bytes = (read.bytes(self.grid.cell_count()) + SLEEP_REPORT_BYTES) as u64;
         let slot = &mut self.slots[k];
         slot.read = Some(read);
         slot.submitted = submitted;
+        slot.steps = self.sleeping.host.frame_steps();
         slot.state.store(SLOT_PENDING, Ordering::Release);
         let flag = slot.state.clone();
         let buffer = slot.buffer.as_ref().expect("sized by free_slot");
@@ -516,6 +612,8 @@ impl GpuBackend {
         q.write_buffer(&self.flux[0], 0, bytemuck::cast_slice(&state.flow));
         q.write_buffer(&self.counters, 0, bytemuck::cast_slice(&counters.to_device_words()));
         self.frames = frames;
+        self.sleeping.host.loaded(frames);
+        self.sleeping.reset_lists(&self.ctx);
         // Reads in flight show the old state: they are discarded when they arrive, and the first
         // snapshot comes from the state itself, so queries work before any readback.
         self.reads.load(state, counters, frames);
@@ -530,6 +628,8 @@ impl GpuBackend {
     /// edits apply ([`GpuBackend::record_edits`]).
     fn upload_edits(&mut self, batch: EditBatch, forcing: &[CellWater]) -> EditCounts {
         let ctx = self.ctx.clone();
+        // Every cell an edit touches wakes its tile for the next step.
+        self.sleeping.host.mark_edits(&batch);
         let mut grown = self.edit_groups.is_none();
         let mut terrain_grown = false;
         if !batch.water.is_empty() {
@@ -683,7 +783,9 @@ impl Backend for GpuBackend {
 
     fn load(&mut self, state: &State) -> Result<()> {
         if state.grid != self.grid {
+            let sleeping = self.sleeping.host.enabled();
             *self = GpuBackend::new(state)?;
+            self.set_sleeping(sleeping);
             return Ok(());
         }
         self.upload(state, Counters::default(), 0)
@@ -709,6 +811,7 @@ impl Backend for GpuBackend {
     fn set_terrain(&mut self, terrain: &[f32]) -> Result<()> {
         check_terrain(&self.grid, terrain)?;
         self.edits.new_terrain();
+        self.sleeping.host.wake_all();
         self.ctx.queue.write_buffer(&self.terrain, 0, bytemuck::cast_slice(terrain));
         self.ctx.queue.write_buffer(&self.step_terrain, 0, bytemuck::cast_slice(terrain));
         Ok(())
@@ -758,23 +861,36 @@ impl Backend for GpuBackend {
         if let Some(read) = &read {
             self.prepare_read(&mut encoder, read);
         }
+        self.sleeping.start_frame(&self.ctx, &plan.constants, plan.substeps, forcing_list);
+        if plan.substeps > 0 {
+            encoder.clear_buffer(&self.sleeping.stats, 0, None);
+        }
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("frame"), timestamp_writes: None });
             self.record_edits(&mut pass, edits);
             let forcing_groups = self.edit_groups_for(forcing);
             let step = self.ctx.step_pipeline(StepMode::of(&plan.constants));
-            let [strips, bands] = self.ctx.kernel.dispatch(g.width, g.height);
-            for _ in 0..plan.substeps {
+            let plan_groups = (self.sleeping.host.tiles().count() as u32).div_ceil(TILES_WORKGROUP);
+            for substep in 0..plan.substeps {
                 let k = self.current;
                 if forcing > 0 {
                     pass.set_pipeline(&self.ctx.apply_water);
                     pass.set_bind_group(0, &self.edit_groups.as_ref().expect("prepared")[k][1], &[]);
                     pass.dispatch_workgroups(forcing_groups, 1, 1);
                 }
+                // The tiles this step runs, listed on the device as its dispatch.
+                pass.set_pipeline(if substep == 0 { &self.ctx.plan_frame_start } else { &self.ctx.plan_next_step });
+                pass.set_bind_group(0, &self.sleeping.plan_groups[k], &[]);
+                pass.dispatch_workgroups(plan_groups, 1, 1);
                 pass.set_pipeline(&step);
                 pass.set_bind_group(0, &self.step_groups[k], &[]);
-                pass.dispatch_workgroups(strips, bands, 1);
+                pass.dispatch_workgroups_indirect(&self.sleeping.lists[k], 0);
                 self.current = 1 - k;
+            }
+            if plan.substeps > 0 {
+                pass.set_pipeline(&self.ctx.report_awake_tiles);
+                pass.set_bind_group(0, &self.sleeping.plan_groups[1 - self.current], &[]);
+                pass.dispatch_workgroups(1, 1, 1);
             }
             if let Some(read) = &read {
                 self.record_snapshot(&mut pass, read);
@@ -786,7 +902,7 @@ impl Backend for GpuBackend {
             None => None,
         };
         self.frames += 1;
-        self.readback_bytes = read.as_ref().map_or(0, |r| r.bytes(g.cell_count()) as u64);
+        self.readback_bytes = read.as_ref().map_or(0, |r| (r.bytes(g.cell_count()) + SLEEP_REPORT_BYTES) as u64);
         if let (Some(read), Some(k)) = (&read, slot) {
             self.record_read_copy(&mut encoder, read, k);
         }
@@ -842,6 +958,24 @@ impl Backend for GpuBackend {
     fn simulate_device_loss(&mut self) -> bool {
         self.ctx.device.destroy();
         true
+    }
+
+    fn set_sleeping(&mut self, on: bool) {
+        self.sleeping.host.set_enabled(on);
+    }
+
+    fn sleep_report(&self) -> Option<SleepReport> {
+        Some(self.sleeping.host.report())
+    }
+
+    fn awake_tiles(&mut self) -> Option<AwakeTiles> {
+        if !self.sleeping.host.stepped() {
+            return Some(self.sleeping.host.awake_tiles(None));
+        }
+        // The flags of the last step, written from copy 1 − current: a small blocking read.
+        let flags = self.sleeping.flags[1 - self.current].clone();
+        let bytes = self.read_blocking(&[(&flags, 4 * self.sleeping.host.tiles().count() as u64)]).ok()?;
+        Some(self.sleeping.host.awake_tiles(Some(&bytemuck::pod_collect_to_vec::<u8, u32>(&bytes))))
     }
 
     // ---- Detail waves: everything in `detail.rs`. ----

@@ -9,6 +9,8 @@ pub const STEP: &str = include_str!("../../../../../shaders/step_columns.wgsl");
 pub const EDITS: &str = include_str!("../../../../../shaders/edits.wgsl");
 /// Bodies: their displacement of the step's bed and their drag on the pipes.
 pub const BODIES: &str = include_str!("../../../../../shaders/bodies.wgsl");
+/// Sleeping tiles: the list of tiles each step runs.
+pub const TILES: &str = include_str!("../../../../../shaders/tiles.wgsl");
 /// Snapshot texels and the reductions (total water, largest depth and speed).
 pub const SNAPSHOT: &str = include_str!("../../../../../shaders/snapshot.wgsl");
 /// The detail wave layer ([`crate::detail`]), with `snapshot.wgsl` in front: it reads each flow
@@ -17,9 +19,10 @@ pub const DETAIL: &str = concat!(include_str!("../../../../../shaders/snapshot.w
 
 /// Every pass family by file name, as compiled: `common.wgsl` followed by the file (and what it
 /// has in front).
-pub fn pass_families() -> [(&'static str, String); 5] {
+pub fn pass_families() -> [(&'static str, String); 6] {
     [
         ("step_columns.wgsl", with_common(STEP)),
+        ("tiles.wgsl", with_common(TILES)),
         ("edits.wgsl", with_common(EDITS)),
         ("bodies.wgsl", with_common(BODIES)),
         ("snapshot.wgsl", with_common(SNAPSHOT)),

@@ -1,0 +1,114 @@
+// Sleeping tiles (backend/sleep.rs): before each step, one invocation per tile decides whether
+// the step runs the tile, and lists the tiles it runs as the indirect dispatch of the step
+// kernel, all on the device (no round trip to the host between steps).
+//
+// A tile steps when a tile of its 3×3 neighbourhood changed a bit in the last step, or was
+// touched since (edits, bodies, terrain: `tile_wakes` bit 1, for the frame's first step;
+// sources and drains: bit 0, every step), when it lies on a grid edge that exchanges water, and
+// after new constants: a new step length wakes the neighbourhoods of tiles whose pipes carry
+// flow, any other change wakes every tile. Otherwise the step would give the tile the bits it
+// holds, and both depth and pipe copies already hold them (backend/gpu/mod.rs says why).
+//
+// Flags ping-pong with the fields: the step from copy k writes `tile_flags` k, and the plan
+// before it reads the last step's from the other copy, so it can reset its own words freely.
+
+@group(0) @binding(0) var<uniform> c: StepConstants;
+@group(0) @binding(1) var<uniform> tiles: TileParams;
+// The flags of the last step, and those of this one (this pass writes the tiles the step skips
+// and marks those it runs; the step kernel writes the rest).
+@group(0) @binding(2) var<storage, read> tile_flags_before: array<u32>;
+@group(0) @binding(3) var<storage, read_write> tile_flags: array<u32>;
+// Host marks per tile: bit 0 wakes it for every step of the frame, bit 1 for its first step.
+@group(0) @binding(4) var<storage, read> tile_wakes: array<u32>;
+// This step's list (AWAKE_LIST_HEADER words, then tiles), and the next step's, whose count this
+// pass resets (the last step's dispatch, which read it, has finished).
+@group(0) @binding(5) var<storage, read_write> awake_list: array<atomic<u32>>;
+@group(0) @binding(6) var<storage, read_write> next_awake_list: array<atomic<u32>>;
+// The frame's sleeping report, read back behind the snapshot: cells stepped over the frame (low
+// and high words), the awake tiles of its last step, a spare word. The host clears it before a
+// frame with steps.
+@group(0) @binding(7) var<storage, read_write> sleep_stats: array<atomic<u32>, 4>;
+
+const TILES_WORKGROUP: u32 = 64u;
+const WAKE_EVERY_STEP: u32 = 1u;
+const WAKE_FIRST_STEP: u32 = 2u;
+// pipes.rs BOUNDARY_WALL.
+const BOUNDARY_WALL: u32 = 0u;
+
+// Cells of tile (x, y): the last strip and band hold what is left of the grid.
+fn cells_in_tile(x: u32, y: u32) -> u32 {
+    let columns = min(tiles.size.x, c.width - x * tiles.size.x);
+    let rows = min(tiles.size.y, c.height - y * tiles.size.y);
+    return columns * rows;
+}
+
+// sleep.rs TileGrid::on_exchanging_edge.
+fn on_exchanging_edge(x: u32, y: u32) -> bool {
+    let b = c.boundary;
+    return (y == 0u && b.x != BOUNDARY_WALL) || (x + 1u == tiles.tiles.x && b.y != BOUNDARY_WALL) || (y + 1u == tiles.tiles.y && b.z != BOUNDARY_WALL)
+        || (x == 0u && b.w != BOUNDARY_WALL);
+}
+
+fn plan(t: u32, first_step: bool) {
+    if t == 0u {
+        atomicStore(&next_awake_list[0], 0u);
+    }
+    let count = tiles.tiles.x * tiles.tiles.y;
+    if t >= count {
+        return;
+    }
+    let x = t % tiles.tiles.x;
+    let y = t / tiles.tiles.x;
+    var change = TILES_CHANGE_NONE;
+    var wakes = WAKE_EVERY_STEP;
+    if first_step {
+        change = tiles.change;
+        wakes |= WAKE_FIRST_STEP;
+    }
+    var awake = tiles.sleeping == 0u || change == TILES_CHANGE_MODE || on_exchanging_edge(x, y);
+    for (var dy = -1; dy <= 1; dy++) {
+        for (var dx = -1; dx <= 1; dx++) {
+            let nx = i32(x) + dx;
+            let ny = i32(y) + dy;
+            if nx >= 0 && ny >= 0 && nx < i32(tiles.tiles.x) && ny < i32(tiles.tiles.y) {
+                let n = u32(ny) * tiles.tiles.x + u32(nx);
+                let flags = tile_flags_before[n];
+                awake = awake || (flags & TILE_CHANGED) != 0u || (tile_wakes[n] & wakes) != 0u;
+                awake = awake || (change == TILES_CHANGE_STEP_LENGTH && (flags & TILE_MOVING) != 0u);
+            }
+        }
+    }
+    // A skipped tile's pipes are as they were: it keeps its moving bit.
+    let moving = tile_flags_before[t] & TILE_MOVING;
+    if awake {
+        let slot = atomicAdd(&awake_list[0], 1u);
+        atomicStore(&awake_list[AWAKE_LIST_HEADER + slot], t);
+        tile_flags[t] = TILE_AWAKE | moving;
+        let cells = cells_in_tile(x, y);
+        let old = atomicAdd(&sleep_stats[0], cells);
+        if old > 0xffffffffu - cells {
+            atomicAdd(&sleep_stats[1], 1u);
+        }
+    } else {
+        tile_flags[t] = moving;
+    }
+}
+
+// The plan of a frame's first step: host marks of both kinds and the change of constants count.
+@compute @workgroup_size(TILES_WORKGROUP)
+fn plan_frame_start(@builtin(global_invocation_id) id: vec3<u32>) {
+    plan(id.x, true);
+}
+
+// The plan of the frame's later steps, which share its constants and its sources and drains.
+@compute @workgroup_size(TILES_WORKGROUP)
+fn plan_next_step(@builtin(global_invocation_id) id: vec3<u32>) {
+    plan(id.x, false);
+}
+
+// After a frame's last step, with the bindings of that step's plan: its awake tiles into the
+// report.
+@compute @workgroup_size(1)
+fn report_awake_tiles() {
+    atomicStore(&sleep_stats[2], atomicLoad(&awake_list[0]));
+}
