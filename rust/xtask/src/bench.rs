@@ -3,7 +3,9 @@
 //! Each measurement loads a rough lake with a dam-break column (so every pipe carries flow and the
 //! limiter works), runs a warm-up frame, then times frames of fixed steps until at least
 //! `--seconds` have passed, waiting for the device at the end so GPU time is counted in full.
-//! Results print as a table with the hardware; paste them into docs/BENCHMARKS.md.
+//! Results print as a table with the hardware; paste them into docs/BENCHMARKS.md. Sleeping tiles
+//! are on, as in games (the lake's still parts are not stepped, and cell-steps count every cell
+//! of the grid); `--no-sleep` steps every cell.
 
 use pipewater_core::{scenarios, BackendKind, BackendPreference, Grid, NeighbourMode, Params, Simulation};
 use std::time::Instant;
@@ -15,6 +17,7 @@ struct Options {
     steps_per_frame: u32,
     seconds: f64,
     momentum_advection: bool,
+    sleeping: bool,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -25,6 +28,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         steps_per_frame: 8,
         seconds: 2.0,
         momentum_advection: true,
+        sleeping: true,
     };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -54,6 +58,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--steps" => options.steps_per_frame = value()?.parse().map_err(|e| format!("--steps: {e}"))?,
             "--seconds" => options.seconds = value()?.parse().map_err(|e| format!("--seconds: {e}"))?,
             "--no-advection" => options.momentum_advection = false,
+            "--no-sleep" => options.sleeping = false,
             other => return Err(format!("unknown option {other}")),
         }
     }
@@ -61,10 +66,12 @@ fn parse(args: &[String]) -> Result<Options, String> {
 }
 
 /// Times one backend, size and mode; returns (cell-steps per second, ns per step, description).
-fn measure(preference: BackendPreference, side: u32, params: Params, steps_per_frame: u32, seconds: f64) -> Result<(f64, f64, String), String> {
+fn measure(preference: BackendPreference, side: u32, params: Params, options: &Options) -> Result<(f64, f64, String), String> {
+    let (steps_per_frame, seconds) = (options.steps_per_frame, options.seconds);
     let grid = Grid::new(side, side, 1.0).map_err(|e| e.to_string())?;
     let state = scenarios::benchmark_lake(grid);
     let mut sim = Simulation::new(state, params, preference).map_err(|e| e.to_string())?;
+    sim.set_sleeping(options.sleeping);
     let dt = 0.02;
     sim.run_steps(dt, steps_per_frame).map_err(|e| e.to_string())?;
     sim.ledger().map_err(|e| e.to_string())?; // waits for the device
@@ -107,7 +114,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         };
         for &side in &sizes {
             for &mode in &options.modes {
-                match measure(preference, side, Params { neighbours: mode, momentum_advection: options.momentum_advection, ..Params::default() }, options.steps_per_frame, options.seconds) {
+                match measure(preference, side, Params { neighbours: mode, momentum_advection: options.momentum_advection, ..Params::default() }, &options) {
                     Ok((rate, ns, device)) => println!(
                         "| {kind:?} | {side}² | {} | {:.3} G | {:.3} | {device} |",
                         if mode == NeighbourMode::Four { 4 } else { 8 },
