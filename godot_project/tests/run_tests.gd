@@ -86,7 +86,7 @@ func _run() -> void:
 
 func _test_pool_height_honours_the_global_transform() -> void:
 	print("-- a 2 m pool on flat ground, node at (10, 5, -3)")
-	var water: PipeWater = await _make_water(Vector2i(32, 32), 2.0, Vector3(10, 5, -3))
+	var water: PipeWater = await _make_cpu_water(Vector2i(32, 32), 2.0, Vector3(10, 5, -3))
 	var inside := Vector3(12.3, 0.0, -1.7)
 	_near(water.get_height(inside), 7.0, HEIGHT_TOLERANCE, "get_height is the global Y of the surface")
 	_near(water.get_depth(inside), 2.0, HEIGHT_TOLERANCE, "get_depth is the pool depth")
@@ -106,7 +106,7 @@ func _test_pool_height_honours_the_global_transform() -> void:
 
 func _test_rotated_node_maps_global_points_to_its_grid() -> void:
 	print("-- terrain sloping along local +X, node rotated 90° about Y")
-	var water: PipeWater = await _make_water(Vector2i(32, 32), -10.0, Vector3.ZERO)
+	var water: PipeWater = await _make_cpu_water(Vector2i(32, 32), -10.0, Vector3.ZERO)
 	var heights := PackedFloat32Array()
 	for y in 32:
 		for x in 32:
@@ -124,7 +124,7 @@ func _test_rotated_node_maps_global_points_to_its_grid() -> void:
 
 func _test_add_and_remove_water_change_the_total_by_their_volume() -> void:
 	print("-- add_water and remove_water in a 1 m pool (CPU backend)")
-	var water: PipeWater = await _make_water(Vector2i(40, 40), 1.0, Vector3.ZERO)
+	var water: PipeWater = await _make_cpu_water(Vector2i(40, 40), 1.0, Vector3.ZERO)
 	var before: float = water.get_total_water()
 	var added: float = water.add_water(Vector3(3, 0, -2), 10.0, 3.0)
 	var after_add: float = water.get_total_water()
@@ -148,7 +148,7 @@ func _test_add_and_remove_water_change_the_total_by_their_volume() -> void:
 
 func _test_sources_and_drains() -> void:
 	print("-- a 2 m³/s source for one second, then a drain")
-	var water: PipeWater = await _make_water(Vector2i(24, 24), 1.0, Vector3.ZERO)
+	var water: PipeWater = await _make_cpu_water(Vector2i(24, 24), 1.0, Vector3.ZERO)
 	water.paused = true
 	var before: float = water.get_total_water()
 	var id: int = water.add_source(Vector3(2, 0, 2), 2.0, 2.0)
@@ -167,7 +167,7 @@ func _test_sources_and_drains() -> void:
 
 func _test_textures_have_the_documented_size_and_format() -> void:
 	print("-- height_texture and flux_texture")
-	var water: PipeWater = await _make_water(Vector2i(48, 20), 1.5, Vector3.ZERO)
+	var water: PipeWater = await _make_cpu_water(Vector2i(48, 20), 1.5, Vector3.ZERO)
 	for texture: ImageTexture in [water.height_texture, water.flux_texture]:
 		_check(texture != null, "the texture exists")
 		if texture == null:
@@ -226,7 +226,7 @@ func _test_textures_have_the_documented_size_and_format() -> void:
 
 func _test_fill_basin_fills_one_basin_to_a_level() -> void:
 	print("-- fill_basin: two 16 × 16 m pits split by a 3 m wall, node at Y = 5")
-	var water: PipeWater = await _make_water(Vector2i(36, 16), -10.0, Vector3(0, 5, 0))
+	var water: PipeWater = await _make_cpu_water(Vector2i(36, 16), -10.0, Vector3(0, 5, 0))
 	var heights := PackedFloat32Array()
 	for y in 16:
 		for x in 36:
@@ -250,7 +250,7 @@ func _test_fill_basin_fills_one_basin_to_a_level() -> void:
 
 func _test_terrain_from_image_and_digging() -> void:
 	print("-- terrain from an L8 image, then digging")
-	var water: PipeWater = await _make_water(Vector2i(8, 8), -100.0, Vector3.ZERO)
+	var water: PipeWater = await _make_cpu_water(Vector2i(8, 8), -100.0, Vector3.ZERO)
 	var bytes := PackedByteArray()
 	for y in 8:
 		for x in 8:
@@ -270,7 +270,7 @@ func _test_terrain_from_image_and_digging() -> void:
 
 func _test_backend_choice_falls_back_without_crashing() -> void:
 	print("-- backend = BACKEND_GPU, then BACKEND_AUTO")
-	var water: PipeWater = await _make_water(Vector2i(16, 16), 1.0, Vector3.ZERO)
+	var water: PipeWater = await _make_cpu_water(Vector2i(16, 16), 1.0, Vector3.ZERO)
 	for choice: int in [PipeWater.BACKEND_GPU, PipeWater.BACKEND_AUTO]:
 		water.backend = choice
 		_check(water.rebuild(), "the simulation builds with backend %d" % choice)
@@ -283,7 +283,7 @@ func _test_backend_choice_falls_back_without_crashing() -> void:
 
 func _test_bad_arguments_are_rejected_and_state_stays_safe() -> void:
 	print("-- bad arguments (each should print a PipeWater error)")
-	var water: PipeWater = await _make_water(Vector2i(20, 20), 2.0, Vector3.ZERO)
+	var water: PipeWater = await _make_cpu_water(Vector2i(20, 20), 2.0, Vector3.ZERO)
 	var total: float = water.get_total_water()
 	var bad_properties: Array = [
 		["cell_size", -1.0], ["cell_size", 0.0], ["cell_size", NAN], ["cell_size", INF],
@@ -349,7 +349,7 @@ func _make_boat(at: Vector3) -> RigidBody3D:
 
 func _test_probe_body_floats_at_its_predicted_depth() -> void:
 	print("-- a 100 kg body on four 0.05 m³ probes in a still 3 m pool")
-	var water: PipeWater = await _make_water(Vector2i(24, 24), 3.0, Vector3.ZERO)
+	var water: PipeWater = await _make_cpu_water(Vector2i(24, 24), 3.0, Vector3.ZERO)
 	var boat: RigidBody3D = _make_boat(Vector3(0.3, 4.0, -0.2))
 	root.add_child(boat)
 	for i in 360:
@@ -370,7 +370,7 @@ func _test_probe_body_floats_at_its_predicted_depth() -> void:
 
 func _test_probe_body_sinks_where_there_is_no_water() -> void:
 	print("-- the same body over a dry grid falls freely")
-	var water: PipeWater = await _make_water(Vector2i(24, 24), -1.0, Vector3.ZERO)
+	var water: PipeWater = await _make_cpu_water(Vector2i(24, 24), -1.0, Vector3.ZERO)
 	var boat: RigidBody3D = _make_boat(Vector3(0.0, 2.0, 0.0))
 	root.add_child(boat)
 	for i in 60:
@@ -415,7 +415,7 @@ func _test_probe_body_drifts_with_the_current() -> void:
 
 func _test_signals_are_emitted() -> void:
 	print("-- simulation_rebuilt and simulation_reset")
-	var water: PipeWater = await _make_water(Vector2i(8, 8), 1.0, Vector3.ZERO)
+	var water: PipeWater = await _make_cpu_water(Vector2i(8, 8), 1.0, Vector3.ZERO)
 	var seen: Array = []
 	water.simulation_rebuilt.connect(func(active: int) -> void: seen.append("rebuilt %d" % active))
 	water.simulation_reset.connect(func() -> void: seen.append("reset"))
@@ -436,7 +436,7 @@ func _ledger_values(water: PipeWater) -> Array:
 
 ## A 20 × 20 pool that has had water added and has run for a second.
 func _make_stirred_water() -> PipeWater:
-	var water: PipeWater = await _make_water(Vector2i(20, 20), 1.0, Vector3.ZERO)
+	var water: PipeWater = await _make_cpu_water(Vector2i(20, 20), 1.0, Vector3.ZERO)
 	water.paused = true
 	water.add_water(Vector3(3, 0, 3), 25.0, 3.0)
 	water.add_source(Vector3(-4, 0, -4), 2.0, 1.0)
@@ -494,7 +494,7 @@ func _test_a_state_saved_as_res_and_tres_loads_back() -> void:
 
 func _test_bad_states_are_refused_and_the_water_is_kept() -> void:
 	print("-- load_state with bad states (each should print a PipeWater error)")
-	var small: PipeWater = await _make_water(Vector2i(12, 12), 1.0, Vector3.ZERO)
+	var small: PipeWater = await _make_cpu_water(Vector2i(12, 12), 1.0, Vector3.ZERO)
 	var other_grid: PipeWaterState = small.save_state()
 	await _free(small)
 	var water: PipeWater = await _make_stirred_water()
@@ -598,7 +598,7 @@ func _test_a_baked_state_compresses_on_disk() -> void:
 
 func _test_a_level_edge_fills_a_dry_basin_towards_its_level() -> void:
 	print("-- a dry 16 × 8 m basin, west edge BOUNDARY_LEVEL at 1 m")
-	var water: PipeWater = await _make_water(Vector2i(16, 8), -1.0, Vector3.ZERO)
+	var water: PipeWater = await _make_cpu_water(Vector2i(16, 8), -1.0, Vector3.ZERO)
 	water.paused = true
 	water.boundary_west = PipeWater.BOUNDARY_LEVEL
 	water.boundary_level_west = 1.0
@@ -622,7 +622,7 @@ func _test_a_level_edge_fills_a_dry_basin_towards_its_level() -> void:
 
 func _test_an_initial_current_flows_at_once_and_after_reset() -> void:
 	print("-- set_initial_current in a 1 m, 32 × 8 m channel")
-	var water: PipeWater = await _make_water(Vector2i(32, 8), 1.0, Vector3.ZERO)
+	var water: PipeWater = await _make_cpu_water(Vector2i(32, 8), 1.0, Vector3.ZERO)
 	water.paused = true
 	var inside := Vector3(0.5, 0, 0.5)
 	var outside := Vector3(12.5, 0, 0.5)
@@ -657,7 +657,7 @@ func _test_momentum_advection_carries_a_flood_farther() -> void:
 	print("-- momentum_advection: released water runs farther with it; turning it off keeps the water")
 	var fronts: Array[float] = []
 	for advect in [true, false]:
-		var water: PipeWater = await _make_water(Vector2i(96, 8), 0.0, Vector3.ZERO)
+		var water: PipeWater = await _make_cpu_water(Vector2i(96, 8), 0.0, Vector3.ZERO)
 		water.momentum_advection = advect
 		var added: float = water.add_water(Vector3(-40, 0, 0), 120.0, 6.0)
 		for i in 90:
@@ -685,7 +685,7 @@ func _test_momentum_advection_carries_a_flood_farther() -> void:
 
 func _test_a_hull_floats_displaces_water_and_pushes_a_wake() -> void:
 	print("-- a 2 x 1 x 2 m crate of 2000 kg on a PipeWaterBody in a 3 m pool of 64 x 32 m")
-	var water: PipeWater = await _make_water(Vector2i(64, 32), 3.0, Vector3.ZERO)
+	var water: PipeWater = await _make_cpu_water(Vector2i(64, 32), 3.0, Vector3.ZERO)
 	var before: float = water.get_total_water()
 	var crate: RigidBody3D = _make_crate(Vector3(-20.0, 3.6, 0.0), Vector3(2.0, 1.0, 2.0), 2000.0,
 			water)
@@ -735,7 +735,7 @@ func _test_a_hull_floats_displaces_water_and_pushes_a_wake() -> void:
 func _test_a_hull_without_a_collision_shape_floats_without_spinning() -> void:
 	print("-- a crate of 1000 kg on a 2 x 1 x 2 m hull but no CollisionShape3D: Godot gives it no")
 	print("   inertia, so the water's torque is left out (with a warning): it floats, not spinning")
-	var water: PipeWater = await _make_water(Vector2i(32, 32), 3.0, Vector3.ZERO)
+	var water: PipeWater = await _make_cpu_water(Vector2i(32, 32), 3.0, Vector3.ZERO)
 	var crate: RigidBody3D = _make_crate(Vector3(0.0, 3.4, 0.0), Vector3(2.0, 1.0, 2.0), 1000.0,
 			water, false)
 	crate.rotation = Vector3(0.3, 0.0, 0.2)
@@ -756,7 +756,7 @@ func _test_a_hull_without_a_collision_shape_floats_without_spinning() -> void:
 
 func _test_bad_hulls_and_pushes_are_refused_safely() -> void:
 	print("-- bad hull sizes and pushes are refused; a body freed mid-frame leaves the water safe")
-	var water: PipeWater = await _make_water(Vector2i(16, 16), 2.0, Vector3.ZERO)
+	var water: PipeWater = await _make_cpu_water(Vector2i(16, 16), 2.0, Vector3.ZERO)
 	var crate: RigidBody3D = _make_crate(Vector3(0.0, 2.0, 0.0), Vector3(2.0, 1.0, 2.0), 500.0,
 			water)
 	root.add_child(crate)
@@ -797,7 +797,7 @@ func _on_backend(water: PipeWater, backend: int, what: String) -> bool:
 
 func _test_the_depth_limit_is_refused_naming_the_property_and_its_range() -> void:
 	print("-- requests that put more than 2048 m of water into a cell (each prints an error)")
-	var water: PipeWater = await _make_water(Vector2i(8, 8), 1.0, Vector3.ZERO)
+	var water: PipeWater = await _make_cpu_water(Vector2i(8, 8), 1.0, Vector3.ZERO)
 	water.clear_last_error()
 	water.initial_water_level = 3000.0
 	var message: String = water.get_last_error()
@@ -834,7 +834,7 @@ func _test_the_depth_limit_is_refused_naming_the_property_and_its_range() -> voi
 func _test_nearly_full_cells_take_exactly_what_fits() -> void:
 	for backend: int in [PipeWater.BACKEND_CPU, PipeWater.BACKEND_GPU]:
 		print("-- add_water into cells 1 mm short of the limit, backend %d" % backend)
-		var water: PipeWater = await _make_water(Vector2i(8, 8), MAX_DEPTH - 0.001, Vector3.ZERO)
+		var water: PipeWater = await _make_cpu_water(Vector2i(8, 8), MAX_DEPTH - 0.001, Vector3.ZERO)
 		if not _on_backend(water, backend, "nearly full cells"):
 			await _free(water)
 			continue
@@ -853,7 +853,7 @@ func _test_nearly_full_cells_take_exactly_what_fits() -> void:
 
 func _test_wgpu_reads_back_only_the_tiles_queries_touch_unless_the_textures_are_used() -> void:
 	print("-- readback_bytes on wgpu: tiles for queries, every cell for used textures")
-	var water: PipeWater = await _make_water(Vector2i(64, 64), 1.0, Vector3.ZERO)
+	var water: PipeWater = await _make_cpu_water(Vector2i(64, 64), 1.0, Vector3.ZERO)
 	if not _on_backend(water, PipeWater.BACKEND_GPU, "wgpu readback"):
 		await _free(water)
 		return
@@ -883,7 +883,7 @@ func _test_wgpu_reads_back_only_the_tiles_queries_touch_unless_the_textures_are_
 
 func _test_a_lost_wgpu_device_moves_the_water_to_the_cpu() -> void:
 	print("-- simulate_device_loss() on wgpu (prints a PipeWater warning)")
-	var water: PipeWater = await _make_water(Vector2i(24, 24), 1.0, Vector3.ZERO)
+	var water: PipeWater = await _make_cpu_water(Vector2i(24, 24), 1.0, Vector3.ZERO)
 	if not _on_backend(water, PipeWater.BACKEND_GPU, "a lost wgpu device"):
 		_check(not water.simulate_device_loss(), "the CPU backend has no device to lose")
 		await _free(water)
@@ -907,7 +907,7 @@ func _test_a_lost_wgpu_device_moves_the_water_to_the_cpu() -> void:
 			"the mass identity holds across the loss")
 	_check(water.height_texture is ImageTexture, "the textures are filled on the CPU now")
 	held = null
-	var fresh: PipeWater = await _make_water(Vector2i(16, 16), 1.0, Vector3.ZERO)
+	var fresh: PipeWater = await _make_cpu_water(Vector2i(16, 16), 1.0, Vector3.ZERO)
 	_check(_on_backend(fresh, PipeWater.BACKEND_GPU, "a new node after the loss"),
 			"a new node runs on a fresh wgpu device (%s)" % fresh.get_backend_description())
 	fresh.step(0.1)
@@ -918,7 +918,7 @@ func _test_a_lost_wgpu_device_moves_the_water_to_the_cpu() -> void:
 
 func _test_detail_waves_ring_without_moving_water() -> void:
 	print("-- detail waves: a ripple rings, the water does not move")
-	var water: PipeWater = await _make_water(Vector2i(32, 32), 2.0, Vector3(5, 1, 0))
+	var water: PipeWater = await _make_cpu_water(Vector2i(32, 32), 2.0, Vector3(5, 1, 0))
 	var texture: Texture2D = water.detail_texture
 	_check(water.detail_waves and texture != null,
 			"detail_waves is on by default, detail_texture exists")
@@ -955,7 +955,7 @@ func _test_detail_waves_ring_without_moving_water() -> void:
 
 func _test_bad_ripples_and_detail_settings_are_refused() -> void:
 	print("-- bad ripples and detail settings (each should print a PipeWater error)")
-	var water: PipeWater = await _make_water(Vector2i(20, 20), 2.0, Vector3.ZERO)
+	var water: PipeWater = await _make_cpu_water(Vector2i(20, 20), 2.0, Vector3.ZERO)
 	var cases: Array = [
 		[Vector3(NAN, 0, 0), 0.1, 1.0, "global_position"], [Vector3.ZERO, 11.0, 1.0, "strength"],
 		[Vector3.ZERO, NAN, 1.0, "strength"], [Vector3.ZERO, 0.1, 0.0, "radius"],

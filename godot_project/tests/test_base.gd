@@ -62,7 +62,7 @@ func _make_crate(at: Vector3, size: Vector3, mass: float, water: PipeWater,
 
 
 ## A PipeWater on the CPU backend over flat ground, filled to [param level], in the tree.
-func _make_water(size: Vector2i, level: float, origin: Vector3) -> PipeWater:
+func _make_cpu_water(size: Vector2i, level: float, origin: Vector3) -> PipeWater:
 	var water: PipeWater = ClassDB.instantiate(&"PipeWater")
 	water.backend = PipeWater.BACKEND_CPU
 	water.grid_size = size

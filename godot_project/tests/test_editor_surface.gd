@@ -32,7 +32,7 @@ const PIPE_WATER_GROUPS := {
 	"inflow_rate_south": "Boundaries", "inflow_rate_west": "Boundaries",
 	"boundary_level_north": "Boundaries", "boundary_level_east": "Boundaries",
 	"boundary_level_south": "Boundaries", "boundary_level_west": "Boundaries",
-	"backend": "Backend",
+	"backend": "Backend", "can_sleep": "Backend",
 	"show_mesh": "Rendering", "water_material": "Rendering", "update_textures": "Rendering",
 	"half_float_textures": "Rendering",
 	"detail_waves": "Detail Waves", "detail_subdivision": "Detail Waves",

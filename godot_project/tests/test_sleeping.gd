@@ -16,7 +16,7 @@ func _run() -> void:
 
 func _test_a_pool_at_rest_sleeps_and_an_edit_wakes_its_tiles() -> void:
 	print("-- can_sleep: a 128² pool at rest on the CPU (tiles of 32 cells)")
-	var water: PipeWater = await _make_water(Vector2i(128, 128), 1.0, Vector3.ZERO)
+	var water: PipeWater = await _make_cpu_water(Vector2i(128, 128), 1.0, Vector3.ZERO)
 	_check(water.can_sleep, "can_sleep is on by default")
 	for i in 3:
 		water.step(1.0 / 60.0)
