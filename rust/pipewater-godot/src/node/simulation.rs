@@ -107,8 +107,8 @@ impl PipeWater {
     /// decoding a finished readback, on the CPU building it from the state) and the rest copying
     /// it into both textures. Also `substeps`, `step` (s each), `simulated` and `dropped` (s), and
     /// `readback_bytes`: what the frame copied from the GPU to the CPU — the 48-byte header (ledger
-    /// and totals) and the 2 KiB tiles queries touched, or on wgpu every cell's 32 bytes while a
-    /// material or script uses the textures; 0 on the CPU. With sleeping (`can_sleep`, on
+    /// and totals), the sleeping report's 16 bytes and the 2 KiB tiles queries touched, or on wgpu
+    /// every cell's 32 bytes while a material or script uses the textures; 0 on the CPU. With sleeping (`can_sleep`, on
     /// backends that have it): `tiles` (how many the grid is cut into), `awake_tiles` (stepped in
     /// the frame's last step) and `cells_stepped` (cells stepped over the frame's substeps, at most
     /// `substeps` × the grid's cells); on the GPU these arrive with the snapshot, a frame or two
@@ -138,8 +138,8 @@ impl PipeWater {
 
     /// Which tiles of the grid the last step stepped, for a debug view: an `Image.FORMAT_L8`
     /// with one pixel per tile (255 stepped, 0 asleep), tile (0, 0) at the local −X −Z corner; a
-    /// tile covers `grid_size / image size` cells, rounded up. Empty where the backend has no
-    /// sleeping (RenderingDevice) or before the first build.
+    /// tile covers `grid_size / image size` cells, rounded up. On a GPU backend this waits for the
+    /// device (a debug view, not for every frame). Null before the first build.
     #[func]
     fn get_awake_tiles(&mut self) -> Option<Gd<Image>> {
         if !self.ensure_sim() {
