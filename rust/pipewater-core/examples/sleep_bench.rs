@@ -4,7 +4,7 @@
 //!
 //! `cargo run --release -p pipewater-core --example sleep_bench -- [--backend cpu|gpu]
 //! [--size 4096] [--frames 8] [--rounds 3] [--scenes demo,lake,breach,moving] [--demo-size 256]
-//! [--demo-seconds 120]`
+//! [--demo-seconds 120] [--control]`
 //!
 //! Scenes:
 //! - `demo`: the demo's landscape (`--demo-size`², 256² by default, the reservoir, the spring, the dam dug through at 20 s)
@@ -158,7 +158,9 @@ fn main() {
     println!("| scene | cells | sleeping off, ms/frame | on, ms/frame | off / on | cells stepped with sleeping |");
     println!("|---|---|---|---|---|---|");
     for name in scenes.split(',') {
-        let mut on = build(name, side, preference, true, (demo_side, demo_seconds));
+        // `--control`: both runs without sleeping, to see whether a difference between the runs
+        // comes from sleeping or from the device.
+        let mut on = build(name, side, preference, !args.iter().any(|a| a == "--control"), (demo_side, demo_seconds));
         let mut off = build(name, side, preference, false, (demo_side, demo_seconds));
         let description = on.sim.backend_description();
         let (mut best_on, mut best_off) = (f64::INFINITY, f64::INFINITY);
