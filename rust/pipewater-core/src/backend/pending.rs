@@ -5,6 +5,7 @@
 
 use super::{BodyQueue, CellDisplacement, CellTerrain, CellWater, PipeNudge};
 use crate::error::Result;
+use std::collections::HashMap;
 
 /// Edits waiting for the next submission.
 #[derive(Debug)]
@@ -12,6 +13,8 @@ pub struct PendingEdits {
     cell_count: usize,
     water: Vec<CellWater>,
     terrain: Vec<CellTerrain>,
+    /// Where each cell's entry lies in `terrain`.
+    terrain_index: HashMap<u32, usize>,
     bodies: BodyQueue,
 }
 
@@ -20,7 +23,8 @@ pub struct PendingEdits {
 pub struct EditBatch {
     /// Water added or removed per cell (a cell may appear more than once).
     pub water: Vec<CellWater>,
-    /// Terrain raised or dug per cell (a cell may appear more than once).
+    /// Terrain raised or dug per cell, each cell once (the edits queued for it summed in the
+    /// order they came).
     pub terrain: Vec<CellTerrain>,
     /// Displacement of bodies, each cell once.
     pub displacement: Vec<CellDisplacement>,
@@ -90,7 +94,7 @@ impl EditCounts {
 impl PendingEdits {
     /// Nothing queued, for a grid of `cell_count` cells.
     pub fn new(cell_count: usize) -> Self {
-        PendingEdits { cell_count, water: Vec::new(), terrain: Vec::new(), bodies: BodyQueue::default() }
+        PendingEdits { cell_count, water: Vec::new(), terrain: Vec::new(), terrain_index: HashMap::new(), bodies: BodyQueue::default() }
     }
 
     /// [`super::Backend::edit_water`]: queues water changes.
@@ -99,14 +103,27 @@ impl PendingEdits {
     }
 
     /// [`super::Backend::edit_terrain`]: queues terrain changes (non-finite ones are dropped).
+    /// Edits of a cell already queued are added to its entry, in the order they come: a GPU
+    /// applies a list's entries in whatever order its invocations meet, and float additions to
+    /// one cell in another order give other bits (two runs of the same overlapping digs would end
+    /// with different terrain and water).
     pub fn edit_terrain(&mut self, cells: &[CellTerrain]) {
-        self.terrain.extend(cells.iter().filter(|c| c.delta.is_finite()));
+        for c in cells.iter().filter(|c| c.delta.is_finite()) {
+            match self.terrain_index.get(&c.cell) {
+                Some(&k) => self.terrain[k].delta += c.delta,
+                None => {
+                    self.terrain_index.insert(c.cell, self.terrain.len());
+                    self.terrain.push(*c);
+                }
+            }
+        }
     }
 
     /// A whole new terrain was uploaded: terrain edits queued before it would be overwritten
     /// anyway, and the displaced cells' bed is the new terrain plus their head again.
     pub fn new_terrain(&mut self) {
         self.terrain.clear();
+        self.terrain_index.clear();
         self.bodies.restore_heads();
     }
 
@@ -128,7 +145,10 @@ impl PendingEdits {
     pub fn take(&mut self) -> EditBatch {
         EditBatch {
             water: std::mem::take(&mut self.water),
-            terrain: std::mem::take(&mut self.terrain),
+            terrain: {
+                self.terrain_index.clear();
+                std::mem::take(&mut self.terrain)
+            },
             displacement: std::mem::take(&mut self.bodies.displacement),
             nudges: std::mem::take(&mut self.bodies.nudges),
         }
@@ -165,6 +185,22 @@ pub fn list_header_bytes(item_bytes: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn overlapping_terrain_edits_queue_one_entry_per_cell_summed_in_order() {
+        let mut edits = PendingEdits::new(16);
+        let dig = |delta: f32| [CellTerrain { cell: 3, delta }, CellTerrain { cell: 4, delta: 0.5 * delta }];
+        edits.edit_terrain(&dig(-0.1));
+        edits.edit_terrain(&dig(-0.3));
+        edits.edit_terrain(&[CellTerrain { cell: 9, delta: f32::NAN }, CellTerrain { cell: 3, delta: -0.7 }]);
+        let batch = edits.take();
+        println!("queued: {:?}", batch.terrain);
+        assert_eq!(batch.terrain.len(), 2, "one entry per cell, the non-finite edit dropped");
+        assert_eq!(batch.terrain[0], CellTerrain { cell: 3, delta: (-0.1f32 + -0.3) + -0.7 });
+        assert_eq!(batch.terrain[1], CellTerrain { cell: 4, delta: -0.05f32 + -0.15 });
+        edits.edit_terrain(&dig(1.0));
+        assert_eq!(edits.take().terrain.len(), 2, "a new batch starts empty");
+    }
 
     #[test]
     fn a_nudge_on_a_queued_cell_hands_back_the_earlier_edits_to_apply_first() {
