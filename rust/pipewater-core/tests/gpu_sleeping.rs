@@ -4,39 +4,19 @@
 //! step length. A lake at rest sleeps (no tile listed) and wakes where it is disturbed, and the
 //! GPU with sleeping agrees with the CPU as `gpu_agreement.rs` asks. Every test prints what it
 //! compares. Figures printed here come from whatever adapter runs the tests (in CI, Mesa's
-//! software Vulkan): they show what was stepped, not how fast.
+//! software Vulkan): they show what was stepped, not how fast. The flood scene is
+//! `common::lake_with_flood`; the GPU's tiles are the step's workgroups (54 × 32 cells here), so
+//! the tests that want tiles far from the flood take it wider than `sleeping.rs` does.
 #![cfg(feature = "gpu")]
 
 mod common;
 mod gpu_support;
 
-use common::{differing_cells, fingerprint};
+use common::{differing_cells, fingerprint, lake_with_flood};
 use gpu_support::*;
 use pipewater_core::bodies::{couple, Body, Coupling, HullShape};
 use pipewater_core::glam::Vec3;
 use pipewater_core::{scenarios, BackendPreference, Boundary, Edge, Grid, Params, Simulation, State};
-
-/// A lake at rest over rough ground, `width` × 160 cells of 1 m, with a dry plateau on its west
-/// side holding a block of water that floods down into the lake (as `sleeping.rs`). The GPU's
-/// tiles are the step's workgroups (54 × 32 cells here), so the tests that want tiles far from
-/// the flood take it wider than `sleeping.rs` does.
-fn lake_with_flood(width: u32) -> State {
-    let g = Grid::new(width, 160, 1.0).unwrap();
-    let mut state = scenarios::rough_lake(g, 11, 1.5, 1.0);
-    for y in 0..g.height {
-        for x in 0..40 {
-            let i = g.index(x, y);
-            state.terrain[i] = 2.5;
-            state.depth[i] = 0;
-        }
-    }
-    for y in 60..100 {
-        for x in 4..30 {
-            state.depth[g.index(x, y)] = pipewater_core::quanta::depth_to_quanta(1.2);
-        }
-    }
-    state
-}
 
 fn gpu(state: &State, params: Params, sleeping: bool) -> Simulation {
     let mut sim = Simulation::new(state.clone(), params, BackendPreference::Gpu).expect("GPU simulation");

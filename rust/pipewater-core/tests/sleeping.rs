@@ -12,26 +12,8 @@ use pipewater_core::bodies::{Body, HullShape};
 use pipewater_core::glam::Vec3;
 use pipewater_core::{scenarios, BackendPreference, Boundary, Edge, Grid, Params, Simulation, State};
 
-/// A lake at rest over rough ground, 192 × 160 cells of 1 m (6 × 5 tiles of 32 on the CPU), with
-/// a dry plateau on its west side holding a block of water that floods down into the lake: the
-/// flood reaches tiles that slept until then.
-fn lake_with_flood() -> State {
-    let g = Grid::new(192, 160, 1.0).unwrap();
-    let mut state = scenarios::rough_lake(g, 11, 1.5, 1.0);
-    for y in 0..g.height {
-        for x in 0..40 {
-            let i = g.index(x, y);
-            state.terrain[i] = 2.5;
-            state.depth[i] = 0;
-        }
-    }
-    for y in 60..100 {
-        for x in 4..30 {
-            state.depth[g.index(x, y)] = pipewater_core::quanta::depth_to_quanta(1.2);
-        }
-    }
-    state
-}
+/// Width of the flood scene (`common::lake_with_flood`): 6 × 5 tiles of 32 on the CPU.
+const FLOOD_WIDTH: u32 = 192;
 
 fn sim(state: &State, params: Params, sleeping: bool) -> Simulation {
     let mut sim = Simulation::new(state.clone(), params, BackendPreference::Cpu).unwrap();
@@ -84,7 +66,7 @@ fn run_pair(on: &mut Simulation, off: &mut Simulation, frames: u32, mut disturb:
 
 #[test]
 fn sleeping_gives_the_same_bits_through_a_flood_edits_sources_and_bodies() {
-    let state = lake_with_flood();
+    let state = lake_with_flood(FLOOD_WIDTH);
     for (advection, open_east) in [(true, false), (false, true)] {
         let mut params = Params { momentum_advection: advection, ..Params::default() };
         if open_east {
@@ -165,7 +147,7 @@ fn a_lake_at_rest_sleeps_and_wakes_for_every_disturbance() {
 
 #[test]
 fn a_flood_wakes_the_tiles_it_reaches() {
-    let state = lake_with_flood();
+    let state = lake_with_flood(FLOOD_WIDTH);
     let (mut on, mut off) = (sim(&state, Params::default(), true), sim(&state, Params::default(), false));
     // A point of the lake 60 m east of the plateau's edge.
     let (x, z) = (-96.0 + 100.0, 0.0);

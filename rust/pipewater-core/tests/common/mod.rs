@@ -115,3 +115,24 @@ pub fn differing_cells(a: &State, b: &State) -> usize {
         })
         .count()
 }
+
+/// A lake at rest over rough ground, `width` × 160 cells of 1 m, with a dry plateau 40 cells wide
+/// on its west side holding a block of water 1.2 m deep that floods down into the lake: the flood
+/// reaches tiles that slept until then (`sleeping.rs`, `gpu_sleeping.rs`).
+pub fn lake_with_flood(width: u32) -> State {
+    let g = grid(width, 160, 1.0);
+    let mut state = pipewater_core::scenarios::rough_lake(g, 11, 1.5, 1.0);
+    for y in 0..g.height {
+        for x in 0..40 {
+            let i = g.index(x, y);
+            state.terrain[i] = 2.5;
+            state.depth[i] = 0;
+        }
+    }
+    for y in 60..100 {
+        for x in 4..30 {
+            state.depth[g.index(x, y)] = pipewater_core::quanta::depth_to_quanta(1.2);
+        }
+    }
+    state
+}
