@@ -3,10 +3,21 @@
 // reductions that go with them — total water (64-bit, exact) and the largest depth and speed for
 // the CFL estimate of the next step.
 //
-// Three entry points share `cell_texels` and `reduce_stats`:
-// * `texels` writes the texels to storage buffers that the wgpu backend copies to the host;
-// * `images` writes them to storage textures that Godot's materials sample directly
+// The snapshot follows the sleeping tiles (backend/sleep.rs): a cell's texels read only the cell
+// and its eight neighbours, and such a change wakes the cell's tile (tiles.wgsl says why), so
+// texels change only in tiles a step ran. The plan marks those tiles stale, and the snapshot
+// recomputes only stale tiles: their texels, and per tile its share of the reductions, which one
+// small pass then sums over the tiles. Texels and shares of the other tiles are those of an
+// earlier snapshot, which the same computation would give again. The host marks every tile stale
+// when something changes cells without a step (a new state or terrain, edits in a frame without
+// steps, constants that change what texels show).
+//
+// Entry points, sharing `cell_texels`:
+// * `tile_texels` writes the stale tiles' texels to storage buffers that the wgpu backend copies
+//   to the host;
+// * `tile_images` writes them to storage textures that Godot's materials sample directly
 //   (the RenderingDevice backend: nothing crosses to the host for rendering);
+// * `sum_tiles` sums the tiles' shares into the grid's reductions, after either of them;
 // * `gather` computes the texels of a few listed tiles only, with the ledger and the stats in
 //   front, into one small buffer: what queries read back when the grid itself stays on the GPU.
 // Each backend compiles only the entry points it uses, so the bindings of the others do not
@@ -37,7 +48,13 @@ struct TileList {
 @group(2) @binding(1) var<storage, read_write> gathered: array<u32>;
 @group(2) @binding(2) var<storage, read_write> counters: array<atomic<u32>, 8>;
 
-const SNAPSHOT_WG: u32 = 16u;
+// The sleeping tiles (one workgroup of `tile_texels` and `tile_images` each), whether each is
+// stale (cleared here once recomputed), and each tile's share of the reductions as
+// [total low, total high, max speed bits, max depth bits].
+@group(2) @binding(3) var<uniform> tiles: TileParams;
+@group(2) @binding(4) var<storage, read_write> tile_stale: array<u32>;
+@group(2) @binding(5) var<storage, read_write> tile_totals: array<vec4<u32>>;
+
 const SNAPSHOT_CELLS: u32 = 256u;
 // Cells along each side of a gathered tile (`GATHER_TILE` in the RenderingDevice backend).
 const GATHER_TILE: u32 = 8u;
@@ -108,56 +125,136 @@ fn cell_texels(cell: vec2<i32>) -> CellTexels {
     return t;
 }
 
-// Adds one invocation's cell (or nothing, outside the grid) to the workgroup's reductions and
-// the workgroup's result to `stats`. Called by every invocation of a workgroup.
-fn reduce_stats(lid: u32, quanta: u32, speed: f32, d: f32) {
-    sum_lo[lid] = quanta;
-    sum_hi[lid] = 0u;
-    top_speed[lid] = speed;
-    top_depth[lid] = d;
+// A share of the reductions: total quanta (64-bit, low and high words), largest speed and depth.
+struct Totals {
+    low: u32,
+    high: u32,
+    speed: f32,
+    depth: f32,
+}
+
+fn add_totals(a: Totals, b: Totals) -> Totals {
+    var r: Totals;
+    r.low = a.low + b.low;
+    r.high = a.high + b.high + select(0u, 1u, r.low < a.low);
+    r.speed = max(a.speed, b.speed);
+    r.depth = max(a.depth, b.depth);
+    return r;
+}
+
+fn cell_totals(t: CellTexels) -> Totals {
+    return Totals(t.quanta, 0u, t.flow.z, t.depth);
+}
+
+// The workgroup's sum of every invocation's `own`, in every invocation. Called by every
+// invocation of a workgroup.
+fn reduce_workgroup(lid: u32, own: Totals) -> Totals {
+    sum_lo[lid] = own.low;
+    sum_hi[lid] = own.high;
+    top_speed[lid] = own.speed;
+    top_depth[lid] = own.depth;
     workgroupBarrier();
     for (var stride = SNAPSHOT_CELLS / 2u; stride > 0u; stride >>= 1u) {
         if lid < stride {
-            let lo = sum_lo[lid] + sum_lo[lid + stride];
-            let carry = select(0u, 1u, lo < sum_lo[lid]);
-            sum_hi[lid] = sum_hi[lid] + sum_hi[lid + stride] + carry;
-            sum_lo[lid] = lo;
-            top_speed[lid] = max(top_speed[lid], top_speed[lid + stride]);
-            top_depth[lid] = max(top_depth[lid], top_depth[lid + stride]);
+            let r = add_totals(Totals(sum_lo[lid], sum_hi[lid], top_speed[lid], top_depth[lid]),
+                Totals(sum_lo[lid + stride], sum_hi[lid + stride], top_speed[lid + stride], top_depth[lid + stride]));
+            sum_lo[lid] = r.low;
+            sum_hi[lid] = r.high;
+            top_speed[lid] = r.speed;
+            top_depth[lid] = r.depth;
         }
         workgroupBarrier();
     }
+    return Totals(sum_lo[0], sum_hi[0], top_speed[0], top_depth[0]);
+}
+
+var<workgroup> this_tile_stale: u32;
+
+// Whether the workgroup's tile `t` is stale, the same in every invocation.
+fn tile_is_stale(t: u32, lid: u32) -> bool {
     if lid == 0u {
-        let old = atomicAdd(&stats[0], sum_lo[0]);
-        let carry = select(0u, 1u, old > 0xffffffffu - sum_lo[0]);
-        atomicAdd(&stats[1], sum_hi[0] + carry);
+        this_tile_stale = tile_stale[t];
+    }
+    return workgroupUniformLoad(&this_tile_stale) != 0u;
+}
+
+// Cells of the workgroup's tile: its first cell and its extent (the last strip and band hold
+// what is left of the grid).
+fn tile_origin(wid: vec2<u32>) -> vec2<u32> {
+    return wid * tiles.size;
+}
+
+fn tile_extent(origin: vec2<u32>) -> vec2<u32> {
+    return min(tiles.size, vec2<u32>(c.width, c.height) - origin);
+}
+
+// Keeps the tile's share and marks it fresh.
+fn finish_tile(t: u32, lid: u32, own: Totals) {
+    let share = reduce_workgroup(lid, own);
+    if lid == 0u {
+        tile_totals[t] = vec4<u32>(share.low, share.high, bitcast<u32>(share.speed), bitcast<u32>(share.depth));
+        tile_stale[t] = 0u;
+    }
+}
+
+// One workgroup per tile, workgroup (x, y) for tile (x, y); only stale tiles do anything.
+@compute @workgroup_size(SNAPSHOT_CELLS)
+fn tile_texels(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let t = wid.y * tiles.tiles.x + wid.x;
+    if !tile_is_stale(t, lid) {
+        return;
+    }
+    let origin = tile_origin(wid.xy);
+    let extent = tile_extent(origin);
+    var own = Totals(0u, 0u, 0.0, 0.0);
+    for (var k = lid; k < extent.x * extent.y; k += SNAPSHOT_CELLS) {
+        let cell = origin + vec2<u32>(k % extent.x, k / extent.x);
+        let texels = cell_texels(vec2<i32>(cell));
+        let i = cell.y * c.width + cell.x;
+        height_texels[i] = texels.height;
+        flow_texels[i] = texels.flow;
+        own = add_totals(own, cell_totals(texels));
+    }
+    finish_tile(t, lid, own);
+}
+
+// `tile_texels` into the storage textures.
+@compute @workgroup_size(SNAPSHOT_CELLS)
+fn tile_images(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let t = wid.y * tiles.tiles.x + wid.x;
+    if !tile_is_stale(t, lid) {
+        return;
+    }
+    let origin = tile_origin(wid.xy);
+    let extent = tile_extent(origin);
+    var own = Totals(0u, 0u, 0.0, 0.0);
+    for (var k = lid; k < extent.x * extent.y; k += SNAPSHOT_CELLS) {
+        let cell = vec2<i32>(origin + vec2<u32>(k % extent.x, k / extent.x));
+        let texels = cell_texels(cell);
+        textureStore(height_image, cell, texels.height);
+        textureStore(flow_image, cell, texels.flow);
+        own = add_totals(own, cell_totals(texels));
+    }
+    finish_tile(t, lid, own);
+}
+
+// One workgroup, after `tile_texels` or `tile_images`: every tile's share into `stats` (cleared
+// before the frame).
+@compute @workgroup_size(SNAPSHOT_CELLS)
+fn sum_tiles(@builtin(local_invocation_index) lid: u32) {
+    var own = Totals(0u, 0u, 0.0, 0.0);
+    for (var t = lid; t < tiles.tiles.x * tiles.tiles.y; t += SNAPSHOT_CELLS) {
+        let share = tile_totals[t];
+        own = add_totals(own, Totals(share.x, share.y, bitcast<f32>(share.z), bitcast<f32>(share.w)));
+    }
+    let total = reduce_workgroup(lid, own);
+    if lid == 0u {
+        atomicStore(&stats[0], total.low);
+        atomicStore(&stats[1], total.high);
         // Non-negative floats order like their bits.
-        atomicMax(&stats[2], bitcast<u32>(top_speed[0]));
-        atomicMax(&stats[3], bitcast<u32>(top_depth[0]));
+        atomicStore(&stats[2], bitcast<u32>(total.speed));
+        atomicStore(&stats[3], bitcast<u32>(total.depth));
     }
-}
-
-@compute @workgroup_size(SNAPSHOT_WG, SNAPSHOT_WG)
-fn texels(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    var t: CellTexels;
-    if gid.x < c.width && gid.y < c.height {
-        t = cell_texels(vec2<i32>(gid.xy));
-        let i = gid.y * c.width + gid.x;
-        height_texels[i] = t.height;
-        flow_texels[i] = t.flow;
-    }
-    reduce_stats(lid, t.quanta, t.flow.z, t.depth);
-}
-
-@compute @workgroup_size(SNAPSHOT_WG, SNAPSHOT_WG)
-fn images(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    var t: CellTexels;
-    if gid.x < c.width && gid.y < c.height {
-        t = cell_texels(vec2<i32>(gid.xy));
-        textureStore(height_image, vec2<i32>(gid.xy), t.height);
-        textureStore(flow_image, vec2<i32>(gid.xy), t.flow);
-    }
-    reduce_stats(lid, t.quanta, t.flow.z, t.depth);
 }
 
 // One workgroup per listed tile, one invocation per cell; run after the pass that wrote

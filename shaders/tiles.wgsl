@@ -28,6 +28,11 @@
 // and high words), the awake tiles of its last step, a spare word. The host clears it before a
 // frame with steps.
 @group(0) @binding(7) var<storage, read_write> sleep_stats: array<atomic<u32>, 4>;
+// Tiles whose snapshot texels are stale (snapshot.wgsl, which clears them): those the step runs.
+// A cell's texels read the cells around it, but that needs no more: a change within one cell of
+// a tile's cells at a step follows from a change within the step's reach of them at the step
+// before (or from an edit there), inside the tile's 3×3 neighbourhood, and that wakes the tile.
+@group(0) @binding(8) var<storage, read_write> tile_stale: array<u32>;
 
 const TILES_WORKGROUP: u32 = 64u;
 const WAKE_EVERY_STEP: u32 = 1u;
@@ -49,6 +54,13 @@ fn on_exchanging_edge(x: u32, y: u32) -> bool {
         || (x == 0u && b.w != BOUNDARY_WALL);
 }
 
+// Whether tile (x + dx, y + dy) is on the grid of tiles.
+fn in_tiles(x: u32, y: u32, dx: i32, dy: i32) -> bool {
+    let nx = i32(x) + dx;
+    let ny = i32(y) + dy;
+    return nx >= 0 && ny >= 0 && nx < i32(tiles.tiles.x) && ny < i32(tiles.tiles.y);
+}
+
 fn plan(t: u32, first_step: bool) {
     if t == 0u {
         atomicStore(&next_awake_list[0], 0u);
@@ -68,22 +80,22 @@ fn plan(t: u32, first_step: bool) {
     var awake = tiles.sleeping == 0u || change == TILES_CHANGE_MODE || on_exchanging_edge(x, y);
     for (var dy = -1; dy <= 1; dy++) {
         for (var dx = -1; dx <= 1; dx++) {
-            let nx = i32(x) + dx;
-            let ny = i32(y) + dy;
-            if nx >= 0 && ny >= 0 && nx < i32(tiles.tiles.x) && ny < i32(tiles.tiles.y) {
-                let n = u32(ny) * tiles.tiles.x + u32(nx);
+            if in_tiles(x, y, dx, dy) {
+                let n = u32(i32(y) + dy) * tiles.tiles.x + u32(i32(x) + dx);
                 let flags = tile_flags_before[n];
                 awake = awake || (flags & TILE_CHANGED) != 0u || (tile_wakes[n] & wakes) != 0u;
                 awake = awake || (change == TILES_CHANGE_STEP_LENGTH && (flags & TILE_MOVING) != 0u);
             }
         }
     }
+
     // A skipped tile's pipes are as they were: it keeps its moving bit.
     let moving = tile_flags_before[t] & TILE_MOVING;
     if awake {
         let slot = atomicAdd(&awake_list[0], 1u);
         atomicStore(&awake_list[AWAKE_LIST_HEADER + slot], t);
         tile_flags[t] = TILE_AWAKE | moving;
+        tile_stale[t] = 1u;
         let cells = cells_in_tile(x, y);
         let old = atomicAdd(&sleep_stats[0], cells);
         if old > 0xffffffffu - cells {

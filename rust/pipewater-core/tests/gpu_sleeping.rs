@@ -228,3 +228,103 @@ fn the_gpu_with_sleeping_agrees_with_the_cpu_through_a_flood() {
     assert!(d.mean_depth / scale as f64 <= MEAN_DEPTH_DIFFERENCE);
     assert_eq!(d.totals.0, d.totals.1, "on walls the totals agree exactly");
 }
+
+/// Largest difference of GPU texels from the CPU's computation of the same state, relative to
+/// the texel's largest component: rounding only (a stale tile differs by whole parts).
+const TEXEL_TOLERANCE: f32 = 1.0e-4;
+
+/// The snapshot recomputes only stale tiles (those stepped or next to one, or all after a change
+/// without a step); every other tile keeps its texels and its share of the totals from an
+/// earlier snapshot. Whatever changed the water, and whether or not snapshots were asked for in
+/// between, the snapshot after `sync` must show the state of that instant in every cell: each
+/// stage compares it with the CPU's snapshot of the state read back, and prints how many cells'
+/// texels changed since the last stage (a stale tile would show them as they were).
+#[test]
+fn gpu_snapshots_recompute_every_tile_whose_water_changed_and_only_sleep_where_nothing_did() {
+    use pipewater_core::backend::gpu::GpuBackend;
+    use pipewater_core::backend::{Backend, CellTerrain, CellWater, FramePlan};
+    use pipewater_core::pipes::StepConstants;
+    if !gpu_or_skip("gpu_snapshots_recompute_every_tile_whose_water_changed_and_only_sleep_where_nothing_did") {
+        return;
+    }
+    let state = lake_with_flood(384);
+    let g = state.grid;
+    let mut gpu = GpuBackend::new(&state).unwrap();
+    gpu.want_full_snapshots(true);
+    let params = Params::default();
+    let constants = |params: &Params, dt: f32| StepConstants::new(params, g.width, g.height, g.cell_size, dt, [0; 4]);
+    let mut previous: Option<pipewater_core::Snapshot> = None;
+    let mut check = |gpu: &mut GpuBackend, c: &StepConstants, stage: &str, expect_change: bool| {
+        gpu.sync().unwrap();
+        let snapshot = gpu.snapshot().unwrap();
+        let counters = gpu.read_counters().unwrap();
+        let reference = gpu.read_state().unwrap().snapshot_reusing(snapshot.sequence, counters, None, pipewater_core::pipes::fixed_flux_per_stored(c));
+        // Relative to the texel's largest component: a velocity component that nearly cancels
+        // carries the rounding of the whole sum.
+        let mut worst = 0.0f32;
+        for (a, b) in snapshot.height.iter().zip(&reference.height).chain(snapshot.flow.iter().zip(&reference.flow)) {
+            let scale = b.iter().fold(1e-3f32, |m, v| m.max(v.abs()));
+            worst = (0..4).fold(worst, |w, k| w.max((a[k] - b[k]).abs() / scale));
+        }
+        let changed = previous.as_ref().map_or(g.cell_count(), |p| {
+            p.height.iter().zip(&reference.height).zip(p.flow.iter().zip(&reference.flow)).filter(|((h0, h1), (f0, f1))| h0 != h1 || f0 != f1).count()
+        });
+        let report = gpu.sleep_report().unwrap();
+        println!(
+            "{stage}: {changed} cells' texels changed since the last stage; worst relative texel difference {worst:.2e}; totals {} / {} quanta; max depth {} / {} m; last step ran {} of {} tiles",
+            snapshot.total_quanta,
+            reference.total_quanta,
+            snapshot.max_depth,
+            reference.max_depth,
+            report.awake_tiles,
+            report.tiles.map_or(0, |t| t.count()),
+        );
+        assert!(worst <= TEXEL_TOLERANCE, "{stage}: the snapshot shows texels that are not the state's ({worst} relative)");
+        assert_eq!(snapshot.total_quanta, reference.total_quanta, "{stage}: total water");
+        assert_eq!(snapshot.max_depth, reference.max_depth, "{stage}: largest depth");
+        assert!((snapshot.max_speed - reference.max_speed).abs() <= TEXEL_TOLERANCE * reference.max_speed.max(1e-3), "{stage}: largest speed");
+        assert_eq!(changed > 0, expect_change, "{stage}: the stage {} the water", if expect_change { "did not change" } else { "changed" });
+        previous = Some(reference);
+    };
+    let run = |gpu: &mut GpuBackend, c: StepConstants, frames: u32, ask: bool| {
+        for _ in 0..frames {
+            if ask {
+                let _ = gpu.snapshot();
+            }
+            gpu.advance(&FramePlan { constants: c, substeps: 3, forcing: &[] }).unwrap();
+        }
+    };
+    let still = |gpu: &mut GpuBackend, c: StepConstants| gpu.advance(&FramePlan { constants: c, substeps: 0, forcing: &[] }).unwrap();
+    let c = constants(&params, 0.02);
+    check(&mut gpu, &c, "the state as loaded", true);
+    run(&mut gpu, c, 30, true);
+    check(&mut gpu, &c, "30 frames of the flood, a snapshot asked before each", true);
+    run(&mut gpu, c, 40, false);
+    check(&mut gpu, &c, "40 more frames, no snapshot asked", true);
+    let report = gpu.sleep_report().unwrap();
+    assert!(report.awake_tiles < report.tiles.unwrap().count() as u32, "tiles far from the flood must sleep for this test to mean anything");
+    // Cells far east, in tiles asleep since the start.
+    let east = g.index(g.width - 20, 80);
+    gpu.edit_water(&[CellWater { cell: east as u32, quanta: 40_000 }]).unwrap();
+    let _ = gpu.snapshot();
+    still(&mut gpu, c);
+    check(&mut gpu, &c, "water added in a frame without steps", true);
+    gpu.edit_terrain(&[CellTerrain { cell: g.index(g.width - 40, 20) as u32, delta: 0.75 }]).unwrap();
+    still(&mut gpu, c);
+    check(&mut gpu, &c, "terrain raised in a frame without steps, no snapshot asked before it", true);
+    let mut terrain = gpu.read_state().unwrap().terrain;
+    for t in terrain.iter_mut().skip(g.index(0, 140)) {
+        *t += 0.25;
+    }
+    gpu.set_terrain(&terrain).unwrap();
+    still(&mut gpu, c);
+    check(&mut gpu, &c, "a new terrain, no step", true);
+    let classic = Params { cross_section: pipewater_core::CrossSection::Classic, ..params };
+    let classic = constants(&classic, 0.02);
+    still(&mut gpu, classic);
+    check(&mut gpu, &classic, "the classic cross-section (texels show flux per pipe depth), no step", true);
+    still(&mut gpu, classic);
+    check(&mut gpu, &classic, "a frame without steps or edits", false);
+    run(&mut gpu, c, 20, true);
+    check(&mut gpu, &c, "20 frames back in the default mode", true);
+}

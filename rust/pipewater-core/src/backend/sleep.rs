@@ -18,6 +18,11 @@
 //! whose neighbours' pipes all carry nothing gives the same bits for any step length (an undriven
 //! pipe stays empty; a driven one drains a dry cell, whose limit factor is 0 at any step length).
 //! Any other change of the constants wakes every tile.
+//!
+//! On the GPU backends the snapshot follows the same tiles: a cell's texels change only when its
+//! tile steps (or one next to it, which by the same reach argument wakes it), so only tiles
+//! stepped since the last snapshot are recomputed ([`DeviceSleep::snapshot_all_stale`] says when
+//! all are).
 
 use crate::pipes::{StepConstants, BOUNDARY_WALL};
 
@@ -225,6 +230,14 @@ pub struct DeviceSleep {
     frame_steps: u32,
     report: SleepReport,
     report_frame: u64,
+    /// Whether the next snapshot recomputes every tile (`snapshot.wgsl`): set by what changes
+    /// cells without a step of their tiles (a new state or terrain) and at the start.
+    snapshot_all: bool,
+    /// Whether edits reached the device since the last frame with steps, whose plan marks their
+    /// tiles stale.
+    edited_without_plan: bool,
+    /// Constants of the last snapshot: texels depend on the model's mode.
+    snapshot_constants: Option<StepConstants>,
 }
 
 impl DeviceSleep {
@@ -242,6 +255,9 @@ impl DeviceSleep {
             frame_steps: 0,
             report: SleepReport { enabled: true, tiles: Some(tiles), ..SleepReport::default() },
             report_frame: 0,
+            snapshot_all: true,
+            edited_without_plan: false,
+            snapshot_constants: None,
         }
     }
 
@@ -264,9 +280,11 @@ impl DeviceSleep {
         }
     }
 
-    /// Every tile steps at the next step (a new terrain).
+    /// Every tile steps at the next step, and the next snapshot recomputes every tile (a new
+    /// terrain).
     pub fn wake_all(&mut self) {
         self.last = None;
+        self.snapshot_all = true;
     }
 
     /// A new state as of frame `frames`: every tile steps at the next step, and until then all
@@ -290,6 +308,7 @@ impl DeviceSleep {
         let cells = batch.water.iter().map(|e| e.cell).chain(batch.terrain.iter().map(|e| e.cell));
         for cell in cells.chain(batch.displacement.iter().map(|e| e.cell)).chain(batch.nudges.iter().map(|e| e.cell)) {
             self.mark(cell, WAKE_FIRST_STEP);
+            self.edited_without_plan = true;
         }
     }
 
@@ -307,11 +326,25 @@ impl DeviceSleep {
         let change = if self.enabled { constants_change(self.last.as_ref(), c) } else { ConstantsChange::Mode };
         self.last = Some(*c);
         self.stepped = true;
+        // This frame's first plan marks the edited tiles stale.
+        self.edited_without_plan = false;
         let params = TileParams::new(&self.tiles, self.enabled && self.exact, change);
         let changed = self.marks != self.uploaded;
         std::mem::swap(&mut self.marks, &mut self.uploaded);
         self.marks.fill(0);
         Some((params, changed.then_some(&self.uploaded[..])))
+    }
+
+    /// Before recording a snapshot with constants `c`: whether it must recompute every tile,
+    /// not only those the plans marked stale since the last one. True after a new state or
+    /// terrain, after edits that no step's plan saw, and when `c` changes the model's mode
+    /// (texels depend on the cell size, the pipe depth and the cross-section rule).
+    pub fn snapshot_all_stale(&mut self, c: &StepConstants) -> bool {
+        let all = self.snapshot_all || self.edited_without_plan || constants_change(self.snapshot_constants.as_ref(), c) == ConstantsChange::Mode;
+        self.snapshot_all = false;
+        self.edited_without_plan = false;
+        self.snapshot_constants = Some(*c);
+        all
     }
 
     /// Steps of the last frame recorded (what its report's read carries).

@@ -4,9 +4,11 @@
 //!
 //! * Fields live in RD storage buffers, laid out as in the wgpu backend: terrain (`f32`), depth
 //!   (`i32` quanta) and flux (`vec4<f32>`), depth and flux twice for the fused step's ping-pong.
-//! * Each frame records the queued edits, every substep (forcing, fused step) and the `images`
-//!   pass, which writes `height_texture` and `flux_texture` as RD textures that the node hands to
-//!   materials through `Texture2DRD`: nothing crosses to the host for rendering.
+//! * Each frame records the queued edits, every substep (forcing, fused step) and the
+//!   `tile_images` pass, which writes `height_texture` and `flux_texture` as RD textures that the
+//!   node hands to materials through `Texture2DRD`: nothing crosses to the host for rendering.
+//!   Like the wgpu backend's snapshot it recomputes only the tiles stepped since the last frame
+//!   (`snapshot.wgsl` says why that is exact); `sum_tiles` then adds up the tiles' totals.
 //! * Queries read a host snapshot whose cells are filled in tile by tile
 //!   ([`pipewater_core::backend::readback`], shared with the wgpu backend): the `gather` pass
 //!   computes the tiles queries touched recently, behind the ledger and totals, into one small
@@ -38,11 +40,11 @@ use godot::classes::rendering_device::{DataFormat, ShaderStage, StorageBufferUsa
 use godot::classes::{RdShaderSpirv, RdTextureFormat, RdTextureView, RdUniform, RenderingDevice, RenderingServer};
 use godot::prelude::*;
 use parking_lot::Mutex;
-use pipewater_core::backend::gpu::{storage_binding_limit_of, EDIT_WORKGROUP, SNAPSHOT_WORKGROUP, TILES_WORKGROUP};
+use pipewater_core::backend::gpu::{storage_binding_limit_of, EDIT_WORKGROUP, TILES_WORKGROUP};
 use pipewater_core::backend::limits::DeviceLimits;
 use pipewater_core::backend::pending::{list_bytes, list_header_bytes, EditBatch, EditCounts, EditPass, PendingEdits};
 use pipewater_core::backend::readback::{Coverage, Read, Readbacks, TileRequests, MAX_TILES_PER_READ};
-use pipewater_core::backend::sleep::{AwakeTiles, DeviceSleep, SleepReport, TileParams, AWAKE_LIST_HEADER, EMPTY_AWAKE_LIST, SLEEP_REPORT_BYTES};
+use pipewater_core::backend::sleep::{AwakeTiles, ConstantsChange, DeviceSleep, SleepReport, TileParams, AWAKE_LIST_HEADER, EMPTY_AWAKE_LIST, SLEEP_REPORT_BYTES};
 use pipewater_core::backend::{Backend, BackendKind, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
 use pipewater_core::backend::step_kernel::{ColumnKernel, StepMode};
 use pipewater_core::detail::{DetailFrame, DetailLayout};
@@ -198,6 +200,10 @@ pub struct RdBackend {
     awake_lists: [Rid; 2],
     tile_wakes: Rid,
     sleep_stats: Rid,
+    /// Per tile: whether its snapshot texels are stale, and its share of the snapshot's
+    /// reductions (snapshot.wgsl).
+    tile_stale: Rid,
+    tile_totals: Rid,
     /// Sleeping reports arrived from Godot's callbacks.
     sleep_arrived: Arc<Mutex<Vec<ArrivedSleepReport>>>,
 }
@@ -213,7 +219,7 @@ struct ArrivedSleepReport {
 // Indices of spirv::ENTRY_POINTS in `pipelines`; step pipelines follow them, one per mode met.
 const ENTRY_WATER: usize = 0;
 const ENTRY_TERRAIN: usize = 1;
-const ENTRY_IMAGES: usize = 2;
+const ENTRY_TILE_IMAGES: usize = 2;
 const ENTRY_GATHER: usize = 3;
 const ENTRY_REFRESH: usize = 4;
 const ENTRY_DISPLACE: usize = 5;
@@ -221,6 +227,7 @@ const ENTRY_NUDGE: usize = 6;
 const ENTRY_PLAN_FRAME_START: usize = 7;
 const ENTRY_PLAN_NEXT_STEP: usize = 8;
 const ENTRY_REPORT_AWAKE_TILES: usize = 9;
+const ENTRY_SUM_TILES: usize = 10;
 
 impl RdBackend {
     /// Compiles the shaders on Godot's main rendering device and uploads `state`.
@@ -270,6 +277,8 @@ impl RdBackend {
         let awake_lists = [awake_list(&mut rd), awake_list(&mut rd)];
         let tile_wakes = storage(&mut rd, 4 * tile_count);
         let sleep_stats = storage(&mut rd, SLEEP_REPORT_BYTES);
+        let tile_stale = storage(&mut rd, 4 * tile_count);
+        let tile_totals = storage(&mut rd, 16 * tile_count);
         let description = format!("RenderingDevice: {} ({})", rd.get_device_name(), rd.get_device_vendor_name());
         let mut backend = RdBackend {
             grid,
@@ -312,18 +321,22 @@ impl RdBackend {
             awake_lists,
             tile_wakes,
             sleep_stats,
+            tile_stale,
+            tile_totals,
             sleep_arrived: Arc::new(Mutex::new(Vec::new())),
         };
         let made = [backend.uniforms, backend.terrain, backend.step_terrain, backend.displacement, backend.counters, backend.stats, backend.gathered, backend.height_texture, backend.flow_texture];
-        let sleeping = [backend.tile_params, backend.tile_wakes, backend.sleep_stats];
+        let sleeping = [backend.tile_params, backend.tile_wakes, backend.sleep_stats, backend.tile_stale, backend.tile_totals];
         if made.iter().chain(&backend.depth).chain(&backend.flux).chain(&sleeping).chain(&backend.tile_flags).chain(&backend.awake_lists).any(|r| !r.is_valid()) {
             return Err(Error::Gpu(format!("Godot could not allocate the fields of a {}x{} grid", grid.width, grid.height)));
         }
+        // The snapshot reads the tiles' shape before any step has set the parameters.
+        update(&mut rd, backend.tile_params, bytemuck::bytes_of(&TileParams::new(&tiles, false, ConstantsChange::Mode)));
         backend.upload(state, Counters::default(), 0)?;
         Ok(backend)
     }
 
-    /// The RD textures the `images` pass writes: (height, flux), in the documented layouts.
+    /// The RD textures the `tile_images` pass writes: (height, flux), in the documented layouts.
     pub fn textures(&self) -> (Rid, Rid) {
         (self.height_texture, self.flow_texture)
     }
@@ -437,6 +450,8 @@ impl RdBackend {
             "awake_list" => self.awake_lists[k],
             "next_awake_list" => self.awake_lists[1 - k],
             "sleep_stats" => self.sleep_stats,
+            "tile_stale" => self.tile_stale,
+            "tile_totals" => self.tile_totals,
             _ => return None,
         })
     }
@@ -504,9 +519,12 @@ impl RdBackend {
             }
             rd.buffer_clear(self.sleep_stats, 0, SLEEP_REPORT_BYTES as u32);
         }
+        // After the frame's start, which tells whether its plan marks the edits' tiles stale.
+        if self.sleep.snapshot_all_stale(constants) {
+            update(&mut rd, self.tile_stale, bytemuck::cast_slice(&vec![1u32; self.sleep.tiles().count()]));
+        }
         let plan_groups = [(self.sleep.tiles().count() as u32).div_ceil(TILES_WORKGROUP), 1];
 
-        let g = self.grid;
         let list = rd.compute_list_begin();
         let result = (|| -> Result<()> {
             self.record_edits(&mut rd, list, edits)?;
@@ -530,8 +548,8 @@ impl RdBackend {
                 self.current = 1 - self.current;
                 reported?;
             }
-            let snapshot = [g.width.div_ceil(SNAPSHOT_WORKGROUP), g.height.div_ceil(SNAPSHOT_WORKGROUP)];
-            self.dispatch(&mut rd, list, ENTRY_IMAGES, WaterList::User, snapshot)?;
+            self.dispatch(&mut rd, list, ENTRY_TILE_IMAGES, WaterList::User, self.sleep.tiles().tiles)?;
+            self.dispatch(&mut rd, list, ENTRY_SUM_TILES, WaterList::User, [1, 1])?;
             self.dispatch(&mut rd, list, ENTRY_GATHER, WaterList::User, [(tiles.len() as u32).max(1), 1])?;
             Ok(())
         })();
@@ -761,7 +779,7 @@ impl Drop for RdBackend {
         self.drop_sets(&mut rd);
         let lists = [self.water_edits.buffer, self.forcing.buffer, self.terrain_edits.buffer, self.tile_list.buffer, self.displaced_list.buffer, self.nudge_list.buffer];
         let fields = [self.uniforms, self.terrain, self.step_terrain, self.displacement, self.depth[0], self.depth[1], self.flux[0], self.flux[1], self.counters, self.stats, self.gathered];
-        let sleeping = [self.tile_params, self.tile_flags[0], self.tile_flags[1], self.awake_lists[0], self.awake_lists[1], self.tile_wakes, self.sleep_stats];
+        let sleeping = [self.tile_params, self.tile_flags[0], self.tile_flags[1], self.awake_lists[0], self.awake_lists[1], self.tile_wakes, self.sleep_stats, self.tile_stale, self.tile_totals];
         let pipelines: Vec<Rid> = self.pipelines.iter().flat_map(|p| [p.pipeline, p.shader]).collect();
         free_all(&mut rd, pipelines.into_iter().chain(lists).chain(fields).chain(sleeping).chain([self.height_texture, self.flow_texture]));
     }

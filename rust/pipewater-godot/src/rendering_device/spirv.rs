@@ -69,10 +69,10 @@ impl Program {
 
 /// The entry points the RenderingDevice backend runs besides the step ([`step_program`]), with
 /// the pass family that holds each; they run with naga's bounds checks.
-pub const ENTRY_POINTS: [(&str, &str, bool); 10] = [
+pub const ENTRY_POINTS: [(&str, &str, bool); 11] = [
     ("apply_water", shaders::EDITS, false),
     ("apply_terrain", shaders::EDITS, false),
-    ("images", shaders::SNAPSHOT, false),
+    ("tile_images", shaders::SNAPSHOT, false),
     ("gather", shaders::SNAPSHOT, false),
     ("refresh_step_terrain", shaders::BODIES, false),
     ("displace", shaders::BODIES, false),
@@ -80,6 +80,7 @@ pub const ENTRY_POINTS: [(&str, &str, bool); 10] = [
     ("plan_frame_start", shaders::TILES, false),
     ("plan_next_step", shaders::TILES, false),
     ("report_awake_tiles", shaders::TILES, false),
+    ("sum_tiles", shaders::SNAPSHOT, false),
 ];
 
 /// The step kernel (`step_columns.wgsl`) specialised for `mode` with `columns` invocations per
@@ -172,16 +173,17 @@ mod tests {
 
     #[test]
     fn pruning_to_one_entry_point_leaves_only_its_bindings() {
-        let images = translate(shaders::SNAPSHOT, "images", false).unwrap();
+        let images = translate(shaders::SNAPSHOT, "tile_images", false).unwrap();
         let gather = translate(shaders::SNAPSHOT, "gather", false).unwrap();
         println!("images {:?}\ngather {:?}", names(&images), names(&gather));
         // The wgpu-only texel buffers never reach a RenderingDevice shader.
         for p in [&images, &gather] {
             assert!(!p.bindings.iter().any(|b| b.name == "height_texels" || b.name == "flow_texels"), "{}", p.entry_point);
         }
-        assert_eq!(images.sets(), vec![0, 1]);
+        assert_eq!(images.sets(), vec![0, 1, 2]);
         assert!(images.bindings.iter().filter(|b| b.kind == BindingKind::Image).count() == 2);
         assert_eq!(gather.sets(), vec![0, 2]);
+        assert!(!gather.bindings.iter().any(|b| b.name == "tile_stale" || b.name == "tile_totals"), "gather leaves the tiles' shares alone");
         let water = translate(shaders::EDITS, "apply_water", false).unwrap();
         let terrain = translate(shaders::EDITS, "apply_terrain", false).unwrap();
         println!("apply_water {:?}\napply_terrain {:?}", names(&water), names(&terrain));

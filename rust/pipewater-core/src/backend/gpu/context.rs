@@ -14,8 +14,6 @@ pub const EDIT_WORKGROUP: u32 = 64;
 /// Workgroup size of the sleeping tiles' plan (`tiles.wgsl`, one invocation per tile).
 pub const TILES_WORKGROUP: u32 = 64;
 
-/// Side of the square workgroup of the snapshot pass.
-pub const SNAPSHOT_WORKGROUP: u32 = 16;
 
 /// The shared device, its queue, and the compiled pipelines.
 pub struct GpuContext {
@@ -63,8 +61,13 @@ pub struct GpuContext {
     pub nudge_pipes: wgpu::ComputePipeline,
     /// Bind group layout of the snapshot pass.
     pub snapshot_layout: wgpu::BindGroupLayout,
-    /// Snapshot texels and reductions.
-    pub texels: wgpu::ComputePipeline,
+    /// Bind group layout of the snapshot's sleeping tiles (group 2 of `tile_texels` and
+    /// `sum_tiles`: tile parameters, stale marks, shares of the reductions).
+    pub snapshot_tiles_layout: wgpu::BindGroupLayout,
+    /// Snapshot texels and shares of the reductions of the stale tiles.
+    pub tile_texels: wgpu::ComputePipeline,
+    /// The reductions from the tiles' shares.
+    pub sum_tiles: wgpu::ComputePipeline,
     /// Bind group layout of the gathered tiles (group 2 of `gather`, with the snapshot's group 0).
     pub gather_layout: wgpu::BindGroupLayout,
     /// The texels of listed tiles behind the header, for queries (`snapshot.wgsl` `gather`).
@@ -241,7 +244,7 @@ impl GpuContext {
                 storage(9, false),
             ],
         );
-        let tiles_layout = layout("tiles", &[uniform(0), uniform(1), storage(2, true), storage(3, false), storage(4, true), storage(5, false), storage(6, false), storage(7, false)]);
+        let tiles_layout = layout("tiles", &[uniform(0), uniform(1), storage(2, true), storage(3, false), storage(4, true), storage(5, false), storage(6, false), storage(7, false), storage(8, false)]);
         let edit_layout = layout("edits", &[storage(0, false), storage(1, false), storage(2, false), storage(3, true), storage(4, true)]);
         let bodies_layout = layout(
             "bodies",
@@ -250,6 +253,7 @@ impl GpuContext {
         let snapshot_layout =
             layout("snapshot", &[uniform(0), storage(1, true), storage(2, true), storage(3, true), storage(4, false), storage(5, false), storage(6, false)]);
         let gather_layout = layout("gather", &[storage(0, true), storage(1, false), storage(2, false)]);
+        let snapshot_tiles_layout = layout("snapshot tiles", &[uniform(3), storage(4, false), storage(5, false)]);
 
         let module = |label: &str, source: &str| {
             device.create_shader_module(wgpu::ShaderModuleDescriptor {
@@ -309,21 +313,25 @@ impl GpuContext {
         let plan_frame_start = pipeline("plan_frame_start", &tiles_layout, &tiles_module, "plan_frame_start", &[]);
         let plan_next_step = pipeline("plan_next_step", &tiles_layout, &tiles_module, "plan_next_step", &[]);
         let report_awake_tiles = pipeline("report_awake_tiles", &tiles_layout, &tiles_module, "report_awake_tiles", &[]);
-        let texels = pipeline("texels", &snapshot_layout, &snapshot_module, "texels", &[]);
-        // `gather` reads the snapshot's group 0 and its tiles in group 2; group 1 (the storage
-        // textures of `images`) is the RenderingDevice backend's only.
-        let gather = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("gather"),
-            layout: Some(&device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-                label: Some("gather"),
-                bind_group_layouts: &[Some(&snapshot_layout), None, Some(&gather_layout)],
-                immediate_size: 0,
-            })),
-            module: &snapshot_module,
-            entry_point: Some("gather"),
-            compilation_options: wgpu::PipelineCompilationOptions::default(),
-            cache: None,
-        });
+        // The snapshot's entry points read its group 0 and their own group 2; group 1 (the
+        // storage textures of `tile_images`) is the RenderingDevice backend's only.
+        let snapshot_pipeline = |entry: &str, group_2: &wgpu::BindGroupLayout| {
+            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(entry),
+                layout: Some(&device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                    label: Some(entry),
+                    bind_group_layouts: &[Some(&snapshot_layout), None, Some(group_2)],
+                    immediate_size: 0,
+                })),
+                module: &snapshot_module,
+                entry_point: Some(entry),
+                compilation_options: wgpu::PipelineCompilationOptions::default(),
+                cache: None,
+            })
+        };
+        let tile_texels = snapshot_pipeline("tile_texels", &snapshot_tiles_layout);
+        let sum_tiles = snapshot_pipeline("sum_tiles", &snapshot_tiles_layout);
+        let gather = snapshot_pipeline("gather", &gather_layout);
         let ctx = GpuContext {
             device,
             queue,
@@ -347,7 +355,9 @@ impl GpuContext {
             displace,
             nudge_pipes,
             snapshot_layout,
-            texels,
+            snapshot_tiles_layout,
+            tile_texels,
+            sum_tiles,
             gather_layout,
             gather,
             error,

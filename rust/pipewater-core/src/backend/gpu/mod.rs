@@ -27,7 +27,10 @@
 //!   skipped) at step s − 1, so the copy step s writes already holds its bits. Edits change the
 //!   current copy in place and mark their tiles, which the next step then runs. With sleeping
 //!   off the list holds every tile, and the step kernel is the same. [`Backend::sleep_report`]
-//!   arrives with the snapshot's readback, as late as the snapshot.
+//!   arrives with the snapshot's readback, as late as the snapshot. The snapshot follows the
+//!   tiles too: the plan marks the tiles a step runs stale, and the snapshot pass recomputes
+//!   only stale tiles' texels and shares of the totals (`snapshot.wgsl`), so a frame over water
+//!   at rest costs little more than its passes' launches.
 //! * All simulations of a process share one device ([`GpuContext::shared`]). When it is lost
 //!   (or reports an error) every call fails with that error, and the next `GpuContext::shared`
 //!   makes a fresh device.
@@ -36,9 +39,9 @@ mod context;
 pub mod detail;
 pub mod shaders;
 
-pub use context::{GpuContext, EDIT_WORKGROUP, SNAPSHOT_WORKGROUP, TILES_WORKGROUP};
+pub use context::{GpuContext, EDIT_WORKGROUP, TILES_WORKGROUP};
 
-use super::sleep::{AwakeTiles, DeviceSleep, SleepReport, TileParams, AWAKE_LIST_HEADER, EMPTY_AWAKE_LIST};
+use super::sleep::{AwakeTiles, ConstantsChange, DeviceSleep, SleepReport, TileParams, AWAKE_LIST_HEADER, EMPTY_AWAKE_LIST};
 use super::step_kernel::{ColumnKernel, StepMode};
 use super::pending::{list_bytes, list_header_bytes, EditBatch, EditCounts, EditPass, PendingEdits};
 use super::readback::{Coverage, Read, Readbacks, TileRequests, HEADER_BYTES, MAX_TILES_PER_READ};
@@ -95,8 +98,13 @@ struct Sleeping {
     wakes: wgpu::Buffer,
     /// The frame's report (`sleep_stats` of tiles.wgsl), cleared before each frame with steps.
     stats: wgpu::Buffer,
+    /// Per tile: whether its snapshot texels are stale (snapshot.wgsl; its share of the
+    /// snapshot's reductions lives in a buffer only `snapshot_group` names).
+    stale: wgpu::Buffer,
     /// The plan before the step from copy k.
     plan_groups: [wgpu::BindGroup; 2],
+    /// The snapshot's tiles (group 2 of `tile_texels` and `sum_tiles`).
+    snapshot_group: wgpu::BindGroup,
 }
 
 impl Sleeping {
@@ -112,14 +120,26 @@ impl Sleeping {
         // Created zeroed: no marks.
         let wakes = buffer("tile wakes", 4 * n, U::STORAGE | U::COPY_DST);
         let stats = buffer("sleep stats", 16, U::STORAGE | U::COPY_SRC | U::COPY_DST);
+        let stale = buffer("stale snapshot tiles", 4 * n, U::STORAGE | U::COPY_DST);
+        let totals = buffer("snapshot tile totals", 16 * n, U::STORAGE);
+        fn entries<'a>(buffers: &[(u32, &'a wgpu::Buffer)]) -> Vec<wgpu::BindGroupEntry<'a>> {
+            buffers.iter().map(|&(binding, b)| wgpu::BindGroupEntry { binding, resource: b.as_entire_binding() }).collect()
+        }
         let group = |k: usize| {
-            let buffers = [uniforms, &params, &flags[1 - k], &flags[k], &wakes, &lists[k], &lists[1 - k], &stats];
-            let entries: Vec<wgpu::BindGroupEntry> = buffers.iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect();
-            device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some("tiles"), layout: &ctx.tiles_layout, entries: &entries })
+            let buffers = [uniforms, &params, &flags[1 - k], &flags[k], &wakes, &lists[k], &lists[1 - k], &stats, &stale];
+            let numbered: Vec<(u32, &wgpu::Buffer)> = buffers.iter().enumerate().map(|(i, &b)| (i as u32, b)).collect();
+            device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some("tiles"), layout: &ctx.tiles_layout, entries: &entries(&numbered) })
         };
         let plan_groups = [group(0), group(1)];
+        let snapshot_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("snapshot tiles"),
+            layout: &ctx.snapshot_tiles_layout,
+            entries: &entries(&[(3, &params), (4, &stale), (5, &totals)]),
+        });
         let host = DeviceSleep::new(tiles, ColumnKernel::tiles_hold_the_step(&tiles));
-        let sleeping = Sleeping { host, params, flags, lists, wakes, stats, plan_groups };
+        // The snapshot reads the tiles' shape before any step has set the parameters.
+        ctx.queue.write_buffer(&params, 0, bytemuck::bytes_of(&TileParams::new(&tiles, false, ConstantsChange::Mode)));
+        let sleeping = Sleeping { host, params, flags, lists, wakes, stats, stale, plan_groups, snapshot_group };
         sleeping.reset_lists(ctx);
         sleeping
     }
@@ -508,22 +528,31 @@ impl GpuBackend {
         Ok(k)
     }
 
-    /// What `read` needs before the frame's compute pass: the stats cleared for the snapshot
-    /// pass's reductions, and the list of tiles `gather` reads.
-    fn prepare_read(&self, encoder: &mut wgpu::CommandEncoder, read: &Read) {
+    /// What `read` needs before the frame's compute pass: every tile marked stale when the
+    /// plans' marks do not cover what changed, the stats cleared for the reductions, and the
+    /// list of tiles `gather` reads.
+    fn prepare_read(&mut self, encoder: &mut wgpu::CommandEncoder, read: &Read) {
+        if self.sleeping.host.snapshot_all_stale(&self.constants) {
+            let all = vec![1u32; self.sleeping.host.tiles().count()];
+            self.ctx.queue.write_buffer(&self.sleeping.stale, 0, bytemuck::cast_slice(&all));
+        }
         encoder.clear_buffer(&self.stats, 0, None);
         if let Coverage::Tiles(tiles) = &read.coverage {
             self.ctx.queue.write_buffer(&self.tile_list, 0, &list_bytes(bytemuck::cast_slice(tiles), 4));
         }
     }
 
-    /// Records the snapshot pass over the current fields (texels and reductions) and, for a tile
-    /// read, the gathering of its tiles behind the header.
+    /// Records the snapshot passes over the current fields (texels and shares of the reductions
+    /// of stale tiles, then the reductions) and, for a tile read, the gathering of its tiles
+    /// behind the header.
     fn record_snapshot(&self, pass: &mut wgpu::ComputePass, read: &Read) {
-        let g = self.grid;
-        pass.set_pipeline(&self.ctx.texels);
+        let tiles = self.sleeping.host.tiles().tiles;
+        pass.set_pipeline(&self.ctx.tile_texels);
         pass.set_bind_group(0, &self.snapshot_groups[self.current], &[]);
-        pass.dispatch_workgroups(g.width.div_ceil(SNAPSHOT_WORKGROUP), g.height.div_ceil(SNAPSHOT_WORKGROUP), 1);
+        pass.set_bind_group(2, &self.sleeping.snapshot_group, &[]);
+        pass.dispatch_workgroups(tiles[0], tiles[1], 1);
+        pass.set_pipeline(&self.ctx.sum_tiles);
+        pass.dispatch_workgroups(1, 1, 1);
         if let Coverage::Tiles(tiles) = &read.coverage {
             pass.set_pipeline(&self.ctx.gather);
             pass.set_bind_group(0, &self.snapshot_groups[self.current], &[]);
@@ -858,10 +887,11 @@ impl Backend for GpuBackend {
         };
 
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("frame") });
+        // After the frame's start, which tells whether its plan marks the edits' tiles stale.
+        self.sleeping.start_frame(&self.ctx, &plan.constants, plan.substeps, forcing_list);
         if let Some(read) = &read {
             self.prepare_read(&mut encoder, read);
         }
-        self.sleeping.start_frame(&self.ctx, &plan.constants, plan.substeps, forcing_list);
         if plan.substeps > 0 {
             encoder.clear_buffer(&self.sleeping.stats, 0, None);
         }
