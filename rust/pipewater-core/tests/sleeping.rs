@@ -171,3 +171,87 @@ fn a_flood_wakes_the_tiles_it_reaches() {
     assert_eq!(differing_cells(&a, &b), 0);
     assert_eq!(on.ledger().unwrap().counters, off.ledger().unwrap().counters);
 }
+
+/// The CPU writes each snapshot over an older one and computes only the tiles that changed
+/// since (`backend/tile_snapshot.rs`). Whatever changed the water, and whether or not snapshots
+/// were taken in between, every snapshot must equal one built from scratch of the same state,
+/// bit for bit: each stage compares them and prints how many tiles were computed and how many
+/// cells' texels changed since the last stage (a tile left out would show them as they were).
+#[test]
+fn cpu_snapshots_written_tile_by_tile_equal_fresh_ones_after_every_kind_of_change() {
+    use pipewater_core::backend::cpu::CpuBackend;
+    use pipewater_core::backend::{Backend, CellTerrain, CellWater, FramePlan, PipeNudge};
+    use pipewater_core::pipes::{fixed_flux_per_stored, StepConstants};
+    let state = lake_with_flood(FLOOD_WIDTH);
+    let g = state.grid;
+    let mut cpu = CpuBackend::new(&state);
+    let constants = |params: &Params| StepConstants::new(params, g.width, g.height, g.cell_size, 0.02, [0; 4]);
+    let mut previous: Option<pipewater_core::Snapshot> = None;
+    // Holding the last stage's snapshot (as a picture on screen would) leaves one spare free:
+    // the next stage writes over the one before it, computing what changed over two stages.
+    let mut held = std::collections::VecDeque::new();
+    let mut check = |cpu: &mut CpuBackend, c: &StepConstants, stage: &str, expect_change: bool| {
+        let snapshot = cpu.snapshot().unwrap();
+        let counters = cpu.read_counters().unwrap();
+        let fresh = cpu.state().snapshot_reusing(snapshot.sequence, counters, None, fixed_flux_per_stored(c));
+        let texels = |s: &pipewater_core::Snapshot| -> Vec<u32> { s.height.iter().chain(&s.flow).flatten().map(|v| v.to_bits()).collect() };
+        let differing = texels(&snapshot).iter().zip(texels(&fresh)).filter(|(a, b)| **a != *b).count();
+        let changed = previous.as_ref().map_or(g.cell_count(), |p| p.height.iter().zip(&fresh.height).zip(p.flow.iter().zip(&fresh.flow)).filter(|((a, b), (c, d))| a != b || c != d).count());
+        println!(
+            "{stage}: {} of {} tiles computed; {changed} cells' texels changed since the last stage; {differing} texel words differ from a fresh snapshot; totals {} / {}",
+            cpu.snapshot_tiles_written(),
+            report_tiles(cpu),
+            snapshot.total_quanta,
+            fresh.total_quanta,
+        );
+        assert_eq!(differing, 0, "{stage}: the snapshot is not the state's");
+        assert_eq!((snapshot.total_quanta, snapshot.max_speed.to_bits(), snapshot.max_depth.to_bits()), (fresh.total_quanta, fresh.max_speed.to_bits(), fresh.max_depth.to_bits()), "{stage}: totals");
+        assert_eq!(changed > 0, expect_change, "{stage}");
+        previous = Some(fresh);
+        held.push_back(snapshot);
+        if held.len() > 1 {
+            held.pop_front();
+        }
+    };
+    fn report_tiles(cpu: &CpuBackend) -> usize {
+        cpu.sleep_report().unwrap().tiles.map_or(0, |t| t.count())
+    }
+    let run = |cpu: &mut CpuBackend, c: StepConstants, frames: u32, snapshots: bool| {
+        for _ in 0..frames {
+            cpu.advance(&FramePlan { constants: c, substeps: 3, forcing: &[] }).unwrap();
+            if snapshots {
+                let _ = cpu.snapshot();
+            }
+        }
+    };
+    let still = |cpu: &mut CpuBackend, c: StepConstants| cpu.advance(&FramePlan { constants: c, substeps: 0, forcing: &[] }).unwrap();
+    let params = Params::default();
+    let c = constants(&params);
+    check(&mut cpu, &c, "the state as loaded", true);
+    for round in 0..4 {
+        run(&mut cpu, c, 20, round % 2 == 0);
+        check(&mut cpu, &c, &format!("20 frames of the flood ({})", if round % 2 == 0 { "a snapshot each" } else { "no snapshot" }), true);
+    }
+    let east = g.index(g.width - 20, 80) as u32;
+    cpu.edit_water(&[CellWater { cell: east, quanta: 40_000 }]).unwrap();
+    check(&mut cpu, &c, "water added on a tile corner far from the flood, no step", true);
+    cpu.edit_terrain(&[CellTerrain { cell: g.index(160, 32) as u32, delta: 0.75 }]).unwrap();
+    still(&mut cpu, c);
+    check(&mut cpu, &c, "terrain raised on a tile corner, a frame without steps", true);
+    cpu.nudge_pipes(&[PipeNudge { cell: g.index(128, 95) as u32, velocity_x: 0.5, velocity_y: -0.3, weight: 0.5 }]).unwrap();
+    still(&mut cpu, c);
+    check(&mut cpu, &c, "pipes pushed on a tile corner, a frame without steps", true);
+    let mut terrain = cpu.state().terrain.clone();
+    for t in terrain.iter_mut().skip(g.index(0, 140)) {
+        *t += 0.25;
+    }
+    cpu.set_terrain(&terrain).unwrap();
+    check(&mut cpu, &c, "a new terrain", true);
+    let classic = constants(&Params { cross_section: pipewater_core::CrossSection::Classic, ..params });
+    still(&mut cpu, classic);
+    check(&mut cpu, &classic, "the classic cross-section, no step", true);
+    still(&mut cpu, classic);
+    check(&mut cpu, &classic, "a frame without steps or edits", false);
+    run(&mut cpu, c, 30, false);
+    check(&mut cpu, &c, "30 frames back in the default mode", true);
+}

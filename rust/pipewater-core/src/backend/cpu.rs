@@ -2,6 +2,7 @@
 //! with rayon.
 
 use super::sleep::{constants_change, AwakeTiles, ConstantsChange, SleepReport, TileGrid};
+use super::tile_snapshot::TileSnapshots;
 use super::{check_displacement, check_nudges, displacement_changes, Backend, BackendKind, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
 use crate::detail::{CpuDetail, DetailFrame, DetailLayout, DetailTexels};
 use crate::error::{Error, Result};
@@ -11,7 +12,7 @@ use crate::pipes::{
     CellLimits, StepConstants, Upstream, CLASS_DIAGONAL, CLASS_ORTHOGONAL, PIPE_OFFSETS,
 };
 use crate::quanta::MAX_DEPTH_QUANTA;
-use crate::state::{check_terrain, Counters, Snapshot, SpareSnapshots, State, MAX_TERRAIN_ABS};
+use crate::state::{check_terrain, Counters, Snapshot, State, MAX_TERRAIN_ABS};
 use rayon::prelude::*;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -47,8 +48,8 @@ pub struct CpuBackend {
     fixed_flux_per_stored: Option<f32>,
     counters: Counters,
     frames: u64,
-    cached: Option<Arc<Snapshot>>,
-    spares: SpareSnapshots,
+    /// Snapshots, written over older ones tile by tile as the sleeping tiles change.
+    snapshots: TileSnapshots,
     /// The detail layer when it is on, its frame for the next `advance`, and its texels once
     /// asked for.
     detail: Option<CpuDetail>,
@@ -169,8 +170,7 @@ impl CpuBackend {
             fixed_flux_per_stored: None,
             counters: Counters::default(),
             frames: 0,
-            cached: None,
-            spares: SpareSnapshots::default(),
+            snapshots: TileSnapshots::new(TileGrid::new(state.grid.width, state.grid.height, [CPU_TILE, CPU_TILE])),
             detail: None,
             queued_detail: None,
             detail_texels: None,
@@ -191,9 +191,13 @@ impl CpuBackend {
 
     /// Marks the snapshot stale, keeping it for its buffers.
     fn invalidate_snapshot(&mut self) {
-        if let Some(old) = self.cached.take() {
-            self.spares.keep(old);
-        }
+        self.snapshots.invalidate();
+    }
+
+    /// Tiles the last snapshot written computed: the rest kept the texels of the older snapshot
+    /// it was written over ([`TileSnapshots`]).
+    pub fn snapshot_tiles_written(&self) -> usize {
+        self.snapshots.tiles_written()
     }
 
     /// The current state, without copying.
@@ -232,6 +236,7 @@ impl CpuBackend {
         let w = c.width;
         for nudge in std::mem::take(&mut self.pending_nudges) {
             self.sleeping.mark(nudge.cell);
+            self.snapshots.mark_around(nudge.cell);
             let i = nudge.cell as usize;
             let (x, y) = (nudge.cell % w, nudge.cell / w);
             for p in 0..4 {
@@ -275,6 +280,9 @@ impl CpuBackend {
         }
         self.counters.boundary_in += inflow.into_inner();
         self.sleeping.plan(c);
+        for t in (0..self.sleeping.awake.len()).filter(|&t| self.sleeping.awake[t]) {
+            self.snapshots.mark(t);
+        }
         let runs = &self.sleeping.runs;
         let tile = CPU_TILE as usize;
 
@@ -801,6 +809,9 @@ impl Backend for CpuBackend {
         let (added, removed) = Self::apply_water(&mut self.state.depth, cells, &self.sleeping);
         self.counters.added += added;
         self.counters.removed += removed;
+        for c in cells {
+            self.snapshots.mark_around(c.cell);
+        }
         self.invalidate_snapshot();
         Ok(EditOutcome::Applied { added, removed })
     }
@@ -812,6 +823,7 @@ impl Backend for CpuBackend {
                 *b = (*b + c.delta).clamp(-MAX_TERRAIN_ABS, MAX_TERRAIN_ABS);
                 self.step_terrain[i] = *b + self.displacement[i];
                 self.sleeping.mark(c.cell);
+                self.snapshots.mark_around(c.cell);
             }
         }
         self.invalidate_snapshot();
@@ -825,6 +837,7 @@ impl Backend for CpuBackend {
             *step = bed + head;
         }
         self.sleeping.wake_all();
+        self.snapshots.mark_all();
         self.invalidate_snapshot();
         Ok(())
     }
@@ -858,18 +871,19 @@ impl Backend for CpuBackend {
         for _ in 0..plan.substeps {
             self.step(&plan.constants, plan.forcing);
         }
-        self.fixed_flux_per_stored = fixed_flux_per_stored(&plan.constants);
+        let fixed = fixed_flux_per_stored(&plan.constants);
+        if fixed.map(f32::to_bits) != self.fixed_flux_per_stored.map(f32::to_bits) {
+            // What every cell's flow texels show changed.
+            self.snapshots.mark_all();
+        }
+        self.fixed_flux_per_stored = fixed;
         self.frames += 1;
         self.invalidate_snapshot();
         self.advance_detail()
     }
 
     fn snapshot(&mut self) -> Option<Arc<Snapshot>> {
-        if self.cached.is_none() {
-            let spare = self.spares.take();
-            self.cached = Some(Arc::new(self.state.snapshot_reusing(self.frames, self.counters, spare, self.fixed_flux_per_stored)));
-        }
-        self.cached.clone()
+        Some(self.snapshots.get(&self.state, self.frames, self.counters, self.fixed_flux_per_stored))
     }
 
     fn read_state(&mut self) -> Result<State> {

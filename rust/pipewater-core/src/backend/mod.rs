@@ -9,6 +9,7 @@ pub mod pending;
 pub mod readback;
 pub mod sleep;
 pub mod step_kernel;
+pub mod tile_snapshot;
 
 use crate::detail::{DetailFrame, DetailLayout, DetailTexels};
 use crate::error::{Error, Result};
