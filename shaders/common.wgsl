@@ -499,7 +499,9 @@ struct TileParams {
     sleeping: u32,
     // How the constants changed before the frame's first step: TILES_CHANGE_*.
     change: u32,
-    padding: vec2<u32>,
+    // Slices of rows a tile's snapshot is cut into, one workgroup each (snapshot.wgsl).
+    snapshot_slices: u32,
+    padding: u32,
 }
 
 // sleep.rs ConstantsChange.

@@ -48,9 +48,9 @@ struct TileList {
 @group(2) @binding(1) var<storage, read_write> gathered: array<u32>;
 @group(2) @binding(2) var<storage, read_write> counters: array<atomic<u32>, 8>;
 
-// The sleeping tiles (one workgroup of `tile_texels` and `tile_images` each), whether each is
-// stale (cleared here once recomputed), and each tile's share of the reductions as
-// [total low, total high, max speed bits, max depth bits].
+// The sleeping tiles (`tile_texels` and `tile_images` run a workgroup per slice of rows of each),
+// whether each is stale (cleared by `sum_tiles`), and each slice's share of the reductions as
+// [total low, total high, max speed bits, max depth bits], tile by tile.
 @group(2) @binding(3) var<uniform> tiles: TileParams;
 @group(2) @binding(4) var<storage, read_write> tile_stale: array<u32>;
 @group(2) @binding(5) var<storage, read_write> tile_totals: array<vec4<u32>>;
@@ -188,24 +188,40 @@ fn tile_extent(origin: vec2<u32>) -> vec2<u32> {
     return min(tiles.size, vec2<u32>(c.width, c.height) - origin);
 }
 
-// Keeps the tile's share and marks it fresh.
-fn finish_tile(t: u32, lid: u32, own: Totals) {
+// The cells of slice `slice` of a tile whose cells start at `origin` and span `extent`: the
+// tile's rows cut into `tiles.snapshot_slices` slices (the last ones may be short or empty).
+fn slice_origin(origin: vec2<u32>, slice: u32) -> vec2<u32> {
+    return origin + vec2<u32>(0u, slice * slice_rows());
+}
+
+fn slice_extent(extent: vec2<u32>, slice: u32) -> vec2<u32> {
+    let first = min(slice * slice_rows(), extent.y);
+    return vec2<u32>(extent.x, min(slice_rows(), extent.y - first));
+}
+
+fn slice_rows() -> u32 {
+    return (tiles.size.y + tiles.snapshot_slices - 1u) / tiles.snapshot_slices;
+}
+
+// Keeps slice `slice` of tile `t`'s share (`sum_tiles` marks the tile fresh).
+fn finish_slice(t: u32, slice: u32, lid: u32, own: Totals) {
     let share = reduce_workgroup(lid, own);
     if lid == 0u {
-        tile_totals[t] = vec4<u32>(share.low, share.high, bitcast<u32>(share.speed), bitcast<u32>(share.depth));
-        tile_stale[t] = 0u;
+        tile_totals[t * tiles.snapshot_slices + slice] = vec4<u32>(share.low, share.high, bitcast<u32>(share.speed), bitcast<u32>(share.depth));
     }
 }
 
-// One workgroup per tile, workgroup (x, y) for tile (x, y); only stale tiles do anything.
+// One workgroup per slice of a tile, workgroup (x, y, s) for slice s of tile (x, y); only stale
+// tiles do anything.
 @compute @workgroup_size(SNAPSHOT_CELLS)
 fn tile_texels(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let t = wid.y * tiles.tiles.x + wid.x;
     if !tile_is_stale(t, lid) {
         return;
     }
-    let origin = tile_origin(wid.xy);
-    let extent = tile_extent(origin);
+    let tile = tile_origin(wid.xy);
+    let origin = slice_origin(tile, wid.z);
+    let extent = slice_extent(tile_extent(tile), wid.z);
     var own = Totals(0u, 0u, 0.0, 0.0);
     for (var k = lid; k < extent.x * extent.y; k += SNAPSHOT_CELLS) {
         let cell = origin + vec2<u32>(k % extent.x, k / extent.x);
@@ -215,7 +231,7 @@ fn tile_texels(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
         flow_texels[i] = texels.flow;
         own = add_totals(own, cell_totals(texels));
     }
-    finish_tile(t, lid, own);
+    finish_slice(t, wid.z, lid, own);
 }
 
 // `tile_texels` into the storage textures.
@@ -225,8 +241,9 @@ fn tile_images(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
     if !tile_is_stale(t, lid) {
         return;
     }
-    let origin = tile_origin(wid.xy);
-    let extent = tile_extent(origin);
+    let tile = tile_origin(wid.xy);
+    let origin = slice_origin(tile, wid.z);
+    let extent = slice_extent(tile_extent(tile), wid.z);
     var own = Totals(0u, 0u, 0.0, 0.0);
     for (var k = lid; k < extent.x * extent.y; k += SNAPSHOT_CELLS) {
         let cell = vec2<i32>(origin + vec2<u32>(k % extent.x, k / extent.x));
@@ -235,17 +252,20 @@ fn tile_images(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
         textureStore(flow_image, cell, texels.flow);
         own = add_totals(own, cell_totals(texels));
     }
-    finish_tile(t, lid, own);
+    finish_slice(t, wid.z, lid, own);
 }
 
-// One workgroup, after `tile_texels` or `tile_images`: every tile's share into `stats` (cleared
-// before the frame).
+// One workgroup, after `tile_texels` or `tile_images`: every slice's share into `stats`
+// (cleared before the frame), and every tile marked fresh.
 @compute @workgroup_size(SNAPSHOT_CELLS)
 fn sum_tiles(@builtin(local_invocation_index) lid: u32) {
     var own = Totals(0u, 0u, 0.0, 0.0);
     for (var t = lid; t < tiles.tiles.x * tiles.tiles.y; t += SNAPSHOT_CELLS) {
-        let share = tile_totals[t];
-        own = add_totals(own, Totals(share.x, share.y, bitcast<f32>(share.z), bitcast<f32>(share.w)));
+        tile_stale[t] = 0u;
+        for (var slice = 0u; slice < tiles.snapshot_slices; slice++) {
+            let share = tile_totals[t * tiles.snapshot_slices + slice];
+            own = add_totals(own, Totals(share.x, share.y, bitcast<f32>(share.z), bitcast<f32>(share.w)));
+        }
     }
     let total = reduce_workgroup(lid, own);
     if lid == 0u {

@@ -179,8 +179,23 @@ pub struct TileParams {
     pub sleeping: u32,
     /// [`ConstantsChange`] before the frame's first step: 0 none, 1 step length, 2 mode.
     pub change: u32,
+    /// [`snapshot_slices`] of the tiles.
+    pub snapshot_slices: u32,
     /// Padding to the uniform's 32 bytes.
-    pub padding: [u32; 2],
+    pub padding: u32,
+}
+
+/// Most workgroups the GPU snapshot wants over the grid: a small grid's few tiles are cut into
+/// slices of rows, so that recomputing them all is not one long loop per tile on an idle GPU.
+const SNAPSHOT_WORKGROUPS: usize = 1024;
+/// Most slices of a tile's snapshot.
+pub const MAX_SNAPSHOT_SLICES: u32 = 8;
+
+/// Slices of rows each tile's snapshot is cut into on the GPU (`snapshot.wgsl`), one workgroup
+/// each: enough to give a small grid about [`SNAPSHOT_WORKGROUPS`] workgroups, at most
+/// [`MAX_SNAPSHOT_SLICES`] and never more than the tile's rows; 1 from about 2048² on.
+pub fn snapshot_slices(tiles: &TileGrid) -> u32 {
+    (SNAPSHOT_WORKGROUPS.div_ceil(tiles.count().max(1)) as u32).clamp(1, MAX_SNAPSHOT_SLICES.min(tiles.size[1].max(1)))
 }
 
 impl TileParams {
@@ -191,7 +206,7 @@ impl TileParams {
             ConstantsChange::StepLength => 1,
             ConstantsChange::Mode => 2,
         };
-        TileParams { tiles: tiles.tiles, size: tiles.size, sleeping: sleeping as u32, change, padding: [0; 2] }
+        TileParams { tiles: tiles.tiles, size: tiles.size, sleeping: sleeping as u32, change, snapshot_slices: snapshot_slices(tiles), padding: 0 }
     }
 }
 

@@ -44,7 +44,7 @@ use pipewater_core::backend::gpu::{storage_binding_limit_of, EDIT_WORKGROUP, TIL
 use pipewater_core::backend::limits::DeviceLimits;
 use pipewater_core::backend::pending::{list_bytes, list_header_bytes, EditBatch, EditCounts, EditPass, PendingEdits};
 use pipewater_core::backend::readback::{Coverage, Read, Readbacks, TileRequests, MAX_TILES_PER_READ};
-use pipewater_core::backend::sleep::{AwakeTiles, ConstantsChange, DeviceSleep, SleepReport, TileParams, AWAKE_LIST_HEADER, EMPTY_AWAKE_LIST, SLEEP_REPORT_BYTES};
+use pipewater_core::backend::sleep::{snapshot_slices, AwakeTiles, ConstantsChange, DeviceSleep, SleepReport, TileParams, AWAKE_LIST_HEADER, EMPTY_AWAKE_LIST, SLEEP_REPORT_BYTES};
 use pipewater_core::backend::{Backend, BackendKind, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
 use pipewater_core::backend::step_kernel::{ColumnKernel, StepMode};
 use pipewater_core::detail::{DetailFrame, DetailLayout};
@@ -278,7 +278,7 @@ impl RdBackend {
         let tile_wakes = storage(&mut rd, 4 * tile_count);
         let sleep_stats = storage(&mut rd, SLEEP_REPORT_BYTES);
         let tile_stale = storage(&mut rd, 4 * tile_count);
-        let tile_totals = storage(&mut rd, 16 * tile_count);
+        let tile_totals = storage(&mut rd, 16 * tile_count * snapshot_slices(&tiles) as usize);
         let description = format!("RenderingDevice: {} ({})", rd.get_device_name(), rd.get_device_vendor_name());
         let mut backend = RdBackend {
             grid,
@@ -477,6 +477,14 @@ impl RdBackend {
         Ok(())
     }
 
+    /// [`RdBackend::dispatch`] over `groups` in three dimensions, with the user water list.
+    fn dispatch_3d(&mut self, rd: &mut Gd<RenderingDevice>, list: i64, entry: usize, groups: [u32; 3]) -> Result<()> {
+        self.bind(rd, list, entry, WaterList::User)?;
+        rd.compute_list_dispatch(list, groups[0].max(1), groups[1].max(1), groups[2].max(1));
+        rd.compute_list_add_barrier(list);
+        Ok(())
+    }
+
     /// Binds entry point `entry` with all its sets.
     fn bind(&mut self, rd: &mut Gd<RenderingDevice>, list: i64, entry: usize, water: WaterList) -> Result<()> {
         rd.compute_list_bind_compute_pipeline(list, self.pipelines[entry].pipeline);
@@ -548,7 +556,8 @@ impl RdBackend {
                 self.current = 1 - self.current;
                 reported?;
             }
-            self.dispatch(&mut rd, list, ENTRY_TILE_IMAGES, WaterList::User, self.sleep.tiles().tiles)?;
+            let sleep_tiles = self.sleep.tiles();
+            self.dispatch_3d(&mut rd, list, ENTRY_TILE_IMAGES, [sleep_tiles.tiles[0], sleep_tiles.tiles[1], snapshot_slices(&sleep_tiles)])?;
             self.dispatch(&mut rd, list, ENTRY_SUM_TILES, WaterList::User, [1, 1])?;
             self.dispatch(&mut rd, list, ENTRY_GATHER, WaterList::User, [(tiles.len() as u32).max(1), 1])?;
             Ok(())

@@ -41,7 +41,7 @@ pub mod shaders;
 
 pub use context::{GpuContext, EDIT_WORKGROUP, TILES_WORKGROUP};
 
-use super::sleep::{AwakeTiles, ConstantsChange, DeviceSleep, SleepReport, TileParams, AWAKE_LIST_HEADER, EMPTY_AWAKE_LIST};
+use super::sleep::{snapshot_slices, AwakeTiles, ConstantsChange, DeviceSleep, SleepReport, TileParams, AWAKE_LIST_HEADER, EMPTY_AWAKE_LIST};
 use super::step_kernel::{ColumnKernel, StepMode};
 use super::pending::{list_bytes, list_header_bytes, EditBatch, EditCounts, EditPass, PendingEdits};
 use super::readback::{Coverage, Read, Readbacks, TileRequests, HEADER_BYTES, MAX_TILES_PER_READ};
@@ -121,7 +121,7 @@ impl Sleeping {
         let wakes = buffer("tile wakes", 4 * n, U::STORAGE | U::COPY_DST);
         let stats = buffer("sleep stats", 16, U::STORAGE | U::COPY_SRC | U::COPY_DST);
         let stale = buffer("stale snapshot tiles", 4 * n, U::STORAGE | U::COPY_DST);
-        let totals = buffer("snapshot tile totals", 16 * n, U::STORAGE);
+        let totals = buffer("snapshot tile totals", 16 * n * snapshot_slices(&tiles) as usize, U::STORAGE);
         fn entries<'a>(buffers: &[(u32, &'a wgpu::Buffer)]) -> Vec<wgpu::BindGroupEntry<'a>> {
             buffers.iter().map(|&(binding, b)| wgpu::BindGroupEntry { binding, resource: b.as_entire_binding() }).collect()
         }
@@ -546,11 +546,11 @@ impl GpuBackend {
     /// of stale tiles, then the reductions) and, for a tile read, the gathering of its tiles
     /// behind the header.
     fn record_snapshot(&self, pass: &mut wgpu::ComputePass, read: &Read) {
-        let tiles = self.sleeping.host.tiles().tiles;
+        let tiles = self.sleeping.host.tiles();
         pass.set_pipeline(&self.ctx.tile_texels);
         pass.set_bind_group(0, &self.snapshot_groups[self.current], &[]);
         pass.set_bind_group(2, &self.sleeping.snapshot_group, &[]);
-        pass.dispatch_workgroups(tiles[0], tiles[1], 1);
+        pass.dispatch_workgroups(tiles.tiles[0], tiles.tiles[1], snapshot_slices(&tiles));
         pass.set_pipeline(&self.ctx.sum_tiles);
         pass.dispatch_workgroups(1, 1, 1);
         if let Coverage::Tiles(tiles) = &read.coverage {
