@@ -436,8 +436,7 @@ func _ledger_values(water: PipeWater) -> Array:
 
 ## A 20 × 20 pool that has had water added and has run for a second.
 func _make_stirred_water() -> PipeWater:
-	var water: PipeWater = await _make_cpu_water(Vector2i(20, 20), 1.0, Vector3.ZERO)
-	water.paused = true
+	var water: PipeWater = await _make_cpu_water(Vector2i(20, 20), 1.0, Vector3.ZERO, true)
 	water.add_water(Vector3(3, 0, 3), 25.0, 3.0)
 	water.add_source(Vector3(-4, 0, -4), 2.0, 1.0)
 	for i in 30:
@@ -451,8 +450,8 @@ func _test_load_state_restores_the_saved_water_and_ledger_exactly() -> void:
 	var state: PipeWaterState = water.save_state()
 	_check(state != null and state.data.size() > 0, "save_state returns a PipeWaterState")
 	_check(state.grid_size == Vector2i(20, 20), "it records grid_size %s" % state.grid_size)
-	# One second of steps, plus the physics frame _make_water waited for before pausing.
-	_near(state.simulated_time, 1.0 + 1.0 / 60.0, 1.0e-3, "it records the simulated time")
+	# One second of steps: the pool was paused from the start.
+	_near(state.simulated_time, 1.0, 1.0e-4, "it records the simulated time")
 	var total: float = water.get_total_water()
 	var ledger: Array = _ledger_values(water)
 	water.add_water(Vector3(0, 0, 0), 40.0, 4.0)

@@ -62,8 +62,11 @@ func _make_crate(at: Vector3, size: Vector3, mass: float, water: PipeWater,
 
 
 ## A PipeWater on the CPU backend over flat ground, filled to [param level], in the tree.
-func _make_cpu_water(size: Vector2i, level: float, origin: Vector3) -> PipeWater:
+## With [param paused] it is paused before it enters the tree, so no physics frame steps it
+## (how many pass before the next process frame follows the machine's speed).
+func _make_cpu_water(size: Vector2i, level: float, origin: Vector3, paused := false) -> PipeWater:
 	var water: PipeWater = ClassDB.instantiate(&"PipeWater")
+	water.paused = paused
 	water.backend = PipeWater.BACKEND_CPU
 	water.grid_size = size
 	water.cell_size = 1.0
