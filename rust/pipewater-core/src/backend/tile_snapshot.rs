@@ -44,13 +44,15 @@ pub struct TileSnapshots {
     spares: Vec<(u64, Arc<Snapshot>)>,
     /// Tiles the last snapshot written computed.
     written: usize,
+    /// Per row and tile column: the row's part of the tile's share, while a snapshot is written.
+    row_shares: Vec<Share>,
 }
 
 impl TileSnapshots {
     /// Snapshots of a grid cut into `tiles`.
     pub fn new(tiles: TileGrid) -> Self {
         let n = tiles.count();
-        TileSnapshots { tiles, count: 0, marked_at: vec![0; n], shares: vec![Share::default(); n], current: None, spares: Vec::new(), written: 0 }
+        TileSnapshots { tiles, count: 0, marked_at: vec![0; n], shares: vec![Share::default(); n], current: None, spares: Vec::new(), written: 0, row_shares: Vec::new() }
     }
 
     /// The fields may have changed: the next [`TileSnapshots::get`] writes a new snapshot.
@@ -106,7 +108,7 @@ impl TileSnapshots {
         self.written = stale.iter().filter(|&&s| s).count();
         let mut snapshot = Snapshot { grid: state.grid, sequence, height, flow, total_quanta: 0, counters, max_speed: 0.0, max_depth: 0.0 };
         self.write_stale(state, &mut snapshot, &stale, fixed_flux_per_stored);
-        let total = self.shares.iter().fold(Share::default(), |a, s| Share { quanta: a.quanta + s.quanta, max_speed: a.max_speed.max(s.max_speed), max_depth: a.max_depth.max(s.max_depth) });
+        let total = self.shares.iter().copied().fold(Share::default(), add_shares);
         snapshot.total_quanta = total.quanta;
         snapshot.max_speed = total.max_speed;
         snapshot.max_depth = total.max_depth;
@@ -121,39 +123,46 @@ impl TileSnapshots {
         self.written
     }
 
-    /// Writes the texels and shares of the `stale` tiles, one band of tiles per task.
+    /// Writes the texels and shares of the `stale` tiles. Rows are shared out among the
+    /// threads (a few tiles' rows are as many tasks as a whole band's), each row keeping its
+    /// part of each tile's share; the parts are then added up per tile.
     fn write_stale(&mut self, state: &State, snapshot: &mut Snapshot, stale: &[bool], fixed_flux_per_stored: Option<f32>) {
         let [size_x, size_y] = self.tiles.size.map(|s| s as usize);
-        let tw = self.tiles.tiles[0] as usize;
-        let w = state.grid.width as usize;
-        let band_cells = w * size_y;
+        let [tw, th] = self.tiles.tiles.map(|n| n as usize);
+        let (w, h) = (state.grid.width as usize, state.grid.height as usize);
+        self.row_shares.resize(h * tw, Share::default());
         snapshot
             .height
-            .par_chunks_mut(band_cells)
-            .zip(snapshot.flow.par_chunks_mut(band_cells))
-            .zip(self.shares.par_chunks_mut(tw))
+            .par_chunks_mut(w)
+            .zip(snapshot.flow.par_chunks_mut(w))
+            .zip(self.row_shares.par_chunks_mut(tw))
             .enumerate()
-            .for_each(|(ty, ((height, flow), shares))| {
-                let rows = height.len() / w;
-                for (tx, share) in shares.iter_mut().enumerate().filter(|(tx, _)| stale[ty * tw + tx]) {
-                    let columns = tx * size_x..((tx + 1) * size_x).min(w);
+            .for_each(|(y, ((height, flow), parts))| {
+                let ty = y / size_y;
+                for (tx, part) in parts.iter_mut().enumerate().filter(|(tx, _)| stale[ty * tw + tx]) {
                     let mut s = Share::default();
-                    for row in 0..rows {
-                        let y = (ty * size_y + row) as u32;
-                        for x in columns.clone() {
-                            let (h, f) = state.cell_texels(x as u32, y, fixed_flux_per_stored);
-                            let i = row * w + x;
-                            height[i] = h;
-                            flow[i] = f;
-                            s.quanta += state.depth[y as usize * w + x] as i64;
-                            s.max_speed = s.max_speed.max(f[2]);
-                            s.max_depth = s.max_depth.max(h[1]);
-                        }
+                    for x in tx * size_x..((tx + 1) * size_x).min(w) {
+                        let (hx, fx) = state.cell_texels(x as u32, y as u32, fixed_flux_per_stored);
+                        height[x] = hx;
+                        flow[x] = fx;
+                        s.quanta += state.depth[y * w + x] as i64;
+                        s.max_speed = s.max_speed.max(fx[2]);
+                        s.max_depth = s.max_depth.max(hx[1]);
                     }
-                    *share = s;
+                    *part = s;
                 }
             });
+        for t in (0..tw * th).filter(|&t| stale[t]) {
+            let (tx, ty) = (t % tw, t / tw);
+            let rows = ty * size_y..((ty + 1) * size_y).min(h);
+            self.shares[t] = rows.map(|y| self.row_shares[y * tw + tx]).fold(Share::default(), add_shares);
+        }
     }
+}
+
+/// The share of two parts of the grid together.
+fn add_shares(a: Share, b: Share) -> Share {
+    Share { quanta: a.quanta + b.quanta, max_speed: a.max_speed.max(b.max_speed), max_depth: a.max_depth.max(b.max_depth) }
 }
 
 #[cfg(test)]
