@@ -187,7 +187,7 @@ pub struct TileParams {
 
 /// Most workgroups the GPU snapshot wants over the grid: a small grid's few tiles are cut into
 /// slices of rows, so that recomputing them all is not one long loop per tile on an idle GPU.
-const SNAPSHOT_WORKGROUPS: usize = 1024;
+pub const SNAPSHOT_WORKGROUPS: usize = 1024;
 /// Most slices of a tile's snapshot.
 pub const MAX_SNAPSHOT_SLICES: u32 = 8;
 

@@ -1,5 +1,5 @@
 //! The node's textures when the RenderingDevice backend runs: two `Texture2DRD`s that wrap the
-//! RD textures its `images` pass writes, so materials sample the simulation where it lives.
+//! RD textures its `tile_images` pass writes, so materials sample the simulation where it lives.
 
 use godot::classes::image::Format;
 use godot::classes::{Image, Texture2Drd};
