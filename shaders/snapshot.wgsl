@@ -178,29 +178,25 @@ fn tile_is_stale(t: u32, lid: u32) -> bool {
     return workgroupUniformLoad(&this_tile_stale) != 0u;
 }
 
-// Cells of the workgroup's tile: its first cell and its extent (the last strip and band hold
-// what is left of the grid).
-fn tile_origin(wid: vec2<u32>) -> vec2<u32> {
-    return wid * tiles.size;
+// The cells of workgroup (x, y, s): slice s of tile (x, y), the tile's rows cut into
+// `tiles.snapshot_slices` slices (the last strip and band hold what is left of the grid, and a
+// tile's last slices may be short or empty).
+struct Slice {
+    origin: vec2<u32>,
+    extent: vec2<u32>,
 }
 
-fn tile_extent(origin: vec2<u32>) -> vec2<u32> {
-    return min(tiles.size, vec2<u32>(c.width, c.height) - origin);
+fn slice_of(wid: vec3<u32>) -> Slice {
+    let tile = wid.xy * tiles.size;
+    let tile_extent = min(tiles.size, vec2<u32>(c.width, c.height) - tile);
+    let rows = (tiles.size.y + tiles.snapshot_slices - 1u) / tiles.snapshot_slices;
+    let first = min(wid.z * rows, tile_extent.y);
+    return Slice(tile + vec2<u32>(0u, first), vec2<u32>(tile_extent.x, min(rows, tile_extent.y - first)));
 }
 
-// The cells of slice `slice` of a tile whose cells start at `origin` and span `extent`: the
-// tile's rows cut into `tiles.snapshot_slices` slices (the last ones may be short or empty).
-fn slice_origin(origin: vec2<u32>, slice: u32) -> vec2<u32> {
-    return origin + vec2<u32>(0u, slice * slice_rows());
-}
-
-fn slice_extent(extent: vec2<u32>, slice: u32) -> vec2<u32> {
-    let first = min(slice * slice_rows(), extent.y);
-    return vec2<u32>(extent.x, min(slice_rows(), extent.y - first));
-}
-
-fn slice_rows() -> u32 {
-    return (tiles.size.y + tiles.snapshot_slices - 1u) / tiles.snapshot_slices;
+// The k-th cell of slice `s`, row-major.
+fn slice_cell(s: Slice, k: u32) -> vec2<u32> {
+    return s.origin + vec2<u32>(k % s.extent.x, k / s.extent.x);
 }
 
 // Keeps slice `slice` of tile `t`'s share (`sum_tiles` marks the tile fresh).
@@ -219,12 +215,10 @@ fn tile_texels(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
     if !tile_is_stale(t, lid) {
         return;
     }
-    let tile = tile_origin(wid.xy);
-    let origin = slice_origin(tile, wid.z);
-    let extent = slice_extent(tile_extent(tile), wid.z);
+    let s = slice_of(wid);
     var own = Totals(0u, 0u, 0.0, 0.0);
-    for (var k = lid; k < extent.x * extent.y; k += SNAPSHOT_CELLS) {
-        let cell = origin + vec2<u32>(k % extent.x, k / extent.x);
+    for (var k = lid; k < s.extent.x * s.extent.y; k += SNAPSHOT_CELLS) {
+        let cell = slice_cell(s, k);
         let texels = cell_texels(vec2<i32>(cell));
         let i = cell.y * c.width + cell.x;
         height_texels[i] = texels.height;
@@ -241,12 +235,10 @@ fn tile_images(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
     if !tile_is_stale(t, lid) {
         return;
     }
-    let tile = tile_origin(wid.xy);
-    let origin = slice_origin(tile, wid.z);
-    let extent = slice_extent(tile_extent(tile), wid.z);
+    let s = slice_of(wid);
     var own = Totals(0u, 0u, 0.0, 0.0);
-    for (var k = lid; k < extent.x * extent.y; k += SNAPSHOT_CELLS) {
-        let cell = vec2<i32>(origin + vec2<u32>(k % extent.x, k / extent.x));
+    for (var k = lid; k < s.extent.x * s.extent.y; k += SNAPSHOT_CELLS) {
+        let cell = vec2<i32>(slice_cell(s, k));
         let texels = cell_texels(cell);
         textureStore(height_image, cell, texels.height);
         textureStore(flow_image, cell, texels.flow);

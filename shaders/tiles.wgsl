@@ -54,13 +54,6 @@ fn on_exchanging_edge(x: u32, y: u32) -> bool {
         || (x == 0u && b.w != BOUNDARY_WALL);
 }
 
-// Whether tile (x + dx, y + dy) is on the grid of tiles.
-fn in_tiles(x: u32, y: u32, dx: i32, dy: i32) -> bool {
-    let nx = i32(x) + dx;
-    let ny = i32(y) + dy;
-    return nx >= 0 && ny >= 0 && nx < i32(tiles.tiles.x) && ny < i32(tiles.tiles.y);
-}
-
 fn plan(t: u32, first_step: bool) {
     if t == 0u {
         atomicStore(&next_awake_list[0], 0u);
@@ -80,15 +73,16 @@ fn plan(t: u32, first_step: bool) {
     var awake = tiles.sleeping == 0u || change == TILES_CHANGE_MODE || on_exchanging_edge(x, y);
     for (var dy = -1; dy <= 1; dy++) {
         for (var dx = -1; dx <= 1; dx++) {
-            if in_tiles(x, y, dx, dy) {
-                let n = u32(i32(y) + dy) * tiles.tiles.x + u32(i32(x) + dx);
+            let nx = i32(x) + dx;
+            let ny = i32(y) + dy;
+            if nx >= 0 && ny >= 0 && nx < i32(tiles.tiles.x) && ny < i32(tiles.tiles.y) {
+                let n = u32(ny) * tiles.tiles.x + u32(nx);
                 let flags = tile_flags_before[n];
                 awake = awake || (flags & TILE_CHANGED) != 0u || (tile_wakes[n] & wakes) != 0u;
                 awake = awake || (change == TILES_CHANGE_STEP_LENGTH && (flags & TILE_MOVING) != 0u);
             }
         }
     }
-
     // A skipped tile's pipes are as they were: it keeps its moving bit.
     let moving = tile_flags_before[t] & TILE_MOVING;
     if awake {

@@ -350,16 +350,16 @@ impl DeviceSleep {
         Some((params, changed.then_some(&self.uploaded[..])))
     }
 
-    /// Before recording a snapshot with constants `c`: whether it must recompute every tile,
-    /// not only those the plans marked stale since the last one. True after a new state or
-    /// terrain, after edits that no step's plan saw, and when `c` changes the model's mode
-    /// (texels depend on the cell size, the pipe depth and the cross-section rule).
-    pub fn snapshot_all_stale(&mut self, c: &StepConstants) -> bool {
+    /// Before recording a snapshot with constants `c`: the stale marks to upload when it must
+    /// recompute every tile, not only those the plans marked since the last one. That is after
+    /// a new state or terrain, after edits that no step's plan saw, and when `c` changes the
+    /// model's mode (texels depend on the cell size, the pipe depth and the cross-section rule).
+    pub fn snapshot_all_stale(&mut self, c: &StepConstants) -> Option<Vec<u32>> {
         let all = self.snapshot_all || self.edited_without_plan || constants_change(self.snapshot_constants.as_ref(), c) == ConstantsChange::Mode;
         self.snapshot_all = false;
         self.edited_without_plan = false;
         self.snapshot_constants = Some(*c);
-        all
+        all.then(|| vec![1; self.tiles.count()])
     }
 
     /// Steps of the last frame recorded (what its report's read carries).

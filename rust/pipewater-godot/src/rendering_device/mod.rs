@@ -528,8 +528,8 @@ impl RdBackend {
             rd.buffer_clear(self.sleep_stats, 0, SLEEP_REPORT_BYTES as u32);
         }
         // After the frame's start, which tells whether its plan marks the edits' tiles stale.
-        if self.sleep.snapshot_all_stale(constants) {
-            update(&mut rd, self.tile_stale, bytemuck::cast_slice(&vec![1u32; self.sleep.tiles().count()]));
+        if let Some(all) = self.sleep.snapshot_all_stale(constants) {
+            update(&mut rd, self.tile_stale, bytemuck::cast_slice(&all));
         }
         let plan_groups = [(self.sleep.tiles().count() as u32).div_ceil(TILES_WORKGROUP), 1];
 

@@ -532,8 +532,7 @@ impl GpuBackend {
     /// plans' marks do not cover what changed, the stats cleared for the reductions, and the
     /// list of tiles `gather` reads.
     fn prepare_read(&mut self, encoder: &mut wgpu::CommandEncoder, read: &Read) {
-        if self.sleeping.host.snapshot_all_stale(&self.constants) {
-            let all = vec![1u32; self.sleeping.host.tiles().count()];
+        if let Some(all) = self.sleeping.host.snapshot_all_stale(&self.constants) {
             self.ctx.queue.write_buffer(&self.sleeping.stale, 0, bytemuck::cast_slice(&all));
         }
         encoder.clear_buffer(&self.stats, 0, None);
