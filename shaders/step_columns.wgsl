@@ -39,10 +39,11 @@
 @group(0) @binding(5) var<storage, read_write> flux_out: array<vec4<f32>>;
 @group(0) @binding(6) var<storage, read_write> counters: array<atomic<u32>, 8>;
 // Sleeping tiles (tiles.wgsl): each workgroup steps the tile the awake list names at its index,
-// and writes that tile's flags for the next step's plan.
+// and adds what it saw to that tile's flags for the next step's plan (which marked the tile
+// TILE_AWAKE and nothing else).
 @group(0) @binding(7) var<uniform> tiles: TileParams;
 @group(0) @binding(8) var<storage, read> awake_list: array<u32>;
-@group(0) @binding(9) var<storage, read_write> tile_flags: array<u32>;
+@group(0) @binding(9) var<storage, read_write> tile_flags: array<atomic<u32>>;
 
 // Invocations per workgroup, one per column; the host chooses it from the device's workgroup
 // memory (backend/step_kernel.rs COLUMN_CHOICES): 240 bytes per column.
@@ -67,9 +68,6 @@ var<workgroup> s_discharge: array<vec2<f32>, COLUMNS * 2u>;
 var<workgroup> s_flux: array<vec4<f32>, COLUMNS * 4u>;
 // (outflow, room) limit factors.
 var<workgroup> s_limits: array<vec2<f32>, COLUMNS * 4u>;
-// TILE_CHANGED and TILE_MOVING of the workgroup's tile, gathered from its invocations once at
-// the end of the band.
-var<workgroup> s_tile_flags: atomic<u32>;
 
 // Slot of row `y` (>= -8) in a ring of four rows, and in a ring of two.
 fn ring(y: i32) -> u32 {
@@ -534,9 +532,6 @@ fn step_columns(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
     let y_end = min(y0 + i32(tiles.size.y), i32(c.height));
     // With two columns per invocation, invocation t walks columns 2t and 2t + 1.
     let pairs = PER_INVOCATION == 2u;
-    if t == 0u {
-        atomicStore(&s_tile_flags, 0u);
-    }
     var one = column_at(strip, t * PER_INVOCATION, y0);
     var two: Column;
     if pairs {
@@ -576,16 +571,15 @@ fn step_columns(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
             phase_f(&two, r, y0, stored_two);
         }
     }
-    // The tile's flags: one workgroup atomic per invocation that saw something, one store.
+    // The tile's flags: one atomic per invocation that saw something, once per band. Gathering
+    // them in workgroup memory first (a workgroup atomic each, a barrier, one store) made the
+    // step 8 % slower on an H100 at 4096², with the same registers; the workgroup word alone
+    // costs 0.5 %, so it is the gathering (docs/BENCHMARKS.md).
     var flags = one.flags;
     if pairs {
         flags |= two.flags;
     }
     if flags != 0u {
-        atomicOr(&s_tile_flags, flags);
-    }
-    workgroupBarrier();
-    if t == 0u {
-        tile_flags[tile] = TILE_AWAKE | atomicLoad(&s_tile_flags);
+        atomicOr(&tile_flags[tile], flags);
     }
 }

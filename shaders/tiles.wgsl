@@ -83,12 +83,11 @@ fn plan(t: u32, first_step: bool) {
             }
         }
     }
-    // A skipped tile's pipes are as they were: it keeps its moving bit.
-    let moving = tile_flags_before[t] & TILE_MOVING;
     if awake {
         let slot = atomicAdd(&awake_list[0], 1u);
         atomicStore(&awake_list[AWAKE_LIST_HEADER + slot], t);
-        tile_flags[t] = TILE_AWAKE | moving;
+        // The step adds the bits it sees.
+        tile_flags[t] = TILE_AWAKE;
         tile_stale[t] = 1u;
         let cells = cells_in_tile(x, y);
         let old = atomicAdd(&sleep_stats[0], cells);
@@ -96,7 +95,8 @@ fn plan(t: u32, first_step: bool) {
             atomicAdd(&sleep_stats[1], 1u);
         }
     } else {
-        tile_flags[t] = moving;
+        // A skipped tile's pipes are as they were: it keeps its moving bit.
+        tile_flags[t] = tile_flags_before[t] & TILE_MOVING;
     }
 }
 
