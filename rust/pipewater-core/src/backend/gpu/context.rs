@@ -156,6 +156,12 @@ impl GpuContext {
         let backends = wgpu::Backends::from_env().unwrap_or(wgpu::Backends::PRIMARY);
         let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
         desc.backends = backends;
+        // The one indirect dispatch, the step over the awake tiles, takes arguments tiles.wgsl
+        // writes: a count of at most the grid's tiles, which `DeviceLimits::check` holds within
+        // the device's workgroups per dimension before a backend is made, and y = z = 1 from the
+        // host. wgpu's check of them adds a pass and a barrier to every step: about 5 µs, 4–7 %
+        // of a 1024² step on an H100 (docs/BENCHMARKS.md).
+        desc.flags.remove(wgpu::InstanceFlags::VALIDATION_INDIRECT_CALL);
         let instance = wgpu::Instance::new(desc);
         let adapter = instance
             .request_adapter(&wgpu::RequestAdapterOptions {
