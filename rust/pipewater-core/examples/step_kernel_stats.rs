@@ -102,7 +102,10 @@ mod stats {
             let executables = ash::khr::pipeline_executable_properties::Device::new(&instance, &device);
             let binding = |b: u32, ty: vk::DescriptorType| vk::DescriptorSetLayoutBinding::default().binding(b).descriptor_type(ty).descriptor_count(1).stage_flags(vk::ShaderStageFlags::COMPUTE);
             let bindings: Vec<_> =
-                std::iter::once(binding(0, vk::DescriptorType::UNIFORM_BUFFER)).chain((1..7).map(|b| binding(b, vk::DescriptorType::STORAGE_BUFFER))).collect();
+                std::iter::once(binding(0, vk::DescriptorType::UNIFORM_BUFFER))
+                    .chain((1..7).map(|b| binding(b, vk::DescriptorType::STORAGE_BUFFER)))
+                    .chain([binding(7, vk::DescriptorType::UNIFORM_BUFFER), binding(8, vk::DescriptorType::STORAGE_BUFFER), binding(9, vk::DescriptorType::STORAGE_BUFFER)])
+                    .collect();
             let set_layout = device.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings), None).map_err(|e| e.to_string())?;
             let layouts = [set_layout];
             let layout = device.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&layouts), None).map_err(|e| e.to_string())?;
