@@ -3,7 +3,8 @@
 //!
 //! `RAYON_NUM_THREADS=1 valgrind --tool=callgrind --collect-atstart=no
 //! --toggle-collect='*CpuBackend*step*' target/release/examples/cpu_steps -- [--size 256]
-//! [--steps 16] [--no-advection] [--current U] [--four]`
+//! [--steps 16] [--no-advection] [--current U] [--four] [--no-sleep]`: `--no-sleep` steps every
+//! cell (sleeping tiles are on otherwise, as in a simulation).
 //!
 //! Prints the wall time too (meaningful on an idle machine only).
 
@@ -30,6 +31,7 @@ fn main() {
         state.set_velocity(&params, |_, _| [current, 0.5 * current]);
     }
     let mut cpu = CpuBackend::new(&state);
+    cpu.set_sleeping(!args.iter().any(|a| a == "--no-sleep"));
     let constants = StepConstants::new(&params, side, side, 1.0, 0.02, [0; 4]);
     // One frame to set the water moving, then the measured ones.
     cpu.advance(&FramePlan { constants, substeps: 8, forcing: &[] }).expect("warm-up");
