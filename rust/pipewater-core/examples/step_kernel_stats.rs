@@ -32,15 +32,40 @@ mod stats {
         args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
     }
 
-    /// The step kernel as SPIR-V for `mode` and `columns` (from `PIPEWATER_GPU_STEP_WGSL` when
-    /// set, as the backend does).
-    fn spirv(mode: StepMode, columns: u32, per_invocation: u32) -> Result<Vec<u32>, String> {
+    /// The step kernel's WGSL, parsed (from `PIPEWATER_GPU_STEP_WGSL` when set, as the backend
+    /// does).
+    fn step_module() -> Result<(naga::Module, String), String> {
         let step = match std::env::var("PIPEWATER_GPU_STEP_WGSL") {
             Ok(path) => std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?,
             Err(_) => shaders::STEP.to_string(),
         };
         let source = shaders::with_common(&step);
         let module = naga::front::wgsl::parse_str(&source).map_err(|e| e.emit_to_string(&source))?;
+        Ok((module, source))
+    }
+
+    /// The step's bindings as the kernel declares them, so that the layout follows the WGSL.
+    fn step_bindings() -> Result<Vec<(u32, vk::DescriptorType)>, String> {
+        let (module, _) = step_module()?;
+        let mut bindings: Vec<_> = module
+            .global_variables
+            .iter()
+            .filter_map(|(_, var)| {
+                let binding = var.binding.as_ref()?.binding;
+                match var.space {
+                    naga::AddressSpace::Uniform => Some((binding, vk::DescriptorType::UNIFORM_BUFFER)),
+                    naga::AddressSpace::Storage { .. } => Some((binding, vk::DescriptorType::STORAGE_BUFFER)),
+                    _ => None,
+                }
+            })
+            .collect();
+        bindings.sort_by_key(|&(binding, _)| binding);
+        Ok(bindings)
+    }
+
+    /// The step kernel as SPIR-V for `mode` and `columns`.
+    fn spirv(mode: StepMode, columns: u32, per_invocation: u32) -> Result<Vec<u32>, String> {
+        let (module, source) = step_module()?;
         let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::default())
             .validate(&module)
             .map_err(|e| e.emit_to_string(&source))?;
@@ -101,11 +126,7 @@ mod stats {
                 .map_err(|e| e.to_string())?;
             let executables = ash::khr::pipeline_executable_properties::Device::new(&instance, &device);
             let binding = |b: u32, ty: vk::DescriptorType| vk::DescriptorSetLayoutBinding::default().binding(b).descriptor_type(ty).descriptor_count(1).stage_flags(vk::ShaderStageFlags::COMPUTE);
-            let bindings: Vec<_> =
-                std::iter::once(binding(0, vk::DescriptorType::UNIFORM_BUFFER))
-                    .chain((1..7).map(|b| binding(b, vk::DescriptorType::STORAGE_BUFFER)))
-                    .chain([binding(7, vk::DescriptorType::UNIFORM_BUFFER), binding(8, vk::DescriptorType::STORAGE_BUFFER), binding(9, vk::DescriptorType::STORAGE_BUFFER)])
-                    .collect();
+            let bindings: Vec<_> = step_bindings()?.into_iter().map(|(b, ty)| binding(b, ty)).collect();
             let set_layout = device.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings), None).map_err(|e| e.to_string())?;
             let layouts = [set_layout];
             let layout = device.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&layouts), None).map_err(|e| e.to_string())?;
