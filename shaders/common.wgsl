@@ -397,10 +397,11 @@ fn has_level_edge(c: StepConstants) -> bool {
     return has_edge_exchange(c) && any(c.boundary == vec4<u32>(BOUNDARY_LEVEL));
 }
 
-// pipes.rs pipe_quanta.
+// pipes.rs pipe_quanta, with the sign carried through the product rather than taken off and put
+// back: rounded multiplication by k >= 0 and truncation towards zero are both odd, so the
+// quanta are the same, and the limit factors keep the product within i32.
 fn pipe_quanta(flux_to_quanta: f32, f: f32, k_drainer: f32) -> i32 {
-    let amount = i32(abs(f * flux_to_quanta) * k_drainer);
-    return select(amount, -amount, f < 0.0);
+    return i32(f * flux_to_quanta * k_drainer);
 }
 
 // pipes.rs requested_quanta, summed in the same tree.
