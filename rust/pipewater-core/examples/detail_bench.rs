@@ -11,6 +11,7 @@
 //! `--windows` side, centred on the grid. Three loops, each repeated `--rounds` times in turn:
 //! the step alone, the layer alone (frames of no flow substeps), and both. Each loop runs frames
 //! until `--seconds` have passed, the device synchronised at both ends (a blocking ledger read).
+//! `PIPEWATER_GPU_DETAIL_WGSL=<file>` replaces `shaders/detail.wgsl` (shader experiments).
 
 use pipewater_core::backend::cpu::CpuBackend;
 use pipewater_core::backend::{Backend, FramePlan};

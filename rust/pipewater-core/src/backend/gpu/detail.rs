@@ -91,10 +91,17 @@ impl DetailPipelines {
             })
             .collect();
         let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("detail"), entries: &entries });
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("detail.wgsl"),
-            source: wgpu::ShaderSource::Wgsl(shaders::with_common(shaders::DETAIL).into()),
-        });
+        // `PIPEWATER_GPU_DETAIL_WGSL=<file>` builds the layer's passes from another detail.wgsl
+        // (snapshot.wgsl and common.wgsl go in front as usual), with the same bindings and entry
+        // points: variants compared in one benchmark run without rebuilding the benchmark.
+        let source = match std::env::var("PIPEWATER_GPU_DETAIL_WGSL") {
+            Ok(path) => {
+                let detail = std::fs::read_to_string(&path).map_err(|e| Error::GpuUnavailable(format!("PIPEWATER_GPU_DETAIL_WGSL={path}: {e}")))?;
+                format!("{}\n{detail}", shaders::SNAPSHOT)
+            }
+            Err(_) => shaders::DETAIL.to_string(),
+        };
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some("detail.wgsl"), source: wgpu::ShaderSource::Wgsl(shaders::with_common(&source).into()) });
         // Every pass sees the flow's snapshot bindings at group 0 (the region pass reads them):
         // with wgpu 30 on lavapipe a pipeline layout that begins with an empty slot dispatched
         // nothing, without an error.
