@@ -46,7 +46,7 @@
 @group(0) @binding(9) var<storage, read_write> tile_flags: array<atomic<u32>>;
 
 // Invocations per workgroup, one per column; the host chooses it from the device's workgroup
-// memory (backend/step_kernel.rs COLUMN_CHOICES): 240 bytes per column.
+// memory (backend/step_kernel.rs COLUMN_CHOICES): 240 bytes per column of ROW.
 override COLUMNS: u32 = 64u;
 // Columns each invocation walks (1 or 2, set by the host with COLUMNS): two give each
 // invocation two independent cells in every phase, whose latencies overlap.
@@ -54,20 +54,24 @@ override PER_INVOCATION: u32 = 1u;
 // (Named, and declared before the workgroup arrays, whose sizes naga turns into unnamed
 // overrides that it cannot evaluate on the way to a later one.)
 override INVOCATIONS: u32 = COLUMNS / PER_INVOCATION;
+// Workgroup-memory columns of a ring row: the strip's and one of padding on each side, so that
+// a neighbour's column is the invocation's own plus or minus one, without clamping (2 % faster
+// with advection on an H100, 0.6 % slower without: docs/BENCHMARKS.md).
+override ROW: u32 = COLUMNS + 2u;
 
 // Columns on each side of a strip whose results only their neighbours use.
 const HALO: u32 = 5u;
 
 // Rings of rows in workgroup memory, indexed [slot * COLUMNS + column]: four rows of the loaded
 // fields, accelerated fluxes and limit factors, two of the old fluxes and discharges.
-var<workgroup> s_bed: array<f32, COLUMNS * 4u>;
-var<workgroup> s_depth: array<i32, COLUMNS * 4u>;
-var<workgroup> s_flow: array<vec4<f32>, COLUMNS * 4u>;
-var<workgroup> s_old_flux: array<vec4<f32>, COLUMNS * 2u>;
-var<workgroup> s_discharge: array<vec2<f32>, COLUMNS * 2u>;
-var<workgroup> s_flux: array<vec4<f32>, COLUMNS * 4u>;
+var<workgroup> s_bed: array<f32, ROW * 4u>;
+var<workgroup> s_depth: array<i32, ROW * 4u>;
+var<workgroup> s_flow: array<vec4<f32>, ROW * 4u>;
+var<workgroup> s_old_flux: array<vec4<f32>, ROW * 2u>;
+var<workgroup> s_discharge: array<vec2<f32>, ROW * 2u>;
+var<workgroup> s_flux: array<vec4<f32>, ROW * 4u>;
 // (outflow, room) limit factors.
-var<workgroup> s_limits: array<vec2<f32>, COLUMNS * 4u>;
+var<workgroup> s_limits: array<vec2<f32>, ROW * 4u>;
 
 // Slot of row `y` (>= -8) in a ring of four rows, and in a ring of two.
 fn ring(y: i32) -> u32 {
@@ -79,7 +83,7 @@ fn pair(y: i32) -> u32 {
 }
 
 fn at(slot: u32, column: u32) -> u32 {
-    return slot * COLUMNS + column;
+    return slot * ROW + column;
 }
 
 // One cell's fields as phase A stores them: zeros off the grid.
@@ -113,8 +117,8 @@ fn count(slot: u32, amount: u32) {
     }
 }
 
-// The columns of an invocation's neighbours, clamped to the strip (the halo columns that read
-// past it compute values nobody uses).
+// The workgroup-memory columns of an invocation's cell and its neighbours (the halo columns at
+// a strip's sides read the padding beside it, for results nobody uses).
 struct Lanes {
     here: u32,
     left: u32,
@@ -123,13 +127,7 @@ struct Lanes {
 
 // Workgroup-memory column of the cell `dx` columns from this invocation's.
 fn lane(lanes: Lanes, dx: i32) -> u32 {
-    if dx < 0 {
-        return lanes.left;
-    }
-    if dx > 0 {
-        return lanes.right;
-    }
-    return lanes.here;
+    return u32(i32(lanes.here) + dx);
 }
 
 // Which cells of the 5×5 window around a cell lie on the grid: bit (dy + 2)·5 + (dx + 2) for
@@ -443,9 +441,9 @@ struct Column {
 fn column_at(strip: u32, lane_index: u32, y0: i32) -> Column {
     var col: Column;
     col.x = i32(strip * (COLUMNS - 2u * HALO) + lane_index) - i32(HALO);
-    col.lanes.here = lane_index;
-    col.lanes.left = max(lane_index, 1u) - 1u;
-    col.lanes.right = min(lane_index + 1u, COLUMNS - 1u);
+    col.lanes.here = lane_index + 1u;
+    col.lanes.left = lane_index;
+    col.lanes.right = lane_index + 2u;
     col.columns = columns_on_grid(col.x);
     col.writes = lane_index >= HALO && lane_index < COLUMNS - HALO && col.x < i32(c.width);
     col.next = load(vec2<i32>(col.x, y0 - 3));
@@ -536,6 +534,24 @@ fn step_columns(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
     let y_end = min(y0 + i32(tiles.size.y), i32(c.height));
     // With two columns per invocation, invocation t walks columns 2t and 2t + 1.
     let pairs = PER_INVOCATION == 2u;
+    // The padding columns hold zeros: the halo columns beside them read them, for results
+    // nobody uses.
+    if t == 0u || t == INVOCATIONS - 1u {
+        let pad = select(ROW - 1u, 0u, t == 0u);
+        for (var slot = 0u; slot < 4u; slot++) {
+            let i = at(slot, pad);
+            s_bed[i] = 0.0;
+            s_depth[i] = 0;
+            s_flow[i] = vec4<f32>(0.0);
+            s_flux[i] = vec4<f32>(0.0);
+            s_limits[i] = vec2<f32>(1.0);
+        }
+        for (var slot = 0u; slot < 2u; slot++) {
+            let i = at(slot, pad);
+            s_old_flux[i] = vec4<f32>(0.0);
+            s_discharge[i] = vec2<f32>(0.0);
+        }
+    }
     var one = column_at(strip, t * PER_INVOCATION, y0);
     var two: Column;
     if pairs {

@@ -15,6 +15,15 @@ pub const COLUMN_HALO: u32 = 5;
 /// discharges (16).
 pub const WORKGROUP_BYTES_PER_COLUMN: u32 = 240;
 
+/// Columns of padding in each ring row beside a strip's own (`ROW` in `step_columns.wgsl`): one
+/// on each side, so that a neighbour's column is an invocation's own plus or minus one.
+pub const PADDING_COLUMNS: u32 = 2;
+
+/// Workgroup memory a kernel of `columns` columns needs, bytes.
+pub const fn workgroup_bytes_for(columns: u32) -> u32 {
+    (columns + PADDING_COLUMNS) * WORKGROUP_BYTES_PER_COLUMN
+}
+
 /// Workgroup sizes (columns) the kernel is built with, the first the device allows chosen. Wider
 /// strips recompute fewer halo columns (`2·COLUMN_HALO` of each strip: 92 % of the work is
 /// useful at 128, 84 % at 64, 69 % at 32), but each phase waits at a barrier for every warp of
@@ -95,7 +104,7 @@ impl ColumnKernel {
     pub fn for_limits(workgroup_bytes: u32, invocations: u32, size_x: u32) -> Option<Self> {
         let per_invocation = env_u32("PIPEWATER_GPU_PER_INVOCATION").filter(|&p| p == 1 || p == 2).unwrap_or(DEFAULT_PER_INVOCATION);
         let fits = |columns: u32| {
-            columns * WORKGROUP_BYTES_PER_COLUMN <= workgroup_bytes && columns % per_invocation == 0 && columns / per_invocation <= invocations.min(size_x)
+            workgroup_bytes_for(columns) <= workgroup_bytes && columns % per_invocation == 0 && columns / per_invocation <= invocations.min(size_x)
         };
         let asked = env_u32("PIPEWATER_GPU_COLUMNS").filter(|&c| c > 2 * COLUMN_HALO && fits(c));
         let columns = asked.or_else(|| COLUMN_CHOICES.into_iter().find(|&c| fits(c)))?;
@@ -105,7 +114,7 @@ impl ColumnKernel {
 
     /// Workgroup memory one workgroup uses, bytes.
     pub fn workgroup_bytes(&self) -> u32 {
-        self.columns * WORKGROUP_BYTES_PER_COLUMN
+        workgroup_bytes_for(self.columns)
     }
 
     /// Workgroups along x and y for a `width × height` grid: strips of `columns − 2·HALO`
@@ -160,7 +169,7 @@ mod tests {
                 assert_eq!(kernel, Some(expected));
             }
         }
-        assert_eq!(ColumnKernel::for_limits(4096, 256, 256), None, "32 columns need 7680 bytes");
+        assert_eq!(ColumnKernel::for_limits(8159, 256, 256), None, "32 columns need 8160 bytes");
     }
 
     #[test]

@@ -216,7 +216,7 @@ impl GpuContext {
                     "{} allows {} bytes of workgroup memory; the step needs at least {}",
                     adapter_info.name,
                     limits.max_compute_workgroup_storage_size,
-                    crate::backend::step_kernel::COLUMN_CHOICES[crate::backend::step_kernel::COLUMN_CHOICES.len() - 1] * crate::backend::step_kernel::WORKGROUP_BYTES_PER_COLUMN
+                    crate::backend::step_kernel::workgroup_bytes_for(crate::backend::step_kernel::COLUMN_CHOICES[crate::backend::step_kernel::COLUMN_CHOICES.len() - 1])
                 ))
             })?;
 
