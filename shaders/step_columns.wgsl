@@ -56,7 +56,7 @@ override PER_INVOCATION: u32 = 1u;
 override INVOCATIONS: u32 = COLUMNS / PER_INVOCATION;
 // Workgroup-memory columns of a ring row: the strip's and one of padding on each side, so that
 // a neighbour's column is the invocation's own plus or minus one, without clamping (2 % faster
-// with advection on an H100, 0.6 % slower without: docs/BENCHMARKS.md).
+// with advection on an H100, up to 1 % slower without: docs/BENCHMARKS.md).
 override ROW: u32 = COLUMNS + 2u;
 
 // Columns on each side of a strip whose results only their neighbours use.
