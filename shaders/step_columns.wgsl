@@ -62,7 +62,7 @@ override ROW: u32 = COLUMNS + 2u;
 // Columns on each side of a strip whose results only their neighbours use.
 const HALO: u32 = 5u;
 
-// Rings of rows in workgroup memory, indexed [slot * COLUMNS + column]: four rows of the loaded
+// Rings of rows in workgroup memory, indexed [slot * ROW + column]: four rows of the loaded
 // fields, accelerated fluxes and limit factors, two of the old fluxes and discharges.
 var<workgroup> s_bed: array<f32, ROW * 4u>;
 var<workgroup> s_depth: array<i32, ROW * 4u>;
