@@ -64,8 +64,9 @@ const HALO: u32 = 5u;
 
 // Rings of rows in workgroup memory, indexed [slot * ROW + column]: four rows of the loaded
 // fields, accelerated fluxes and limit factors, two of the old fluxes and discharges.
-var<workgroup> s_bed: array<f32, ROW * 4u>;
-var<workgroup> s_depth: array<i32, ROW * 4u>;
+// (bed m as i32 bits, depth quanta): the two are always read together, one load instead of two
+// (1.5 % faster with advection on an H100).
+var<workgroup> s_level: array<vec2<i32>, ROW * 4u>;
 var<workgroup> s_flow: array<vec4<f32>, ROW * 4u>;
 var<workgroup> s_old_flux: array<vec4<f32>, ROW * 2u>;
 var<workgroup> s_discharge: array<vec2<f32>, ROW * 2u>;
@@ -203,8 +204,9 @@ fn here_at(cell: vec2<i32>, columns: u32, lanes: Lanes) -> Here {
     h.cell = cell;
     h.window = window(columns, cell.y);
     let slot = at(ring(cell.y), lanes.here);
-    h.bed = s_bed[slot];
-    h.depth = s_depth[slot];
+    let level = s_level[slot];
+    h.bed = bitcast<f32>(level.x);
+    h.depth = level.y;
     h.flow = s_flow[slot];
     return h;
 }
@@ -217,7 +219,7 @@ fn here_at(cell: vec2<i32>, columns: u32, lanes: Lanes) -> Here {
 fn carried_of(h: Here, lanes: Lanes, p: u32) -> f32 {
     let o = pipe_offset(p);
     let end = at(ring(h.cell.y + o.y), lane(lanes, o.x));
-    return select(0.0, carried_depth(c, h.bed, h.depth, s_bed[end], s_depth[end]), pipe_exists_at(h.window, vec2<i32>(0), p));
+    return select(0.0, carried_depth(c, h.bed, h.depth, bitcast<f32>(s_level[end].x), s_level[end].y), pipe_exists_at(h.window, vec2<i32>(0), p));
 }
 
 fn carried_depths(h: Here, lanes: Lanes) -> vec4<f32> {
@@ -290,8 +292,12 @@ fn accelerate_pipes(h: Here, lanes: Lanes, carried_b: vec4<f32>) -> AcceleratedP
         carried = carried_depths(h, lanes);
     }
     let ends = vec4<u32>(far_end(h, lanes, 0u), far_end(h, lanes, 1u), far_end(h, lanes, 2u), far_end(h, lanes, 3u));
-    let bed_b = vec4<f32>(s_bed[ends.x], s_bed[ends.y], s_bed[ends.z], s_bed[ends.w]);
-    let depth_b = vec4<i32>(s_depth[ends.x], s_depth[ends.y], s_depth[ends.z], s_depth[ends.w]);
+    let level_e = s_level[ends.x];
+    let level_s = s_level[ends.y];
+    let level_se = s_level[ends.z];
+    let level_sw = s_level[ends.w];
+    let bed_b = bitcast<vec4<f32>>(vec4<i32>(level_e.x, level_s.x, level_se.x, level_sw.x));
+    let depth_b = vec4<i32>(level_e.y, level_s.y, level_se.y, level_sw.y);
     let centre = vec2<i32>(0);
     let kind = vec4<u32>(pipe_class_at(h.window, centre, 0u), pipe_class_at(h.window, centre, 1u), CLASS_DIAGONAL, CLASS_DIAGONAL);
     var up: Upstream;
@@ -334,7 +340,8 @@ fn limits_of(cell: vec2<i32>, lanes: Lanes) -> vec2<f32> {
     leaving[6] = -s_flux[at(above, lanes.left)].z;
     leaving[7] = -s_flux[at(above, lanes.right)].w;
     let here = at(row, lanes.here);
-    return cell_limits(c, cell, s_bed[here], s_depth[here], leaving);
+    let level = s_level[here];
+    return cell_limits(c, cell, bitcast<f32>(level.x), level.y, leaving);
 }
 
 // What phase D leaves of a cell's pipes: their fluxes (for the neighbours) and what each will keep
@@ -374,8 +381,9 @@ fn move_pipe(cell: vec2<i32>, lanes: Lanes, limits: vec2<f32>, f: f32, stored: f
 fn transfer(cell: vec2<i32>, lanes: Lanes, stored: vec4<f32>) -> u32 {
     let i = u32(cell.y) * c.width + u32(cell.x);
     let here = at(ring(cell.y), lanes.here);
-    let d = s_depth[here];
-    let bed = s_bed[here];
+    let level = s_level[here];
+    let d = level.y;
+    let bed = bitcast<f32>(level.x);
     let limits = s_limits[here];
     let own = s_flux[here];
     let e = move_pipe(cell, lanes, limits, own.x, stored.x, 0u);
@@ -458,8 +466,7 @@ fn column_at(strip: u32, lane_index: u32, y0: i32) -> Column {
 // hides behind this iteration's phases.
 fn phase_a(col: ptr<function, Column>, r: i32, y_end: i32) {
     let slot = at(ring(r), (*col).lanes.here);
-    s_bed[slot] = (*col).next.bed;
-    s_depth[slot] = (*col).next.depth;
+    s_level[slot] = vec2<i32>(bitcast<i32>((*col).next.bed), (*col).next.depth);
     s_flow[slot] = (*col).next.flow;
     if r < y_end + 2 {
         (*col).next = load(vec2<i32>((*col).x, r + 1));
@@ -540,8 +547,7 @@ fn step_columns(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
         let pad = select(ROW - 1u, 0u, t == 0u);
         for (var slot = 0u; slot < 4u; slot++) {
             let i = at(slot, pad);
-            s_bed[i] = 0.0;
-            s_depth[i] = 0;
+            s_level[i] = vec2<i32>(0);
             s_flow[i] = vec4<f32>(0.0);
             s_flux[i] = vec4<f32>(0.0);
             s_limits[i] = vec2<f32>(1.0);
