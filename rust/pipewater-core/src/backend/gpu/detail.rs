@@ -5,7 +5,8 @@
 //! * Fields: `(h, v)` per storage cell twice (`fields[0]` holds the state between frames; each
 //!   substep's wave pass writes `fields[1]` and its advection pass writes `fields[0]` back), the
 //!   hulls' pressure, and the flow region the passes sample.
-//! * A frame ([`GpuDetail::run`]) is one submission right after the frame's steps: region, pressure
+//! * A frame rides in the flow's frame, in its compute pass right after the steps
+//!   ([`GpuDetail::prepare`], [`GpuDetail::dispatch`], [`GpuDetail::finish`]): region, pressure
 //!   list, scroll, forcing, the substeps, and when asked the texels and the gather of tiles,
 //!   copied into a staging buffer mapped with `map_async`. Nothing waits; what arrived is picked
 //!   up by the next call (a frame or two later, as the backend's snapshots).
@@ -198,6 +199,15 @@ struct ReadSlot {
     epoch: u64,
 }
 
+/// A frame of the layer between [`GpuDetail::prepare`] and [`GpuDetail::finish`].
+pub struct DetailRecording {
+    frame: DetailFrame,
+    /// The tiles whose heights the frame gathers.
+    tiles: Vec<[i32; 2]>,
+    /// The staging buffer the frame's reads are copied into, if any.
+    readback: Option<usize>,
+}
+
 /// The layer on one wgpu simulation.
 pub struct GpuDetail {
     ctx: Arc<GpuContext>,
@@ -280,22 +290,22 @@ impl GpuDetail {
         self.epoch += 1;
     }
 
-    /// Keeps `frame` for the next [`GpuDetail::record`].
+    /// Keeps `frame` for the next [`GpuDetail::prepare`].
     pub fn queue(&mut self, frame: DetailFrame) {
         self.queued = Some(frame);
     }
 
-    /// Records the queued frame, if any, into `encoder` after the flow's steps, reading the flow
-    /// through `flow_group` (the backend's snapshot bind group of its current fields): the layer
-    /// rides in the frame's own submission, which saves a submission's fixed cost a frame. Returns
-    /// the readback slot to hand to [`GpuDetail::submitted`] once `encoder` is submitted.
-    pub fn record(&mut self, encoder: &mut wgpu::CommandEncoder, flow_group: &wgpu::BindGroup) -> Result<Option<usize>> {
+    /// Readies the queued frame, if any, for recording after the flow's steps: uploads its
+    /// constants and lists and picks a readback slot. The frame is then dispatched into the
+    /// frame's own compute pass ([`GpuDetail::dispatch`]) and its copies recorded after it
+    /// ([`GpuDetail::finish`]): the layer rides in the frame's pass and submission, which spares
+    /// a pass's and a submission's fixed cost on the host a frame.
+    pub fn prepare(&mut self) -> Result<Option<DetailRecording>> {
         self.harvest();
         let Some(frame) = self.queued.take() else { return Ok(None) };
-        let c = frame.constants;
-        let (ctx, pipelines) = (self.ctx.clone(), self.pipelines.clone());
+        let ctx = self.ctx.clone();
         let (device, queue) = (&ctx.device, &ctx.queue);
-        queue.write_buffer(&self.uniforms, 0, bytemuck::bytes_of(&c));
+        queue.write_buffer(&self.uniforms, 0, bytemuck::bytes_of(&frame.constants));
         let mut stale = self.groups.is_none();
         if !frame.ripples.is_empty() {
             stale |= self.ripples.upload(device, queue, "detail ripples", bytemuck::cast_slice(&frame.ripples));
@@ -311,46 +321,56 @@ impl GpuDetail {
             self.groups = Some(self.bind_groups());
         }
         let readback = if !tiles.is_empty() || self.texels_wanted { self.free_slot() } else { None };
-        let Some([forward, back]) = &self.groups else { return Ok(None) };
+        Ok(Some(DetailRecording { frame, tiles, readback }))
+    }
+
+    /// Dispatches a prepared frame into `pass`, after the flow's steps, reading the flow through
+    /// `flow_group` (the backend's snapshot bind group of its current fields).
+    pub fn dispatch(&self, pass: &mut wgpu::ComputePass, flow_group: &wgpu::BindGroup, recording: &DetailRecording) {
+        let Some([forward, back]) = &self.groups else { return };
+        let (frame, pipelines) = (&recording.frame, &self.pipelines);
+        let c = frame.constants;
         let window_groups = c.window.div_ceil(DETAIL_WORKGROUP);
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("detail"), timestamp_writes: None });
-            // Group 0, the flow's fields, stays bound for every pass.
-            pass.set_pipeline(&pipelines.flow_region);
-            pass.set_bind_group(0, flow_group, &[]);
-            pass.set_bind_group(DETAIL_GROUP, back, &[]);
-            let side = c.flow_side.div_ceil(DETAIL_FLOW_WORKGROUP);
-            pass.dispatch_workgroups(side, side, 1);
-            let mut run = |pipeline: &wgpu::ComputePipeline, group: &wgpu::BindGroup, groups: [u32; 2]| {
-                pass.set_pipeline(pipeline);
-                pass.set_bind_group(DETAIL_GROUP, group, &[]);
-                pass.dispatch_workgroups(groups[0].max(1), groups[1].max(1), 1);
-            };
-            if !frame.pressure.is_empty() {
-                run(&pipelines.press, back, [list_groups(&ctx, frame.pressure.len()), 1]);
+        // Group 0, the flow's fields, stays bound for every pass.
+        pass.set_pipeline(&pipelines.flow_region);
+        pass.set_bind_group(0, flow_group, &[]);
+        pass.set_bind_group(DETAIL_GROUP, back, &[]);
+        let side = c.flow_side.div_ceil(DETAIL_FLOW_WORKGROUP);
+        pass.dispatch_workgroups(side, side, 1);
+        let mut run = |pipeline: &wgpu::ComputePipeline, group: &wgpu::BindGroup, groups: [u32; 2]| {
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(DETAIL_GROUP, group, &[]);
+            pass.dispatch_workgroups(groups[0].max(1), groups[1].max(1), 1);
+        };
+        if !frame.pressure.is_empty() {
+            run(&pipelines.press, back, [list_groups(&self.ctx, frame.pressure.len()), 1]);
+        }
+        if frame.scrolls() {
+            run(&pipelines.scroll, back, [window_groups; 2]);
+        }
+        if frame.forces() {
+            run(&pipelines.force, back, [window_groups; 2]);
+        }
+        for _ in 0..c.substeps {
+            run(&pipelines.wave, forward, [window_groups; 2]);
+            run(&pipelines.advect, back, [window_groups; 2]);
+        }
+        if let Some(slot) = recording.readback {
+            if self.slots[slot].texels {
+                run(&pipelines.texels, forward, [window_groups; 2]);
             }
-            if frame.scrolls() {
-                run(&pipelines.scroll, back, [window_groups; 2]);
-            }
-            if frame.forces() {
-                run(&pipelines.force, back, [window_groups; 2]);
-            }
-            for _ in 0..c.substeps {
-                run(&pipelines.wave, forward, [window_groups; 2]);
-                run(&pipelines.advect, back, [window_groups; 2]);
-            }
-            if let Some(slot) = readback {
-                if self.slots[slot].texels {
-                    run(&pipelines.texels, forward, [window_groups; 2]);
-                }
-                if !tiles.is_empty() {
-                    run(&pipelines.gather, forward, [tiles.len() as u32, 1]);
-                }
+            if !recording.tiles.is_empty() {
+                run(&pipelines.gather, forward, [recording.tiles.len() as u32, 1]);
             }
         }
+    }
+
+    /// Records a dispatched frame's readback copies into `encoder`, after its pass. Returns the
+    /// readback slot to hand to [`GpuDetail::submitted`] once `encoder` is submitted.
+    pub fn finish(&mut self, encoder: &mut wgpu::CommandEncoder, recording: DetailRecording) -> Result<Option<usize>> {
         self.frames += 1;
-        if let Some(k) = readback {
-            let bytes = tiles.len() * DETAIL_TILE_BYTES;
+        if let Some(k) = recording.readback {
+            let bytes = recording.tiles.len() * DETAIL_TILE_BYTES;
             let slot = &mut self.slots[k];
             if bytes > 0 {
                 encoder.copy_buffer_to_buffer(&self.gathered, 0, &slot.buffer, 0, bytes as u64);
@@ -359,15 +379,15 @@ impl GpuDetail {
                 let at = (MAX_DETAIL_TILES_PER_READ * DETAIL_TILE_BYTES) as u64;
                 encoder.copy_buffer_to_buffer(&self.texels, 0, &slot.buffer, at, self.layout.cells() as u64 * 16);
             }
-            slot.tiles = tiles;
+            slot.tiles = recording.tiles;
             slot.frame = self.frames;
             slot.epoch = self.epoch;
         }
-        ctx.check()?;
-        Ok(readback)
+        self.ctx.check()?;
+        Ok(recording.readback)
     }
 
-    /// Maps the readback slot [`GpuDetail::record`] returned, after its encoder was submitted.
+    /// Maps the readback slot [`GpuDetail::finish`] returned, after its encoder was submitted.
     pub fn submitted(&mut self, readback: Option<usize>) {
         if let Some(k) = readback {
             let slot = &self.slots[k];
@@ -482,6 +502,9 @@ impl GpuDetail {
 
     /// Takes what finished readbacks hold, oldest first, without waiting.
     fn harvest(&mut self) {
+        if self.slots.iter().all(|s| s.state.load(Ordering::Acquire) == SLOT_FREE) {
+            return;
+        }
         let _ = self.ctx.device.poll(wgpu::PollType::Poll);
         let mut ready: Vec<usize> = (0..self.slots.len()).filter(|&k| self.slots[k].state.load(Ordering::Acquire) != SLOT_FREE).collect();
         ready.sort_by_key(|&k| self.slots[k].frame);

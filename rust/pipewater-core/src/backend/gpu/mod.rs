@@ -885,6 +885,11 @@ impl Backend for GpuBackend {
             None => None,
         };
 
+        // The detail waves' uploads, before the frame's pass that dispatches them.
+        let detail_frame = match &mut self.detail {
+            Some(detail) => detail.prepare()?,
+            None => None,
+        };
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("frame") });
         // After the frame's start, which tells whether its plan marks the edits' tiles stale.
         self.sleeping.start_frame(&self.ctx, &plan.constants, plan.substeps, forcing_list);
@@ -924,11 +929,14 @@ impl Backend for GpuBackend {
             if let Some(read) = &read {
                 self.record_snapshot(&mut pass, read);
             }
+            // The detail waves, in the same pass, over the fields the steps left.
+            if let (Some(detail), Some(frame)) = (&self.detail, &detail_frame) {
+                detail.dispatch(&mut pass, &self.snapshot_groups[self.current], frame);
+            }
         }
-        // The detail waves, in the same submission, over the fields the steps left.
-        let detail_read = match &mut self.detail {
-            Some(detail) => detail.record(&mut encoder, &self.snapshot_groups[self.current])?,
-            None => None,
+        let detail_read = match (&mut self.detail, detail_frame) {
+            (Some(detail), Some(frame)) => detail.finish(&mut encoder, frame)?,
+            _ => None,
         };
         self.frames += 1;
         self.readback_bytes = read.as_ref().map_or(0, |r| (r.bytes(g.cell_count()) + SLEEP_REPORT_BYTES) as u64);
