@@ -18,13 +18,17 @@
 //! Beside each loop's wall time per frame, the CPU time per frame of the thread that drives the
 //! simulation (Linux): a frame whose CPU time is close to its wall time waited on the host, not on
 //! the GPU.
+//! `--node` measures instead the frame a `PipeWater` node runs, through `Simulation`: `advance`
+//! of 1/60 s in the substeps stability asks for, with the snapshot it reads every frame, and with
+//! the layer on the texels its `detail_texture` copies; the same spans, from `Simulation::reset`.
 //! `PIPEWATER_GPU_DETAIL_WGSL=<file>` replaces `shaders/detail.wgsl` (shader experiments).
 
 use pipewater_core::backend::cpu::CpuBackend;
 use pipewater_core::backend::{Backend, FramePlan};
 use pipewater_core::detail::{DetailDriver, DetailParams};
 use pipewater_core::pipes::StepConstants;
-use pipewater_core::{scenarios, Grid, Params, State};
+use pipewater_core::simulation::Simulation;
+use pipewater_core::{scenarios, Error, Grid, Params, State};
 use std::time::Instant;
 
 fn arg<T: std::str::FromStr>(args: &[String], name: &str) -> Option<T> {
@@ -112,6 +116,97 @@ fn measure(sim: &mut dyn Backend, state: &State, driver: &mut DetailDriver, cons
     Ok(Timing { wall_ms, cpu_ms })
 }
 
+/// `--node`: milliseconds per frame of the frame a `PipeWater` node runs, through [`Simulation`]:
+/// `advance(1/60 s)` in the substeps stability asks for (with the snapshot it reads every frame),
+/// and with the layer on, the texels its `detail_texture` copies (the wgpu backend's way; on
+/// Godot's RenderingDevice they stay on the GPU). Spans as in [`measure`], from
+/// [`Simulation::reset`]. Returns the timing and the substeps a frame.
+fn measure_node(sim: &mut Simulation, layer: bool, frames: u64, seconds: f64) -> Result<(Timing, f64), String> {
+    let frame = |sim: &mut Simulation| -> Result<u32, String> {
+        let report = sim.advance(FRAME).map_err(|e| e.to_string())?;
+        if layer {
+            sim.detail_texels();
+        }
+        Ok(report.substeps)
+    };
+    let (mut wall, mut cpu, mut spans, mut substeps) = (0.0, Some(0u64), 0u64, 0u64);
+    while wall < seconds || spans == 0 {
+        sim.reset().map_err(|e| e.to_string())?;
+        if spans == 0 {
+            for _ in 0..3 {
+                frame(sim)?;
+            }
+            sim.reset().map_err(|e| e.to_string())?;
+        }
+        sim.ledger().map_err(|e| e.to_string())?;
+        let start = Instant::now();
+        let cpu_start = thread_cpu_ns();
+        for _ in 0..frames {
+            substeps += frame(sim)? as u64;
+        }
+        sim.ledger().map_err(|e| e.to_string())?;
+        wall += start.elapsed().as_secs_f64();
+        cpu = cpu.zip(cpu_start.zip(thread_cpu_ns())).map(|(total, (a, b))| total + (b - a));
+        spans += 1;
+    }
+    let counted = (spans * frames) as f64;
+    Ok((Timing { wall_ms: wall * 1e3 / counted, cpu_ms: cpu.map(|ns| ns as f64 * 1e-6 / counted) }, substeps as f64 / counted))
+}
+
+/// The `--node` table: the node's frame without the layer and with it, per grid and window.
+fn node_frames(kind: &str, sizes: &[u32], windows: &[u32], frames: u64, seconds: f64, rounds: u32) {
+    println!("| flow grid | detail window | substeps a frame | frame without the layer ms | with the layer ms | layer adds | thread CPU ms/frame: without, with |");
+    println!("|---|---|---|---|---|---|---|");
+    for &side in sizes {
+        let grid = match Grid::new(side, side, 1.0) {
+            Ok(g) => g,
+            Err(e) => {
+                println!("| {side}² | – | {e} | | | | |");
+                continue;
+            }
+        };
+        let state = scenarios::benchmark_lake(grid);
+        for &window in windows {
+            let made = Simulation::with_backend(state.clone(), Params::default(), |s| backend(kind, s).map_err(Error::GpuUnavailable));
+            let mut sim = match made {
+                Ok(sim) => sim,
+                Err(e) => {
+                    println!("| {side}² | {window}² | failed: {e} | | | | |");
+                    continue;
+                }
+            };
+            let detail = DetailParams { window, ..DetailParams::default() };
+            let mut best = [(f64::INFINITY, None); 2];
+            let mut substeps = 0.0;
+            let mut failed = None;
+            for _ in 0..rounds {
+                for (k, layer) in [false, true].into_iter().enumerate() {
+                    let measured = sim
+                        .set_detail(layer.then_some(detail))
+                        .map_err(|e| e.to_string())
+                        .and_then(|_| measure_node(&mut sim, layer, frames, seconds));
+                    match measured {
+                        Ok((t, s)) => {
+                            substeps = s;
+                            if t.wall_ms < best[k].0 {
+                                best[k] = (t.wall_ms, t.cpu_ms);
+                            }
+                        }
+                        Err(e) => failed = Some(e),
+                    }
+                }
+            }
+            if let Some(e) = failed {
+                println!("| {side}² | {window}² | failed: {e} | | | | |");
+                continue;
+            }
+            let [(without, cpu_without), (with, cpu_with)] = best;
+            let host = [cpu_without, cpu_with].map(|c| c.map_or("–".to_string(), |ms| format!("{ms:.3}"))).join(", ");
+            println!("| {side}² | {window}² | {substeps:.2} | {without:.3} | {with:.3} | {:+.1} % | {host} |", 100.0 * (with - without) / without);
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let kind: String = arg(&args, "--backend").unwrap_or_else(|| "gpu".into());
@@ -121,6 +216,10 @@ fn main() {
     let frames: u64 = arg::<u64>(&args, "--frames").unwrap_or(240).max(1);
     let seconds: f64 = arg(&args, "--seconds").unwrap_or(1.0);
     let rounds: u32 = arg(&args, "--rounds").unwrap_or(2);
+    if args.iter().any(|a| a == "--node") {
+        node_frames(&kind, &sizes, &windows, frames, seconds, rounds);
+        return;
+    }
     let params = Params::default();
     let mut described = false;
     for &side in &sizes {
