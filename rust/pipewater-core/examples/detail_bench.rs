@@ -74,46 +74,77 @@ struct Timing {
     cpu_ms: Option<f64>,
 }
 
+impl Timing {
+    /// No loop yet: slower than any.
+    const NONE: Timing = Timing { wall_ms: f64::INFINITY, cpu_ms: None };
+
+    /// The loop of the two that ran faster, with its own CPU time.
+    fn faster(self, other: Timing) -> Timing {
+        if other.wall_ms < self.wall_ms {
+            other
+        } else {
+            self
+        }
+    }
+}
+
+/// The CPU column of a table row: each loop's CPU ms per frame, "–" where unknown.
+fn cpu_column(timings: &[Timing]) -> String {
+    timings.iter().map(|t| t.cpu_ms.map_or("–".to_string(), |ms| format!("{ms:.3}"))).collect::<Vec<_>>().join(", ")
+}
+
 /// Milliseconds per frame of `work`, over spans of `frames` frames from `state`, as many as fill
 /// `seconds`.
-fn measure(sim: &mut dyn Backend, state: &State, driver: &mut DetailDriver, constants: StepConstants, steps: u32, work: Work, frames: u64, seconds: f64) -> Result<Timing, String> {
+fn measure(sim: &mut Box<dyn Backend>, state: &State, driver: &mut DetailDriver, constants: StepConstants, steps: u32, work: Work, frames: u64, seconds: f64) -> Result<Timing, String> {
     let substeps = if work == Work::Layer { 0 } else { steps };
     let plan = FramePlan { constants, substeps, forcing: &[] };
-    let mut frame = |sim: &mut dyn Backend| -> Result<(), String> {
+    let frame = |sim: &mut Box<dyn Backend>| -> Result<(), String> {
         if work != Work::Step {
             let detail = driver.frame(FRAME, constants.gravity).ok_or("no detail frame")?;
             sim.queue_detail(detail).map_err(|e| e.to_string())?;
         }
         sim.advance(&plan).map_err(|e| e.to_string())
     };
+    // Every span starts from the same water (and the layer at rest).
+    let restart = |sim: &mut Box<dyn Backend>| sim.load(state).map_err(|e| e.to_string());
+    let sync = |sim: &mut Box<dyn Backend>| sim.read_counters().map(|_| ()).map_err(|e| e.to_string());
+    timed_spans(sim, frames, seconds, restart, sync, frame)
+}
+
+/// Times spans of `frames` frames of `frame` until they add up to `seconds`: each span starts
+/// from `restart` (the lake's flood spreads and its tiles wake and sleep as it goes, so spans that
+/// started later would step other cells), the first after three frames of warm-up (pipelines,
+/// first allocations), and is timed between two `sync`s, blocking reads that wait for the device.
+fn timed_spans<S>(
+    sim: &mut S,
+    frames: u64,
+    seconds: f64,
+    restart: impl Fn(&mut S) -> Result<(), String>,
+    sync: impl Fn(&mut S) -> Result<(), String>,
+    mut frame: impl FnMut(&mut S) -> Result<(), String>,
+) -> Result<Timing, String> {
     let (mut wall, mut cpu, mut spans) = (0.0, Some(0u64), 0u64);
     while wall < seconds || spans == 0 {
-        // Every span starts from the same water (and the layer at rest): the lake's flood
-        // spreads and its tiles wake and sleep as it goes, so spans that started later would
-        // step other cells.
-        sim.load(state).map_err(|e| e.to_string())?;
+        restart(sim)?;
         if spans == 0 {
-            // Warm up: pipelines, first allocations.
             for _ in 0..3 {
                 frame(sim)?;
             }
-            sim.load(state).map_err(|e| e.to_string())?;
+            restart(sim)?;
         }
-        sim.read_counters().map_err(|e| e.to_string())?;
+        sync(sim)?;
         let start = Instant::now();
         let cpu_start = thread_cpu_ns();
         for _ in 0..frames {
             frame(sim)?;
         }
-        sim.read_counters().map_err(|e| e.to_string())?;
+        sync(sim)?;
         wall += start.elapsed().as_secs_f64();
         cpu = cpu.zip(cpu_start.zip(thread_cpu_ns())).map(|(total, (a, b))| total + (b - a));
         spans += 1;
     }
     let counted = (spans * frames) as f64;
-    let wall_ms = wall * 1e3 / counted;
-    let cpu_ms = cpu.map(|ns| ns as f64 * 1e-6 / counted);
-    Ok(Timing { wall_ms, cpu_ms })
+    Ok(Timing { wall_ms: wall * 1e3 / counted, cpu_ms: cpu.map(|ns| ns as f64 * 1e-6 / counted) })
 }
 
 /// `--node`: milliseconds per frame of the frame a `PipeWater` node runs, through [`Simulation`]:
@@ -122,35 +153,20 @@ fn measure(sim: &mut dyn Backend, state: &State, driver: &mut DetailDriver, cons
 /// Godot's RenderingDevice they stay on the GPU). Spans as in [`measure`], from
 /// [`Simulation::reset`]. Returns the timing and the substeps a frame.
 fn measure_node(sim: &mut Simulation, layer: bool, frames: u64, seconds: f64) -> Result<(Timing, f64), String> {
-    let frame = |sim: &mut Simulation| -> Result<u32, String> {
+    let (mut substeps, mut run) = (0u64, 0u64);
+    let frame = |sim: &mut Simulation| -> Result<(), String> {
         let report = sim.advance(FRAME).map_err(|e| e.to_string())?;
         if layer {
             sim.detail_texels();
         }
-        Ok(report.substeps)
+        substeps += report.substeps as u64;
+        run += 1;
+        Ok(())
     };
-    let (mut wall, mut cpu, mut spans, mut substeps) = (0.0, Some(0u64), 0u64, 0u64);
-    while wall < seconds || spans == 0 {
-        sim.reset().map_err(|e| e.to_string())?;
-        if spans == 0 {
-            for _ in 0..3 {
-                frame(sim)?;
-            }
-            sim.reset().map_err(|e| e.to_string())?;
-        }
-        sim.ledger().map_err(|e| e.to_string())?;
-        let start = Instant::now();
-        let cpu_start = thread_cpu_ns();
-        for _ in 0..frames {
-            substeps += frame(sim)? as u64;
-        }
-        sim.ledger().map_err(|e| e.to_string())?;
-        wall += start.elapsed().as_secs_f64();
-        cpu = cpu.zip(cpu_start.zip(thread_cpu_ns())).map(|(total, (a, b))| total + (b - a));
-        spans += 1;
-    }
-    let counted = (spans * frames) as f64;
-    Ok((Timing { wall_ms: wall * 1e3 / counted, cpu_ms: cpu.map(|ns| ns as f64 * 1e-6 / counted) }, substeps as f64 / counted))
+    let restart = |sim: &mut Simulation| sim.reset().map_err(|e| e.to_string());
+    let sync = |sim: &mut Simulation| sim.ledger().map(|_| ()).map_err(|e| e.to_string());
+    let timing = timed_spans(sim, frames, seconds, restart, sync, frame)?;
+    Ok((timing, substeps as f64 / run as f64))
 }
 
 /// The `--node` table: the node's frame without the layer and with it, per grid and window.
@@ -176,7 +192,7 @@ fn node_frames(kind: &str, sizes: &[u32], windows: &[u32], frames: u64, seconds:
                 }
             };
             let detail = DetailParams { window, ..DetailParams::default() };
-            let mut best = [(f64::INFINITY, None); 2];
+            let mut best = [Timing::NONE; 2];
             let mut substeps = 0.0;
             let mut failed = None;
             for _ in 0..rounds {
@@ -188,9 +204,7 @@ fn node_frames(kind: &str, sizes: &[u32], windows: &[u32], frames: u64, seconds:
                     match measured {
                         Ok((t, s)) => {
                             substeps = s;
-                            if t.wall_ms < best[k].0 {
-                                best[k] = (t.wall_ms, t.cpu_ms);
-                            }
+                            best[k] = best[k].faster(t);
                         }
                         Err(e) => failed = Some(e),
                     }
@@ -200,9 +214,8 @@ fn node_frames(kind: &str, sizes: &[u32], windows: &[u32], frames: u64, seconds:
                 println!("| {side}² | {window}² | failed: {e} | | | | |");
                 continue;
             }
-            let [(without, cpu_without), (with, cpu_with)] = best;
-            let host = [cpu_without, cpu_with].map(|c| c.map_or("–".to_string(), |ms| format!("{ms:.3}"))).join(", ");
-            println!("| {side}² | {window}² | {substeps:.2} | {without:.3} | {with:.3} | {:+.1} % | {host} |", 100.0 * (with - without) / without);
+            let [without, with] = best.map(|t| t.wall_ms);
+            println!("| {side}² | {window}² | {substeps:.2} | {without:.3} | {with:.3} | {:+.1} % | {} |", 100.0 * (with - without) / without, cpu_column(&best));
         }
     }
 }
@@ -258,19 +271,12 @@ fn main() {
                 println!("| {side}² | {steps} | {window}² | detail layer refused: {e} | | | | |");
                 continue;
             }
-            let mut best = [f64::INFINITY; 3];
-            let mut cpu = [None; 3];
+            let mut best = [Timing::NONE; 3];
             let mut failed = None;
             for _ in 0..rounds {
                 for (k, work) in [Work::Step, Work::Layer, Work::Both].into_iter().enumerate() {
-                    match measure(sim.as_mut(), &state, &mut driver, constants, steps, work, frames, seconds) {
-                        Ok(t) => {
-                            // The CPU time of the loop whose wall time is kept.
-                            if t.wall_ms < best[k] {
-                                best[k] = t.wall_ms;
-                                cpu[k] = t.cpu_ms;
-                            }
-                        }
+                    match measure(&mut sim, &state, &mut driver, constants, steps, work, frames, seconds) {
+                        Ok(t) => best[k] = best[k].faster(t),
                         Err(e) => failed = Some(e),
                     }
                 }
@@ -279,9 +285,8 @@ fn main() {
                 println!("| {side}² | {steps} | {window}² | failed: {e} | | | | |");
                 continue;
             }
-            let [step, layer, both] = best;
-            let host = cpu.map(|c| c.map_or("–".to_string(), |ms| format!("{ms:.3}"))).join(", ");
-            println!("| {side}² | {steps} | {window}² | {step:.3} | {layer:.3} | {both:.3} | {:+.1} % | {host} |", 100.0 * (both - step) / step);
+            let [step, layer, both] = best.map(|t| t.wall_ms);
+            println!("| {side}² | {steps} | {window}² | {step:.3} | {layer:.3} | {both:.3} | {:+.1} % | {} |", 100.0 * (both - step) / step, cpu_column(&best));
         }
     }
 }
