@@ -5,15 +5,21 @@
 //
 // The fields live in a window of `window`² detail cells that follows the camera, stored
 // toroidally: world detail cell g at storage cell g mod window. One frame, each pass a dispatch:
-//   detail_flow_region  the flow region under the window: depth, velocity, wetness per flow cell;
 //   detail_press   the hulls' pressure changes (a list);
 //   detail_scroll  cells the window just entered start at rest (when it moved);
 //   detail_force   ripples and rain drops (when there are any);
-//   per substep: detail_wave (in → out), then detail_advect (out → in);
+//   detail_substep per substep: the wave step and the advection in one pass (in → out; the
+//                  backends swap the fields after each);
 //   detail_pack_texels (wgpu: the texels into a buffer, for a readback) or detail_store_image (Godot's
 //   RenderingDevice: the texture materials sample), and detail_gather (the tiles queries read).
-// Group 0 is snapshot.wgsl's (the flow's constants and fields); the layer's own bindings are in
-// group 3. Each backend compiles only the entry points it uses.
+// A frame at the node's defaults is one dispatch: at a small window the layer's cost is the
+// latency of its dispatches, each waiting for the one before.
+//
+// The flow region (detail.rs `CpuDetail::read_flow`) is never stored: a pass reads a flow cell's
+// depth straight from the flow's `depth` (the depth texel of `cell_texels`, whose wetness follows
+// from it), and the substep computes the velocities its tile samples with `cell_texels` into
+// workgroup memory. Group 0 is snapshot.wgsl's (the flow's constants and fields); the layer's own
+// bindings are in group 3. Each backend compiles only the entry points it uses.
 
 struct DetailConstants {
     window: u32,
@@ -74,8 +80,6 @@ struct DetailTileList {
 }
 
 @group(3) @binding(0) var<uniform> dc: DetailConstants;
-// Per flow cell of the region: (depth m, velocity x, velocity z m/s, wet 0/1).
-@group(3) @binding(1) var<storage, read_write> detail_flow: array<vec4<f32>>;
 // (h m, v m/s) per storage cell: what a pass reads, and what it writes (or updates in place).
 @group(3) @binding(2) var<storage, read> detail_in: array<vec2<f32>>;
 @group(3) @binding(3) var<storage, read_write> detail_out: array<vec2<f32>>;
@@ -91,7 +95,6 @@ struct DetailTileList {
 @group(3) @binding(10) var detail_image: texture_storage_2d<rgba16float, write>;
 
 const DETAIL_WG: u32 = 16u;
-const DETAIL_FLOW_WG: u32 = 8u;
 const DETAIL_LIST_WG: u32 = 64u;
 // detail/tiles.rs DETAIL_TILE.
 const DETAIL_TILE: u32 = 8u;
@@ -193,37 +196,104 @@ fn flow_cell_beside(f: FlowCell, offset: vec2<i32>) -> vec2<i32> {
     return f.region + select(vec2<i32>(0), vec2<i32>(-1), w < vec2<i32>(0)) + select(vec2<i32>(0), vec2<i32>(1), w >= vec2<i32>(s));
 }
 
-// detail.rs region_texel.
-fn region_texel(r: vec2<i32>) -> vec4<f32> {
+// The flow cell of region cell r, or (-1, -1) beyond the region or the grid (detail.rs
+// region_texel: zero there).
+fn region_flow_cell(r: vec2<i32>) -> vec2<i32> {
     let side = i32(dc.flow_side);
-    if r.x < 0 || r.y < 0 || r.x >= side || r.y >= side {
-        return vec4<f32>(0.0);
+    let f = vec2<i32>(dc.flow_x + r.x, dc.flow_y + r.y);
+    if r.x < 0 || r.y < 0 || r.x >= side || r.y >= side || f.x < 0 || f.y < 0 || u32(f.x) >= dc.grid_width || u32(f.y) >= dc.grid_height {
+        return vec2<i32>(-1);
     }
-    return detail_flow[u32(r.y * side + r.x)];
+    return f;
 }
 
-// detail.rs wet_region.
+// detail.rs region_texel, its depth: cell_texels' depth texel.
+fn region_depth(r: vec2<i32>) -> f32 {
+    let f = region_flow_cell(r);
+    if f.x < 0 {
+        return 0.0;
+    }
+    return f32(depth[u32(f.y) * c.width + u32(f.x)]) * DEPTH_QUANTUM;
+}
+
+// detail.rs region_texel, its velocity: cell_texels' flow texel (the same sums), with every
+// load issued before the arithmetic, at an index on the grid.
+fn region_velocity(r: vec2<i32>) -> vec2<f32> {
+    let f = region_flow_cell(r);
+    if f.x < 0 {
+        return vec2<f32>(0.0);
+    }
+    let i = u32(f.y) * c.width + u32(f.x);
+    let d = f32(depth[i]) * DEPTH_QUANTUM;
+    let b = terrain[i];
+    let own = flux[i];
+    var on_grid: array<bool, 8>;
+    var their_depth: array<f32, 8>;
+    var their_bed: array<f32, 8>;
+    var pipe: array<f32, 8>;
+    for (var n = 0u; n < 8u; n++) {
+        let o = f + neighbour_offset(n);
+        let inside_grid = o.x >= 0 && o.y >= 0 && o.x < i32(c.width) && o.y < i32(c.height);
+        let j = select(i, u32(o.y) * c.width + u32(o.x), inside_grid);
+        on_grid[n] = inside_grid;
+        their_depth[n] = f32(depth[j]) * DEPTH_QUANTUM;
+        their_bed[n] = terrain[j];
+        if n < 4u {
+            pipe[n] = own[n];
+        } else {
+            pipe[n] = -flux[j][n - 4u];
+        }
+    }
+    var v = vec2<f32>(0.0);
+    for (var n = 0u; n < 8u; n++) {
+        var fl = 0.0;
+        var face = 0.0;
+        if on_grid[n] {
+            fl = pipe[n];
+            face = face_depth(b + d, b, their_bed[n] + their_depth[n], their_bed[n]);
+            fl *= flux_per_stored(c, select(face, c.pipe_depth, c.depth_dependent == 0u));
+        }
+        let off = vec2<f32>(neighbour_offset(n));
+        let per_depth = fl * inverse_depth(face);
+        v.x += per_depth * off.x;
+        v.y += per_depth * off.y;
+    }
+    return v * (0.5 / c.cell_size);
+}
+
+// detail.rs wet_region: cell_texels' wetness, from the same depth.
 fn wet_region(r: vec2<i32>) -> bool {
-    return region_texel(r).w > 0.0;
+    return region_depth(r) > WET_DEPTH;
 }
 
-fn detail_lerp(a: vec4<f32>, b: vec4<f32>, t: f32) -> vec4<f32> {
-    return a + (b - a) * t;
+// Where detail.rs flow_sample samples window cell l: region cell r and the weights of r + 1.
+struct FlowPoint {
+    r: vec2<i32>,
+    t: vec2<f32>,
 }
 
-// detail.rs flow_sample: (depth, velocity x, velocity z).
-fn flow_sample(l: vec2<i32>) -> vec3<f32> {
+fn flow_point(l: vec2<i32>) -> FlowPoint {
     // Both are positive: truncation is the floor.
     let fx = (f32(dc.phase_x + l.x) + 0.5) * dc.inverse_subdivision + 0.5;
     let fy = (f32(dc.phase_y + l.y) + 0.5) * dc.inverse_subdivision + 0.5;
-    let r = vec2<i32>(i32(fx), i32(fy));
-    let tx = fx - f32(r.x);
-    let ty = fy - f32(r.y);
-    let a = region_texel(r);
-    let b = region_texel(r + vec2<i32>(1, 0));
-    let d = region_texel(r + vec2<i32>(0, 1));
-    let e = region_texel(r + vec2<i32>(1, 1));
-    return detail_lerp(detail_lerp(a, b, tx), detail_lerp(d, e, tx), ty).xyz;
+    var p: FlowPoint;
+    p.r = vec2<i32>(i32(fx), i32(fy));
+    p.t = vec2<f32>(fx - f32(p.r.x), fy - f32(p.r.y));
+    return p;
+}
+
+fn detail_lerp(a: f32, b: f32, t: f32) -> f32 {
+    return a + (b - a) * t;
+}
+
+// detail.rs flow_sample, its depth.
+fn flow_depth(l: vec2<i32>) -> f32 {
+    let p = flow_point(l);
+    let a = region_depth(p.r);
+    let b = region_depth(p.r + vec2<i32>(1, 0));
+    let d = region_depth(p.r + vec2<i32>(0, 1));
+    let e = region_depth(p.r + vec2<i32>(1, 1));
+    return detail_lerp(detail_lerp(a, b, p.t.x), detail_lerp(d, e, p.t.x), p.t.y);
 }
 
 // detail.rs celerity_squared.
@@ -242,40 +312,38 @@ fn sponge_factor(l: vec2<i32>) -> f32 {
     return 1.0 / (1.0 + dc.sponge_rate * depth * depth);
 }
 
-// detail.rs neighbour_surface.
-fn neighbour_surface(l: vec2<i32>, f: FlowCell, offset: vec2<i32>, own: f32) -> f32 {
-    let q = l + offset;
-    if !inside(q) {
-        return 0.0;
-    }
-    if !wet_region(flow_cell_beside(f, offset)) {
-        return own;
-    }
-    let i = storage_of(q);
-    return detail_in[i].x + detail_pressure[i];
-}
-
-// detail.rs wave_cell.
+// detail.rs wave_cell, with detail.rs neighbour_surface inlined.
 fn wave_cell(l: vec2<i32>) -> vec2<f32> {
     let f = flow_cell(l);
     if !wet_region(f.region) {
         return vec2<f32>(0.0);
     }
-    let depth = flow_sample(l).x;
+    let depth = flow_depth(l);
     let i = storage_of(l);
     let hv = detail_in[i];
     let own = hv.x + detail_pressure[i];
-    // ORTHOGONAL: E, S, W, N; DIAGONAL: SE, SW, NW, NE.
+    // Every neighbour's loads first, at an index inside the window, then the sums in
+    // detail.rs's order: the loads of a cell are issued together, not one after the other.
+    let n = i32(dc.window);
+    var offsets = array<vec2<i32>, 8>(vec2<i32>(1, 0), vec2<i32>(0, 1), vec2<i32>(-1, 0), vec2<i32>(0, -1), vec2<i32>(1, 1), vec2<i32>(-1, 1), vec2<i32>(-1, -1), vec2<i32>(1, -1));
+    var surfaces: array<f32, 8>;
+    for (var k = 0; k < 8; k++) {
+        let o = offsets[k];
+        let q = l + o;
+        let j = storage_of(clamp(q, vec2<i32>(0), vec2<i32>(n - 1)));
+        let surface = detail_in[j].x + detail_pressure[j];
+        surfaces[k] = select(select(own, surface, wet_region(flow_cell_beside(f, o))), 0.0, !inside(q));
+    }
     var orthogonal = 0.0;
-    orthogonal += neighbour_surface(l, f, vec2<i32>(1, 0), own) - own;
-    orthogonal += neighbour_surface(l, f, vec2<i32>(0, 1), own) - own;
-    orthogonal += neighbour_surface(l, f, vec2<i32>(-1, 0), own) - own;
-    orthogonal += neighbour_surface(l, f, vec2<i32>(0, -1), own) - own;
+    orthogonal += surfaces[0] - own;
+    orthogonal += surfaces[1] - own;
+    orthogonal += surfaces[2] - own;
+    orthogonal += surfaces[3] - own;
     var diagonal = 0.0;
-    diagonal += neighbour_surface(l, f, vec2<i32>(1, 1), own) - own;
-    diagonal += neighbour_surface(l, f, vec2<i32>(-1, 1), own) - own;
-    diagonal += neighbour_surface(l, f, vec2<i32>(-1, -1), own) - own;
-    diagonal += neighbour_surface(l, f, vec2<i32>(1, -1), own) - own;
+    diagonal += surfaces[4] - own;
+    diagonal += surfaces[5] - own;
+    diagonal += surfaces[6] - own;
+    diagonal += surfaces[7] - own;
     let laplacian = (4.0 * orthogonal + diagonal) * dc.laplacian_scale;
     let sponge = sponge_factor(l);
     let v = (hv.y + dc.dt * celerity_squared(depth) * laplacian) * dc.decay * sponge;
@@ -304,50 +372,91 @@ fn hermite_weights(t: f32) -> array<f32, 6> {
 
 // detail.rs MAX_ADVECTION_CELLS.
 const MAX_ADVECTION_CELLS: f32 = 8.0;
+// How far from its cell a substep's advection reads, cells: as far as the flow carries
+// (MAX_ADVECTION_CELLS), then the cubic's two samples behind its point and three ahead.
+const ADVECT_BEHIND: i32 = 10;
+const ADVECT_AHEAD: i32 = 11;
+// Side of the box of wave cells a workgroup's advection may read: its tile and that reach.
+const WAVE_BOX: i32 = 37;
+// Side of the box of region cells whose velocities a tile samples: at subdivision 1, one a cell
+// and one more.
+const VELOCITY_BOX: i32 = 17;
+// Beyond every reach, where the workgroup's reductions start.
+const NO_REACH: i32 = 1048576;
 
-// detail.rs advect_cell.
-fn advect_cell(l: vec2<i32>) -> vec2<f32> {
-    if !wet_region(flow_cell(l).region) {
-        return vec2<f32>(0.0);
-    }
-    let velocity = flow_sample(l).yz;
-    if all(velocity == vec2<f32>(0.0)) {
-        return detail_in[storage_of(l)];
-    }
+// The wave step's output over the box the workgroup's advection reads (`WAVE_BOX`², row-major
+// from its tile's corner less ADVECT_BEHIND), the velocities its cells sample (`VELOCITY_BOX`²,
+// from its first cell's region cell), and the box's corners.
+var<workgroup> waved: array<vec2<f32>, 1369>;
+var<workgroup> tile_velocity: array<vec2<f32>, 289>;
+var<workgroup> reach_low: array<atomic<i32>, 2>;
+var<workgroup> reach_high: array<atomic<i32>, 2>;
+
+// detail.rs advect_cell, what it reads: the first of the 6 × 6 samples, and the weights along
+// each axis, for window cell l moving at `velocity`.
+struct AdvectStencil {
+    first: vec2<i32>,
+    wx: array<f32, 6>,
+    wy: array<f32, 6>,
+}
+
+fn advect_stencil(l: vec2<i32>, velocity: vec2<f32>) -> AdvectStencil {
     let dx = clamp(velocity.x * dc.dt_over_cell, -MAX_ADVECTION_CELLS, MAX_ADVECTION_CELLS);
     let dy = clamp(velocity.y * dc.dt_over_cell, -MAX_ADVECTION_CELLS, MAX_ADVECTION_CELLS);
     let px = f32(l.x) - dx;
     let py = f32(l.y) - dy;
     let x0 = floor(px);
     let y0 = floor(py);
-    var wx = hermite_weights(px - x0);
-    var wy = hermite_weights(py - y0);
-    let q = vec2<i32>(i32(x0) - 2, i32(y0) - 2);
+    var s: AdvectStencil;
+    s.wx = hermite_weights(px - x0);
+    s.wy = hermite_weights(py - y0);
+    // The clamp changes nothing the clamps above let through; it keeps a velocity that is not a
+    // number reading inside the box.
+    s.first = clamp(vec2<i32>(i32(x0) - 2, i32(y0) - 2), l - vec2<i32>(ADVECT_BEHIND), l + vec2<i32>(ADVECT_AHEAD - 5));
+    return s;
+}
+
+// Index in `waved` of window cell q, for the workgroup whose tile starts at `base`.
+fn box_index(base: vec2<i32>, q: vec2<i32>) -> i32 {
+    let o = q - base + vec2<i32>(ADVECT_BEHIND);
+    return o.y * WAVE_BOX + o.x;
+}
+
+// The velocity of region cell r: from the part of the workgroup's box it filled (`span` cells
+// from `first`), or computed where a cell samples outside it (which the span's bounds rule out).
+fn sampled_velocity(first: vec2<i32>, span: vec2<i32>, r: vec2<i32>) -> vec2<f32> {
+    let o = r - first;
+    if o.x < 0 || o.y < 0 || o.x >= span.x || o.y >= span.y {
+        return region_velocity(r);
+    }
+    return tile_velocity[o.y * VELOCITY_BOX + o.x];
+}
+
+fn detail_lerp2(a: vec2<f32>, b: vec2<f32>, t: f32) -> vec2<f32> {
+    return a + (b - a) * t;
+}
+
+// detail.rs advect_cell of a wet, moving window cell l, reading the wave step's output from
+// `waved`: the same sums in the same order.
+fn advect_from_box(base: vec2<i32>, l: vec2<i32>, s: AdvectStencil) -> vec2<f32> {
     let n = i32(dc.window);
+    var wx = s.wx;
+    var wy = s.wy;
     var out = vec2<f32>(0.0);
     for (var j = 0; j < 6; j++) {
-        let y = q.y + j;
+        let y = s.first.y + j;
         if y < 0 || y >= n {
             continue;
         }
-        var row_start = dc.storage_y + y;
-        if row_start >= n {
-            row_start -= n;
-        }
-        row_start *= n;
         var row = vec2<f32>(0.0);
         for (var i = 0; i < 6; i++) {
-            let x = q.x + i;
+            let x = s.first.x + i;
             if x < 0 || x >= n {
                 continue;
             }
-            var column = dc.storage_x + x;
-            if column >= n {
-                column -= n;
-            }
-            let s = detail_in[u32(row_start + column)];
-            row.x += wx[i] * s.x;
-            row.y += wx[i] * s.y;
+            let sample = waved[box_index(base, vec2<i32>(x, y))];
+            row.x += wx[i] * sample.x;
+            row.y += wx[i] * sample.y;
         }
         out.x += wy[j] * row.x;
         out.y += wy[j] * row.y;
@@ -412,20 +521,6 @@ fn invocation_cell(gid: vec3<u32>) -> vec2<i32> {
     return window_cell_of(vec2<i32>(gid.xy));
 }
 
-@compute @workgroup_size(DETAIL_FLOW_WG, DETAIL_FLOW_WG)
-fn detail_flow_region(@builtin(global_invocation_id) gid: vec3<u32>) {
-    if gid.x >= dc.flow_side || gid.y >= dc.flow_side {
-        return;
-    }
-    let f = vec2<i32>(dc.flow_x + i32(gid.x), dc.flow_y + i32(gid.y));
-    var out = vec4<f32>(0.0);
-    if f.x >= 0 && f.y >= 0 && u32(f.x) < dc.grid_width && u32(f.y) < dc.grid_height {
-        let t = cell_texels(f);
-        out = vec4<f32>(t.height.y, t.flow.x, t.flow.y, t.height.w);
-    }
-    detail_flow[gid.y * dc.flow_side + gid.x] = out;
-}
-
 // detail.rs CpuDetail::advance: each listed storage cell takes its pressure head.
 @compute @workgroup_size(DETAIL_LIST_WG)
 fn detail_press(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
@@ -461,20 +556,82 @@ fn detail_force(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
 }
 
+// detail.rs CpuDetail::advance, one substep: `wave_cell` over every cell, then `advect_cell`
+// over every cell reading what it wrote, in one pass. A workgroup covers a tile of window cells
+// (not of storage cells, so that its neighbourhood is one box); it first finds the box of cells
+// its advection reads, computes the wave step there into workgroup memory, and advects from it.
+// Cells around the tile are computed by each workgroup that reads them: at rest nothing but the
+// tile, for a slow current the tile and about five cells around.
 @compute @workgroup_size(DETAIL_WG, DETAIL_WG)
-fn detail_wave(@builtin(global_invocation_id) gid: vec3<u32>) {
-    if gid.x >= dc.window || gid.y >= dc.window {
-        return;
+fn detail_substep(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) local: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let threads = i32(DETAIL_WG * DETAIL_WG);
+    let base = vec2<i32>(wid.xy) * i32(DETAIL_WG);
+    let l = base + vec2<i32>(local.xy);
+    let first = flow_point(base).r;
+    let span = min(flow_point(base + vec2<i32>(i32(DETAIL_WG) - 1)).r + vec2<i32>(2) - first, vec2<i32>(VELOCITY_BOX));
+    for (var k = i32(lid); k < span.x * span.y; k += threads) {
+        let o = vec2<i32>(k % span.x, k / span.x);
+        tile_velocity[o.y * VELOCITY_BOX + o.x] = region_velocity(first + o);
     }
-    detail_out[gid.y * dc.window + gid.x] = wave_cell(invocation_cell(gid));
-}
+    if lid == 0u {
+        atomicStore(&reach_low[0], NO_REACH);
+        atomicStore(&reach_low[1], NO_REACH);
+        atomicStore(&reach_high[0], -NO_REACH);
+        atomicStore(&reach_high[1], -NO_REACH);
+    }
+    workgroupBarrier();
 
-@compute @workgroup_size(DETAIL_WG, DETAIL_WG)
-fn detail_advect(@builtin(global_invocation_id) gid: vec3<u32>) {
-    if gid.x >= dc.window || gid.y >= dc.window {
+    // detail.rs advect_cell: dry cells and cells beyond the window read nothing; still water
+    // reads its own cell.
+    let in_window = inside(l);
+    var wet = false;
+    var velocity = vec2<f32>(0.0);
+    var stencil: AdvectStencil;
+    if in_window && wet_region(flow_cell(l).region) {
+        wet = true;
+        let p = flow_point(l);
+        let a = sampled_velocity(first, span, p.r);
+        let b = sampled_velocity(first, span, p.r + vec2<i32>(1, 0));
+        let d = sampled_velocity(first, span, p.r + vec2<i32>(0, 1));
+        let e = sampled_velocity(first, span, p.r + vec2<i32>(1, 1));
+        velocity = detail_lerp2(detail_lerp2(a, b, p.t.x), detail_lerp2(d, e, p.t.x), p.t.y);
+        var low = l;
+        var high = l;
+        if any(velocity != vec2<f32>(0.0)) {
+            stencil = advect_stencil(l, velocity);
+            low = stencil.first;
+            high = stencil.first + vec2<i32>(5);
+        }
+        atomicMin(&reach_low[0], low.x);
+        atomicMin(&reach_low[1], low.y);
+        atomicMax(&reach_high[0], high.x);
+        atomicMax(&reach_high[1], high.y);
+    }
+    workgroupBarrier();
+
+    // The wave step over the box, inside the window.
+    let n = i32(dc.window);
+    let low = max(vec2<i32>(atomicLoad(&reach_low[0]), atomicLoad(&reach_low[1])), max(base - vec2<i32>(ADVECT_BEHIND), vec2<i32>(0)));
+    let high = min(vec2<i32>(atomicLoad(&reach_high[0]), atomicLoad(&reach_high[1])), min(base + vec2<i32>(i32(DETAIL_WG) - 1 + ADVECT_AHEAD), vec2<i32>(n - 1)));
+    let extent = max(high - low + vec2<i32>(1), vec2<i32>(0));
+    for (var k = i32(lid); k < extent.x * extent.y; k += threads) {
+        let q = low + vec2<i32>(k % extent.x, k / extent.x);
+        waved[box_index(base, q)] = wave_cell(q);
+    }
+    workgroupBarrier();
+
+    if !in_window {
         return;
     }
-    detail_out[gid.y * dc.window + gid.x] = advect_cell(invocation_cell(gid));
+    var out = vec2<f32>(0.0);
+    if wet {
+        if all(velocity == vec2<f32>(0.0)) {
+            out = waved[box_index(base, l)];
+        } else {
+            out = advect_from_box(base, l, stencil);
+        }
+    }
+    detail_out[storage_of(l)] = out;
 }
 
 @compute @workgroup_size(DETAIL_WG, DETAIL_WG)

@@ -130,3 +130,57 @@ fn gpu_detail_queries_arrive_within_the_readback_latency() {
     assert!(arrived.is_some_and(|f| f <= 3), "tiles arrive within 3 frames");
     assert!((g - c).abs() < 2.0e-3 * c.abs().max(0.05));
 }
+
+#[test]
+fn waves_carried_several_cells_a_substep_match_the_cpu() {
+    if !gpu_or_skip("waves_carried_several_cells_a_substep_match_the_cpu") {
+        return;
+    }
+    // A current of 2.8 m/s across the middle of a wide pool, under detail cells of 6.25 cm and
+    // substeps of 0.16 s: the flow carries the waves about 7 cells a substep (5 along each axis), where the GPU's
+    // substep reads farthest from its workgroup's tile. The current runs diagonally, so the
+    // tile's box reaches ahead along one axis and behind along the other. The window sees uniform
+    // flow until what the walls send back reaches it (after about 4 s): the two backends' flows
+    // agree there, so what is compared is the layer.
+    let params = DetailParams { subdivision: 16, window: 256, max_celerity: 0.05, damping: 0.1, rain_rate: 20.0, rain_drop: 0.02, ..DetailParams::default() };
+    let frame_time = 0.16;
+    let cell = 1.0 / params.subdivision as f32;
+    let current = [2.0f32, -2.0];
+    let make = |preference| {
+        let mut sim = Simulation::new(scenarios::flat_pool(Grid::new(64, 64, 1.0).unwrap(), 1.0), Params::default(), preference).unwrap();
+        sim.set_initial_current([-32.0, -32.0], [32.0, 32.0], current).unwrap();
+        sim.set_detail(Some(params)).unwrap();
+        sim.set_detail_focus(0.0, 0.0);
+        sim
+    };
+    let (mut cpu, mut gpu) = (make(BackendPreference::Cpu), make(BackendPreference::Gpu));
+    let reach = (current[0].hypot(current[1]) * frame_time / cell, current[0] * frame_time / cell, current[1] * frame_time / cell);
+    println!("the current carries the waves {:.1} detail cells a substep ({:.1}, {:.1})", reach.0, reach.1, reach.2);
+    let mut worst = (0.0f32, 0.0f32);
+    for frame in 0..20u32 {
+        for sim in [&mut cpu, &mut gpu] {
+            if frame % 5 == 0 {
+                sim.add_ripple(-3.0 + 0.5 * frame as f32, 2.0 - 0.3 * frame as f32, 0.05, 0.5).unwrap();
+            }
+            sim.run_steps(frame_time / 4.0, 4).unwrap();
+        }
+        if frame % 5 == 4 {
+            let (a, b) = (cpu.read_detail().unwrap(), gpu.read_detail().unwrap());
+            let (flow_cpu, flow_gpu) = (cpu.read_state().unwrap(), gpu.read_state().unwrap());
+            let depth_differs = flow_cpu.depth.iter().zip(&flow_gpu.depth).filter(|(x, y)| x != y).count();
+            let scale = a.iter().fold(0.0f32, |m, f| m.max(f[0].abs()));
+            let vscale = a.iter().fold(0.0f32, |m, f| m.max(f[1].abs()));
+            let dh = a.iter().zip(&b).fold(0.0f32, |m, (x, y)| m.max((x[0] - y[0]).abs()));
+            let dv = a.iter().zip(&b).fold(0.0f32, |m, (x, y)| m.max((x[1] - y[1]).abs()));
+            println!(
+                "frame {}: {depth_differs} flow cells' depths differ; h max |Δ| {dh:.3e} of {scale:.3e} m, v max |Δ| {dv:.3e} of {vscale:.3e} m/s",
+                frame + 1
+            );
+            assert!(scale > 1.0e-3, "the layer has waves to compare");
+            worst = (worst.0.max(dh / scale), worst.1.max(dv / vscale));
+        }
+    }
+    println!("largest differences: {:.2e} (h), {:.2e} (v) of the largest on the CPU; tolerance {MAX_DETAIL_DIFFERENCE:e}", worst.0, worst.1);
+    assert!(reach.1.abs() > 4.0 && reach.2.abs() > 4.0, "the test carries the waves more than 4 cells a substep along both axes");
+    assert!(worst.0 < MAX_DETAIL_DIFFERENCE && worst.1 < MAX_DETAIL_DIFFERENCE);
+}

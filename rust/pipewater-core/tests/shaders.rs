@@ -68,11 +68,13 @@ fn the_backend_compiles_exactly_the_files_in_shaders() {
 
 /// What Rust and `detail.wgsl` must agree on: the uniform layout of `DetailConstants` (member
 /// by member, against `offset_of!`), the access of every binding the wgpu backend's layout
-/// declares, and the workgroup sizes the backends dispatch with.
+/// declares, the workgroup sizes the backends dispatch with, and the substep's boxes: the reach
+/// of its advection against `MAX_ADVECTION_CELLS`, and its workgroup memory within the 16 KiB
+/// every Vulkan device and wgpu's default limits allow.
 #[cfg(feature = "gpu")]
 #[test]
 fn the_detail_layouts_and_workgroups_agree_with_the_wgsl() {
-    use pipewater_core::backend::gpu::detail::{BindingUse, DETAIL_BINDINGS, DETAIL_FLOW_WORKGROUP, DETAIL_GROUP, DETAIL_LIST_WORKGROUP, DETAIL_WORKGROUP};
+    use pipewater_core::backend::gpu::detail::{BindingUse, DETAIL_BINDINGS, DETAIL_GROUP, DETAIL_LIST_WORKGROUP, DETAIL_WORKGROUP};
     use pipewater_core::backend::gpu::shaders;
     use pipewater_core::detail::tiles::DETAIL_TILE;
     use pipewater_core::detail::DetailConstants;
@@ -138,10 +140,12 @@ fn the_detail_layouts_and_workgroups_agree_with_the_wgsl() {
     }
 
     let workgroups = [
-        ("detail_flow_region", [DETAIL_FLOW_WORKGROUP, DETAIL_FLOW_WORKGROUP, 1]),
         ("detail_press", [DETAIL_LIST_WORKGROUP, 1, 1]),
-        ("detail_wave", [DETAIL_WORKGROUP, DETAIL_WORKGROUP, 1]),
-        ("detail_advect", [DETAIL_WORKGROUP, DETAIL_WORKGROUP, 1]),
+        ("detail_scroll", [DETAIL_WORKGROUP, DETAIL_WORKGROUP, 1]),
+        ("detail_force", [DETAIL_WORKGROUP, DETAIL_WORKGROUP, 1]),
+        ("detail_substep", [DETAIL_WORKGROUP, DETAIL_WORKGROUP, 1]),
+        ("detail_pack_texels", [DETAIL_WORKGROUP, DETAIL_WORKGROUP, 1]),
+        ("detail_store_image", [DETAIL_WORKGROUP, DETAIL_WORKGROUP, 1]),
         ("detail_gather", [DETAIL_TILE, DETAIL_TILE, 1]),
     ];
     for (entry, size) in workgroups {
@@ -149,4 +153,42 @@ fn the_detail_layouts_and_workgroups_agree_with_the_wgsl() {
         println!("{entry}: workgroup {:?}", e.workgroup_size);
         assert_eq!(e.workgroup_size, size, "{entry}");
     }
+
+    let constant = |name: &str| -> i64 {
+        let (_, k) = module.constants.iter().find(|(_, k)| k.name.as_deref() == Some(name)).unwrap_or_else(|| panic!("const {name}"));
+        match module.global_expressions[k.init] {
+            naga::Expression::Literal(naga::Literal::I32(v)) => v as i64,
+            naga::Expression::Literal(naga::Literal::U32(v)) => v as i64,
+            naga::Expression::Literal(naga::Literal::F32(v)) => v as i64,
+            ref other => panic!("{name}: {other:?}"),
+        }
+    };
+    let reach = pipewater_core::detail::MAX_ADVECTION_CELLS as i64;
+    let (behind, ahead, wave_box, velocity_box) = (constant("ADVECT_BEHIND"), constant("ADVECT_AHEAD"), constant("WAVE_BOX"), constant("VELOCITY_BOX"));
+    println!("substep: reach {reach} cells, advection reads {behind} behind and {ahead} ahead, wave box {wave_box}, velocity box {velocity_box}");
+    assert_eq!(constant("MAX_ADVECTION_CELLS"), reach);
+    assert_eq!((behind, ahead), (reach + 2, reach + 3), "the cubic reads two samples behind its point and three ahead");
+    assert_eq!(wave_box, DETAIL_WORKGROUP as i64 + behind + ahead);
+    assert_eq!(velocity_box, DETAIL_WORKGROUP as i64 + 1, "at subdivision 1 a tile's cells sample one region cell each and one more");
+    // What the substep's entry point uses (snapshot.wgsl's reductions share the module).
+    let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all()).validate(&module).expect("validates");
+    let substep = module.entry_points.iter().position(|e| e.name == "detail_substep").expect("detail_substep");
+    let uses = info.get_entry_point(substep);
+    let mut shared_bytes = 0u32;
+    for (_, var) in module.global_variables.iter().filter(|&(h, v)| v.space == naga::AddressSpace::WorkGroup && !uses[h].is_empty()) {
+        let bytes = module.types[var.ty].inner.size(module.to_ctx());
+        let cells = match module.types[var.ty].inner {
+            naga::TypeInner::Array { size: naga::ArraySize::Constant(n), .. } => n.get() as i64,
+            _ => 1,
+        };
+        println!("workgroup `{}`: {cells} elements, {bytes} bytes", var.name.as_deref().unwrap_or(""));
+        match var.name.as_deref() {
+            Some("waved") => assert_eq!(cells, wave_box * wave_box),
+            Some("tile_velocity") => assert_eq!(cells, velocity_box * velocity_box),
+            _ => {}
+        }
+        shared_bytes += bytes;
+    }
+    println!("detail_substep: {shared_bytes} bytes of workgroup memory (limit 16384)");
+    assert!(shared_bytes <= 16384);
 }

@@ -11,7 +11,7 @@ use godot::classes::rendering_device::{DataFormat, ShaderStage, TextureType, Tex
 use godot::classes::{RdShaderSpirv, RdTextureFormat, RdTextureView, RenderingDevice};
 use godot::prelude::*;
 use parking_lot::Mutex;
-use pipewater_core::backend::gpu::detail::{DETAIL_FLOW_WORKGROUP, DETAIL_LIST_WORKGROUP, DETAIL_WORKGROUP};
+use pipewater_core::backend::gpu::detail::{DETAIL_LIST_WORKGROUP, DETAIL_WORKGROUP};
 use pipewater_core::backend::gpu::shaders;
 use pipewater_core::detail::tiles::{DetailTiles, DETAIL_TILE_BYTES, MAX_DETAIL_TILES_PER_READ};
 use pipewater_core::detail::{DetailConstants, DetailFrame, DetailLayout};
@@ -20,31 +20,44 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 /// The entry points of `detail.wgsl` this backend runs, in [`Entry`] order.
-pub const DETAIL_ENTRY_POINTS: [&str; 8] =
-    ["detail_flow_region", "detail_press", "detail_scroll", "detail_force", "detail_wave", "detail_advect", "detail_store_image", "detail_gather"];
+pub const DETAIL_ENTRY_POINTS: [&str; 6] = ["detail_press", "detail_scroll", "detail_force", "detail_substep", "detail_store_image", "detail_gather"];
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 enum Entry {
-    FlowRegion = 0,
-    Press,
+    Press = 0,
     Scroll,
     Force,
-    Wave,
-    Advect,
+    Substep,
     Image,
     Gather,
 }
 
 /// Which of the two field buffers a pass reads and which it writes: `Forward` reads 0 and
-/// writes 1 (the wave step; the output passes read 0), `Back` reads 1 and writes 0 (advection;
-/// the in-place passes update 0).
+/// writes 1, `Back` reads 1 and writes 0. A substep from field k reads k; an in-place pass on
+/// field k writes k (it updates `detail_out`); the output passes read it.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 enum Direction {
     Forward,
     Back,
 }
 
-/// The flow's resources the region pass reads (`@group(0)` of snapshot.wgsl), and which of the
+impl Direction {
+    /// The direction that reads field `k`.
+    fn reading(k: usize) -> Direction {
+        if k == 0 {
+            Direction::Forward
+        } else {
+            Direction::Back
+        }
+    }
+
+    /// The direction that writes field `k`.
+    fn writing(k: usize) -> Direction {
+        Direction::reading(1 - k)
+    }
+}
+
+/// The flow's resources the passes read (`@group(0)` of snapshot.wgsl), and which of the
 /// backend's two copies of depth and flux they are.
 #[derive(Clone, Copy, Debug)]
 pub struct FlowFields {
@@ -97,8 +110,9 @@ pub struct RdDetail {
     layout: DetailLayout,
     pipelines: Vec<(Program, Rid, Rid)>,
     uniforms: Rid,
-    flow: Rid,
     fields: [Rid; 2],
+    /// Which of `fields` holds the state.
+    current: usize,
     pressure: Rid,
     ripples: List,
     pressed: List,
@@ -150,7 +164,6 @@ impl RdDetail {
             }
         }
         let n = layout.cells();
-        let side = layout.flow_side() as usize;
         let storage = |rd: &mut Gd<RenderingDevice>, bytes: usize| rd.storage_buffer_create(bytes.max(16) as u32);
         let mut format = RdTextureFormat::new_gd();
         format.set_format(DataFormat::R16G16B16A16_SFLOAT);
@@ -162,8 +175,8 @@ impl RdDetail {
         let detail = RdDetail {
             layout,
             uniforms: rd.uniform_buffer_create(std::mem::size_of::<DetailConstants>() as u32),
-            flow: storage(rd, side * side * 16),
             fields: [storage(rd, n * 8), storage(rd, n * 8)],
+            current: 0,
             pressure: storage(rd, n * 4),
             ripples: List::new(rd, 16, 16),
             pressed: List::new(rd, 64, 8),
@@ -180,7 +193,7 @@ impl RdDetail {
             frames: 0,
             epoch: 0,
         };
-        let made = [detail.uniforms, detail.flow, detail.fields[0], detail.fields[1], detail.pressure, detail.gathered, detail.texture];
+        let made = [detail.uniforms, detail.fields[0], detail.fields[1], detail.pressure, detail.gathered, detail.texture];
         if made.iter().any(|r| !r.is_valid()) {
             return Err(Error::Gpu(format!("Godot could not allocate a {0}x{0} detail window", layout.window)));
         }
@@ -205,7 +218,7 @@ impl RdDetail {
 
     /// Puts every wave at rest (a new state was loaded); the hulls' pressure stays.
     pub fn clear(&mut self, rd: &mut Gd<RenderingDevice>) {
-        rd.buffer_clear(self.fields[0], 0, (self.layout.cells() * 8) as u32);
+        rd.buffer_clear(self.fields[self.current], 0, (self.layout.cells() * 8) as u32);
         rd.texture_clear(self.texture, Color::from_rgba(0.0, 0.0, 0.0, 0.0), 0, 1, 0, 1);
         self.queued = None;
         self.tiles.clear();
@@ -243,25 +256,24 @@ impl RdDetail {
         let window = c.window.div_ceil(DETAIL_WORKGROUP);
         let list = rd.compute_list_begin();
         let recorded = (|| -> Result<()> {
-            let side = c.flow_side.div_ceil(DETAIL_FLOW_WORKGROUP);
-            self.dispatch(rd, list, Entry::FlowRegion, Direction::Back, &flow, [side, side])?;
+            let current = self.current;
             if !frame.pressure.is_empty() {
                 let groups = (frame.pressure.len() as u32).div_ceil(DETAIL_LIST_WORKGROUP).clamp(1, 65535);
-                self.dispatch(rd, list, Entry::Press, Direction::Back, &flow, [groups, 1])?;
+                self.dispatch(rd, list, Entry::Press, Direction::reading(current), &flow, [groups, 1])?;
             }
             if frame.scrolls() {
-                self.dispatch(rd, list, Entry::Scroll, Direction::Back, &flow, [window, window])?;
+                self.dispatch(rd, list, Entry::Scroll, Direction::writing(current), &flow, [window, window])?;
             }
             if frame.forces() {
-                self.dispatch(rd, list, Entry::Force, Direction::Back, &flow, [window, window])?;
+                self.dispatch(rd, list, Entry::Force, Direction::writing(current), &flow, [window, window])?;
             }
             for _ in 0..c.substeps {
-                self.dispatch(rd, list, Entry::Wave, Direction::Forward, &flow, [window, window])?;
-                self.dispatch(rd, list, Entry::Advect, Direction::Back, &flow, [window, window])?;
+                self.dispatch(rd, list, Entry::Substep, Direction::reading(self.current), &flow, [window, window])?;
+                self.current = 1 - self.current;
             }
-            self.dispatch(rd, list, Entry::Image, Direction::Forward, &flow, [window, window])?;
+            self.dispatch(rd, list, Entry::Image, Direction::reading(self.current), &flow, [window, window])?;
             if !tiles.is_empty() {
-                self.dispatch(rd, list, Entry::Gather, Direction::Forward, &flow, [tiles.len() as u32, 1])?;
+                self.dispatch(rd, list, Entry::Gather, Direction::reading(self.current), &flow, [tiles.len() as u32, 1])?;
             }
             Ok(())
         })();
@@ -283,7 +295,7 @@ impl RdDetail {
     /// The fields, `(h, v)` per storage cell, waiting for the GPU.
     pub fn read_fields(&self, rd: &mut Gd<RenderingDevice>) -> Result<Vec<[f32; 2]>> {
         let bytes = self.layout.cells() * 8;
-        let data = rd.buffer_get_data_ex(self.fields[0]).offset_bytes(0).size_bytes(bytes as u32).done();
+        let data = rd.buffer_get_data_ex(self.fields[self.current]).offset_bytes(0).size_bytes(bytes as u32).done();
         if data.len() != bytes {
             return Err(Error::Gpu(format!("reading the {bytes}-byte detail fields back returned {} bytes", data.len())));
         }
@@ -318,7 +330,6 @@ impl RdDetail {
             "depth" => flow.depth,
             "flux" => flow.flux,
             "dc" => self.uniforms,
-            "detail_flow" => self.flow,
             "detail_in" => input,
             "detail_out" => output,
             "detail_pressure" => self.pressure,
@@ -396,7 +407,7 @@ impl Drop for RdDetail {
         let Some(mut rd) = main_device() else { return };
         self.drop_sets(&mut rd);
         let pipelines: Vec<Rid> = self.pipelines.iter().flat_map(|(_, s, p)| [*p, *s]).collect();
-        let buffers = [self.uniforms, self.flow, self.fields[0], self.fields[1], self.pressure, self.gathered, self.ripples.buffer, self.pressed.buffer, self.tile_list.buffer, self.texture];
+        let buffers = [self.uniforms, self.fields[0], self.fields[1], self.pressure, self.gathered, self.ripples.buffer, self.pressed.buffer, self.tile_list.buffer, self.texture];
         free_all(&mut rd, pipelines.into_iter().chain(buffers));
     }
 }
@@ -427,10 +438,19 @@ mod tests {
             assert_eq!(p.words[0], 0x0723_0203, "{}: SPIR-V magic number", p.entry_point);
         }
         let find = |name: &str| programs.iter().find(|p| p.entry_point == name).expect(name);
-        // Only the region pass reads the flow (set 0); the wgpu-only texel buffer never reaches
-        // Godot, and the image pass binds the storage image.
-        assert_eq!(find("detail_flow_region").sets(), vec![0, 3]);
-        assert!(programs.iter().filter(|p| p.entry_point != "detail_flow_region").all(|p| p.sets() == vec![3]));
+        // The passes that look at the water read the flow's fields (set 0), the others only their
+        // own; the wgpu-only texel buffer never reaches Godot, and the image pass binds the
+        // storage image.
+        for (entry, sets) in [
+            ("detail_press", vec![3]),
+            ("detail_scroll", vec![3]),
+            ("detail_force", vec![0, 3]),
+            ("detail_substep", vec![0, 3]),
+            ("detail_store_image", vec![0, 3]),
+            ("detail_gather", vec![3]),
+        ] {
+            assert_eq!(find(entry).sets(), sets, "{entry}");
+        }
         assert!(!programs.iter().any(|p| p.bindings.iter().any(|b| b.name == "detail_texels")));
         assert!(find("detail_store_image").bindings.iter().any(|b| b.name == "detail_image" && b.kind == BindingKind::Image));
     }

@@ -2,12 +2,12 @@
 //! the passes of `shaders/detail.wgsl` submitted after each frame's steps, and the readbacks of
 //! what the host asks for (the tiles queries read, the texels an engine copies into a texture).
 //!
-//! * Fields: `(h, v)` per storage cell twice (`fields[0]` holds the state between frames; each
-//!   substep's wave pass writes `fields[1]` and its advection pass writes `fields[0]` back), the
-//!   hulls' pressure, and the flow region the passes sample.
+//! * Fields: `(h, v)` per storage cell twice: each substep reads one and writes the other, and
+//!   `current` says which holds the state between frames. The hulls' pressure. The passes read
+//!   the flow's own fields (group 0), so the layer keeps no copy of the flow region.
 //! * A frame rides in the flow's frame, in its compute pass right after the steps
-//!   ([`GpuDetail::prepare`], [`GpuDetail::dispatch`], [`GpuDetail::finish`]): region, pressure
-//!   list, scroll, forcing, the substeps, and when asked the texels and the gather of tiles,
+//!   ([`GpuDetail::prepare`], [`GpuDetail::dispatch`], [`GpuDetail::finish`]): pressure list,
+//!   scroll, forcing, the substeps, and when asked the texels and the gather of tiles,
 //!   copied into a staging buffer mapped with `map_async`. Nothing waits; what arrived is picked
 //!   up by the next call (a frame or two later, as the backend's snapshots).
 //! * The pipelines are built once per process, like the backend's own ([`GpuContext`]).
@@ -22,8 +22,6 @@ use std::sync::Arc;
 
 /// Side of the square workgroup of the passes over the window (`DETAIL_WG`).
 pub const DETAIL_WORKGROUP: u32 = 16;
-/// Side of the square workgroup of the flow region pass (`DETAIL_FLOW_WG`).
-pub const DETAIL_FLOW_WORKGROUP: u32 = 8;
 /// Workgroup of the list passes (`DETAIL_LIST_WG`).
 pub const DETAIL_LIST_WORKGROUP: u32 = 64;
 
@@ -32,9 +30,8 @@ pub const DETAIL_GROUP: u32 = 3;
 
 /// Bindings of group 3 the wgpu passes use, and whether each is read-only (the storage texture
 /// of binding 10 serves Godot's RenderingDevice only).
-pub const DETAIL_BINDINGS: [(u32, BindingUse); 10] = [
+pub const DETAIL_BINDINGS: [(u32, BindingUse); 9] = [
     (0, BindingUse::Uniform),
-    (1, BindingUse::Storage { read_only: false }),
     (2, BindingUse::Storage { read_only: true }),
     (3, BindingUse::Storage { read_only: false }),
     (4, BindingUse::Storage { read_only: false }),
@@ -60,12 +57,10 @@ pub enum BindingUse {
 /// The layer's pipelines, shared by every simulation of the process.
 pub(super) struct DetailPipelines {
     layout: wgpu::BindGroupLayout,
-    flow_region: wgpu::ComputePipeline,
     press: wgpu::ComputePipeline,
     scroll: wgpu::ComputePipeline,
     force: wgpu::ComputePipeline,
-    wave: wgpu::ComputePipeline,
-    advect: wgpu::ComputePipeline,
+    substep: wgpu::ComputePipeline,
     texels: wgpu::ComputePipeline,
     gather: wgpu::ComputePipeline,
 }
@@ -104,14 +99,18 @@ impl DetailPipelines {
         };
         let desc = wgpu::ShaderModuleDescriptor { label: Some("detail.wgsl"), source: wgpu::ShaderSource::Wgsl(shaders::with_common(&source).into()) };
         // SAFETY: as for the step kernel (context.rs), without naga's injected bounds checks:
-        // every storage index the layer forms is a window cell tested with `inside` or bounded
-        // by the dispatch (`gid < window`), a region cell tested in `region_texel`, a flow cell
-        // tested against the grid, or a list item below a count the host wrote with the list
-        // (ripples and pressure cells also against `arrayLength`); its loops have fixed bounds
-        // or run over those counts. The buffers are sized for the layout in `GpuDetail::new`.
+        // every storage index the layer forms is a window cell tested with `inside`, clamped
+        // into the window or bounded by the dispatch (`gid < window`), a flow cell tested
+        // against the region and the grid (`region_flow_cell`) or a neighbour of one replaced by
+        // the cell itself when off the grid, or a list item below a count the host wrote with
+        // the list (ripples and pressure cells also against `arrayLength`); the substep's
+        // workgroup arrays are indexed inside their boxes (the advection's first sample clamped
+        // to its reach around the cell, the wave box clamped to that reach around the tile, the
+        // velocities tested against their box); its loops have fixed bounds or run over those
+        // counts. The buffers are sized for the layout in `GpuDetail::new`.
         // With naga's checks the layer ran 1.7× as long at a 2048² window on an H100.
         let module = unsafe { device.create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked()) };
-        // Every pass sees the flow's snapshot bindings at group 0 (the region pass reads them):
+        // Every pass sees the flow's snapshot bindings at group 0 (those that read the flow use them):
         // with wgpu 30 on lavapipe a pipeline layout that begins with an empty slot dispatched
         // nothing, without an error.
         let with_flow = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
@@ -130,12 +129,10 @@ impl DetailPipelines {
             })
         };
         let pipelines = DetailPipelines {
-            flow_region: pipeline("detail_flow_region"),
             press: pipeline("detail_press"),
             scroll: pipeline("detail_scroll"),
             force: pipeline("detail_force"),
-            wave: pipeline("detail_wave"),
-            advect: pipeline("detail_advect"),
+            substep: pipeline("detail_substep"),
             texels: pipeline("detail_pack_texels"),
             gather: pipeline("detail_gather"),
             layout,
@@ -214,16 +211,16 @@ pub struct GpuDetail {
     pipelines: Arc<DetailPipelines>,
     layout: DetailLayout,
     uniforms: wgpu::Buffer,
-    flow: wgpu::Buffer,
     fields: [wgpu::Buffer; 2],
+    /// Which of `fields` holds the state.
+    current: usize,
     pressure: wgpu::Buffer,
     ripples: DeviceList,
     pressed: DeviceList,
     tile_list: DeviceList,
     gathered: wgpu::Buffer,
     texels: wgpu::Buffer,
-    /// Group 3 for the wave passes (fields 0 → 1) and for the advection, in-place and output
-    /// passes (1 → 0, reading 0 where they read).
+    /// Group 3 reading `fields[k]` and writing the other, for k = 0, 1 ([`GpuDetail::bind_groups`]).
     groups: Option<[wgpu::BindGroup; 2]>,
     queued: Option<DetailFrame>,
     tiles: DetailTiles,
@@ -241,7 +238,6 @@ impl GpuDetail {
         let pipelines = DetailPipelines::shared(ctx)?;
         let device = &ctx.device;
         let n = layout.cells() as u64;
-        let side = layout.flow_side() as u64;
         let limits = &ctx.limits;
         if n * 16 > limits.max_storage_buffer_binding_size {
             return Err(Error::Gpu(format!("a {0}x{0} detail window needs {1}-byte storage bindings; {2} allows {3}", layout.window, n * 16, ctx.adapter.name, limits.max_storage_buffer_binding_size)));
@@ -251,8 +247,8 @@ impl GpuDetail {
         let detail = GpuDetail {
             ctx: ctx.clone(),
             uniforms: buffer("detail constants", std::mem::size_of::<DetailConstants>() as u64, U::UNIFORM | U::COPY_DST),
-            flow: buffer("detail flow region", side * side * 16, U::STORAGE),
-            fields: [buffer("detail fields 0", n * 8, U::STORAGE | U::COPY_SRC | U::COPY_DST), buffer("detail fields 1", n * 8, U::STORAGE | U::COPY_DST)],
+            fields: [buffer("detail fields 0", n * 8, U::STORAGE | U::COPY_SRC | U::COPY_DST), buffer("detail fields 1", n * 8, U::STORAGE | U::COPY_SRC | U::COPY_DST)],
+            current: 0,
             pressure: buffer("detail pressure", n * 4, U::STORAGE | U::COPY_DST),
             ripples: DeviceList::new(device, "detail ripples", 16, 16),
             pressed: DeviceList::new(device, "detail pressure list", 64, 8),
@@ -282,7 +278,7 @@ impl GpuDetail {
     /// Puts every wave at rest (a new state was loaded); the hulls' pressure stays.
     pub fn clear(&mut self) {
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("detail clear") });
-        encoder.clear_buffer(&self.fields[0], 0, None);
+        encoder.clear_buffer(&self.fields[self.current], 0, None);
         self.ctx.queue.submit([encoder.finish()]);
         self.queued = None;
         self.tiles.clear();
@@ -326,43 +322,43 @@ impl GpuDetail {
 
     /// Dispatches a prepared frame into `pass`, after the flow's steps, reading the flow through
     /// `flow_group` (the backend's snapshot bind group of its current fields).
-    pub fn dispatch(&self, pass: &mut wgpu::ComputePass, flow_group: &wgpu::BindGroup, recording: &DetailRecording) {
-        let Some([forward, back]) = &self.groups else { return };
+    pub fn dispatch(&mut self, pass: &mut wgpu::ComputePass, flow_group: &wgpu::BindGroup, recording: &DetailRecording) {
+        let Some(groups) = &self.groups else { return };
         let (frame, pipelines) = (&recording.frame, &self.pipelines);
         let c = frame.constants;
         let window_groups = c.window.div_ceil(DETAIL_WORKGROUP);
         // Group 0, the flow's fields, stays bound for every pass.
-        pass.set_pipeline(&pipelines.flow_region);
         pass.set_bind_group(0, flow_group, &[]);
-        pass.set_bind_group(DETAIL_GROUP, back, &[]);
-        let side = c.flow_side.div_ceil(DETAIL_FLOW_WORKGROUP);
-        pass.dispatch_workgroups(side, side, 1);
+        // In-place passes update the state through the binding they write; the substeps read it
+        // and write the other field, which then holds it.
+        let mut current = self.current;
         let mut run = |pipeline: &wgpu::ComputePipeline, group: &wgpu::BindGroup, groups: [u32; 2]| {
             pass.set_pipeline(pipeline);
             pass.set_bind_group(DETAIL_GROUP, group, &[]);
             pass.dispatch_workgroups(groups[0].max(1), groups[1].max(1), 1);
         };
         if !frame.pressure.is_empty() {
-            run(&pipelines.press, back, [list_groups(&self.ctx, frame.pressure.len()), 1]);
+            run(&pipelines.press, &groups[current], [list_groups(&self.ctx, frame.pressure.len()), 1]);
         }
         if frame.scrolls() {
-            run(&pipelines.scroll, back, [window_groups; 2]);
+            run(&pipelines.scroll, &groups[1 - current], [window_groups; 2]);
         }
         if frame.forces() {
-            run(&pipelines.force, back, [window_groups; 2]);
+            run(&pipelines.force, &groups[1 - current], [window_groups; 2]);
         }
         for _ in 0..c.substeps {
-            run(&pipelines.wave, forward, [window_groups; 2]);
-            run(&pipelines.advect, back, [window_groups; 2]);
+            run(&pipelines.substep, &groups[current], [window_groups; 2]);
+            current = 1 - current;
         }
         if let Some(slot) = recording.readback {
             if self.slots[slot].texels {
-                run(&pipelines.texels, forward, [window_groups; 2]);
+                run(&pipelines.texels, &groups[current], [window_groups; 2]);
             }
             if !recording.tiles.is_empty() {
-                run(&pipelines.gather, forward, [recording.tiles.len() as u32, 1]);
+                run(&pipelines.gather, &groups[current], [recording.tiles.len() as u32, 1]);
             }
         }
+        self.current = current;
     }
 
     /// Records a dispatched frame's readback copies into `encoder`, after its pass. Returns the
@@ -422,7 +418,7 @@ impl GpuDetail {
             mapped_at_creation: false,
         });
         let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("detail fields read") });
-        encoder.copy_buffer_to_buffer(&self.fields[0], 0, &staging, 0, bytes);
+        encoder.copy_buffer_to_buffer(&self.fields[self.current], 0, &staging, 0, bytes);
         let index = self.ctx.queue.submit([encoder.finish()]);
         let state = Arc::new(AtomicU32::new(SLOT_PENDING));
         let flag = state.clone();
@@ -440,13 +436,13 @@ impl GpuDetail {
         Ok(fields)
     }
 
-    /// The group-3 bind groups: fields 0 → 1 (wave), and 1 → 0 (advection; in place and output
-    /// passes update or read 0 through the other binding).
+    /// The group-3 bind groups: `detail_in` fields 0 and `detail_out` fields 1, and the reverse.
+    /// A substep from field k binds the k-th; an in-place pass on field k binds the other (it
+    /// updates `detail_out`); the output passes read field k through the k-th.
     fn bind_groups(&self) -> [wgpu::BindGroup; 2] {
         let make = |input: &wgpu::Buffer, output: &wgpu::Buffer, label: &str| {
             let buffers = [
                 &self.uniforms,
-                &self.flow,
                 input,
                 output,
                 &self.pressure,

@@ -930,7 +930,7 @@ impl Backend for GpuBackend {
                 self.record_snapshot(&mut pass, read);
             }
             // The detail waves, in the same pass, over the fields the steps left.
-            if let (Some(detail), Some(frame)) = (&self.detail, &detail_frame) {
+            if let (Some(detail), Some(frame)) = (&mut self.detail, &detail_frame) {
                 detail.dispatch(&mut pass, &self.snapshot_groups[self.current], frame);
             }
         }
