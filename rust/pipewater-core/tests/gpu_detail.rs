@@ -17,6 +17,23 @@ use pipewater_core::{scenarios, BackendPreference, Grid, Params, Simulation};
 /// differences stay at the size of the rounding.
 const MAX_DETAIL_DIFFERENCE: f32 = 1.0e-3;
 
+/// How far the GPU's fields `gpu` lie from the CPU's `cpu`: the largest height and vertical
+/// velocity on the CPU, and the largest difference of each.
+struct Spread {
+    scale: f32,
+    vscale: f32,
+    dh: f32,
+    dv: f32,
+}
+
+impl Spread {
+    fn between(cpu: &[[f32; 2]], gpu: &[[f32; 2]]) -> Spread {
+        let largest = |k: usize| cpu.iter().fold(0.0f32, |m, f| m.max(f[k].abs()));
+        let difference = |k: usize| cpu.iter().zip(gpu).fold(0.0f32, |m, (x, y)| m.max((x[k] - y[k]).abs()));
+        Spread { scale: largest(0), vscale: largest(1), dh: difference(0), dv: difference(1) }
+    }
+}
+
 /// A valley with a river running through it, moving water over ground of every depth.
 fn valley(preference: BackendPreference) -> Simulation {
     let g = Grid::new(48, 40, 1.0).unwrap();
@@ -57,10 +74,7 @@ fn detail_waves_on_the_gpu_match_the_cpu() {
         if frame % 30 == 29 {
             let (a, b) = (cpu.read_detail().unwrap(), gpu.read_detail().unwrap());
             assert_eq!(cpu.detail_window().unwrap().origin, gpu.detail_window().unwrap().origin);
-            let scale = a.iter().fold(0.0f32, |m, f| m.max(f[0].abs()));
-            let vscale = a.iter().fold(0.0f32, |m, f| m.max(f[1].abs()));
-            let dh = a.iter().zip(&b).fold(0.0f32, |m, (x, y)| m.max((x[0] - y[0]).abs()));
-            let dv = a.iter().zip(&b).fold(0.0f32, |m, (x, y)| m.max((x[1] - y[1]).abs()));
+            let Spread { scale, vscale, dh, dv } = Spread::between(&a, &b);
             let identical = a.iter().zip(&b).filter(|(x, y)| x[0].to_bits() == y[0].to_bits() && x[1].to_bits() == y[1].to_bits()).count();
             println!(
                 "frame {}: h max |Δ| {dh:.3e} of {scale:.3e} m, v max |Δ| {dv:.3e} of {vscale:.3e} m/s; {identical} of {} cells identical to the bit",
@@ -168,10 +182,7 @@ fn waves_carried_several_cells_a_substep_match_the_cpu() {
             let (a, b) = (cpu.read_detail().unwrap(), gpu.read_detail().unwrap());
             let (flow_cpu, flow_gpu) = (cpu.read_state().unwrap(), gpu.read_state().unwrap());
             let depth_differs = flow_cpu.depth.iter().zip(&flow_gpu.depth).filter(|(x, y)| x != y).count();
-            let scale = a.iter().fold(0.0f32, |m, f| m.max(f[0].abs()));
-            let vscale = a.iter().fold(0.0f32, |m, f| m.max(f[1].abs()));
-            let dh = a.iter().zip(&b).fold(0.0f32, |m, (x, y)| m.max((x[0] - y[0]).abs()));
-            let dv = a.iter().zip(&b).fold(0.0f32, |m, (x, y)| m.max((x[1] - y[1]).abs()));
+            let Spread { scale, vscale, dh, dv } = Spread::between(&a, &b);
             println!(
                 "frame {}: {depth_differs} flow cells' depths differ; h max |Δ| {dh:.3e} of {scale:.3e} m, v max |Δ| {dv:.3e} of {vscale:.3e} m/s",
                 frame + 1
