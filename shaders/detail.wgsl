@@ -207,13 +207,13 @@ fn region_flow_cell(r: vec2<i32>) -> vec2<i32> {
     return f;
 }
 
-// detail.rs region_texel, its depth: cell_texels' depth texel.
+// detail.rs region_texel, its depth: cell_texels' depth texel. Without a branch, so that a
+// caller's loads are issued together: beyond the region it reads cell 0 and answers zero.
 fn region_depth(r: vec2<i32>) -> f32 {
     let f = region_flow_cell(r);
-    if f.x < 0 {
-        return 0.0;
-    }
-    return f32(depth[u32(f.y) * c.width + u32(f.x)]) * DEPTH_QUANTUM;
+    let on_grid = f.x >= 0;
+    let i = select(0u, u32(f.y) * c.width + u32(f.x), on_grid);
+    return select(0.0, f32(depth[i]) * DEPTH_QUANTUM, on_grid);
 }
 
 // detail.rs region_texel, its velocity: cell_texels' flow texel (the same sums), with every
@@ -286,16 +286,6 @@ fn detail_lerp(a: f32, b: f32, t: f32) -> f32 {
     return a + (b - a) * t;
 }
 
-// detail.rs flow_sample, its depth.
-fn flow_depth(l: vec2<i32>) -> f32 {
-    let p = flow_point(l);
-    let a = region_depth(p.r);
-    let b = region_depth(p.r + vec2<i32>(1, 0));
-    let d = region_depth(p.r + vec2<i32>(0, 1));
-    let e = region_depth(p.r + vec2<i32>(1, 1));
-    return detail_lerp(detail_lerp(a, b, p.t.x), detail_lerp(d, e, p.t.x), p.t.y);
-}
-
 // detail.rs celerity_squared.
 fn celerity_squared(depth: f32) -> f32 {
     return min(dc.gravity * max(depth, 0.0), dc.max_celerity_squared);
@@ -312,28 +302,95 @@ fn sponge_factor(l: vec2<i32>) -> f32 {
     return 1.0 / (1.0 + dc.sponge_rate * depth * depth);
 }
 
-// detail.rs wave_cell, with detail.rs neighbour_surface inlined.
+// Depths of the 3 × 3 region cells around region cell r, row-major from r − (1, 1): each is
+// region_depth's (zero beyond the region or the grid), the bounds tested once a row and column.
+fn region_block(r: vec2<i32>) -> array<f32, 9> {
+    let side = i32(dc.flow_side);
+    var columns: array<u32, 3>;
+    var rows: array<u32, 3>;
+    var column_on: array<bool, 3>;
+    var row_on: array<bool, 3>;
+    for (var k = 0; k < 3; k++) {
+        let x = r.x - 1 + k;
+        let y = r.y - 1 + k;
+        let fx = dc.flow_x + x;
+        let fy = dc.flow_y + y;
+        column_on[k] = x >= 0 && x < side && fx >= 0 && u32(fx) < dc.grid_width;
+        row_on[k] = y >= 0 && y < side && fy >= 0 && u32(fy) < dc.grid_height;
+        columns[k] = select(0u, u32(fx), column_on[k]);
+        rows[k] = select(0u, u32(fy) * c.width, row_on[k]);
+    }
+    var block: array<f32, 9>;
+    for (var k = 0; k < 9; k++) {
+        let on_grid = row_on[k / 3] && column_on[k % 3];
+        let i = select(0u, rows[k / 3] + columns[k % 3], on_grid);
+        block[k] = select(0.0, f32(depth[i]) * DEPTH_QUANTUM, on_grid);
+    }
+    return block;
+}
+
+// Storage index along one axis of window coordinate x, 0 <= x < window (storage_of's wrap).
+fn storage_axis(start: i32, x: i32) -> i32 {
+    let n = i32(dc.window);
+    let s = start + x;
+    return select(s, s - n, s >= n);
+}
+
+// detail.rs wave_cell, with detail.rs neighbour_surface inlined. Every load of the cell is
+// issued before the first test, at an index inside the window or on the grid: its field and its
+// neighbours' (clamped into the window), and the depths of the 3 × 3 region cells around its
+// own, which hold its neighbours' wetness and the four depths its own is interpolated from
+// (flow_point's cell is the region cell's or the one before, on each axis: detail.rs's test
+// a_cells_depth_is_interpolated_from_the_block_around_its_flow_cell). The sums then follow
+// detail.rs's order.
 fn wave_cell(l: vec2<i32>) -> vec2<f32> {
     let f = flow_cell(l);
-    if !wet_region(f.region) {
-        return vec2<f32>(0.0);
+    let p = flow_point(l);
+    let n = i32(dc.window);
+    let s = i32(dc.subdivision);
+    var columns: array<i32, 3>;
+    var rows: array<i32, 3>;
+    for (var k = 0; k < 3; k++) {
+        columns[k] = storage_axis(dc.storage_x, clamp(l.x - 1 + k, 0, n - 1));
+        rows[k] = storage_axis(dc.storage_y, clamp(l.y - 1 + k, 0, n - 1)) * n;
     }
-    let depth = flow_depth(l);
-    let i = storage_of(l);
+    let block = region_block(f.region);
+    let i = u32(rows[1] + columns[1]);
     let hv = detail_in[i];
     let own = hv.x + detail_pressure[i];
-    // Every neighbour's loads first, at an index inside the window, then the sums in
-    // detail.rs's order: the loads of a cell are issued together, not one after the other.
-    let n = i32(dc.window);
     var offsets = array<vec2<i32>, 8>(vec2<i32>(1, 0), vec2<i32>(0, 1), vec2<i32>(-1, 0), vec2<i32>(0, -1), vec2<i32>(1, 1), vec2<i32>(-1, 1), vec2<i32>(-1, -1), vec2<i32>(1, -1));
+    var wet_mask = 0u;
+    for (var k = 0; k < 9; k++) {
+        wet_mask |= select(0u, 1u << u32(k), block[k] > WET_DEPTH);
+    }
     var surfaces: array<f32, 8>;
     for (var k = 0; k < 8; k++) {
         let o = offsets[k];
-        let q = l + o;
-        let j = storage_of(clamp(q, vec2<i32>(0), vec2<i32>(n - 1)));
+        let j = u32(rows[o.y + 1] + columns[o.x + 1]);
         let surface = detail_in[j].x + detail_pressure[j];
-        surfaces[k] = select(select(own, surface, wet_region(flow_cell_beside(f, o))), 0.0, !inside(q));
+        // flow_cell_beside, as a cell of the block.
+        let w = f.within + o;
+        let beside = vec2<i32>(1) + select(vec2<i32>(0), vec2<i32>(-1), w < vec2<i32>(0)) + select(vec2<i32>(0), vec2<i32>(1), w >= vec2<i32>(s));
+        let wet = ((wet_mask >> u32(beside.y * 3 + beside.x)) & 1u) != 0u;
+        surfaces[k] = select(select(own, surface, wet), 0.0, !inside(l + o));
     }
+    if (wet_mask & 16u) == 0u {
+        return vec2<f32>(0.0);
+    }
+    // flow_depth: the 2 × 2 region cells from p.r, one of the block's four corners.
+    let right = p.r.x == f.region.x;
+    let up = p.r.y == f.region.y;
+    let low0 = select(block[0], block[3], up);
+    let low1 = select(block[1], block[4], up);
+    let low2 = select(block[2], block[5], up);
+    let high0 = select(block[3], block[6], up);
+    let high1 = select(block[4], block[7], up);
+    let high2 = select(block[5], block[8], up);
+    let a = select(low0, low1, right);
+    let b = select(low1, low2, right);
+    let d = select(high0, high1, right);
+    let e = select(high1, high2, right);
+    let depth = detail_lerp(detail_lerp(a, b, p.t.x), detail_lerp(d, e, p.t.x), p.t.y);
     var orthogonal = 0.0;
     orthogonal += surfaces[0] - own;
     orthogonal += surfaces[1] - own;
@@ -422,13 +479,11 @@ fn box_index(base: vec2<i32>, q: vec2<i32>) -> i32 {
     return o.y * WAVE_BOX + o.x;
 }
 
-// The velocity of region cell r: from the part of the workgroup's box it filled (`span` cells
-// from `first`), or computed where a cell samples outside it (which the span's bounds rule out).
+// The velocity of region cell r, from the part of the workgroup's box it filled (`span` cells
+// from `first`: every region cell its tile samples, by the span's bounds; the clamp only keeps
+// the index in the box).
 fn sampled_velocity(first: vec2<i32>, span: vec2<i32>, r: vec2<i32>) -> vec2<f32> {
-    let o = r - first;
-    if o.x < 0 || o.y < 0 || o.x >= span.x || o.y >= span.y {
-        return region_velocity(r);
-    }
+    let o = clamp(r - first, vec2<i32>(0), span - vec2<i32>(1));
     return tile_velocity[o.y * VELOCITY_BOX + o.x];
 }
 
@@ -437,24 +492,17 @@ fn detail_lerp2(a: vec2<f32>, b: vec2<f32>, t: f32) -> vec2<f32> {
 }
 
 // detail.rs advect_cell of a wet, moving window cell l, reading the wave step's output from
-// `waved`: the same sums in the same order.
+// `waved`: the same sums in the same order. Samples beyond the window are zeros in the box,
+// where detail.rs skips them: adding a zero product changes no sum.
 fn advect_from_box(base: vec2<i32>, l: vec2<i32>, s: AdvectStencil) -> vec2<f32> {
-    let n = i32(dc.window);
     var wx = s.wx;
     var wy = s.wy;
+    let corner = box_index(base, s.first);
     var out = vec2<f32>(0.0);
     for (var j = 0; j < 6; j++) {
-        let y = s.first.y + j;
-        if y < 0 || y >= n {
-            continue;
-        }
         var row = vec2<f32>(0.0);
         for (var i = 0; i < 6; i++) {
-            let x = s.first.x + i;
-            if x < 0 || x >= n {
-                continue;
-            }
-            let sample = waved[box_index(base, vec2<i32>(x, y))];
+            let sample = waved[corner + j * WAVE_BOX + i];
             row.x += wx[i] * sample.x;
             row.y += wx[i] * sample.y;
         }
@@ -568,6 +616,8 @@ fn detail_substep(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
     let base = vec2<i32>(wid.xy) * i32(DETAIL_WG);
     let l = base + vec2<i32>(local.xy);
     let first = flow_point(base).r;
+    // The cell's own wetness is loaded with the velocities, not after them.
+    let own_wet = wet_region(flow_cell(l).region);
     let span = min(flow_point(base + vec2<i32>(i32(DETAIL_WG) - 1)).r + vec2<i32>(2) - first, vec2<i32>(VELOCITY_BOX));
     for (var k = i32(lid); k < span.x * span.y; k += threads) {
         let o = vec2<i32>(k % span.x, k / span.x);
@@ -587,7 +637,7 @@ fn detail_substep(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
     var wet = false;
     var velocity = vec2<f32>(0.0);
     var stencil: AdvectStencil;
-    if in_window && wet_region(flow_cell(l).region) {
+    if in_window && own_wet {
         wet = true;
         let p = flow_point(l);
         let a = sampled_velocity(first, span, p.r);
@@ -610,13 +660,16 @@ fn detail_substep(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
     workgroupBarrier();
 
     // The wave step over the box, inside the window.
-    let n = i32(dc.window);
-    let low = max(vec2<i32>(atomicLoad(&reach_low[0]), atomicLoad(&reach_low[1])), max(base - vec2<i32>(ADVECT_BEHIND), vec2<i32>(0)));
-    let high = min(vec2<i32>(atomicLoad(&reach_high[0]), atomicLoad(&reach_high[1])), min(base + vec2<i32>(i32(DETAIL_WG) - 1 + ADVECT_AHEAD), vec2<i32>(n - 1)));
+    let low = max(vec2<i32>(atomicLoad(&reach_low[0]), atomicLoad(&reach_low[1])), base - vec2<i32>(ADVECT_BEHIND));
+    let high = min(vec2<i32>(atomicLoad(&reach_high[0]), atomicLoad(&reach_high[1])), base + vec2<i32>(i32(DETAIL_WG) - 1 + ADVECT_AHEAD));
     let extent = max(high - low + vec2<i32>(1), vec2<i32>(0));
     for (var k = i32(lid); k < extent.x * extent.y; k += threads) {
         let q = low + vec2<i32>(k % extent.x, k / extent.x);
-        waved[box_index(base, q)] = wave_cell(q);
+        var h = vec2<f32>(0.0);
+        if inside(q) {
+            h = wave_cell(q);
+        }
+        waved[box_index(base, q)] = h;
     }
     workgroupBarrier();
 

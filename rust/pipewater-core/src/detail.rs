@@ -520,16 +520,23 @@ pub fn wet_region(c: &DetailConstants, flow: &[[f32; 4]], r: [i32; 2]) -> bool {
     region_texel(c, flow, r)[3] > 0.0
 }
 
-/// The flow's depth (m) and velocity (local X, Z; m/s) under window cell `l`, bilinear at its
-/// centre between the flow cells' centres.
+/// Where [`flow_sample`] samples window cell `l`: the region cell of its first sample and the
+/// weights of the next ones along each axis.
 #[inline(always)]
-pub fn flow_sample(c: &DetailConstants, flow: &[[f32; 4]], l: [i32; 2]) -> (f32, [f32; 2]) {
+pub fn flow_point(c: &DetailConstants, l: [i32; 2]) -> ([i32; 2], [f32; 2]) {
     // Region coordinates of the cell's centre: region cell r spans [r, r + 1), its centre r + 0.5.
     // Both are positive: truncation is the floor.
     let fx = ((c.phase_x + l[0]) as f32 + 0.5) * c.inverse_subdivision + 0.5;
     let fy = ((c.phase_y + l[1]) as f32 + 0.5) * c.inverse_subdivision + 0.5;
     let r = [fx as i32, fy as i32];
-    let (tx, ty) = (fx - r[0] as f32, fy - r[1] as f32);
+    (r, [fx - r[0] as f32, fy - r[1] as f32])
+}
+
+/// The flow's depth (m) and velocity (local X, Z; m/s) under window cell `l`, bilinear at its
+/// centre between the flow cells' centres.
+#[inline(always)]
+pub fn flow_sample(c: &DetailConstants, flow: &[[f32; 4]], l: [i32; 2]) -> (f32, [f32; 2]) {
+    let (r, [tx, ty]) = flow_point(c, l);
     let a = region_texel(c, flow, r);
     let b = region_texel(c, flow, [r[0] + 1, r[1]]);
     let d = region_texel(c, flow, [r[0], r[1] + 1]);
@@ -1122,6 +1129,32 @@ mod tests {
         assert!(integral.abs() < 1e-6);
         assert_eq!(ripple_shape(0.0), 1.0);
         assert_eq!(ripple_shape(1.0), 0.0);
+    }
+
+    #[test]
+    fn a_cells_depth_is_interpolated_from_the_block_around_its_flow_cell() {
+        // detail.wgsl's wave step reads the 3 × 3 flow cells around a cell's own and takes the
+        // 2 × 2 that flow_sample interpolates from out of them: that needs flow_sample's first
+        // cell to be the own one or the one before, on each axis, for every subdivision, phase
+        // and window cell (the float quotient rounds, the integer one does not).
+        let (mut own, mut before) = (0u64, 0u64);
+        for s in 1..=MAX_SUBDIVISION as i32 {
+            for phase in 0..s {
+                let c = DetailConstants { subdivision: s as u32, inverse_subdivision: 1.0 / s as f32, phase_x: phase, ..Zeroable::zeroed() };
+                for x in 0..WINDOW_RANGE.1 as i32 {
+                    let region = flow_cell(&c, [x, 0]).region[0];
+                    let first = flow_point(&c, [x, 0]).0[0];
+                    assert!(first == region || first == region - 1, "subdivision {s}, phase {phase}, cell {x}: flow cell {region}, first sample {first}");
+                    if first == region {
+                        own += 1;
+                    } else {
+                        before += 1;
+                    }
+                }
+            }
+        }
+        println!("first samples: {own} in the own flow cell, {before} in the one before, none elsewhere");
+        assert!(own > 0 && before > 0);
     }
 
     #[test]
