@@ -493,7 +493,7 @@ fn detail_lerp2(a: vec2<f32>, b: vec2<f32>, t: f32) -> vec2<f32> {
 
 // detail.rs advect_cell of a wet, moving window cell l, reading the wave step's output from
 // `waved`: the same sums in the same order. Samples beyond the window are zeros in the box,
-// where detail.rs skips them: adding a zero product changes no sum.
+// where detail.rs skips them: adding a zero product changes no sum's value.
 fn advect_from_box(base: vec2<i32>, l: vec2<i32>, s: AdvectStencil) -> vec2<f32> {
     var wx = s.wx;
     var wy = s.wy;
@@ -659,7 +659,8 @@ fn detail_substep(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
     }
     workgroupBarrier();
 
-    // The wave step over the box, inside the window.
+    // The wave step over the box; its cells beyond the window hold zeros (advect_from_box reads
+    // them without tests).
     let low = max(vec2<i32>(atomicLoad(&reach_low[0]), atomicLoad(&reach_low[1])), base - vec2<i32>(ADVECT_BEHIND));
     let high = min(vec2<i32>(atomicLoad(&reach_high[0]), atomicLoad(&reach_high[1])), base + vec2<i32>(i32(DETAIL_WG) - 1 + ADVECT_AHEAD));
     let extent = max(high - low + vec2<i32>(1), vec2<i32>(0));
