@@ -304,6 +304,9 @@ fn sponge_factor(l: vec2<i32>) -> f32 {
 
 // Depths of the 3 × 3 region cells around region cell r, row-major from r − (1, 1): each is
 // region_depth's (zero beyond the region or the grid), the bounds tested once a row and column.
+// region_flow_cell's test and storage_of's and flow_cell_beside's arithmetic are written out
+// again here and in wave_cell on purpose: one per-axis helper serving both was measured slower on
+// the H100 (2048² window 0.217 → 0.224 ms a frame, default window +0.2 points; BENCHMARKS).
 fn region_block(r: vec2<i32>) -> array<f32, 9> {
     let side = i32(dc.flow_side);
     var columns: array<u32, 3>;
