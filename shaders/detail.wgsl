@@ -607,25 +607,55 @@ fn detail_force(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
 }
 
+// Cell k of the box of `extent` cells from `low` less the workgroup's tile at `base` (which the
+// box contains), row by row: the rows above the tile, the cells beside it, the rows below.
+fn ring_cell(low: vec2<i32>, extent: vec2<i32>, base: vec2<i32>, k: i32) -> vec2<i32> {
+    let tile = i32(DETAIL_WG);
+    let corner = base - low;
+    let above = corner.y * extent.x;
+    let beside_row = extent.x - tile;
+    let beside = beside_row * tile;
+    if k < above {
+        return low + vec2<i32>(k % extent.x, k / extent.x);
+    }
+    let m = k - above;
+    if m < beside {
+        let column = m % beside_row;
+        let x = select(column + tile, column, column < corner.x);
+        return low + vec2<i32>(x, corner.y + m / beside_row);
+    }
+    let b = m - beside;
+    return low + vec2<i32>(b % extent.x, corner.y + tile + b / extent.x);
+}
+
 // detail.rs CpuDetail::advance, one substep: `wave_cell` over every cell, then `advect_cell`
 // over every cell reading what it wrote, in one pass. A workgroup covers a tile of window cells
-// (not of storage cells, so that its neighbourhood is one box); it first finds the box of cells
-// its advection reads, computes the wave step there into workgroup memory, and advects from it.
-// Cells around the tile are computed by each workgroup that reads them: at rest nothing but the
-// tile, for a slow current the tile and about five cells around.
+// (not of storage cells, so that its neighbourhood is one box); it computes the wave step of its
+// tile into workgroup memory while it finds the box of cells its advection reads, then the wave
+// step of the rest of that box, and advects from it. Cells around the tile are computed by each
+// workgroup that reads them: at rest nothing but the tile, for a slow current the tile and about
+// five cells around.
 @compute @workgroup_size(DETAIL_WG, DETAIL_WG)
 fn detail_substep(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) local: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let threads = i32(DETAIL_WG * DETAIL_WG);
     let base = vec2<i32>(wid.xy) * i32(DETAIL_WG);
     let l = base + vec2<i32>(local.xy);
     let first = flow_point(base).r;
-    // The cell's own wetness is loaded with the velocities, not after them.
+    // The tile is always part of the box, so its own wave step waits for no reach: it is computed
+    // before the first barrier, beside the velocities, and only the ring of the box around the
+    // tile waits for the reach. The cell's own wetness is loaded there too.
+    let in_window = inside(l);
     let own_wet = wet_region(flow_cell(l).region);
     let span = min(flow_point(base + vec2<i32>(i32(DETAIL_WG) - 1)).r + vec2<i32>(2) - first, vec2<i32>(VELOCITY_BOX));
     for (var k = i32(lid); k < span.x * span.y; k += threads) {
         let o = vec2<i32>(k % span.x, k / span.x);
         tile_velocity[o.y * VELOCITY_BOX + o.x] = region_velocity(first + o);
     }
+    var own_wave = vec2<f32>(0.0);
+    if in_window {
+        own_wave = wave_cell(l);
+    }
+    waved[box_index(base, l)] = own_wave;
     if lid == 0u {
         atomicStore(&reach_low[0], NO_REACH);
         atomicStore(&reach_low[1], NO_REACH);
@@ -636,7 +666,6 @@ fn detail_substep(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
 
     // detail.rs advect_cell: dry cells and cells beyond the window read nothing; still water
     // reads its own cell.
-    let in_window = inside(l);
     var wet = false;
     var velocity = vec2<f32>(0.0);
     var stencil: AdvectStencil;
@@ -648,27 +677,24 @@ fn detail_substep(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
         let d = sampled_velocity(first, span, p.r + vec2<i32>(0, 1));
         let e = sampled_velocity(first, span, p.r + vec2<i32>(1, 1));
         velocity = detail_lerp2(detail_lerp2(a, b, p.t.x), detail_lerp2(d, e, p.t.x), p.t.y);
-        var low = l;
-        var high = l;
         if any(velocity != vec2<f32>(0.0)) {
             stencil = advect_stencil(l, velocity);
-            low = stencil.first;
-            high = stencil.first + vec2<i32>(5);
+            atomicMin(&reach_low[0], stencil.first.x);
+            atomicMin(&reach_low[1], stencil.first.y);
+            atomicMax(&reach_high[0], stencil.first.x + 5);
+            atomicMax(&reach_high[1], stencil.first.y + 5);
         }
-        atomicMin(&reach_low[0], low.x);
-        atomicMin(&reach_low[1], low.y);
-        atomicMax(&reach_high[0], high.x);
-        atomicMax(&reach_high[1], high.y);
     }
     workgroupBarrier();
 
-    // The wave step over the box; its cells beyond the window hold zeros (advect_from_box reads
-    // them without tests).
-    let low = max(vec2<i32>(atomicLoad(&reach_low[0]), atomicLoad(&reach_low[1])), base - vec2<i32>(ADVECT_BEHIND));
-    let high = min(vec2<i32>(atomicLoad(&reach_high[0]), atomicLoad(&reach_high[1])), base + vec2<i32>(i32(DETAIL_WG) - 1 + ADVECT_AHEAD));
-    let extent = max(high - low + vec2<i32>(1), vec2<i32>(0));
-    for (var k = i32(lid); k < extent.x * extent.y; k += threads) {
-        let q = low + vec2<i32>(k % extent.x, k / extent.x);
+    // The wave step over the ring of the box around the tile; its cells beyond the window hold
+    // zeros (advect_from_box reads them without tests).
+    let tile_high = base + vec2<i32>(i32(DETAIL_WG) - 1);
+    let low = clamp(vec2<i32>(atomicLoad(&reach_low[0]), atomicLoad(&reach_low[1])), base - vec2<i32>(ADVECT_BEHIND), base);
+    let high = clamp(vec2<i32>(atomicLoad(&reach_high[0]), atomicLoad(&reach_high[1])), tile_high, tile_high + vec2<i32>(ADVECT_AHEAD));
+    let extent = high - low + vec2<i32>(1);
+    for (var k = i32(lid); k < extent.x * extent.y - threads; k += threads) {
+        let q = ring_cell(low, extent, base, k);
         var h = vec2<f32>(0.0);
         if inside(q) {
             h = wave_cell(q);
@@ -683,7 +709,7 @@ fn detail_substep(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
     var out = vec2<f32>(0.0);
     if wet {
         if all(velocity == vec2<f32>(0.0)) {
-            out = waved[box_index(base, l)];
+            out = own_wave;
         } else {
             out = advect_from_box(base, l, stencil);
         }
