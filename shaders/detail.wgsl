@@ -18,8 +18,10 @@
 // The flow region (detail.rs `CpuDetail::read_flow`) is never stored: a pass reads a flow cell's
 // depth straight from the flow's `depth` (the depth texel of `cell_texels`, whose wetness follows
 // from it), and the substep computes the velocities its tile samples with `cell_texels` into
-// workgroup memory. Group 0 is snapshot.wgsl's (the flow's constants and fields); the layer's own
-// bindings are in group 3. Each backend compiles only the entry points it uses.
+// workgroup memory. Group 0 holds snapshot.wgsl's first four bindings, read only: the flow's
+// constants and the copy of its fields that the frame's first step reads, so that nothing orders
+// the layer after that step and the two run side by side. The layer's own bindings are in group 3.
+// Each backend compiles only the entry points it uses.
 
 struct DetailConstants {
     window: u32,

@@ -8,7 +8,8 @@ use gpu_support::*;
 use pipewater_core::bodies::{couple, Body, HullShape};
 use pipewater_core::detail::DetailParams;
 use pipewater_core::glam::Vec3;
-use pipewater_core::{scenarios, BackendPreference, Grid, Params, Simulation};
+use pipewater_core::quanta::DEPTH_QUANTUM;
+use pipewater_core::{scenarios, BackendPreference, Grid, Params, Simulation, State};
 
 /// Largest difference of a detail height or vertical velocity between the backends, as a
 /// fraction of the largest on the CPU. Both run the same operations in the same order; a GPU may
@@ -194,4 +195,69 @@ fn waves_carried_several_cells_a_substep_match_the_cpu() {
     println!("largest differences: {:.2e} (h), {:.2e} (v) of the largest on the CPU; tolerance {MAX_DETAIL_DIFFERENCE:e}", worst.0, worst.1);
     assert!(reach.1.abs() > 4.0 && reach.2.abs() > 4.0, "the test carries the waves more than 4 cells a substep along both axes");
     assert!(worst.0 < MAX_DETAIL_DIFFERENCE && worst.1 < MAX_DETAIL_DIFFERENCE);
+}
+
+/// Which water the layer reads (`Backend::queue_detail`): the water the frame's first step reads,
+/// after that step's sources and drains and before the step. One frame of one substep: a ripple
+/// over a dam (a pool 1 m deep beside dry ground) and one over a source that pours onto dry
+/// ground in the same frame. The waves must stand over the pool and over the source's water, and
+/// nowhere on the ground the step itself wetted beside the dam; on both backends, which agree.
+#[test]
+fn the_layer_reads_the_water_the_first_step_reads() {
+    if !gpu_or_skip("the_layer_reads_the_water_the_first_step_reads") {
+        return;
+    }
+    const POOL_COLUMNS: u32 = 8;
+    const SOURCE_COLUMNS: u32 = 14;
+    let g = Grid::new(24, 24, 1.0).unwrap();
+    let mut fields = Vec::new();
+    for preference in [BackendPreference::Cpu, BackendPreference::Gpu] {
+        let mut state = State::new(g);
+        for y in 0..g.height {
+            for x in 0..POOL_COLUMNS {
+                state.depth[(y * g.width + x) as usize] = (1.0 / DEPTH_QUANTUM) as i32;
+            }
+        }
+        let mut sim = Simulation::new(state, Params::default(), preference).unwrap();
+        sim.set_detail(Some(DetailParams { window: 128, ..DetailParams::default() })).unwrap();
+        sim.add_source(6.5, 0.5, 50.0, 1.5).unwrap();
+        assert!(sim.add_ripple(-4.0, 0.0, 0.1, 3.0).unwrap() && sim.add_ripple(6.5, 0.5, 0.1, 2.0).unwrap());
+        sim.run_steps(0.05, 1).unwrap();
+        let after = sim.read_state().unwrap();
+        let window = sim.detail_window().unwrap();
+        let waves = sim.read_detail().unwrap();
+        let s = window.layout.subdivision as i32;
+        // Largest |h| over the pool, over the source's columns, and over the cells beside the dam
+        // that were dry before the frame and hold water after it.
+        let (mut pool, mut source, mut step_wetted, mut wetted_cells) = (0.0f32, 0.0f32, 0.0f32, 0usize);
+        for (i, field) in waves.iter().enumerate() {
+            let [gx, gy] = window.world_cell(i);
+            let (fx, fy) = (gx.div_euclid(s), gy.div_euclid(s));
+            if fx < 0 || fy < 0 || fx >= g.width as i32 || fy >= g.height as i32 {
+                continue;
+            }
+            let wet_after = after.depth[(fy as u32 * g.width + fx as u32) as usize] as f32 * DEPTH_QUANTUM > 1.0e-3;
+            let h = field[0].abs().max(field[1].abs());
+            match fx as u32 {
+                x if x < POOL_COLUMNS => pool = pool.max(h),
+                x if x >= SOURCE_COLUMNS => source = source.max(h),
+                x if wet_after && x < POOL_COLUMNS + 3 => {
+                    step_wetted = step_wetted.max(h);
+                    wetted_cells += 1;
+                }
+                _ => {}
+            }
+        }
+        println!(
+            "{preference:?}: largest |h| or |v| over the pool {pool:.3e}, over the source's water {source:.3e}, over the {} detail cells the step wetted {step_wetted:e}",
+            wetted_cells
+        );
+        assert!(wetted_cells > 0, "the step wets ground beside the dam");
+        assert!(pool > 1.0e-3 && source > 1.0e-3, "the ripples stand on the pool and on the source's water");
+        assert_eq!(step_wetted, 0.0, "no wave on ground only the step wetted");
+        fields.push(waves);
+    }
+    let Spread { scale, vscale, dh, dv } = Spread::between(&fields[0], &fields[1]);
+    println!("GPU against CPU: h max |Δ| {dh:.3e} of {scale:.3e} m, v max |Δ| {dv:.3e} of {vscale:.3e} m/s; tolerance {MAX_DETAIL_DIFFERENCE:e} of the largest");
+    assert!(dh <= MAX_DETAIL_DIFFERENCE * scale && dv <= MAX_DETAIL_DIFFERENCE * vscale);
 }

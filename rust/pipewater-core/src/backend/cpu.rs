@@ -252,13 +252,17 @@ impl CpuBackend {
         }
     }
 
-    /// One step: forcing, then accelerate, limit and transfer.
-    fn step(&mut self, c: &StepConstants, forcing: &[CellWater]) {
-        let (w, h) = (c.width as usize, c.height as usize);
-
+    /// A step's sources and drains, before it.
+    fn apply_forcing(&mut self, forcing: &[CellWater]) {
         let (added, removed) = Self::apply_water(&mut self.state.depth, forcing, &self.sleeping);
         self.counters.added += added;
         self.counters.removed += removed;
+    }
+
+    /// One step after its forcing: the edges' inflow, then accelerate, limit and transfer.
+    fn step(&mut self, c: &StepConstants) {
+        let (w, h) = (c.width as usize, c.height as usize);
+
         let inflow = AtomicU64::new(0);
         if c.boundary.contains(&crate::pipes::BOUNDARY_INFLOW) {
             let sleeping = &self.sleeping;
@@ -868,10 +872,17 @@ impl Backend for CpuBackend {
         self.apply_nudges(&plan.constants);
         self.sleeping.report.steps = 0;
         self.sleeping.report.cells_stepped = 0;
-        for _ in 0..plan.substeps {
-            self.step(&plan.constants, plan.forcing);
-        }
         let fixed = fixed_flux_per_stored(&plan.constants);
+        if plan.substeps == 0 {
+            self.advance_detail(fixed)?;
+        }
+        for substep in 0..plan.substeps {
+            self.apply_forcing(plan.forcing);
+            if substep == 0 {
+                self.advance_detail(fixed)?;
+            }
+            self.step(&plan.constants);
+        }
         if fixed.map(f32::to_bits) != self.fixed_flux_per_stored.map(f32::to_bits) {
             // What every cell's flow texels show changed.
             self.snapshots.mark_all();
@@ -879,7 +890,7 @@ impl Backend for CpuBackend {
         self.fixed_flux_per_stored = fixed;
         self.frames += 1;
         self.invalidate_snapshot();
-        self.advance_detail()
+        Ok(())
     }
 
     fn snapshot(&mut self) -> Option<Arc<Snapshot>> {
@@ -947,10 +958,11 @@ impl Backend for CpuBackend {
 }
 
 impl CpuBackend {
-    /// The detail layer's frame, after the frame's steps, over the water they left.
-    fn advance_detail(&mut self) -> Result<()> {
+    /// The detail layer's frame over the water the frame's first step reads
+    /// ([`Backend::queue_detail`]), whose flow texels `fixed` gives the pipes' fixed conductance.
+    fn advance_detail(&mut self, fixed: Option<f32>) -> Result<()> {
         let (Some(detail), Some(frame)) = (self.detail.as_mut(), self.queued_detail.take()) else { return Ok(()) };
-        let (state, fixed) = (&self.state, self.fixed_flux_per_stored);
+        let state = &self.state;
         detail.advance(&frame, |x, y| state.cell_texels(x, y, fixed))?;
         self.detail_texels = None;
         Ok(())

@@ -242,7 +242,7 @@ pub trait Backend: Send {
         None
     }
 
-    // ---- Detail waves ([`crate::detail`]): a layer of its own, run after the frame's steps. ----
+    // ---- Detail waves ([`crate::detail`]): a layer of its own, run beside the frame's steps. ----
 
     /// Turns the detail layer on with `layout`, its waves at rest (also when it was on with
     /// another layout), or off (`None`), freeing its fields. `load` and `restore` keep it on and
@@ -253,7 +253,10 @@ pub trait Backend: Send {
             Some(_) => Err(Error::invalid("detail waves", "on", format!("off: the {:?} backend has no detail layer", self.kind()))),
         }
     }
-    /// The layer's frame for the next [`Backend::advance`], which runs it after its steps. Ignored
+    /// The layer's frame for the next [`Backend::advance`], which runs it over the water its first
+    /// step reads: after the frame's edits and nudges and that step's sources and drains, before
+    /// the step (and before the edges' inflow it adds), so that a GPU runs the layer beside the
+    /// step rather than after it. A frame without steps runs it over the water as it is. Ignored
     /// while the layer is off.
     fn queue_detail(&mut self, _frame: DetailFrame) -> Result<()> {
         Ok(())

@@ -232,8 +232,9 @@ impl RdDetail {
         self.queued = Some(frame);
     }
 
-    /// Records the queued frame, if any, in a compute list of its own after the frame's steps,
-    /// reading the flow of `flow`; then reads back the tiles queries asked for.
+    /// Records the queued frame, if any, in a compute list of its own, reading the flow of `flow`
+    /// (the fields the frame's first step reads, read only); then reads back the tiles queries
+    /// asked for.
     pub fn run(&mut self, rd: &mut Gd<RenderingDevice>, flow: FlowFields) -> Result<()> {
         self.harvest();
         let Some(frame) = self.queued.take() else { return Ok(()) };

@@ -533,7 +533,7 @@ impl RdBackend {
         }
         let plan_groups = [(self.sleep.tiles().count() as u32).div_ceil(TILES_WORKGROUP), 1];
 
-        let list = rd.compute_list_begin();
+        let mut list = rd.compute_list_begin();
         let result = (|| -> Result<()> {
             self.record_edits(&mut rd, list, edits)?;
             let step = if substeps > 0 { self.step_entry(&mut rd, StepMode::of(constants))? } else { 0 };
@@ -548,6 +548,16 @@ impl RdBackend {
                 rd.compute_list_dispatch_indirect(list, self.awake_lists[self.current], 0);
                 rd.compute_list_add_barrier(list);
                 self.current = 1 - self.current;
+                if substep == 0 && self.detail.is_some() {
+                    // The detail waves read the water this first step reads, from the copy it
+                    // reads (Backend::queue_detail), in a list of their own recorded right after
+                    // it: Godot's graph finds nothing that orders the two and runs them side by
+                    // side.
+                    rd.compute_list_end();
+                    let detail = self.run_detail(&mut rd, 1 - self.current);
+                    list = rd.compute_list_begin();
+                    detail?;
+                }
             }
             if substeps > 0 {
                 // With the last step's plan bindings (copy 1 − current).
@@ -567,12 +577,20 @@ impl RdBackend {
         self.frames += 1;
         self.read_back(&mut rd, read);
         self.read_sleep_report(&mut rd);
-        // The detail waves: a compute list of their own, over the fields the steps left.
-        if let Some(detail) = &mut self.detail {
-            let k = self.current;
-            detail.run(&mut rd, detail::FlowFields { constants: self.uniforms, terrain: self.terrain, depth: self.depth[k], flux: self.flux[k], copy: k })?;
+        if substeps == 0 {
+            // The detail waves of a frame without steps, over the water as it is.
+            self.run_detail(&mut rd, self.current)?;
         }
         Ok(())
+    }
+
+    /// Records the detail waves' queued frame, if the layer is on, over copy `k` of the fields.
+    fn run_detail(&mut self, rd: &mut Gd<RenderingDevice>, k: usize) -> Result<()> {
+        let flow = detail::FlowFields { constants: self.uniforms, terrain: self.terrain, depth: self.depth[k], flux: self.flux[k], copy: k };
+        match &mut self.detail {
+            Some(detail) => detail.run(rd, flow),
+            None => Ok(()),
+        }
     }
 
     /// The entry (index in `pipelines`) of the step specialised for `mode`, compiled on first use.

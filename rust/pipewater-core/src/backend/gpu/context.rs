@@ -61,6 +61,9 @@ pub struct GpuContext {
     pub nudge_pipes: wgpu::ComputePipeline,
     /// Bind group layout of the snapshot pass.
     pub snapshot_layout: wgpu::BindGroupLayout,
+    /// Bind group layout of the flow as the detail layer reads it: the snapshot's first four
+    /// bindings (constants, terrain, depth, flux), all read only.
+    pub detail_flow_layout: wgpu::BindGroupLayout,
     /// Bind group layout of the snapshot's sleeping tiles (group 2 of `tile_texels` and
     /// `sum_tiles`: tile parameters, stale marks, shares of the reductions).
     pub snapshot_tiles_layout: wgpu::BindGroupLayout,
@@ -258,6 +261,7 @@ impl GpuContext {
         );
         let snapshot_layout =
             layout("snapshot", &[uniform(0), storage(1, true), storage(2, true), storage(3, true), storage(4, false), storage(5, false), storage(6, false)]);
+        let detail_flow_layout = layout("detail flow", &[uniform(0), storage(1, true), storage(2, true), storage(3, true)]);
         let gather_layout = layout("gather", &[storage(0, true), storage(1, false), storage(2, false)]);
         let snapshot_tiles_layout = layout("snapshot tiles", &[uniform(3), storage(4, false), storage(5, false)]);
 
@@ -362,6 +366,7 @@ impl GpuContext {
             displace,
             nudge_pipes,
             snapshot_layout,
+            detail_flow_layout,
             snapshot_tiles_layout,
             tile_texels,
             sum_tiles,

@@ -1,11 +1,12 @@
 //! The detail wave layer ([`crate::detail`]) on the wgpu backend: its fields in storage buffers,
-//! the passes of `shaders/detail.wgsl` submitted after each frame's steps, and the readbacks of
+//! the passes of `shaders/detail.wgsl` submitted with each frame's steps, and the readbacks of
 //! what the host asks for (the tiles queries read, the texels an engine copies into a texture).
 //!
 //! * Fields: `(h, v)` per storage cell twice: each substep reads one and writes the other, and
 //!   `current` says which holds the state between frames. The hulls' pressure. The passes read
-//!   the flow's own fields (group 0), so the layer keeps no copy of the flow region.
-//! * A frame rides in the flow's frame, in its compute pass right after the steps
+//!   the flow's own fields (group 0, read only), so the layer keeps no copy of the flow region.
+//! * A frame rides in the flow's frame, in its compute pass right after the first step, over the
+//!   copy of the fields that step reads: nothing orders the two, so they run side by side
 //!   ([`GpuDetail::prepare`], [`GpuDetail::dispatch`], [`GpuDetail::finish`]): pressure list,
 //!   scroll, forcing, the substeps, and when asked the texels and the gather of tiles,
 //!   copied into a staging buffer mapped with `map_async`. Nothing waits; what arrived is picked
@@ -110,12 +111,13 @@ impl DetailPipelines {
         // counts. The buffers are sized for the layout in `GpuDetail::new`.
         // With naga's checks the layer ran 1.7× as long at a 2048² window on an H100.
         let module = unsafe { device.create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked()) };
-        // Every pass sees the flow's snapshot bindings at group 0 (those that read the flow use them):
-        // with wgpu 30 on lavapipe a pipeline layout that begins with an empty slot dispatched
-        // nothing, without an error.
+        // Every pass sees the flow at group 0 (those that read the flow use it), read only, so that
+        // nothing orders the layer after the step that reads the same fields. Group 0 is there even
+        // for passes that do not read the flow: with wgpu 30 on lavapipe a pipeline layout that
+        // begins with an empty slot dispatched nothing, without an error.
         let with_flow = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some("detail"),
-            bind_group_layouts: &[Some(&ctx.snapshot_layout), None, None, Some(&layout)],
+            bind_group_layouts: &[Some(&ctx.detail_flow_layout), None, None, Some(&layout)],
             immediate_size: 0,
         });
         let pipeline = |entry: &str| {
@@ -291,7 +293,7 @@ impl GpuDetail {
         self.queued = Some(frame);
     }
 
-    /// Readies the queued frame, if any, for recording after the flow's steps: uploads its
+    /// Readies the queued frame, if any, for recording in the flow's frame: uploads its
     /// constants and lists and picks a readback slot. The frame is then dispatched into the
     /// frame's own compute pass ([`GpuDetail::dispatch`]) and its copies recorded after it
     /// ([`GpuDetail::finish`]): the layer rides in the frame's pass and submission, which spares
@@ -320,8 +322,8 @@ impl GpuDetail {
         Ok(Some(DetailRecording { frame, tiles, readback }))
     }
 
-    /// Dispatches a prepared frame into `pass`, after the flow's steps, reading the flow through
-    /// `flow_group` (the backend's snapshot bind group of its current fields).
+    /// Dispatches a prepared frame into `pass`, reading the flow through `flow_group` (the
+    /// backend's read-only group of the fields the frame's first step reads).
     pub fn dispatch(&mut self, pass: &mut wgpu::ComputePass, flow_group: &wgpu::BindGroup, recording: &DetailRecording) {
         let Some(groups) = &self.groups else { return };
         let (frame, pipelines) = (&recording.frame, &self.pipelines);

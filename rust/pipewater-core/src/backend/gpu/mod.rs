@@ -243,6 +243,8 @@ pub struct GpuBackend {
     /// Per current copy: the step (from that copy to the other), the snapshot.
     step_groups: [wgpu::BindGroup; 2],
     snapshot_groups: [wgpu::BindGroup; 2],
+    /// Per current copy: the flow as the detail waves read it (read only).
+    detail_flow_groups: [wgpu::BindGroup; 2],
     water_edits: EditList,
     forcing: EditList,
     terrain_edits: EditList,
@@ -316,6 +318,7 @@ impl GpuBackend {
         });
         let snapshot_groups =
             [0, 1].map(|k| group(&ctx.snapshot_layout, "snapshot", &[&uniforms, &terrain, &depth[k], &flux[k], &height_texels, &flow_texels, &stats]));
+        let detail_flow_groups = [0, 1].map(|k| group(&ctx.detail_flow_layout, "detail flow", &[&uniforms, &terrain, &depth[k], &flux[k]]));
         let gather_group = group(&ctx.gather_layout, "gather", &[&tile_list, &gathered, &counters]);
         let slots = (0..MAX_FRAMES_IN_FLIGHT).map(|_| Slot { buffer: None, state: Arc::new(AtomicU32::new(SLOT_FREE)), read: None, submitted: 0, steps: 0 }).collect();
         let constants = StepConstants::new(&Params::default(), grid.width, grid.height, grid.cell_size, 0.0, [0; 4]);
@@ -345,6 +348,7 @@ impl GpuBackend {
             gather_group,
             step_groups,
             snapshot_groups,
+            detail_flow_groups,
             edit_groups: None,
             edits: PendingEdits::new(grid.cell_count()),
             slots,
@@ -920,6 +924,14 @@ impl Backend for GpuBackend {
                 pass.set_bind_group(0, &self.step_groups[k], &[]);
                 pass.dispatch_workgroups_indirect(&self.sleeping.lists[k], 0);
                 self.current = 1 - k;
+                // The detail waves read the water this first step reads, from the copy it reads
+                // (Backend::queue_detail): recorded right after it and only reading what it reads,
+                // they need no barrier and run beside it instead of after it.
+                if substep == 0 {
+                    if let (Some(detail), Some(frame)) = (&mut self.detail, &detail_frame) {
+                        detail.dispatch(&mut pass, &self.detail_flow_groups[k], frame);
+                    }
+                }
             }
             if plan.substeps > 0 {
                 pass.set_pipeline(&self.ctx.report_awake_tiles);
@@ -929,9 +941,11 @@ impl Backend for GpuBackend {
             if let Some(read) = &read {
                 self.record_snapshot(&mut pass, read);
             }
-            // The detail waves, in the same pass, over the fields the steps left.
-            if let (Some(detail), Some(frame)) = (&mut self.detail, &detail_frame) {
-                detail.dispatch(&mut pass, &self.snapshot_groups[self.current], frame);
+            // The detail waves of a frame without steps, over the water as it is.
+            if plan.substeps == 0 {
+                if let (Some(detail), Some(frame)) = (&mut self.detail, &detail_frame) {
+                    detail.dispatch(&mut pass, &self.detail_flow_groups[self.current], frame);
+                }
             }
         }
         let detail_read = match (&mut self.detail, detail_frame) {
