@@ -227,8 +227,8 @@ fn the_layer_reads_the_water_the_first_step_reads() {
         let window = sim.detail_window().unwrap();
         let waves = sim.read_detail().unwrap();
         let s = window.layout.subdivision as i32;
-        // Largest |h| over the pool, over the source's columns, and over the cells beside the dam
-        // that were dry before the frame and hold water after it.
+        // Largest |h| or |v| over the pool, over the source's columns, and over the cells beside
+        // the dam that were dry before the frame and hold water after it.
         let (mut pool, mut source, mut step_wetted, mut wetted_cells) = (0.0f32, 0.0f32, 0.0f32, 0usize);
         for (i, field) in waves.iter().enumerate() {
             let [gx, gy] = window.world_cell(i);
