@@ -17,11 +17,11 @@
 // A phase reads the row its neighbouring columns computed in the phase before, from workgroup
 // memory, after a barrier; each phase keeps the few rows its readers still need in a ring. The
 // pipes a cell owns point right, down, down-right and down-left, so the step at row y needs rows
-// y-3 ..= y+3 and columns x-5 ..= x+5: a band is loaded with three rows above and below it, and
+// y-3 ..= y+3 and columns x-4 ..= x+4: a band is loaded with three rows above and below it, and
 // the HALO columns on each side of a strip compute values only their neighbours use. A cell's
 // fields cross DRAM once per step: terrain, depth and pipes in, depth and pipes out (44 bytes;
 // halo columns and rows come again from the caches), as in a fused tile kernel, with less of the
-// step recomputed for halos (with 64 columns and 64 rows, 1.24 cells computed per cell stepped,
+// step recomputed for halos (with 64 columns and 64 rows, 1.20 cells computed per cell stepped,
 // against 1.69 for a 32 × 8 tile with a two-cell halo).
 //
 // Neighbouring strips and bands compute the shared halo pipes and limit factors from the same
@@ -59,8 +59,13 @@ override INVOCATIONS: u32 = COLUMNS / PER_INVOCATION;
 // with advection on an H100, up to 1 % slower without: docs/BENCHMARKS.md).
 override ROW: u32 = COLUMNS + 2u;
 
-// Columns on each side of a strip whose results only their neighbours use.
-const HALO: u32 = 5u;
+// Columns on each side of a strip whose results only their neighbours use. The transfer of
+// column x reads the limit factors of x ± 1, which read the fluxes of x ± 2, which read the
+// discharges of x ± 3 (a pipe's source is its owner or its far end), which read the old fluxes
+// of the pipes that touch x ± 3: owned by x ± 4, and of those only the ones whose far end lies
+// within x ± 3. So the outermost column's pipes that reach beyond it (into the padding) are
+// computed from nonsense that nothing reads.
+const HALO: u32 = 4u;
 
 // Rings of rows in workgroup memory, indexed [slot * ROW + column]: four rows of the loaded
 // fields, accelerated fluxes and limit factors, two of the old fluxes and discharges.

@@ -2,7 +2,7 @@
 //! moves.
 //!
 //! The grid is cut into tiles. The step of a cell reads the fields within a few cells of it
-//! (at most five columns and three rows), fewer than a tile's side, so a tile and its eight
+//! (at most four columns and three rows), fewer than a tile's side, so a tile and its eight
 //! neighbours hold everything its cells' step reads. If none of those nine tiles changed a bit
 //! of depth or pipe flow in the last step, and nothing else touched them since, the step gives
 //! the tile's cells exactly the values they already hold: it is skipped. Skipping is therefore

@@ -8,7 +8,7 @@ use crate::pipes::StepConstants;
 
 /// Columns on each side of a workgroup's strip whose results only the neighbouring columns use:
 /// `HALO` in `step_columns.wgsl`.
-pub const COLUMN_HALO: u32 = 5;
+pub const COLUMN_HALO: u32 = 4;
 
 /// Workgroup memory the kernel needs per column, bytes: four rows of terrain, depth and pipes
 /// (96), of accelerated fluxes (64) and limit factors (32), two rows of old fluxes (32) and
@@ -25,8 +25,8 @@ pub const fn workgroup_bytes_for(columns: u32) -> u32 {
 }
 
 /// Workgroup sizes (columns) the kernel is built with, the first the device allows chosen. Wider
-/// strips recompute fewer halo columns (`2·COLUMN_HALO` of each strip: 92 % of the work is
-/// useful at 128, 84 % at 64, 69 % at 32), but each phase waits at a barrier for every warp of
+/// strips recompute fewer halo columns (`2·COLUMN_HALO` of each strip: 94 % of the work is
+/// useful at 128, 88 % at 64, 75 % at 32), but each phase waits at a barrier for every warp of
 /// its workgroup: on an H100, 64 columns (two warps) ran 1.3× faster than 128 and 1.2× faster
 /// than 32 (docs/BENCHMARKS.md).
 pub const COLUMN_CHOICES: [u32; 2] = [64, 32];
@@ -135,7 +135,7 @@ impl ColumnKernel {
         TileGrid::new(width, height, [self.columns - 2 * COLUMN_HALO, height.max(1).div_ceil(bands)])
     }
 
-    /// Whether sleeping is exact on these tiles: the step of a cell reads five columns and three
+    /// Whether sleeping is exact on these tiles: the step of a cell reads four columns and three
     /// rows around it, so a tile's 3×3 neighbourhood must hold them (bands of fewer than three
     /// rows exist only when `PIPEWATER_GPU_BAND_ROWS` asks for them).
     pub fn tiles_hold_the_step(tiles: &TileGrid) -> bool {
@@ -175,15 +175,15 @@ mod tests {
     #[test]
     fn every_cell_of_the_grid_lies_in_one_strip_and_one_band() {
         let kernel = ColumnKernel { columns: 64, per_invocation: 1, band_rows: None };
-        for (w, h) in [(1, 1), (2, 2), (54, 32), (55, 33), (2048, 2048), (4096, 4096), (1000, 7)] {
+        for (w, h) in [(1, 1), (2, 2), (56, 32), (57, 33), (2048, 2048), (4096, 4096), (1000, 7)] {
             let [strips, bands] = kernel.dispatch(w, h);
             let rows = h.div_ceil(bands);
-            println!("{w}x{h}: {strips} strips of 54 columns, {bands} bands of {rows} rows");
-            assert!(strips * 54 >= w && (strips - 1) * 54 < w);
+            println!("{w}x{h}: {strips} strips of 56 columns, {bands} bands of {rows} rows");
+            assert!(strips * 56 >= w && (strips - 1) * 56 < w);
             assert!(bands * rows >= h && (bands - 1) * rows < h, "no empty band");
             let tiles = kernel.tiles(w, h);
             assert_eq!(tiles.tiles, [strips, bands], "{w}x{h}: the sleeping tiles are the workgroups");
-            assert_eq!(tiles.size, [54, rows]);
+            assert_eq!(tiles.size, [56, rows]);
             assert!(ColumnKernel::tiles_hold_the_step(&tiles));
         }
     }
