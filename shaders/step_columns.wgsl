@@ -72,12 +72,69 @@ const HALO: u32 = 4u;
 // (bed m as i32 bits, depth quanta): the two are always read together, one load instead of two
 // (1.5 % faster with advection on an H100).
 var<workgroup> s_level: array<vec2<i32>, ROW * 4u>;
-var<workgroup> s_flow: array<vec4<f32>, ROW * 4u>;
-var<workgroup> s_old_flux: array<vec4<f32>, ROW * 2u>;
 var<workgroup> s_discharge: array<vec2<f32>, ROW * 2u>;
-var<workgroup> s_flux: array<vec4<f32>, ROW * 4u>;
 // (outflow, room) limit factors.
 var<workgroup> s_limits: array<vec2<f32>, ROW * 4u>;
+// The four pipes of a cell (stored flows, old and accelerated fluxes) lie in four planes, one
+// a pipe, each a ring indexed as above: [p * ROW * rows + slot * ROW + column]. The phases read
+// single pipes of neighbouring cells far more often than all four of a cell, and a warp's read
+// of one lane of a `vec4` array strides 16 bytes, which the banks serve in four passes; from a
+// plane it is one.
+var<workgroup> s_flow: array<f32, ROW * 16u>;
+var<workgroup> s_old_flux: array<f32, ROW * 8u>;
+var<workgroup> s_flux: array<f32, ROW * 16u>;
+
+// Pipe p of the cell at ring index i (at(slot, column)), and all four, of each plane ring.
+fn flow_of(i: u32, p: u32) -> f32 {
+    return s_flow[p * ROW * 4u + i];
+}
+
+fn flows(i: u32) -> vec4<f32> {
+    let n = ROW * 4u;
+    return vec4<f32>(s_flow[i], s_flow[n + i], s_flow[2u * n + i], s_flow[3u * n + i]);
+}
+
+fn set_flows(i: u32, v: vec4<f32>) {
+    let n = ROW * 4u;
+    s_flow[i] = v.x;
+    s_flow[n + i] = v.y;
+    s_flow[2u * n + i] = v.z;
+    s_flow[3u * n + i] = v.w;
+}
+
+fn flux_of(i: u32, p: u32) -> f32 {
+    return s_flux[p * ROW * 4u + i];
+}
+
+fn fluxes(i: u32) -> vec4<f32> {
+    let n = ROW * 4u;
+    return vec4<f32>(s_flux[i], s_flux[n + i], s_flux[2u * n + i], s_flux[3u * n + i]);
+}
+
+fn set_fluxes(i: u32, v: vec4<f32>) {
+    let n = ROW * 4u;
+    s_flux[i] = v.x;
+    s_flux[n + i] = v.y;
+    s_flux[2u * n + i] = v.z;
+    s_flux[3u * n + i] = v.w;
+}
+
+fn old_flux_of(i: u32, p: u32) -> f32 {
+    return s_old_flux[p * ROW * 2u + i];
+}
+
+fn old_fluxes_at(i: u32) -> vec4<f32> {
+    let n = ROW * 2u;
+    return vec4<f32>(s_old_flux[i], s_old_flux[n + i], s_old_flux[2u * n + i], s_old_flux[3u * n + i]);
+}
+
+fn set_old_fluxes(i: u32, v: vec4<f32>) {
+    let n = ROW * 2u;
+    s_old_flux[i] = v.x;
+    s_old_flux[n + i] = v.y;
+    s_old_flux[2u * n + i] = v.z;
+    s_old_flux[3u * n + i] = v.w;
+}
 
 // Slot of row `y` (>= -8) in a ring of four rows, and in a ring of two.
 fn ring(y: i32) -> u32 {
@@ -214,7 +271,7 @@ fn here_at(cell: vec2<i32>, columns: u32, lanes: Lanes) -> Here {
     let level = s_level[slot];
     h.bed = bitcast<f32>(level.x);
     h.depth = level.y;
-    h.flow = s_flow[slot];
+    h.flow = flows(slot);
     return h;
 }
 
@@ -247,16 +304,16 @@ fn old_fluxes(h: Here, carried: vec4<f32>) -> vec4<f32> {
 fn centre_discharge(h: Here, lanes: Lanes) -> vec2<f32> {
     let row = pair(h.cell.y);
     let above = pair(h.cell.y - 1);
-    let own = s_old_flux[at(row, lanes.here)];
+    let own = old_fluxes_at(at(row, lanes.here));
     var outgoing: array<f32, 8>;
     outgoing[0] = own.x;
     outgoing[1] = own.y;
     outgoing[2] = own.z;
     outgoing[3] = own.w;
-    outgoing[4] = -s_old_flux[at(row, lanes.left)].x;
-    outgoing[5] = -s_old_flux[at(above, lanes.here)].y;
-    outgoing[6] = -s_old_flux[at(above, lanes.left)].z;
-    outgoing[7] = -s_old_flux[at(above, lanes.right)].w;
+    outgoing[4] = -old_flux_of(at(row, lanes.left), 0u);
+    outgoing[5] = -old_flux_of(at(above, lanes.here), 1u);
+    outgoing[6] = -old_flux_of(at(above, lanes.left), 2u);
+    outgoing[7] = -old_flux_of(at(above, lanes.right), 3u);
     return select(vec2<f32>(0.0), discharge(c.cell_size, outgoing), inside(h.window, vec2<i32>(0)));
 }
 
@@ -266,7 +323,7 @@ fn centre_discharge(h: Here, lanes: Lanes) -> vec2<f32> {
 fn displaced_velocity(h: Here, p: u32, offset: vec2<i32>, lanes: Lanes, own: f32) -> f32 {
     let d = -offset;
     // The read is of a slot of the ring whatever `d`; off the grid its value is not used.
-    let there = s_flow[at(ring(h.cell.y + d.y), lane(lanes, d.x))][p] * c.inverse_widths[pipe_class_at(h.window, d, p)];
+    let there = flow_of(at(ring(h.cell.y + d.y), lane(lanes, d.x)), p) * c.inverse_widths[pipe_class_at(h.window, d, p)];
     return select(own, there, inside(h.window, d) && inside(h.window, d + pipe_offset(p)));
 }
 
@@ -336,16 +393,16 @@ fn limits_of(cell: vec2<i32>, lanes: Lanes) -> vec2<f32> {
     }
     let row = ring(cell.y);
     let above = ring(cell.y - 1);
-    let own = s_flux[at(row, lanes.here)];
+    let own = fluxes(at(row, lanes.here));
     var leaving: array<f32, 8>;
     leaving[0] = own.x;
     leaving[1] = own.y;
     leaving[2] = own.z;
     leaving[3] = own.w;
-    leaving[4] = -s_flux[at(row, lanes.left)].x;
-    leaving[5] = -s_flux[at(above, lanes.here)].y;
-    leaving[6] = -s_flux[at(above, lanes.left)].z;
-    leaving[7] = -s_flux[at(above, lanes.right)].w;
+    leaving[4] = -flux_of(at(row, lanes.left), 0u);
+    leaving[5] = -flux_of(at(above, lanes.here), 1u);
+    leaving[6] = -flux_of(at(above, lanes.left), 2u);
+    leaving[7] = -flux_of(at(above, lanes.right), 3u);
     let here = at(row, lanes.here);
     let level = s_level[here];
     return cell_limits(c, cell, bitcast<f32>(level.x), level.y, leaving);
@@ -375,7 +432,7 @@ fn move_pipe(cell: vec2<i32>, lanes: Lanes, limits: vec2<f32>, f: f32, stored: f
     // A pipe with no flux moves no quanta (pipe_quanta of 0 is 0) and keeps nothing.
     let k = transfer_limit(f, limits, s_limits[at(ring(cell.y + o.y), lane(lanes, o.x))]);
     let owner = at(ring(cell.y - o.y), lane(lanes, -o.x));
-    let g = s_flux[owner][p];
+    let g = flux_of(owner, p);
     let k_in = transfer_limit(g, s_limits[owner], limits);
     moved.quanta = pipe_quanta(c.flux_to_quanta, g, k_in) - pipe_quanta(c.flux_to_quanta, f, k);
     moved.kept = select(0.0, stored * k, f != 0.0);
@@ -392,7 +449,7 @@ fn transfer(cell: vec2<i32>, lanes: Lanes, stored: vec4<f32>) -> u32 {
     let d = level.y;
     let bed = bitcast<f32>(level.x);
     let limits = s_limits[here];
-    let own = s_flux[here];
+    let own = fluxes(here);
     let e = move_pipe(cell, lanes, limits, own.x, stored.x, 0u);
     let s = move_pipe(cell, lanes, limits, own.y, stored.y, 1u);
     let se = move_pipe(cell, lanes, limits, own.z, stored.z, 2u);
@@ -426,7 +483,7 @@ fn transfer(cell: vec2<i32>, lanes: Lanes, stored: vec4<f32>) -> u32 {
     depth_out[i] = new_depth;
     flux_out[i] = kept;
     // Bits, not values: -0.0 and 0.0 differ, as they do for the CPU backend's comparison.
-    let changed = exchanged || new_depth != d || any(bitcast<vec4<u32>>(kept) != bitcast<vec4<u32>>(s_flow[here]));
+    let changed = exchanged || new_depth != d || any(bitcast<vec4<u32>>(kept) != bitcast<vec4<u32>>(flows(here)));
     return select(0u, TILE_CHANGED, changed) | select(0u, TILE_MOVING, any(kept != vec4<f32>(0.0)));
 }
 
@@ -474,7 +531,7 @@ fn column_at(strip: u32, lane_index: u32, y0: i32) -> Column {
 fn phase_a(col: ptr<function, Column>, r: i32, y_end: i32) {
     let slot = at(ring(r), (*col).lanes.here);
     s_level[slot] = vec2<i32>(bitcast<i32>((*col).next.bed), (*col).next.depth);
-    s_flow[slot] = (*col).next.flow;
+    set_flows(slot, (*col).next.flow);
     if r < y_end + 2 {
         (*col).next = load(vec2<i32>((*col).x, r + 1));
     }
@@ -486,7 +543,7 @@ fn phase_b(col: ptr<function, Column>, r: i32, y0: i32) {
     (*col).carried_next = vec4<f32>(0.0);
     if r >= y0 - 2 {
         (*col).carried_next = carried_depths((*col).b, (*col).lanes);
-        s_old_flux[at(pair(r - 1), (*col).lanes.here)] = old_fluxes((*col).b, (*col).carried_next);
+        set_old_fluxes(at(pair(r - 1), (*col).lanes.here), old_fluxes((*col).b, (*col).carried_next));
     }
 }
 
@@ -515,7 +572,7 @@ fn phase_d(col: ptr<function, Column>, r: i32, y0: i32) -> vec4<f32> {
     } else {
         pipes = accelerate_pipes(h, lanes, (*col).carried);
     }
-    s_flux[at(ring(r - 2), lanes.here)] = pipes.flux;
+    set_fluxes(at(ring(r - 2), lanes.here), pipes.flux);
     return pipes.stored;
 }
 
@@ -555,13 +612,13 @@ fn step_columns(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
         for (var slot = 0u; slot < 4u; slot++) {
             let i = at(slot, pad);
             s_level[i] = vec2<i32>(0);
-            s_flow[i] = vec4<f32>(0.0);
-            s_flux[i] = vec4<f32>(0.0);
+            set_flows(i, vec4<f32>(0.0));
+            set_fluxes(i, vec4<f32>(0.0));
             s_limits[i] = vec2<f32>(1.0);
         }
         for (var slot = 0u; slot < 2u; slot++) {
             let i = at(slot, pad);
-            s_old_flux[i] = vec4<f32>(0.0);
+            set_old_fluxes(i, vec4<f32>(0.0));
             s_discharge[i] = vec2<f32>(0.0);
         }
     }
