@@ -34,13 +34,16 @@ pub const COLUMN_CHOICES: [u32; 2] = [64, 32];
 /// Rows of a workgroup's band, fewest and most, unless `PIPEWATER_GPU_BAND_ROWS` fixes them: each
 /// band loads three rows above and below its own, so longer bands waste less, while shorter ones
 /// give the device more workgroups to keep busy. The dispatch picks the longest bands that still
-/// make [`TARGET_WORKGROUPS`] workgroups, within these bounds (on an H100, 32 rows ran 11 %
-/// faster than 64 at 2048², 64 rows 2 % faster than 32 at 4096²).
-pub const BAND_ROWS: [u32; 2] = [32, 64];
+/// make [`TARGET_WORKGROUPS`] workgroups, within these bounds. On an H100 (docs/BENCHMARKS.md):
+/// 20 rows ran 11 % faster than 32 at 1024² (19 strips: 988 workgroups instead of 608, where the
+/// device holds about 1 450 at once) and 16 or 14 rows slower than 20; 32 rows 8 % faster than
+/// 64 at 2048², and 20 rows 2 % slower than 32 there; 56 to 64 rows best at 4096².
+pub const BAND_ROWS: [u32; 2] = [20, 64];
 
-/// Workgroups a dispatch aims for: enough for a few rounds of the largest GPUs' resident
-/// workgroups (an H100 keeps about 14 of these on each of its 132 multiprocessors).
-pub const TARGET_WORKGROUPS: u32 = 4096;
+/// Workgroups a dispatch aims for: more than the largest GPUs hold at once (an H100 holds 11 of
+/// these on each of its 132 multiprocessors, 1 452), so that none waits for work, with bands as
+/// long as that allows.
+pub const TARGET_WORKGROUPS: u32 = 2400;
 
 /// Columns each invocation walks, unless `PIPEWATER_GPU_PER_INVOCATION` says otherwise.
 pub const DEFAULT_PER_INVOCATION: u32 = 1;
