@@ -6,7 +6,7 @@
 //!
 //! `cargo run --release -p pipewater-core --example step_kernel_stats -- [--columns 128,64]
 //! [--device NAME] [--dump DIR]`: `--dump` writes the driver's internal representations (where it
-//! offers any) into DIR.
+//! offers any) and each pipeline's cache data (the driver's binary) into DIR.
 
 #[cfg(not(feature = "gpu"))]
 fn main() {
@@ -146,7 +146,19 @@ mod stats {
                         .stage(stage)
                         .layout(layout)
                         .flags(vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR | vk::PipelineCreateFlags::CAPTURE_INTERNAL_REPRESENTATIONS_KHR);
-                    let pipeline = device.create_compute_pipelines(vk::PipelineCache::null(), &[info], None).map_err(|(_, e)| e.to_string())?[0];
+                    // With --dump, the pipeline is built into a cache of its own whose data (the
+                    // driver's binary, in a format of the driver's) is written out for a
+                    // disassembler.
+                    let cache = if dump.is_some() { device.create_pipeline_cache(&vk::PipelineCacheCreateInfo::default(), None).map_err(|e| e.to_string())? } else { vk::PipelineCache::null() };
+                    let pipeline = device.create_compute_pipelines(cache, &[info], None).map_err(|(_, e)| e.to_string())?[0];
+                    if let Some(dir) = &dump {
+                        let data = device.get_pipeline_cache_data(cache).map_err(|e| e.to_string())?;
+                        let file = dir.join(format!("step_{c}_{}.pipeline_cache", label.replace([' ', ','], "_")));
+                        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+                        std::fs::write(&file, &data).map_err(|e| e.to_string())?;
+                        println!("  pipeline cache: {} bytes -> {}", data.len(), file.display());
+                        device.destroy_pipeline_cache(cache, None);
+                    }
                     println!("\n{c} columns, {label}: {} SPIR-V words", words.len());
                     let pipeline_info = vk::PipelineInfoKHR::default().pipeline(pipeline);
                     let props = executables.get_pipeline_executable_properties(&pipeline_info).map_err(|e| e.to_string())?;
