@@ -3,7 +3,7 @@
 //! failing (or reading out of bounds) halfway through building it.
 
 use super::readback::{CELL_TEXEL_BYTES, HEADER_BYTES};
-use super::step_kernel::{ColumnKernel, BAND_ROWS, COLUMN_HALO};
+use super::step_kernel::ColumnKernel;
 use crate::error::{Error, Result};
 use crate::grid::{Grid, MAX_GRID_SIDE};
 
@@ -27,16 +27,9 @@ pub struct DeviceLimits {
     pub max_texture_side: u32,
     /// Most workgroups of one dispatch along x and along y.
     pub max_workgroups: [u32; 2],
-    /// Cells along x and y one workgroup of the backend's step covers: what sets the number of
-    /// workgroups a grid dispatches.
-    pub step_tile: [u32; 2],
-}
-
-/// The cells along x and y one workgroup of `kernel` covers at the least (bands of a fixed
-/// height, or the shortest the dispatch chooses): what [`DeviceLimits::step_tile`] holds for
-/// both GPU backends.
-pub fn step_tile_of(kernel: &ColumnKernel) -> [u32; 2] {
-    [kernel.columns - 2 * COLUMN_HALO, kernel.band_rows.unwrap_or(BAND_ROWS[0])]
+    /// The backend's step kernel, whose dispatch ([`ColumnKernel::dispatch`]) sets the number of
+    /// workgroups a grid's step needs.
+    pub step_kernel: ColumnKernel,
 }
 
 impl DeviceLimits {
@@ -77,7 +70,7 @@ impl DeviceLimits {
             problems.push(format!("its textures would be {width}x{height} texels, past the largest 2D texture ({0}x{0})", self.max_texture_side));
         }
         // The step dispatches its awake tiles (at most every strip of every band) in one row.
-        let groups = [width.div_ceil(self.step_tile[0]), height.div_ceil(self.step_tile[1])];
+        let groups = self.step_kernel.dispatch(width, height);
         if groups[0] as u64 * groups[1] as u64 > self.max_workgroups[0] as u64 {
             problems.push(format!(
                 "one step dispatches up to {}x{} workgroups in one row, past the most the device dispatches along x ({})",
@@ -95,14 +88,18 @@ impl DeviceLimits {
         if self.full_reads {
             cells = cells.min(cells_for(self.max_buffer.saturating_sub(HEADER_BYTES as u64), CELL_TEXEL_BYTES as u64));
         }
-        let [tx, ty] = self.step_tile.map(|t| t.max(1) as u64);
-        let tiles_of = |side: u64| side.div_ceil(tx) * side.div_ceil(ty);
-        let mut by_workgroups = (self.max_workgroups[0] as u64 * tx * ty).isqrt();
-        while by_workgroups > 0 && tiles_of(by_workgroups) > self.max_workgroups[0] as u64 {
-            by_workgroups -= 1;
+        let side = (cells.isqrt()).min(self.max_texture_side as u64).min(MAX_GRID_SIDE as u64) as u32;
+        // The workgroups a square grid's step dispatches grow with its side, though not strictly
+        // (its bands lengthen with the grid): the largest side within the limit, searched down.
+        let workgroups_of = |side: u32| {
+            let [strips, bands] = self.step_kernel.dispatch(side, side);
+            strips as u64 * bands as u64
+        };
+        let mut fits = side;
+        while fits > 0 && workgroups_of(fits) > self.max_workgroups[0] as u64 {
+            fits -= 1;
         }
-        let side = (cells.isqrt()).min(self.max_texture_side as u64).min(by_workgroups).min(MAX_GRID_SIDE as u64);
-        side as u32
+        fits
     }
 }
 
@@ -119,7 +116,8 @@ mod tests {
             full_reads: true,
             max_texture_side: 16384,
             max_workgroups: [65535, 65535],
-            step_tile: [32, 8],
+            // Strips of 32 columns, bands of 8 rows.
+            step_kernel: ColumnKernel { columns: 40, per_invocation: 1, band_rows: Some(8) },
         }
     }
 
@@ -149,5 +147,23 @@ mod tests {
         assert!(limits.check(Grid::new(side + 1, side + 1, 1.0).unwrap()).is_err());
         let Err(Error::GpuUnavailable(why)) = wide else { panic!("3201 cells need 101 workgroups of 32 and a 3201-texel texture") };
         assert!(why.contains("101x2 workgroups") && why.contains("largest 2D texture"), "{why}");
+    }
+
+    #[test]
+    fn the_dispatch_limit_counts_the_bands_the_step_really_dispatches() {
+        // Memory and textures for any grid; 65 535 workgroups in one row, as most devices allow.
+        let kernel = ColumnKernel { columns: 64, per_invocation: 1, band_rows: None };
+        let limits = DeviceLimits { max_storage_binding: u64::MAX, max_buffer: u64::MAX, step_kernel: kernel, ..small_device() };
+        let side = limits.largest_square_side();
+        let [strips, bands] = kernel.dispatch(side, side);
+        let [more_strips, more_bands] = kernel.dispatch(side + 1, side + 1);
+        println!("largest side {side}: {strips}x{bands} workgroups; {}: {more_strips}x{more_bands}", side + 1);
+        // Large grids get bands of 64 rows (short bands are only for grids too small to fill a
+        // GPU), so about 65 535 · 56 · 64 cells fit: counting the shortest bands (20 rows) for
+        // every grid would refuse anything past 8 566².
+        assert!(side > 15000, "{side}");
+        assert!(strips * bands <= 65535 && more_strips * more_bands > 65535);
+        assert_eq!(limits.check(Grid::new(side, side, 1.0).unwrap()), Ok(()));
+        assert!(limits.check(Grid::new(side + 1, side + 1, 1.0).unwrap()).is_err());
     }
 }

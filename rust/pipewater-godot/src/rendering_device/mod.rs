@@ -91,7 +91,7 @@ fn device_limits(rd: &Gd<RenderingDevice>, kernel: ColumnKernel) -> DeviceLimits
         full_reads: false,
         max_texture_side: limit(Limit::MAX_TEXTURE_SIZE_2D),
         max_workgroups: [limit(Limit::MAX_COMPUTE_WORKGROUP_COUNT_X), limit(Limit::MAX_COMPUTE_WORKGROUP_COUNT_Y)],
-        step_tile: pipewater_core::backend::limits::step_tile_of(&kernel),
+        step_kernel: kernel,
     }
 }
 

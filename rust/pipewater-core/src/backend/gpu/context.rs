@@ -125,7 +125,7 @@ impl GpuContext {
             full_reads: true,
             max_texture_side: u32::MAX,
             max_workgroups: [groups, groups],
-            step_tile: crate::backend::limits::step_tile_of(&self.kernel),
+            step_kernel: self.kernel,
         }
     }
 
