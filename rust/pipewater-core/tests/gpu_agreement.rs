@@ -80,6 +80,19 @@ fn dam_break_on_gpu_matches_cpu() {
     run_both("dam break", &mut cpu, &mut gpu, 0.02, 10, 30, |_, _| {});
 }
 
+/// The pressure-only step (advection off) runs its own specialisation of the step kernel, compiled
+/// without the advection phases.
+#[test]
+fn dam_break_without_advection_on_gpu_matches_cpu() {
+    if !gpu_or_skip("dam_break_without_advection_on_gpu_matches_cpu") {
+        return;
+    }
+    let state = scenarios::dam_break(grid(96, 24, 0.5), 32, 1.0, 0.1);
+    let params = Params { damping: 0.0, momentum_advection: false, ..Params::default() };
+    let (mut cpu, mut gpu) = pair(state, params);
+    run_both("dam break without advection", &mut cpu, &mut gpu, 0.02, 10, 30, |_, _| {});
+}
+
 #[test]
 fn dam_break_in_classic_four_neighbour_mode_on_gpu_matches_cpu() {
     if !gpu_or_skip("dam_break_in_classic_four_neighbour_mode_on_gpu_matches_cpu") {
