@@ -356,10 +356,27 @@ pub fn advection_weights(c: &StepConstants, parts: [f32; 2]) -> [f32; 2] {
 #[inline]
 #[allow(clippy::too_many_arguments)]
 pub fn advect_weighted(c: &StepConstants, flow: f32, class: usize, depth_a: f32, depth_b: f32, weights: [f32; 2], total: f32, upstream_velocity: [f32; 2]) -> f32 {
-    let held = 0.5 * (depth_a + depth_b) * c.cell_size;
+    let held = held_water(depth_a, depth_b, 0.5 * c.cell_size);
     if total <= 0.0 || held <= 0.0 {
         return flow;
     }
+    advect_held(c, flow, class, held, weights, total, upstream_velocity)
+}
+
+/// The water `h̄·dx` (m³/m) that the cells of a pipe, `depth_a` and `depth_b` m deep, hold
+/// between them per metre of its width, for [`advect`]: `(depth_a + depth_b)·half_cell` with
+/// `half_cell` half the cell size, as a backend may compute it once. The same number as
+/// `0.5·(depth_a + depth_b)·dx`: halving is exact.
+#[inline(always)]
+pub fn held_water(depth_a: f32, depth_b: f32, half_cell: f32) -> f32 {
+    (depth_a + depth_b) * half_cell
+}
+
+/// [`advect_weighted`] where `total` and the water held, `held` ([`held_water`]), are both
+/// positive; over a wet face (a positive [`carried_depth`]) one of its cells holds water, so
+/// `held` is.
+#[inline(always)]
+pub fn advect_held(c: &StepConstants, flow: f32, class: usize, held: f32, weights: [f32; 2], total: f32, upstream_velocity: [f32; 2]) -> f32 {
     let scale = 1.0 / larger(total, held);
     let velocity = flow * c.inverse_widths[class];
     let advected = velocity + scale * (weights[0] * (upstream_velocity[0] - velocity) + weights[1] * (upstream_velocity[1] - velocity));

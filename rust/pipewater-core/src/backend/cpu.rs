@@ -7,11 +7,11 @@ use super::{check_displacement, check_nudges, displacement_changes, Backend, Bac
 use crate::detail::{CpuDetail, DetailFrame, DetailLayout, DetailTexels};
 use crate::error::{Error, Result};
 use crate::pipes::{
-    accelerate_advecting, accelerate_carried, advect_weighted, advection_weights, carried_depth, cell_limits, discharge, edge_outflow, fixed_flux_per_stored,
+    accelerate_advecting, accelerate_carried, advect_held, advect_weighted, advection_weights, carried_depth, held_water, cell_limits, discharge, edge_outflow, fixed_flux_per_stored,
     flux_per_stored, inflow_for_cell, kept_flow, level_edge_inflow_quanta, nudged_pipe, pipe_class, pipe_quanta, pipe_width, transfer_limit, upstream_split,
     CellLimits, StepConstants, Upstream, CLASS_DIAGONAL, CLASS_ORTHOGONAL, PIPE_OFFSETS,
 };
-use crate::quanta::MAX_DEPTH_QUANTA;
+use crate::quanta::{DEPTH_QUANTUM, MAX_DEPTH_QUANTA};
 use crate::state::{check_terrain, Counters, Snapshot, State, MAX_TERRAIN_ABS};
 use rayon::prelude::*;
 use std::ops::Range;
@@ -320,13 +320,25 @@ impl CpuBackend {
                 for run in &runs[y / tile] {
                     let [before, interior, after] = split_run(run, inner);
                     for x in before {
-                        (carried_row[x], flux_row[x]) = fields.carried_and_flux::<false>(c, x, y);
+                        (carried_row[x], flux_row[x]) = fields.carried_and_flux(c, x, y);
                     }
-                    for x in interior {
-                        (carried_row[x], flux_row[x]) = fields.carried_and_flux::<true>(c, x, y);
+                    if !interior.is_empty() {
+                        // Cell x reads columns x ..= x + 1 of row y and x − 1 ..= x + 1 of row
+                        // y + 1: windows of them, so that no read needs a bounds check.
+                        let (here, below) = (y * w, (y + 1) * w);
+                        let (start, end) = (interior.start, interior.end);
+                        let terrain_here = terrain[here + start..here + end + 1].windows(2);
+                        let terrain_below = terrain[below + start - 1..below + end + 1].windows(3);
+                        let depth_here = depth_before[here + start..here + end + 1].windows(2);
+                        let depth_below = depth_before[below + start - 1..below + end + 1].windows(3);
+                        let cells = carried_row[interior.clone()].iter_mut().zip(&mut flux_row[interior]).zip(&flow_before[here + start..here + end]);
+                        let windows = terrain_here.zip(terrain_below).zip(depth_here.zip(depth_below));
+                        for (((carried, flux), flow), ((terrain_here, terrain_below), (depth_here, depth_below))) in cells.zip(windows) {
+                            (*carried, *flux) = interior_carried_and_flux(c, flow, terrain_here, terrain_below, depth_here, depth_below);
+                        }
                     }
                     for x in after {
-                        (carried_row[x], flux_row[x]) = fields.carried_and_flux::<false>(c, x, y);
+                        (carried_row[x], flux_row[x]) = fields.carried_and_flux(c, x, y);
                     }
                 }
             });
@@ -343,10 +355,13 @@ impl CpuBackend {
                         row[x] = source(leaving_fluxes(old_flux, w, x, y, y * w + x));
                     }
                     if !interior.is_empty() {
-                        // Rows y − 1 and y as slices of w cells: the reads below are within them.
+                        // Cell x reads columns x − 1 ..= x + 1 of row y − 1 and x − 1 ..= x of
+                        // row y: windows of them, so that no read needs a bounds check.
                         let (above, here) = old_flux[(y - 1) * w..(y + 1) * w].split_at(w);
-                        for x in interior {
-                            row[x] = source(interior_leaving_fluxes(above, here, x));
+                        let above = above[interior.start - 1..interior.end + 1].windows(3);
+                        let here = here[interior.start - 1..interior.end].windows(2);
+                        for ((out, above), here) in row[interior].iter_mut().zip(above).zip(here) {
+                            *out = source(interior_leaving_fluxes(above, here));
                         }
                     }
                     for x in after {
@@ -511,28 +526,12 @@ struct StepFields<'a> {
 }
 
 impl StepFields<'_> {
-    /// Phase 0 for cell `(x, y)`, which has a neighbour on every side but above where
-    /// `INTERIOR`: the depth that carries each owned pipe and its flux before the step (zero
-    /// where a pipe does not exist).
+    /// Phase 0 for cell `(x, y)`: the depth that carries each owned pipe and its flux before the
+    /// step (zero where a pipe does not exist).
     #[inline(always)]
-    fn carried_and_flux<const INTERIOR: bool>(&self, c: &StepConstants, x: usize, y: usize) -> ([f32; 4], [f32; 4]) {
+    fn carried_and_flux(&self, c: &StepConstants, x: usize, y: usize) -> ([f32; 4], [f32; 4]) {
         let i = y * self.w + x;
         let (mut carried, mut flux) = ([0.0; 4], [0.0; 4]);
-        if INTERIOR {
-            // The cell and every neighbour its pipes reach lie in `i ..= i + w + 1`: one bounds
-            // check per field instead of one per pipe.
-            let w = self.w;
-            let (terrain, depth) = (&self.terrain[i..i + w + 2], &self.depth[i..i + w + 2]);
-            let window_offsets = [1, w, w + 1, w - 1];
-            for p in 0..4 {
-                if c.pipe_active(p) {
-                    let j = window_offsets[p];
-                    carried[p] = carried_depth(c, terrain[0], depth[0], terrain[j], depth[j]);
-                    flux[p] = self.flow[i][p] * flux_per_stored(c, carried[p]);
-                }
-            }
-            return (carried, flux);
-        }
         for p in 0..4 {
             if pipe_exists(self.eight, self.w, self.h, x, y, p) {
                 let j = (i as isize + self.offsets[p]) as usize;
@@ -572,6 +571,9 @@ impl StepFields<'_> {
         let i = y * w + x;
         let (x32, y32) = (x as u32, y as u32);
         let old = OldFields { c, flow: self.flow, sources: self.sources };
+        // The cell's own depth in metres and half the cell size, for advection's water held
+        // (pipes::held_water), once for the four pipes.
+        let (depth_here, half_cell) = (self.depth[i] as f32 * DEPTH_QUANTUM, 0.5 * c.cell_size);
         let (mut fluxes, mut stored) = ([0.0; 4], [0.0; 4]);
         for p in 0..4 {
             let exists = if INTERIOR { c.pipe_active(p) } else { pipe_exists(self.eight, w, h, x, y, p) };
@@ -585,7 +587,8 @@ impl StepFields<'_> {
             let new = if ADVECTS {
                 accelerate_advecting(c, class, f, bed_a, depth_a, bed_b, depth_b, self.carried[i][p], |flow, depth_a, depth_b| {
                     if INTERIOR {
-                        old.advect_interior(p, i, flow, class, depth_a, depth_b)
+                        // depth_here is depth_a, converted once for the cell.
+                        old.advect_interior(p, i, flow, class, held_water(depth_here, depth_b, half_cell))
                     } else {
                         old.advect_edge(p, x32, y32, flow, class, depth_a, depth_b)
                     }
@@ -598,6 +601,29 @@ impl StepFields<'_> {
         }
         (fluxes, stored)
     }
+}
+
+/// [`StepFields::carried_and_flux`] of a cell with a neighbour on every side but above, whose
+/// stored pipes are `flow`: `terrain_here` and `depth_here` hold the cell and its right
+/// neighbour, `terrain_below` and `depth_below` the three cells below them, left to right.
+#[inline(always)]
+fn interior_carried_and_flux(c: &StepConstants, flow: &[f32; 4], terrain_here: &[f32], terrain_below: &[f32], depth_here: &[i32], depth_below: &[i32]) -> ([f32; 4], [f32; 4]) {
+    let (&[bed, bed_e], &[bed_sw, bed_s, bed_se]) = (terrain_here, terrain_below) else {
+        unreachable!("windows of two and three cells")
+    };
+    let (&[depth, depth_e], &[depth_sw, depth_s, depth_se]) = (depth_here, depth_below) else {
+        unreachable!("windows of two and three cells")
+    };
+    // The far ends of the pipes E, S, SE, SW.
+    let ends = [(bed_e, depth_e), (bed_s, depth_s), (bed_se, depth_se), (bed_sw, depth_sw)];
+    let (mut carried, mut flux) = ([0.0; 4], [0.0; 4]);
+    for p in 0..4 {
+        if c.pipe_active(p) {
+            carried[p] = carried_depth(c, bed, depth, ends[p].0, ends[p].1);
+            flux[p] = flow[p] * flux_per_stored(c, carried[p]);
+        }
+    }
+    (carried, flux)
 }
 
 /// What advection reads from a cell as the source of a pipe's water: [`upstream_split`] of the
@@ -674,10 +700,10 @@ impl OldFields<'_> {
     }
 
     /// [`Self::advect_edge`] for owned pipe `p` of cell `i`, two or more cells from every edge of
-    /// the grid: every displaced pipe lies on the grid, with its inner class.
+    /// the grid, over a wet face whose cells hold `held` ([`held_water`], positive: one of them
+    /// holds water): every displaced pipe lies on the grid, with its inner class.
     #[inline]
-    #[allow(clippy::too_many_arguments)]
-    fn advect_interior(&self, p: usize, i: usize, flow: f32, class: usize, depth_a: f32, depth_b: f32) -> f32 {
+    fn advect_interior(&self, p: usize, i: usize, flow: f32, class: usize, held: f32) -> f32 {
         let c = self.c;
         if flow == 0.0 {
             return flow;
@@ -703,7 +729,8 @@ impl OldFields<'_> {
             // of a cell of the grid, and `flow` holds one entry per cell.
             unsafe { self.flow.get_unchecked(j)[p] * inverse }
         });
-        advect_weighted(c, flow, class, depth_a, depth_b, source.weights, source.total, velocity)
+        debug_assert!(held > 0.0);
+        advect_held(c, flow, class, held, source.weights, source.total, velocity)
     }
 }
 
@@ -777,12 +804,15 @@ fn leaving_fluxes(accelerated: &[[f32; 4]], w: usize, x: usize, y: usize, i: usi
     leaving
 }
 
-/// [`leaving_fluxes`] of cell `x` of row `here`, which has neighbours left, right and above (in
-/// row `above`): every pipe exists, so no edge tests.
+/// [`leaving_fluxes`] of a cell that has neighbours left, right and above: every pipe exists, so
+/// no edge tests. `here` holds the cell's left neighbour and the cell, `above` the three cells
+/// above them.
 #[inline(always)]
-fn interior_leaving_fluxes(above: &[[f32; 4]], here: &[[f32; 4]], x: usize) -> [f32; 8] {
-    let own = here[x];
-    [own[0], own[1], own[2], own[3], -here[x - 1][0], -above[x][1], -above[x - 1][2], -above[x + 1][3]]
+fn interior_leaving_fluxes(above: &[[f32; 4]], here: &[[f32; 4]]) -> [f32; 8] {
+    let (&[left, own], &[above_left, above, above_right]) = (here, above) else {
+        unreachable!("windows of two and three cells")
+    };
+    [own[0], own[1], own[2], own[3], -left[0], -above[1], -above_left[2], -above_right[3]]
 }
 
 impl Backend for CpuBackend {
