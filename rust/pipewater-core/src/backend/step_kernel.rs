@@ -27,9 +27,9 @@ pub const fn workgroup_bytes_for(columns: u32) -> u32 {
 /// Workgroup sizes (columns) the kernel is built with, the first the device allows chosen. Wider
 /// strips recompute fewer halo columns (`2·COLUMN_HALO` of each strip: 94 % of the work is
 /// useful at 128, 88 % at 64, 75 % at 32), but each phase waits at a barrier for every warp of
-/// its workgroup, and past 16 KiB of workgroup memory (64 columns use 15 840 bytes) an H100 runs
-/// the step 22–26 % slower: 64 columns (two warps) ran 1.3× faster than 128, and 1.1× faster
-/// than 32 (docs/BENCHMARKS.md).
+/// its workgroup: on an H100, 64 columns (two warps) ran 1.3× faster than 128 and 1.1× faster
+/// than 32. Whatever the width, the rings must stay within 8 KiB of workgroup memory a warp (64
+/// columns use 15 840 bytes): past it an H100 runs the step 22–26 % slower (docs/BENCHMARKS.md).
 pub const COLUMN_CHOICES: [u32; 2] = [64, 32];
 
 /// Rows of a workgroup's band, fewest and most, unless `PIPEWATER_GPU_BAND_ROWS` fixes them: each
