@@ -58,6 +58,15 @@ override INVOCATIONS: u32 = COLUMNS / PER_INVOCATION;
 // a neighbour's column is the invocation's own plus or minus one, without clamping (2 % faster
 // with advection on an H100, up to 1 % slower without: docs/BENCHMARKS.md).
 override ROW: u32 = COLUMNS + 2u;
+// Rows of the rings of accelerated fluxes and limit factors, and of the rings only advection
+// reads (old fluxes, discharges). NVIDIA's Vulkan driver gives a multiprocessor 48 KiB of
+// workgroup memory for this kernel, in steps of 1 KiB a workgroup (docs/BENCHMARKS.md): without
+// advection, rings of three rows and no advection rings let four workgroups in instead of three,
+// which is worth the modulo; with advection the memory saved does not reach a fourth. Three rows
+// hold them: phase D writes row r - 2 over row r - 5, which F read before the last barrier, and E
+// and F read rows r - 4 ..= r - 2.
+override FLUX_ROWS: u32 = select(4u, 3u, ADVECTION == 0);
+override OLD_ROWS: u32 = select(2u, 0u, ADVECTION == 0);
 
 // Columns on each side of a strip whose results only their neighbours use. The transfer of
 // column x reads the limit factors of x ± 1, which read the fluxes of x ± 2, which read the
@@ -68,21 +77,22 @@ override ROW: u32 = COLUMNS + 2u;
 const HALO: u32 = 4u;
 
 // Rings of rows in workgroup memory, indexed [slot * ROW + column]: four rows of the loaded
-// fields, accelerated fluxes and limit factors, two of the old fluxes and discharges.
+// fields, FLUX_ROWS of the accelerated fluxes and limit factors, OLD_ROWS of the old fluxes and
+// discharges.
 // (bed m as i32 bits, depth quanta): the two are always read together, one load instead of two
 // (1.5 % faster with advection on an H100).
 var<workgroup> s_level: array<vec2<i32>, ROW * 4u>;
-var<workgroup> s_discharge: array<vec2<f32>, ROW * 2u>;
+var<workgroup> s_discharge: array<vec2<f32>, max(ROW * OLD_ROWS, 1u)>;
 // (outflow, room) limit factors.
-var<workgroup> s_limits: array<vec2<f32>, ROW * 4u>;
+var<workgroup> s_limits: array<vec2<f32>, ROW * FLUX_ROWS>;
 // The four pipes of a cell (stored flows, old and accelerated fluxes) lie in four planes, one
 // a pipe, each a ring indexed as above: [p * ROW * rows + slot * ROW + column]. The phases read
 // single pipes of neighbouring cells far more often than all four of a cell, and a warp's read
 // of one lane of a `vec4` array strides 16 bytes, which the banks serve in four passes; from a
 // plane it is one.
 var<workgroup> s_flow: array<f32, ROW * 16u>;
-var<workgroup> s_old_flux: array<f32, ROW * 8u>;
-var<workgroup> s_flux: array<f32, ROW * 16u>;
+var<workgroup> s_old_flux: array<f32, max(ROW * 4u * OLD_ROWS, 1u)>;
+var<workgroup> s_flux: array<f32, ROW * 4u * FLUX_ROWS>;
 
 // Pipe p of the cell at ring index i (at(slot, column)), and all four, of each plane ring.
 fn flow_of(i: u32, p: u32) -> f32 {
@@ -103,16 +113,16 @@ fn set_flows(i: u32, v: vec4<f32>) {
 }
 
 fn flux_of(i: u32, p: u32) -> f32 {
-    return s_flux[p * ROW * 4u + i];
+    return s_flux[p * ROW * FLUX_ROWS + i];
 }
 
 fn fluxes(i: u32) -> vec4<f32> {
-    let n = ROW * 4u;
+    let n = ROW * FLUX_ROWS;
     return vec4<f32>(s_flux[i], s_flux[n + i], s_flux[2u * n + i], s_flux[3u * n + i]);
 }
 
 fn set_fluxes(i: u32, v: vec4<f32>) {
-    let n = ROW * 4u;
+    let n = ROW * FLUX_ROWS;
     s_flux[i] = v.x;
     s_flux[n + i] = v.y;
     s_flux[2u * n + i] = v.z;
@@ -120,16 +130,16 @@ fn set_fluxes(i: u32, v: vec4<f32>) {
 }
 
 fn old_flux_of(i: u32, p: u32) -> f32 {
-    return s_old_flux[p * ROW * 2u + i];
+    return s_old_flux[p * ROW * OLD_ROWS + i];
 }
 
 fn old_fluxes_at(i: u32) -> vec4<f32> {
-    let n = ROW * 2u;
+    let n = ROW * OLD_ROWS;
     return vec4<f32>(s_old_flux[i], s_old_flux[n + i], s_old_flux[2u * n + i], s_old_flux[3u * n + i]);
 }
 
 fn set_old_fluxes(i: u32, v: vec4<f32>) {
-    let n = ROW * 2u;
+    let n = ROW * OLD_ROWS;
     s_old_flux[i] = v.x;
     s_old_flux[n + i] = v.y;
     s_old_flux[2u * n + i] = v.z;
@@ -139,6 +149,14 @@ fn set_old_fluxes(i: u32, v: vec4<f32>) {
 // Slot of row `y` (>= -8) in a ring of four rows, and in a ring of two.
 fn ring(y: i32) -> u32 {
     return u32(y + 8) & 3u;
+}
+
+// Slot of row `y` (>= -8) in the rings of accelerated fluxes and limit factors.
+fn flux_ring(y: i32) -> u32 {
+    if FLUX_ROWS == 3u {
+        return u32(y + 9) % 3u;
+    }
+    return ring(y);
 }
 
 fn pair(y: i32) -> u32 {
@@ -391,8 +409,8 @@ fn limits_of(cell: vec2<i32>, lanes: Lanes) -> vec2<f32> {
     if !cell_in_grid(c, cell) {
         return vec2<f32>(1.0);
     }
-    let row = ring(cell.y);
-    let above = ring(cell.y - 1);
+    let row = flux_ring(cell.y);
+    let above = flux_ring(cell.y - 1);
     let own = fluxes(at(row, lanes.here));
     var leaving: array<f32, 8>;
     leaving[0] = own.x;
@@ -403,8 +421,7 @@ fn limits_of(cell: vec2<i32>, lanes: Lanes) -> vec2<f32> {
     leaving[5] = -flux_of(at(above, lanes.here), 1u);
     leaving[6] = -flux_of(at(above, lanes.left), 2u);
     leaving[7] = -flux_of(at(above, lanes.right), 3u);
-    let here = at(row, lanes.here);
-    let level = s_level[here];
+    let level = s_level[at(ring(cell.y), lanes.here)];
     return cell_limits(c, cell, bitcast<f32>(level.x), level.y, leaving);
 }
 
@@ -430,8 +447,8 @@ fn move_pipe(cell: vec2<i32>, lanes: Lanes, limits: vec2<f32>, f: f32, stored: f
     moved.kept = 0.0;
     let o = pipe_offset(p);
     // A pipe with no flux moves no quanta (pipe_quanta of 0 is 0) and keeps nothing.
-    let k = transfer_limit(f, limits, s_limits[at(ring(cell.y + o.y), lane(lanes, o.x))]);
-    let owner = at(ring(cell.y - o.y), lane(lanes, -o.x));
+    let k = transfer_limit(f, limits, s_limits[at(flux_ring(cell.y + o.y), lane(lanes, o.x))]);
+    let owner = at(flux_ring(cell.y - o.y), lane(lanes, -o.x));
     let g = flux_of(owner, p);
     let k_in = transfer_limit(g, s_limits[owner], limits);
     moved.quanta = pipe_quanta(c.flux_to_quanta, g, k_in) - pipe_quanta(c.flux_to_quanta, f, k);
@@ -448,8 +465,9 @@ fn transfer(cell: vec2<i32>, lanes: Lanes, stored: vec4<f32>) -> u32 {
     let level = s_level[here];
     let d = level.y;
     let bed = bitcast<f32>(level.x);
-    let limits = s_limits[here];
-    let own = fluxes(here);
+    let in_rings = at(flux_ring(cell.y), lanes.here);
+    let limits = s_limits[in_rings];
+    let own = fluxes(in_rings);
     let e = move_pipe(cell, lanes, limits, own.x, stored.x, 0u);
     let s = move_pipe(cell, lanes, limits, own.y, stored.y, 1u);
     let se = move_pipe(cell, lanes, limits, own.z, stored.z, 2u);
@@ -572,14 +590,14 @@ fn phase_d(col: ptr<function, Column>, r: i32, y0: i32) -> vec4<f32> {
     } else {
         pipes = accelerate_pipes(h, lanes, (*col).carried);
     }
-    set_fluxes(at(ring(r - 2), lanes.here), pipes.flux);
+    set_fluxes(at(flux_ring(r - 2), lanes.here), pipes.flux);
     return pipes.stored;
 }
 
 // E, needed from row y0 - 1.
 fn phase_e(col: ptr<function, Column>, r: i32, y0: i32) {
     if r >= y0 + 1 {
-        s_limits[at(ring(r - 2), (*col).lanes.here)] = limits_of(vec2<i32>((*col).x, r - 2), (*col).lanes);
+        s_limits[at(flux_ring(r - 2), (*col).lanes.here)] = limits_of(vec2<i32>((*col).x, r - 2), (*col).lanes);
     }
 }
 
@@ -613,10 +631,13 @@ fn step_columns(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
             let i = at(slot, pad);
             s_level[i] = vec2<i32>(0);
             set_flows(i, vec4<f32>(0.0));
+        }
+        for (var slot = 0u; slot < FLUX_ROWS; slot++) {
+            let i = at(slot, pad);
             set_fluxes(i, vec4<f32>(0.0));
             s_limits[i] = vec2<f32>(1.0);
         }
-        for (var slot = 0u; slot < 2u; slot++) {
+        for (var slot = 0u; slot < OLD_ROWS; slot++) {
             let i = at(slot, pad);
             set_old_fluxes(i, vec4<f32>(0.0));
             s_discharge[i] = vec2<f32>(0.0);

@@ -10,9 +10,10 @@ use crate::pipes::StepConstants;
 /// `HALO` in `step_columns.wgsl`.
 pub const COLUMN_HALO: u32 = 4;
 
-/// Workgroup memory the kernel needs per column, bytes: four rows of terrain, depth and pipes
-/// (96), of accelerated fluxes (64) and limit factors (32), two rows of old fluxes (32) and
-/// discharges (16).
+/// Workgroup memory the kernel needs per column with advection, bytes: four rows of terrain,
+/// depth and pipes (96), of accelerated fluxes (64) and limit factors (32), two rows of old fluxes
+/// (32) and discharges (16). Without advection it needs 168 (three rows of accelerated fluxes and
+/// limit factors, no old fluxes or discharges); a device is sized for the larger.
 pub const WORKGROUP_BYTES_PER_COLUMN: u32 = 240;
 
 /// Columns of padding in each ring row beside a strip's own (`ROW` in `step_columns.wgsl`): one
@@ -26,10 +27,11 @@ pub const fn workgroup_bytes_for(columns: u32) -> u32 {
 
 /// Workgroup sizes (columns) the kernel is built with, the first the device allows chosen. Wider
 /// strips recompute fewer halo columns (`2·COLUMN_HALO` of each strip: 94 % of the work is
-/// useful at 128, 88 % at 64, 75 % at 32), but each phase waits at a barrier for every warp of
-/// its workgroup: on an H100, 64 columns (two warps) ran 1.3× faster than 128 and 1.1× faster
-/// than 32. Whatever the width, the rings must stay within 8 KiB of workgroup memory a warp (64
-/// columns use 15 840 bytes): past it an H100 runs the step 22–26 % slower (docs/BENCHMARKS.md).
+/// useful at 128, 88 % at 64, 75 % at 32), but fewer of them fit on a multiprocessor: on an
+/// H100, 64 columns (two warps) ran 1.3× faster than 128 and 1.1× faster than 32. NVIDIA's Vulkan driver gives the kernel 48 KiB of workgroup memory a multiprocessor,
+/// in steps of 1 KiB a workgroup (docs/BENCHMARKS.md): 64 columns with advection (15 840 bytes)
+/// run three workgroups (six warps) a multiprocessor, without advection (11 104 bytes) four; every
+/// byte that a change adds is paid in workgroups where it crosses a step.
 pub const COLUMN_CHOICES: [u32; 2] = [64, 32];
 
 /// Rows of a workgroup's band, fewest and most, unless `PIPEWATER_GPU_BAND_ROWS` fixes them: each
