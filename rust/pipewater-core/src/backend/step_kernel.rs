@@ -28,10 +28,11 @@ pub const fn workgroup_bytes_for(columns: u32) -> u32 {
 /// Workgroup sizes (columns) the kernel is built with, the first the device allows chosen. Wider
 /// strips recompute fewer halo columns (`2·COLUMN_HALO` of each strip: 94 % of the work is
 /// useful at 128, 88 % at 64, 75 % at 32), but fewer of them fit on a multiprocessor: on an
-/// H100, 64 columns (two warps) ran 1.3× faster than 128 and 1.1× faster than 32. NVIDIA's Vulkan driver gives the kernel 48 KiB of workgroup memory a multiprocessor,
-/// in steps of 1 KiB a workgroup (docs/BENCHMARKS.md): 64 columns with advection (15 840 bytes)
-/// run three workgroups (six warps) a multiprocessor, without advection (11 104 bytes) four; every
-/// byte that a change adds is paid in workgroups where it crosses a step.
+/// H100, 64 columns (two warps) ran 1.3× faster than 128 and 1.1× faster than 32. NVIDIA's
+/// Vulkan driver gives the kernel 48 KiB of workgroup memory a multiprocessor, in steps of 1 KiB
+/// a workgroup (docs/BENCHMARKS.md): 64 columns with advection (15 840 bytes) run three
+/// workgroups (six warps) a multiprocessor, without advection (11 104 bytes) four; every byte
+/// that a change adds is paid in workgroups where it crosses a step.
 pub const COLUMN_CHOICES: [u32; 2] = [64, 32];
 
 /// Rows of a workgroup's band, fewest and most, unless `PIPEWATER_GPU_BAND_ROWS` fixes them: each
