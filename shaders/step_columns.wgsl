@@ -14,11 +14,18 @@
 //   E  row r-2: the cell's limit factors (pipes.rs cell_limits)
 //   F  row r-3: transfer: move whole quanta, write depth and kept pipes
 //
-// A phase reads the row its neighbouring columns computed in the phase before, from workgroup
-// memory, after a barrier; each phase keeps the few rows its readers still need in a ring. The
-// pipes a cell owns point right, down, down-right and down-left, so the step at row y needs rows
-// y-3 ..= y+3 and columns x-4 ..= x+4: a band is loaded with three rows above and below it, and
-// the HALO columns on each side of a strip compute values only their neighbours use. A cell's
+// A phase reads what its neighbouring columns computed in the phase before from workgroup
+// memory, after a barrier. What an invocation needs of its own column, and what it needs of its
+// neighbours' on a later row, it keeps in registers (Column): so most rings of workgroup memory
+// are one row deep, hold only the pipes a neighbour reads, and rings that live in different
+// phases share memory. Workgroup memory bounds how many workgroups a multiprocessor runs
+// (NVIDIA's Vulkan driver gives this kernel 48 KiB of it, docs/BENCHMARKS.md), so it trades for
+// registers: 92 bytes a column with advection, 36 without (240 and 168 when each phase kept its
+// rows in rings), and eight workgroups of 64 columns fit an H100 multiprocessor with advection.
+//
+// The pipes a cell owns point right, down, down-right and down-left, so the step at row y needs
+// rows y-3 ..= y+3 and columns x-4 ..= x+4: a band is loaded with three rows above and below it,
+// and the HALO columns on each side of a strip compute values only their neighbours use. A cell's
 // fields cross DRAM once per step: terrain, depth and pipes in, depth and pipes out (44 bytes;
 // halo columns and rows come again from the caches), as in a fused tile kernel, with less of the
 // step recomputed for halos (with 64 columns and 64 rows, 1.20 cells computed per cell stepped,
@@ -28,7 +35,8 @@
 // inputs with the same code, so both ends of every pipe apply the same integer and mass stays
 // exact. Depth and pipes ping-pong between two buffers: neighbouring workgroups read the old
 // values while this one writes the new. Modes the pipeline fixes (common.wgsl overrides) compile
-// only their own code; without advection phases B and C and their barriers do not exist.
+// only their own code; without advection phases B and C, their barriers and their rings do not
+// exist.
 
 @group(0) @binding(0) var<uniform> c: StepConstants;
 // The bed the step sees: the terrain plus the displacement of bodies (bodies.wgsl).
@@ -46,7 +54,7 @@
 @group(0) @binding(9) var<storage, read_write> tile_flags: array<atomic<u32>>;
 
 // Invocations per workgroup, one per column; the host chooses it from the device's workgroup
-// memory (backend/step_kernel.rs COLUMN_CHOICES): 240 bytes per column of ROW.
+// memory (backend/step_kernel.rs COLUMN_CHOICES): 92 bytes per column of ROW.
 override COLUMNS: u32 = 64u;
 // Columns each invocation walks (1 or 2, set by the host with COLUMNS): two give each
 // invocation two independent cells in every phase, whose latencies overlap.
@@ -58,15 +66,12 @@ override INVOCATIONS: u32 = COLUMNS / PER_INVOCATION;
 // a neighbour's column is the invocation's own plus or minus one, without clamping (2 % faster
 // with advection on an H100, up to 1 % slower without: docs/BENCHMARKS.md).
 override ROW: u32 = COLUMNS + 2u;
-// Rows of the rings of accelerated fluxes and limit factors, and of the rings only advection
-// reads (old fluxes, discharges). NVIDIA's Vulkan driver gives a multiprocessor 48 KiB of
-// workgroup memory for this kernel, in steps of 1 KiB a workgroup (docs/BENCHMARKS.md): without
-// advection, rings of three rows and no advection rings let four workgroups in instead of three,
-// which is worth the modulo; with advection the memory saved does not reach a fourth. Three rows
-// hold them: phase D writes row r - 2 over row r - 5, which F read before the last barrier, and E
-// and F read rows r - 4 ..= r - 2.
-override FLUX_ROWS: u32 = select(4u, 3u, ADVECTION == 0);
-override OLD_ROWS: u32 = select(2u, 0u, ADVECTION == 0);
+// Rows of the ring of stored pipes, which only advection reads: phase D reads their velocities
+// in the eight cells around its own, rows r-3 ..= r-1, while phase A writes row r.
+override FLOW_ROWS: u32 = select(4u, 0u, ADVECTION == 0);
+// Rows of the level ring: with advection phase B reads row r, and keeps what phase D will need;
+// without, phase D reads row r - 1 while phase A writes row r.
+override LEVEL_ROWS: u32 = select(2u, 1u, ADVECTION == 1);
 
 // Columns on each side of a strip whose results only their neighbours use. The transfer of
 // column x reads the limit factors of x ± 1, which read the fluxes of x ± 2, which read the
@@ -76,25 +81,33 @@ override OLD_ROWS: u32 = select(2u, 0u, ADVECTION == 0);
 // computed from nonsense that nothing reads.
 const HALO: u32 = 4u;
 
-// Rings of rows in workgroup memory, indexed [slot * ROW + column]: four rows of the loaded
-// fields, FLUX_ROWS of the accelerated fluxes and limit factors, OLD_ROWS of the old fluxes and
-// discharges.
-// (bed m as i32 bits, depth quanta): the two are always read together, one load instead of two
-// (1.5 % faster with advection on an H100).
-var<workgroup> s_level: array<vec2<i32>, ROW * 4u>;
-var<workgroup> s_discharge: array<vec2<f32>, max(ROW * OLD_ROWS, 1u)>;
-// (outflow, room) limit factors.
-var<workgroup> s_limits: array<vec2<f32>, ROW * FLUX_ROWS>;
-// The four pipes of a cell (stored flows, old and accelerated fluxes) lie in four planes, one
-// a pipe, each a ring indexed as above: [p * ROW * rows + slot * ROW + column]. The phases read
-// single pipes of neighbouring cells far more often than all four of a cell, and a warp's read
-// of one lane of a `vec4` array strides 16 bytes, which the banks serve in four passes; from a
-// plane it is one.
-var<workgroup> s_flow: array<f32, ROW * 16u>;
-var<workgroup> s_old_flux: array<f32, max(ROW * 4u * OLD_ROWS, 1u)>;
-var<workgroup> s_flux: array<f32, ROW * 4u * FLUX_ROWS>;
+// Rings of rows in workgroup memory, indexed [slot * ROW + column]. A one-row ring holds the
+// row its phase just computed, for the neighbours' next phase; a phase reads the row above it
+// from the registers it kept one iteration ago.
+// (bed m as i32 bits, depth quanta) of row r, and without advection of row r - 1: the two are
+// always read together, one load instead of two (1.5 % faster with advection on an H100).
+var<workgroup> s_level: array<vec2<i32>, ROW * LEVEL_ROWS>;
+// The four pipes of a cell (stored flows) lie in four planes, one a pipe, each a ring indexed as
+// above: [p * ROW * 4 + slot * ROW + column]. A phase reads single pipes of neighbouring
+// cells, and a warp's read of one lane of a `vec4` array strides 16 bytes, which the banks serve
+// in four passes; from a plane it is one.
+var<workgroup> s_flow: array<f32, max(ROW * 4u * FLOW_ROWS, 1u)>;
+// Of the old fluxes (phases B to C) and then the accelerated ones (D to E), only the pipes a
+// neighbour reads: east, south-east and south-west, planes 0, 1, 2 of one row ([plane * ROW +
+// column]). A cell reads the east pipe of its left neighbour on its own row, and the south,
+// south-east and south-west pipes of the row above, which it kept in registers (the south one
+// is its own). The two never live at once (a barrier lies between C's reads and D's writes, and
+// between E's and the next B's), so they share the ring.
+var<workgroup> s_pipes: array<f32, ROW * 3u>;
+// The discharges at the cells' centres (phases C to D), then their (outflow, room) limit factors
+// (E to F), sharing one ring as the fluxes do.
+var<workgroup> s_centre: array<vec2<f32>, ROW>;
 
-// Pipe p of the cell at ring index i (at(slot, column)), and all four, of each plane ring.
+// Plane of owned pipe p (east, south-east, south-west) in the one-row rings of fluxes.
+const PLANE_E: u32 = 0u;
+const PLANE_SE: u32 = 1u;
+const PLANE_SW: u32 = 2u;
+
 fn flow_of(i: u32, p: u32) -> f32 {
     return s_flow[p * ROW * 4u + i];
 }
@@ -112,38 +125,15 @@ fn set_flows(i: u32, v: vec4<f32>) {
     s_flow[3u * n + i] = v.w;
 }
 
-fn flux_of(i: u32, p: u32) -> f32 {
-    return s_flux[p * ROW * FLUX_ROWS + i];
+// Of a cell's four pipes, those its neighbours read, into the one-row ring of fluxes.
+fn share_pipes(column: u32, v: vec4<f32>) {
+    s_pipes[PLANE_E * ROW + column] = v.x;
+    s_pipes[PLANE_SE * ROW + column] = v.z;
+    s_pipes[PLANE_SW * ROW + column] = v.w;
 }
 
-fn fluxes(i: u32) -> vec4<f32> {
-    let n = ROW * FLUX_ROWS;
-    return vec4<f32>(s_flux[i], s_flux[n + i], s_flux[2u * n + i], s_flux[3u * n + i]);
-}
-
-fn set_fluxes(i: u32, v: vec4<f32>) {
-    let n = ROW * FLUX_ROWS;
-    s_flux[i] = v.x;
-    s_flux[n + i] = v.y;
-    s_flux[2u * n + i] = v.z;
-    s_flux[3u * n + i] = v.w;
-}
-
-fn old_flux_of(i: u32, p: u32) -> f32 {
-    return s_old_flux[p * ROW * OLD_ROWS + i];
-}
-
-fn old_fluxes_at(i: u32) -> vec4<f32> {
-    let n = ROW * OLD_ROWS;
-    return vec4<f32>(s_old_flux[i], s_old_flux[n + i], s_old_flux[2u * n + i], s_old_flux[3u * n + i]);
-}
-
-fn set_old_fluxes(i: u32, v: vec4<f32>) {
-    let n = ROW * OLD_ROWS;
-    s_old_flux[i] = v.x;
-    s_old_flux[n + i] = v.y;
-    s_old_flux[2u * n + i] = v.z;
-    s_old_flux[3u * n + i] = v.w;
+fn shared_pipe(plane: u32, column: u32) -> f32 {
+    return s_pipes[plane * ROW + column];
 }
 
 // Slot of row `y` (>= -8) in a ring of four rows, and in a ring of two.
@@ -151,16 +141,16 @@ fn ring(y: i32) -> u32 {
     return u32(y + 8) & 3u;
 }
 
-// Slot of row `y` (>= -8) in the rings of accelerated fluxes and limit factors.
-fn flux_ring(y: i32) -> u32 {
-    if FLUX_ROWS == 3u {
-        return u32(y + 9) % 3u;
-    }
-    return ring(y);
-}
-
 fn pair(y: i32) -> u32 {
     return u32(y + 8) & 1u;
+}
+
+// Slot of row `y` in the level ring.
+fn level_slot(y: i32) -> u32 {
+    if LEVEL_ROWS == 1u {
+        return 0u;
+    }
+    return pair(y);
 }
 
 fn at(slot: u32, column: u32) -> u32 {
@@ -281,16 +271,43 @@ struct Here {
     flow: vec4<f32>,
 }
 
-fn here_at(cell: vec2<i32>, columns: u32, lanes: Lanes) -> Here {
+fn here_at(cell: vec2<i32>, columns: u32, own: Loaded, lanes: Lanes) -> Here {
     var h: Here;
     h.cell = cell;
     h.window = window(columns, cell.y);
-    let slot = at(ring(cell.y), lanes.here);
-    let level = s_level[slot];
-    h.bed = bitcast<f32>(level.x);
-    h.depth = level.y;
-    h.flow = flows(slot);
+    h.bed = own.bed;
+    h.depth = own.depth;
+    h.flow = own_flows(cell.y, own, lanes);
     return h;
+}
+
+// The stored pipes of the column's cell on row `y`, whose fields are `own`: with advection from
+// the ring of stored pipes (r - 3 ..= r), so that they take no registers.
+fn own_flows(y: i32, own: Loaded, lanes: Lanes) -> vec4<f32> {
+    if advects(c) {
+        return flows(at(ring(y), lanes.here));
+    }
+    return own.flow;
+}
+
+// The bed and depth at the far ends of a cell's four owned pipes: the east one on the cell's
+// row, the others on the row below.
+struct FarEnds {
+    bed: vec4<f32>,
+    depth: vec4<i32>,
+}
+
+// The far ends of the pipes of a cell on row `y`, whose row y + 1 the level ring holds; `east`
+// is the (bed, depth) of the cell to its right.
+fn far_ends(y: i32, lanes: Lanes, east: vec2<i32>) -> FarEnds {
+    let below = level_slot(y + 1);
+    let s = s_level[at(below, lanes.here)];
+    let se = s_level[at(below, lanes.right)];
+    let sw = s_level[at(below, lanes.left)];
+    var ends: FarEnds;
+    ends.bed = bitcast<vec4<f32>>(vec4<i32>(east.x, s.x, se.x, sw.x));
+    ends.depth = vec4<i32>(east.y, s.y, se.y, sw.y);
+    return ends;
 }
 
 // Each phase handles a cell's pipes one call per pipe, with `p` a constant at the call, so that
@@ -298,14 +315,12 @@ fn here_at(cell: vec2<i32>, columns: u32, lanes: Lanes) -> Here {
 // constant (a component chosen at run time can push a vector out of registers).
 
 // The depth carrying owned pipe p of `h` (pipes.rs carried_depth), 0 where it does not exist.
-fn carried_of(h: Here, lanes: Lanes, p: u32) -> f32 {
-    let o = pipe_offset(p);
-    let end = at(ring(h.cell.y + o.y), lane(lanes, o.x));
-    return select(0.0, carried_depth(c, h.bed, h.depth, bitcast<f32>(s_level[end].x), s_level[end].y), pipe_exists_at(h.window, vec2<i32>(0), p));
+fn carried_of(h: Here, ends: FarEnds, p: u32) -> f32 {
+    return select(0.0, carried_depth(c, h.bed, h.depth, ends.bed[p], ends.depth[p]), pipe_exists_at(h.window, vec2<i32>(0), p));
 }
 
-fn carried_depths(h: Here, lanes: Lanes) -> vec4<f32> {
-    return vec4<f32>(carried_of(h, lanes, 0u), carried_of(h, lanes, 1u), carried_of(h, lanes, 2u), carried_of(h, lanes, 3u));
+fn carried_depths(h: Here, ends: FarEnds) -> vec4<f32> {
+    return vec4<f32>(carried_of(h, ends, 0u), carried_of(h, ends, 1u), carried_of(h, ends, 2u), carried_of(h, ends, 3u));
 }
 
 // Phase B: the flux before the step of owned pipe p of `h`, which carries over `carried`
@@ -318,20 +333,20 @@ fn old_fluxes(h: Here, carried: vec4<f32>) -> vec4<f32> {
     return vec4<f32>(old_flux(h, carried.x, 0u), old_flux(h, carried.y, 1u), old_flux(h, carried.z, 2u), old_flux(h, carried.w, 3u));
 }
 
-// Phase C: the discharge at the centre of `h`'s cell from the old fluxes of its eight pipes.
-fn centre_discharge(h: Here, lanes: Lanes) -> vec2<f32> {
-    let row = pair(h.cell.y);
-    let above = pair(h.cell.y - 1);
-    let own = old_fluxes_at(at(row, lanes.here));
+// Phase C: the discharge at the centre of `h`'s cell from the old fluxes of its eight pipes:
+// its own four, `from_left` (the east pipe of the cell to its left) and `from_above` (the south
+// pipe of the cell above, the south-east one of the cell above-left and the south-west one of
+// the cell above-right).
+fn centre_discharge(h: Here, own: vec4<f32>, from_left: f32, from_above: vec3<f32>) -> vec2<f32> {
     var outgoing: array<f32, 8>;
     outgoing[0] = own.x;
     outgoing[1] = own.y;
     outgoing[2] = own.z;
     outgoing[3] = own.w;
-    outgoing[4] = -old_flux_of(at(row, lanes.left), 0u);
-    outgoing[5] = -old_flux_of(at(above, lanes.here), 1u);
-    outgoing[6] = -old_flux_of(at(above, lanes.left), 2u);
-    outgoing[7] = -old_flux_of(at(above, lanes.right), 3u);
+    outgoing[4] = -from_left;
+    outgoing[5] = -from_above.x;
+    outgoing[6] = -from_above.y;
+    outgoing[7] = -from_above.z;
     return select(vec2<f32>(0.0), discharge(c.cell_size, outgoing), inside(h.window, vec2<i32>(0)));
 }
 
@@ -345,41 +360,36 @@ fn displaced_velocity(h: Here, p: u32, offset: vec2<i32>, lanes: Lanes, own: f32
     return select(own, there, inside(h.window, d) && inside(h.window, d + pipe_offset(p)));
 }
 
-// The slot of the far end of owned pipe p of `h`.
-fn far_end(h: Here, lanes: Lanes, p: u32) -> u32 {
-    let o = pipe_offset(p);
-    return at(ring(h.cell.y + o.y), lane(lanes, o.x));
+// The discharges at the centres of the cells a cell's pipes may draw from (phase C): its own and
+// those at the far ends of its east, south, south-east and south-west pipes.
+struct Sources {
+    own: vec2<f32>,
+    e: vec2<f32>,
+    s: vec2<f32>,
+    se: vec2<f32>,
+    sw: vec2<f32>,
 }
 
 // What advection needs upstream of owned pipe p of `h`, which kept `kept` (backend/cpu.rs
-// OldFields::upstream): (the discharge's part along the first offset, along the second, the
-// velocity displaced by the first offset, by the second); none for a pipe at rest, which
-// advection leaves as it is.
-fn upstream_of(h: Here, lanes: Lanes, kept: f32, kind: u32, p: u32) -> vec4<f32> {
-    let o = pipe_offset(p);
-    // The discharge at the centre of the cell the pipe draws from.
-    let source = select(at(pair(h.cell.y), lanes.here), at(pair(h.cell.y + o.y), lane(lanes, o.x)), kept < 0.0);
-    let q = select(s_discharge[source], vec2<f32>(0.0), kept == 0.0);
+// OldFields::upstream) and draws from the cell with discharge `far` when it flows backwards:
+// (the discharge's part along the first offset, along the second, the velocity displaced by the
+// first offset, by the second); none for a pipe at rest, which advection leaves as it is.
+fn upstream_of(h: Here, lanes: Lanes, kept: f32, kind: u32, own_q: vec2<f32>, far_q: vec2<f32>, p: u32) -> vec4<f32> {
+    let q = select(select(own_q, far_q, kept < 0.0), vec2<f32>(0.0), kept == 0.0);
     let split = upstream_split(c, q);
     let own = kept * c.inverse_widths[kind];
     return vec4<f32>(split.parts, displaced_velocity(h, p, split.first, lanes, own), displaced_velocity(h, p, split.second, lanes, own));
 }
 
-// Phase D: accelerate the four pipes of `h`, which carry over `carried` (backend/cpu.rs phase 1):
-// their fluxes (for the neighbours) and what they keep before the limit (for the cell's own
-// transfer). A pipe that does not exist has carried depth 0 (carried_of), so its lane is zero.
-fn accelerate_pipes(h: Here, lanes: Lanes, carried_b: vec4<f32>) -> AcceleratedPipes {
+// Phase D: accelerate the four pipes of `h`, whose far ends are `ends` and which carry over
+// `carried_b` (backend/cpu.rs phase 1): their fluxes (for the neighbours) and what they keep
+// before the limit (for the cell's own transfer). A pipe that does not exist has carried depth 0
+// (carried_of), so its lane is zero.
+fn accelerate_pipes(h: Here, lanes: Lanes, ends: FarEnds, carried_b: vec4<f32>, sources: Sources) -> AcceleratedPipes {
     var carried = carried_b;
     if !advects(c) {
-        carried = carried_depths(h, lanes);
+        carried = carried_depths(h, ends);
     }
-    let ends = vec4<u32>(far_end(h, lanes, 0u), far_end(h, lanes, 1u), far_end(h, lanes, 2u), far_end(h, lanes, 3u));
-    let level_e = s_level[ends.x];
-    let level_s = s_level[ends.y];
-    let level_se = s_level[ends.z];
-    let level_sw = s_level[ends.w];
-    let bed_b = bitcast<vec4<f32>>(vec4<i32>(level_e.x, level_s.x, level_se.x, level_sw.x));
-    let depth_b = vec4<i32>(level_e.y, level_s.y, level_se.y, level_sw.y);
     let centre = vec2<i32>(0);
     let kind = vec4<u32>(pipe_class_at(h.window, centre, 0u), pipe_class_at(h.window, centre, 1u), CLASS_DIAGONAL, CLASS_DIAGONAL);
     var up: Upstream;
@@ -388,41 +398,38 @@ fn accelerate_pipes(h: Here, lanes: Lanes, carried_b: vec4<f32>) -> AcceleratedP
     up.velocity_first = vec4<f32>(0.0);
     up.velocity_second = vec4<f32>(0.0);
     if advects(c) {
-        let e = upstream_of(h, lanes, h.flow.x, kind.x, 0u);
-        let s = upstream_of(h, lanes, h.flow.y, kind.y, 1u);
-        let se = upstream_of(h, lanes, h.flow.z, kind.z, 2u);
-        let sw = upstream_of(h, lanes, h.flow.w, kind.w, 3u);
+        let e = upstream_of(h, lanes, h.flow.x, kind.x, sources.own, sources.e, 0u);
+        let s = upstream_of(h, lanes, h.flow.y, kind.y, sources.own, sources.s, 1u);
+        let se = upstream_of(h, lanes, h.flow.z, kind.z, sources.own, sources.se, 2u);
+        let sw = upstream_of(h, lanes, h.flow.w, kind.w, sources.own, sources.sw, 3u);
         up.parts_first = vec4<f32>(e.x, s.x, se.x, sw.x);
         up.parts_second = vec4<f32>(e.y, s.y, se.y, sw.y);
         up.velocity_first = vec4<f32>(e.z, s.z, se.z, sw.z);
         up.velocity_second = vec4<f32>(e.w, s.w, se.w, sw.w);
     }
-    let a = accelerate(c, kind, h.flow, h.bed, h.depth, bed_b, depth_b, carried, up);
+    let a = accelerate(c, kind, h.flow, h.bed, h.depth, ends.bed, ends.depth, carried, up);
     var pipes: AcceleratedPipes;
     pipes.flux = a.flux;
     pipes.stored = a.stored;
     return pipes;
 }
 
-// Phase E: the limit factors of `cell` (backend/cpu.rs phase 2); (1, 1) off the grid.
-fn limits_of(cell: vec2<i32>, lanes: Lanes) -> vec2<f32> {
+// Phase E: the limit factors of `cell` (backend/cpu.rs phase 2), whose own pipes carry `own`
+// and whose four incoming pipes carry `incoming` (Column::incoming); (1, 1) off the grid.
+fn limits_of(cell: vec2<i32>, level: Loaded, own: vec4<f32>, incoming: vec4<f32>) -> vec2<f32> {
     if !cell_in_grid(c, cell) {
         return vec2<f32>(1.0);
     }
-    let row = flux_ring(cell.y);
-    let above = flux_ring(cell.y - 1);
-    let own = fluxes(at(row, lanes.here));
     var leaving: array<f32, 8>;
     leaving[0] = own.x;
     leaving[1] = own.y;
     leaving[2] = own.z;
     leaving[3] = own.w;
-    leaving[4] = -flux_of(at(row, lanes.left), 0u);
-    leaving[5] = -flux_of(at(above, lanes.here), 1u);
-    leaving[6] = -flux_of(at(above, lanes.left), 2u);
-    leaving[7] = -flux_of(at(above, lanes.right), 3u);
-    let level = s_level[at(ring(cell.y), lanes.here)];
-    return cell_limits(c, cell, bitcast<f32>(level.x), level.y, leaving);
+    leaving[4] = -incoming.x;
+    leaving[5] = -incoming.y;
+    leaving[6] = -incoming.z;
+    leaving[7] = -incoming.w;
+    return cell_limits(c, cell, level.bed, level.depth, leaving);
 }
 
 // What phase D leaves of a cell's pipes: their fluxes (for the neighbours) and what each will keep
@@ -432,6 +439,13 @@ struct AcceleratedPipes {
     stored: vec4<f32>,
 }
 
+// The limit factors of a cell and of its neighbours to the left and right.
+struct LimitsRow {
+    left: vec2<f32>,
+    here: vec2<f32>,
+    right: vec2<f32>,
+}
+
 // What phase F does with one pipe of a cell: the quanta it brings in (negative: takes out), and
 // what the cell keeps of it when the cell owns it.
 struct Moved {
@@ -439,39 +453,32 @@ struct Moved {
     kept: f32,
 }
 
-// Phase F for pipe p of `cell` (limit factors `limits`): the owned pipe p, whose flux is `f` and
-// which keeps `stored` before the limit, and the same pipe owned by the cell at cell - offset(p).
-fn move_pipe(cell: vec2<i32>, lanes: Lanes, limits: vec2<f32>, f: f32, stored: f32, p: u32) -> Moved {
+// Phase F for pipe p of a cell with limit factors `limits`: the owned pipe p, whose flux is `f`,
+// which keeps `stored` before the limit and ends at a cell with limit factors `far`, and the same
+// pipe owned by the cell behind it (limit factors `owner`), whose flux is `g`.
+fn move_pipe(limits: vec2<f32>, f: f32, stored: f32, far: vec2<f32>, g: f32, owner: vec2<f32>) -> Moved {
     var moved: Moved;
-    moved.quanta = 0;
-    moved.kept = 0.0;
-    let o = pipe_offset(p);
     // A pipe with no flux moves no quanta (pipe_quanta of 0 is 0) and keeps nothing.
-    let k = transfer_limit(f, limits, s_limits[at(flux_ring(cell.y + o.y), lane(lanes, o.x))]);
-    let owner = at(flux_ring(cell.y - o.y), lane(lanes, -o.x));
-    let g = flux_of(owner, p);
-    let k_in = transfer_limit(g, s_limits[owner], limits);
+    let k = transfer_limit(f, limits, far);
+    let k_in = transfer_limit(g, owner, limits);
     moved.quanta = pipe_quanta(c.flux_to_quanta, g, k_in) - pipe_quanta(c.flux_to_quanta, f, k);
     moved.kept = select(0.0, stored * k, f != 0.0);
     return moved;
 }
 
-// Phase F: the transfer of `cell` (backend/cpu.rs phase 3), whose owned pipes keep `stored`
-// before the limit. Returns the cell's TILE_CHANGED and TILE_MOVING bits: whether a bit of its
-// depth or pipes changed or it moved a ledger counter, and whether a pipe it keeps carries flow.
-fn transfer(cell: vec2<i32>, lanes: Lanes, stored: vec4<f32>) -> u32 {
+// Phase F: the transfer of `cell` (backend/cpu.rs phase 3), whose own fields are `own`, whose
+// pipes carry `fluxes` and keep `stored` before the limit, and whose incoming pipes carry
+// `incoming`; the limit factors of its row and of the rows above and below. Returns the cell's
+// TILE_CHANGED and TILE_MOVING bits: whether a bit of its depth or pipes changed or it moved a
+// ledger counter, and whether a pipe it keeps carries flow.
+fn transfer(cell: vec2<i32>, lanes: Lanes, own: Loaded, fluxes: vec4<f32>, stored: vec4<f32>, incoming: vec4<f32>, above: LimitsRow, row: LimitsRow, below: LimitsRow) -> u32 {
     let i = u32(cell.y) * c.width + u32(cell.x);
-    let here = at(ring(cell.y), lanes.here);
-    let level = s_level[here];
-    let d = level.y;
-    let bed = bitcast<f32>(level.x);
-    let in_rings = at(flux_ring(cell.y), lanes.here);
-    let limits = s_limits[in_rings];
-    let own = fluxes(in_rings);
-    let e = move_pipe(cell, lanes, limits, own.x, stored.x, 0u);
-    let s = move_pipe(cell, lanes, limits, own.y, stored.y, 1u);
-    let se = move_pipe(cell, lanes, limits, own.z, stored.z, 2u);
-    let sw = move_pipe(cell, lanes, limits, own.w, stored.w, 3u);
+    let d = own.depth;
+    let limits = row.here;
+    let e = move_pipe(limits, fluxes.x, stored.x, row.right, incoming.x, row.left);
+    let s = move_pipe(limits, fluxes.y, stored.y, below.here, incoming.y, above.here);
+    let se = move_pipe(limits, fluxes.z, stored.z, below.right, incoming.z, above.left);
+    let sw = move_pipe(limits, fluxes.w, stored.w, below.left, incoming.w, above.right);
     // Every partial sum lies in 0 ..= MAX_DEPTH_QUANTA: the limit factors keep what leaves within
     // d and what enters within the room.
     var new_depth = d + e.quanta + s.quanta + se.quanta + sw.quanta;
@@ -482,7 +489,7 @@ fn transfer(cell: vec2<i32>, lanes: Lanes, stored: vec4<f32>) -> u32 {
         let inflow = d - depth_in[i];
         count(COUNTER_BOUNDARY_IN, u32(inflow));
         exchanged = inflow != 0;
-        let edge_flux = edge_outflow(c, cell, bed, d);
+        let edge_flux = edge_outflow(c, cell, own.bed, d);
         if edge_flux > 0.0 {
             let gone = pipe_quanta(c.flux_to_quanta, edge_flux, limits.x);
             new_depth -= gone;
@@ -491,7 +498,7 @@ fn transfer(cell: vec2<i32>, lanes: Lanes, stored: vec4<f32>) -> u32 {
         }
         if has_level_edge(c) {
             // Water from a fixed level beyond the edge, up to the deepest a cell holds.
-            let came = add_depth_clamped(new_depth, level_edge_inflow_quanta(c, cell, bed, d));
+            let came = add_depth_clamped(new_depth, level_edge_inflow_quanta(c, cell, own.bed, d));
             count(COUNTER_BOUNDARY_IN, u32(came - new_depth));
             exchanged = exchanged || came != new_depth;
             new_depth = came;
@@ -501,11 +508,13 @@ fn transfer(cell: vec2<i32>, lanes: Lanes, stored: vec4<f32>) -> u32 {
     depth_out[i] = new_depth;
     flux_out[i] = kept;
     // Bits, not values: -0.0 and 0.0 differ, as they do for the CPU backend's comparison.
-    let changed = exchanged || new_depth != d || any(bitcast<vec4<u32>>(kept) != bitcast<vec4<u32>>(flows(here)));
+    let changed = exchanged || new_depth != d || any(bitcast<vec4<u32>>(kept) != bitcast<vec4<u32>>(own_flows(cell.y, own, lanes)));
     return select(0u, TILE_CHANGED, changed) | select(0u, TILE_MOVING, any(kept != vec4<f32>(0.0)));
 }
 
-// One column's state as its invocation walks down the band.
+// One column's state as its invocation walks down the band: its own cells, and what it read of
+// its neighbours' on a row that a later phase needs when that row has left the rings. "Row r" is
+// the row phase A loads in the current iteration.
 struct Column {
     // Grid column, and the workgroup-memory columns of it and its neighbours.
     x: i32,
@@ -516,19 +525,57 @@ struct Column {
     writes: bool,
     // The row loaded one iteration ago, for phase A to store.
     next: Loaded,
-    // What the cell of row r - 3 keeps before the limit, from phase D one iteration ago.
-    stored: vec4<f32>,
+    // The column's cells of rows r, r - 1 (phases B, C), r - 2 (D, E) and r - 3 (F). With
+    // advection their stored pipes are read from the ring instead (own_flows).
+    own0: Loaded,
+    own1: Loaded,
+    own2: Loaded,
+    own3: Loaded,
+    // The far ends of the pipes of row r - 2 for phase D: with advection from phase B one
+    // iteration ago, and `ends_next` from phase B of this iteration for row r - 1.
+    ends: FarEnds,
+    ends_next: FarEnds,
+    // The (bed, depth) of the cell right of the column's, read from the level ring one iteration
+    // ago: with advection by phase B, of row r - 1; without, by phase D, of row r - 2.
+    east: vec2<i32>,
     // With advection, the carried depths of row r - 2 (from phase B one iteration ago) and of
     // row r - 1 (from phase B of this iteration).
     carried: vec4<f32>,
     carried_next: vec4<f32>,
-    // Phase B's cell, for phase C.
+    // Phase B's cell and its old fluxes, for phase C.
     b: Here,
+    old: vec4<f32>,
+    // The old fluxes of the pipes that enter row r - 1's cell from above (centre_discharge).
+    old_from_above: vec3<f32>,
+    // The discharge at the centre of row r - 2's cell and of row r - 1's (phase C one iteration
+    // ago and now), and of the cell right of row r - 2's (phase D read it one iteration ago).
+    q: vec2<f32>,
+    q_next: vec2<f32>,
+    q_east: vec2<f32>,
+    // The accelerated fluxes of the cells of rows r - 2 (phase D now) and r - 3.
+    flux2: vec4<f32>,
+    flux3: vec4<f32>,
+    // The accelerated fluxes of the pipes that enter row r - 2's cell from above, as for
+    // old_from_above.
+    flux_from_above: vec3<f32>,
+    // The accelerated fluxes of the four pipes that enter the cells of rows r - 2 (phase E now)
+    // and r - 3: the east pipe of the cell to the left, the south one of the cell above, the
+    // south-east one above-left, the south-west one above-right.
+    incoming2: vec4<f32>,
+    incoming3: vec4<f32>,
+    // The limit factors of row r - 2's cell (phase E now), and those of rows r - 3 and r - 4 with
+    // their left and right neighbours'.
+    limits2: vec2<f32>,
+    limits3: LimitsRow,
+    limits4: LimitsRow,
+    // What the cell of row r - 3 keeps before the limit, from phase D one iteration ago.
+    stored: vec4<f32>,
     // TILE_CHANGED and TILE_MOVING of the cells this column wrote.
     flags: u32,
 }
 
 fn column_at(strip: u32, lane_index: u32, y0: i32) -> Column {
+    // Zero everything, then set what is not zero.
     var col: Column;
     col.x = i32(strip * (COLUMNS - 2u * HALO) + lane_index) - i32(HALO);
     col.lanes.here = lane_index + 1u;
@@ -537,19 +584,21 @@ fn column_at(strip: u32, lane_index: u32, y0: i32) -> Column {
     col.columns = columns_on_grid(col.x);
     col.writes = lane_index >= HALO && lane_index < COLUMNS - HALO && col.x < i32(c.width);
     col.next = load(vec2<i32>(col.x, y0 - 3));
-    col.stored = vec4<f32>(0.0);
-    col.carried = vec4<f32>(0.0);
-    col.carried_next = vec4<f32>(0.0);
-    col.flags = 0u;
     return col;
 }
 
 // A: store the row loaded one iteration ago and start loading the next, so that its latency
 // hides behind this iteration's phases.
 fn phase_a(col: ptr<function, Column>, r: i32, y_end: i32) {
-    let slot = at(ring(r), (*col).lanes.here);
-    s_level[slot] = vec2<i32>(bitcast<i32>((*col).next.bed), (*col).next.depth);
-    set_flows(slot, (*col).next.flow);
+    (*col).own3 = (*col).own2;
+    (*col).own2 = (*col).own1;
+    (*col).own1 = (*col).own0;
+    (*col).own0 = (*col).next;
+    let here = (*col).lanes.here;
+    s_level[at(level_slot(r), here)] = vec2<i32>(bitcast<i32>((*col).own0.bed), (*col).own0.depth);
+    if advects(c) {
+        set_flows(at(ring(r), here), (*col).own0.flow);
+    }
     if r < y_end + 2 {
         (*col).next = load(vec2<i32>((*col).x, r + 1));
     }
@@ -557,28 +606,51 @@ fn phase_a(col: ptr<function, Column>, r: i32, y_end: i32) {
 
 // B, needed from row y0 - 3.
 fn phase_b(col: ptr<function, Column>, r: i32, y0: i32) {
-    (*col).b = here_at(vec2<i32>((*col).x, r - 1), (*col).columns, (*col).lanes);
+    let lanes = (*col).lanes;
+    (*col).b = here_at(vec2<i32>((*col).x, r - 1), (*col).columns, (*col).own1, lanes);
+    (*col).ends_next = far_ends(r - 1, lanes, (*col).east);
+    (*col).east = s_level[at(level_slot(r), lanes.right)];
     (*col).carried_next = vec4<f32>(0.0);
+    (*col).old = vec4<f32>(0.0);
     if r >= y0 - 2 {
-        (*col).carried_next = carried_depths((*col).b, (*col).lanes);
-        set_old_fluxes(at(pair(r - 1), (*col).lanes.here), old_fluxes((*col).b, (*col).carried_next));
+        (*col).carried_next = carried_depths((*col).b, (*col).ends_next);
+        (*col).old = old_fluxes((*col).b, (*col).carried_next);
+        share_pipes(lanes.here, (*col).old);
     }
 }
 
-// C, needed from row y0 - 2.
+// C, needed from row y0 - 2; keeps what enters the row below from this one.
 fn phase_c(col: ptr<function, Column>, r: i32, y0: i32) {
+    let lanes = (*col).lanes;
     if r >= y0 - 1 {
-        s_discharge[at(pair(r - 1), (*col).lanes.here)] = centre_discharge((*col).b, (*col).lanes);
+        let from_left = shared_pipe(PLANE_E, lanes.left);
+        (*col).q_next = centre_discharge((*col).b, (*col).old, from_left, (*col).old_from_above);
+        s_centre[lanes.here] = (*col).q_next;
     }
+    (*col).old_from_above = vec3<f32>((*col).old.y, shared_pipe(PLANE_SE, lanes.left), shared_pipe(PLANE_SW, lanes.right));
 }
 
-// D, needed from row y0 - 2: returns what the cell of row r - 2 keeps before the limit.
+// D, needed from row y0 - 2: returns what the cell of row r - 2 keeps before the limit. From
+// row y0 - 3 it keeps what the next row needs of this one's neighbours.
 fn phase_d(col: ptr<function, Column>, r: i32, y0: i32) -> vec4<f32> {
+    let lanes = (*col).lanes;
+    var ends = (*col).ends;
+    var sources: Sources;
+    if advects(c) {
+        sources.own = (*col).q;
+        sources.e = (*col).q_east;
+        sources.s = s_centre[lanes.here];
+        sources.se = s_centre[lanes.right];
+        sources.sw = s_centre[lanes.left];
+        (*col).q_east = sources.se;
+    } else {
+        ends = far_ends(r - 2, lanes, (*col).east);
+        (*col).east = s_level[at(level_slot(r - 1), lanes.right)];
+    }
     if r < y0 {
         return vec4<f32>(0.0);
     }
-    let lanes = (*col).lanes;
-    let h = here_at(vec2<i32>((*col).x, r - 2), (*col).columns, lanes);
+    let h = here_at(vec2<i32>((*col).x, r - 2), (*col).columns, (*col).own2, lanes);
     var pipes: AcceleratedPipes;
     // Most cells lie two or more cells from every edge of the grid, where every neighbour the
     // step reads is on the grid and every pipe has its inner width: the same code with the
@@ -586,29 +658,49 @@ fn phase_d(col: ptr<function, Column>, r: i32, y0: i32) -> vec4<f32> {
     if h.window == WINDOW_INSIDE {
         var inner = h;
         inner.window = WINDOW_INSIDE;
-        pipes = accelerate_pipes(inner, lanes, (*col).carried);
+        pipes = accelerate_pipes(inner, lanes, ends, (*col).carried, sources);
     } else {
-        pipes = accelerate_pipes(h, lanes, (*col).carried);
+        pipes = accelerate_pipes(h, lanes, ends, (*col).carried, sources);
     }
-    set_fluxes(at(flux_ring(r - 2), lanes.here), pipes.flux);
+    share_pipes(lanes.here, pipes.flux);
+    (*col).flux2 = pipes.flux;
     return pipes.stored;
 }
 
-// E, needed from row y0 - 1.
+// E, needed from row y0 - 1; from row y0 - 2 it keeps what enters the row below from this one.
 fn phase_e(col: ptr<function, Column>, r: i32, y0: i32) {
-    if r >= y0 + 1 {
-        s_limits[at(flux_ring(r - 2), (*col).lanes.here)] = limits_of(vec2<i32>((*col).x, r - 2), (*col).lanes);
+    if r < y0 {
+        return;
     }
+    let lanes = (*col).lanes;
+    let from_above = (*col).flux_from_above;
+    (*col).incoming2 = vec4<f32>(shared_pipe(PLANE_E, lanes.left), from_above);
+    if r >= y0 + 1 {
+        (*col).limits2 = limits_of(vec2<i32>((*col).x, r - 2), (*col).own2, (*col).flux2, (*col).incoming2);
+        s_centre[lanes.here] = (*col).limits2;
+    }
+    (*col).flux_from_above = vec3<f32>((*col).flux2.y, shared_pipe(PLANE_SE, lanes.left), shared_pipe(PLANE_SW, lanes.right));
 }
 
-// F: the band's own rows; then the pipes of row r - 2 wait for next iteration's transfer.
+// F: the band's own rows; then every row's values move one row up.
 fn phase_f(col: ptr<function, Column>, r: i32, y0: i32, stored_next: vec4<f32>) {
+    let lanes = (*col).lanes;
+    var below: LimitsRow;
+    below.left = s_centre[lanes.left];
+    below.here = (*col).limits2;
+    below.right = s_centre[lanes.right];
     if r >= y0 + 3 && (*col).writes {
-        (*col).flags |= transfer(vec2<i32>((*col).x, r - 3), (*col).lanes, (*col).stored);
+        (*col).flags |= transfer(vec2<i32>((*col).x, r - 3), lanes, (*col).own3, (*col).flux3, (*col).stored, (*col).incoming3, (*col).limits4, (*col).limits3, below);
     }
+    (*col).limits4 = (*col).limits3;
+    (*col).limits3 = below;
     (*col).stored = stored_next;
+    (*col).flux3 = (*col).flux2;
+    (*col).incoming3 = (*col).incoming2;
     if advects(c) {
         (*col).carried = (*col).carried_next;
+        (*col).ends = (*col).ends_next;
+        (*col).q = (*col).q_next;
     }
 }
 
@@ -627,21 +719,14 @@ fn step_columns(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
     // them read them, for results nobody uses.
     if t == 0u || t == INVOCATIONS - 1u {
         let pad = select(ROW - 1u, 0u, t == 0u);
-        for (var slot = 0u; slot < 4u; slot++) {
-            let i = at(slot, pad);
-            s_level[i] = vec2<i32>(0);
-            set_flows(i, vec4<f32>(0.0));
+        for (var slot = 0u; slot < LEVEL_ROWS; slot++) {
+            s_level[at(slot, pad)] = vec2<i32>(0);
         }
-        for (var slot = 0u; slot < FLUX_ROWS; slot++) {
-            let i = at(slot, pad);
-            set_fluxes(i, vec4<f32>(0.0));
-            s_limits[i] = vec2<f32>(1.0);
+        for (var slot = 0u; slot < FLOW_ROWS; slot++) {
+            set_flows(at(slot, pad), vec4<f32>(0.0));
         }
-        for (var slot = 0u; slot < OLD_ROWS; slot++) {
-            let i = at(slot, pad);
-            set_old_fluxes(i, vec4<f32>(0.0));
-            s_discharge[i] = vec2<f32>(0.0);
-        }
+        share_pipes(pad, vec4<f32>(0.0));
+        s_centre[pad] = vec2<f32>(1.0);
     }
     var one = column_at(strip, t * PER_INVOCATION, y0);
     var two: Column;

@@ -10,11 +10,11 @@ use crate::pipes::StepConstants;
 /// `HALO` in `step_columns.wgsl`.
 pub const COLUMN_HALO: u32 = 4;
 
-/// Workgroup memory the kernel needs per column with advection, bytes: four rows of terrain,
-/// depth and pipes (96), of accelerated fluxes (64) and limit factors (32), two rows of old fluxes
-/// (32) and discharges (16). Without advection it needs 168 (three rows of accelerated fluxes and
-/// limit factors, no old fluxes or discharges); a device is sized for the larger.
-pub const WORKGROUP_BYTES_PER_COLUMN: u32 = 240;
+/// Workgroup memory the kernel needs per column with advection, bytes: one row of terrain and
+/// depth (8), four of stored pipes (64), one of three pipes' fluxes (12, old then accelerated) and
+/// one of discharges, then limit factors (8). Without advection it needs 36 (two rows of terrain
+/// and depth, no stored pipes); a device is sized for the larger.
+pub const WORKGROUP_BYTES_PER_COLUMN: u32 = 92;
 
 /// Columns of padding in each ring row beside a strip's own (`ROW` in `step_columns.wgsl`): one
 /// on each side, so that a neighbour's column is an invocation's own plus or minus one.
@@ -27,12 +27,12 @@ pub const fn workgroup_bytes_for(columns: u32) -> u32 {
 
 /// Workgroup sizes (columns) the kernel is built with, the first the device allows chosen. Wider
 /// strips recompute fewer halo columns (`2·COLUMN_HALO` of each strip: 94 % of the work is
-/// useful at 128, 88 % at 64, 75 % at 32), but fewer of them fit on a multiprocessor: on an
-/// H100, 64 columns (two warps) ran 1.3× faster than 128 and 1.1× faster than 32. NVIDIA's
-/// Vulkan driver gives the kernel 48 KiB of workgroup memory a multiprocessor, in steps of 1 KiB
-/// a workgroup (docs/BENCHMARKS.md): 64 columns with advection (15 840 bytes) run three
-/// workgroups (six warps) a multiprocessor, without advection (11 104 bytes) four; every byte
-/// that a change adds is paid in workgroups where it crosses a step.
+/// useful at 128, 88 % at 64, 75 % at 32), but make coarser sleeping tiles. NVIDIA's Vulkan driver
+/// gives the kernel 48 KiB of workgroup memory a multiprocessor, in steps of 1 KiB a workgroup
+/// (docs/BENCHMARKS.md): 64 columns with advection (6 072 bytes, 127 registers) run eight
+/// workgroups (sixteen warps) a multiprocessor on an H100, and 128 columns four (sixteen warps
+/// too), 4 % faster with advection and 3 % without at 4096² with every cell moving; 64 stays the
+/// default for its finer sleeping tiles (`PIPEWATER_GPU_COLUMNS=128` chooses the wider strips).
 pub const COLUMN_CHOICES: [u32; 2] = [64, 32];
 
 /// Rows of a workgroup's band, fewest and most, unless `PIPEWATER_GPU_BAND_ROWS` fixes them: each
@@ -44,9 +44,9 @@ pub const COLUMN_CHOICES: [u32; 2] = [64, 32];
 /// 64 at 2048², and 20 rows 2 % slower than 32 there; 56 to 64 rows best at 4096².
 pub const BAND_ROWS: [u32; 2] = [20, 64];
 
-/// Workgroups a dispatch aims for: more than the largest GPUs hold at once (an H100 holds 11 of
-/// these on each of its 132 multiprocessors, 1 452), so that none waits for work, with bands as
-/// long as that allows.
+/// Workgroups a dispatch aims for: more than the largest GPUs hold at once (an H100 holds 8 of
+/// these on each of its 132 multiprocessors with advection, 1 056, and 10 without), so that none
+/// waits for work, with bands as long as that allows.
 pub const TARGET_WORKGROUPS: u32 = 2400;
 
 /// Columns each invocation walks, unless `PIPEWATER_GPU_PER_INVOCATION` says otherwise.
@@ -169,14 +169,14 @@ mod tests {
     #[test]
     fn the_widest_kernel_the_device_allows_is_chosen() {
         // Vulkan's guaranteed minimum (16 KiB), lavapipe (32 KiB), NVIDIA (48 KiB).
-        for (bytes, expected) in [(16384, 64), (32768, 64), (49152, 64), (8192, 32)] {
+        for (bytes, expected) in [(16384, 64), (32768, 64), (49152, 64), (6071, 32)] {
             let kernel = ColumnKernel::for_limits(bytes, 256, 256).map(|k| k.columns);
             println!("{bytes} B of workgroup memory: {kernel:?} columns");
             if std::env::var("PIPEWATER_GPU_COLUMNS").is_err() {
                 assert_eq!(kernel, Some(expected));
             }
         }
-        assert_eq!(ColumnKernel::for_limits(8159, 256, 256), None, "32 columns need 8160 bytes");
+        assert_eq!(ColumnKernel::for_limits(3127, 256, 256), None, "32 columns need 3128 bytes");
     }
 
     #[test]
