@@ -5,7 +5,7 @@
 //! GPU with sleeping agrees with the CPU as `gpu_agreement.rs` asks. Every test prints what it
 //! compares. Figures printed here come from whatever adapter runs the tests (in CI, Mesa's
 //! software Vulkan): they show what was stepped, not how fast. The flood scene is
-//! `common::lake_with_flood`; the GPU's tiles are the step's workgroups (56 × 32 cells here), so
+//! `common::lake_with_flood`; the GPU's tiles are the step's workgroups (56 × 10 cells here), so
 //! the tests that want tiles far from the flood take it wider than `sleeping.rs` does.
 #![cfg(feature = "gpu")]
 

@@ -330,7 +330,7 @@ pub struct PipeWater {
     /// moves rather than the area. The water is the same bit for bit either way; turn it off to
     /// compare costs. `get_frame_stats()` reports `awake_tiles` and `cells_stepped`, and
     /// `get_awake_tiles()` shows which tiles were stepped. Tiles are 32² cells on the CPU and
-    /// 56 columns by 20–64 rows on the GPU backends (a workgroup of the step kernel each).
+    /// 56 columns by 10–64 rows on the GPU backends (a workgroup of the step kernel each).
     #[export]
     #[var(set)]
     #[init(val = true)]

@@ -159,8 +159,8 @@ mod tests {
         let [more_strips, more_bands] = kernel.dispatch(side + 1, side + 1);
         println!("largest side {side}: {strips}x{bands} workgroups; {}: {more_strips}x{more_bands}", side + 1);
         // Large grids get bands of 64 rows (short bands are only for grids too small to fill a
-        // GPU), so about 65 535 · 56 · 64 cells fit: counting the shortest bands (20 rows) for
-        // every grid would refuse anything past 8 566².
+        // GPU), so about 65 535 · 56 · 64 cells fit: counting the shortest bands (10 rows) for
+        // every grid would refuse anything past 6 058².
         assert!(side > 15000, "{side}");
         assert!(strips * bands <= 65535 && more_strips * more_bands > 65535);
         assert_eq!(limits.check(Grid::new(side, side, 1.0).unwrap()), Ok(()));

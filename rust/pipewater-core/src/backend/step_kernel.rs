@@ -37,17 +37,22 @@ pub const COLUMN_CHOICES: [u32; 2] = [64, 32];
 
 /// Rows of a workgroup's band, fewest and most, unless `PIPEWATER_GPU_BAND_ROWS` fixes them: each
 /// band loads three rows above and below its own, so longer bands waste less, while shorter ones
-/// give the device more workgroups to keep busy. The dispatch picks the longest bands that still
-/// make [`TARGET_WORKGROUPS`] workgroups, within these bounds. On an H100 (docs/BENCHMARKS.md):
-/// 20 rows ran 11 % faster than 32 at 1024² (19 strips: 988 workgroups instead of 608, where the
-/// device holds about 1 450 at once) and 16 or 14 rows slower than 20; 32 rows 8 % faster than
-/// 64 at 2048², and 20 rows 2 % slower than 32 there; 56 to 64 rows best at 4096².
-pub const BAND_ROWS: [u32; 2] = [20, 64];
+/// give the device more workgroups to keep busy and leave less idle in the last of them. The
+/// dispatch picks the longest bands that still make [`TARGET_WORKGROUPS`] workgroups and
+/// [`TARGET_BANDS`] bands, within these bounds.
+pub const BAND_ROWS: [u32; 2] = [10, 64];
 
 /// Workgroups a dispatch aims for: more than the largest GPUs hold at once (an H100 holds 8 of
 /// these on each of its 132 multiprocessors with advection, 1 056, and 10 without), so that none
 /// waits for work, with bands as long as that allows.
 pub const TARGET_WORKGROUPS: u32 = 2400;
+
+/// Bands a grid aims for, however wide it is. On an H100 (docs/BENCHMARKS.md), with every cell
+/// moving, bands of 10, 21 and 41 rows at 1024², 2048² and 4096² ran the step with advection 8 %,
+/// 4 % and 2 % faster than the 20, 32 and 64 rows of [`TARGET_WORKGROUPS`] alone, and the sleeping
+/// benchmark lake 11 %, 6 % and 7 % faster; without advection from 0.4 % slower to 4 % faster,
+/// with four neighbours 2.5 % slower at 4096².
+pub const TARGET_BANDS: u32 = 100;
 
 /// Columns each invocation walks, unless `PIPEWATER_GPU_PER_INVOCATION` says otherwise.
 pub const DEFAULT_PER_INVOCATION: u32 = 1;
@@ -152,7 +157,7 @@ impl ColumnKernel {
     /// Rows of each band for a grid `height` rows tall cut into `strips` strips.
     pub fn rows_for(&self, strips: u32, height: u32) -> u32 {
         self.band_rows.unwrap_or_else(|| {
-            let bands = TARGET_WORKGROUPS.div_ceil(strips.max(1));
+            let bands = TARGET_WORKGROUPS.div_ceil(strips.max(1)).max(TARGET_BANDS);
             height.div_ceil(bands).clamp(BAND_ROWS[0], BAND_ROWS[1])
         })
     }
