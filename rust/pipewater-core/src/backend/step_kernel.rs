@@ -31,8 +31,9 @@ pub const fn workgroup_bytes_for(columns: u32) -> u32 {
 /// gives the kernel 48 KiB of workgroup memory a multiprocessor, in steps of 1 KiB a workgroup
 /// (docs/BENCHMARKS.md): 64 columns with advection (6 072 bytes, 127 registers) run eight
 /// workgroups (sixteen warps) a multiprocessor on an H100, and 128 columns four (sixteen warps
-/// too), 4 % faster with advection and 3 % without at 4096² with every cell moving; 64 stays the
-/// default for its finer sleeping tiles (`PIPEWATER_GPU_COLUMNS=128` chooses the wider strips).
+/// too), 3–4 % faster with advection and 3–5 % without at 4096² with every cell moving; 64 stays
+/// the default for its finer sleeping tiles (`PIPEWATER_GPU_COLUMNS=128` chooses the wider
+/// strips), on which the sleeping benchmark lake ran 4 % faster.
 pub const COLUMN_CHOICES: [u32; 2] = [64, 32];
 
 /// Rows of a workgroup's band, fewest and most, unless `PIPEWATER_GPU_BAND_ROWS` fixes them: each
@@ -51,7 +52,7 @@ pub const TARGET_WORKGROUPS: u32 = 2400;
 /// moving, bands of 10, 21 and 41 rows at 1024², 2048² and 4096² ran the step with advection 8 %,
 /// 4 % and 2 % faster than the 20, 32 and 64 rows of [`TARGET_WORKGROUPS`] alone, and the sleeping
 /// benchmark lake 11 %, 6 % and 7 % faster; without advection from 0.4 % slower to 4 % faster,
-/// with four neighbours 2.5 % slower at 4096².
+/// with four neighbours up to 3.6 % slower.
 pub const TARGET_BANDS: u32 = 100;
 
 /// Columns each invocation walks, unless `PIPEWATER_GPU_PER_INVOCATION` says otherwise.

@@ -292,8 +292,8 @@ impl GpuContext {
             // rings (slot `& 3`, `& 1` or the only one, plane 0 ..= 2 of the flux ring, each row
             // ROW = COLUMNS + 2 columns, a neighbour's column one from an invocation's own, which
             // lies in 1 ..= COLUMNS; a mode's rings of no rows are read only in code it does not
-            // compile); its loops have fixed bounds or run over the band's rows. The buffers are sized for the grid in
-            // `GpuBackend::new`.
+            // compile); its loops have fixed bounds or run over the band's rows. The buffers are
+            // sized for the grid in `GpuBackend::new`.
             unsafe { device.create_shader_module_trusted(step_desc, wgpu::ShaderRuntimeChecks::unchecked()) }
         };
         let edit_module = module("edits.wgsl", shaders::EDITS);
