@@ -136,6 +136,25 @@ fn shared_pipe(plane: u32, column: u32) -> f32 {
     return s_pipes[plane * ROW + column];
 }
 
+// The pipes (old in phase C, accelerated in E) that enter a cell: the east pipe of the cell to
+// its left, from the ring, then `from_above` (what passes_below kept one row earlier).
+fn incoming_pipes(lanes: Lanes, from_above: vec3<f32>) -> vec4<f32> {
+    return vec4<f32>(shared_pipe(PLANE_E, lanes.left), from_above);
+}
+
+// What of this row's pipes enters the cell below, kept for the next row: the south pipe of the
+// column's own cell (of `own`), the south-east one of the cell to the left and the south-west
+// one of the cell to the right.
+fn passes_below(lanes: Lanes, own: vec4<f32>) -> vec3<f32> {
+    return vec3<f32>(own.y, shared_pipe(PLANE_SE, lanes.left), shared_pipe(PLANE_SW, lanes.right));
+}
+
+// A cell's eight pipes as flows leaving it towards pipes.rs NEIGHBOUR_OFFSETS (E, S, SE, SW, W,
+// N, NW, NE): its own four, then the four entering it (incoming_pipes), reversed.
+fn eight_pipes(own: vec4<f32>, incoming: vec4<f32>) -> array<f32, 8> {
+    return array<f32, 8>(own.x, own.y, own.z, own.w, -incoming.x, -incoming.y, -incoming.z, -incoming.w);
+}
+
 // Slot of row `y` (>= -8) in a ring of four rows, and in a ring of two.
 fn ring(y: i32) -> u32 {
     return u32(y + 8) & 3u;
@@ -333,21 +352,10 @@ fn old_fluxes(h: Here, carried: vec4<f32>) -> vec4<f32> {
     return vec4<f32>(old_flux(h, carried.x, 0u), old_flux(h, carried.y, 1u), old_flux(h, carried.z, 2u), old_flux(h, carried.w, 3u));
 }
 
-// Phase C: the discharge at the centre of `h`'s cell from the old fluxes of its eight pipes:
-// its own four, `from_left` (the east pipe of the cell to its left) and `from_above` (the south
-// pipe of the cell above, the south-east one of the cell above-left and the south-west one of
-// the cell above-right).
-fn centre_discharge(h: Here, own: vec4<f32>, from_left: f32, from_above: vec3<f32>) -> vec2<f32> {
-    var outgoing: array<f32, 8>;
-    outgoing[0] = own.x;
-    outgoing[1] = own.y;
-    outgoing[2] = own.z;
-    outgoing[3] = own.w;
-    outgoing[4] = -from_left;
-    outgoing[5] = -from_above.x;
-    outgoing[6] = -from_above.y;
-    outgoing[7] = -from_above.z;
-    return select(vec2<f32>(0.0), discharge(c.cell_size, outgoing), inside(h.window, vec2<i32>(0)));
+// Phase C: the discharge at the centre of `h`'s cell from the old fluxes of its own four pipes
+// and of the four that enter it (incoming_pipes).
+fn centre_discharge(h: Here, own: vec4<f32>, incoming: vec4<f32>) -> vec2<f32> {
+    return select(vec2<f32>(0.0), discharge(c.cell_size, eight_pipes(own, incoming)), inside(h.window, vec2<i32>(0)));
 }
 
 // backend/cpu.rs displaced_velocity: velocity (m/s) along pipe p of the pipe of the same
@@ -415,21 +423,12 @@ fn accelerate_pipes(h: Here, lanes: Lanes, ends: FarEnds, carried_b: vec4<f32>, 
 }
 
 // Phase E: the limit factors of `cell` (backend/cpu.rs phase 2), whose own pipes carry `own`
-// and whose four incoming pipes carry `incoming` (Column::incoming); (1, 1) off the grid.
+// and whose four incoming pipes carry `incoming` (incoming_pipes); (1, 1) off the grid.
 fn limits_of(cell: vec2<i32>, level: Loaded, own: vec4<f32>, incoming: vec4<f32>) -> vec2<f32> {
     if !cell_in_grid(c, cell) {
         return vec2<f32>(1.0);
     }
-    var leaving: array<f32, 8>;
-    leaving[0] = own.x;
-    leaving[1] = own.y;
-    leaving[2] = own.z;
-    leaving[3] = own.w;
-    leaving[4] = -incoming.x;
-    leaving[5] = -incoming.y;
-    leaving[6] = -incoming.z;
-    leaving[7] = -incoming.w;
-    return cell_limits(c, cell, level.bed, level.depth, leaving);
+    return cell_limits(c, cell, level.bed, level.depth, eight_pipes(own, incoming));
 }
 
 // What phase D leaves of a cell's pipes: their fluxes (for the neighbours) and what each will keep
@@ -623,11 +622,10 @@ fn phase_b(col: ptr<function, Column>, r: i32, y0: i32) {
 fn phase_c(col: ptr<function, Column>, r: i32, y0: i32) {
     let lanes = (*col).lanes;
     if r >= y0 - 1 {
-        let from_left = shared_pipe(PLANE_E, lanes.left);
-        (*col).q_next = centre_discharge((*col).b, (*col).old, from_left, (*col).old_from_above);
+        (*col).q_next = centre_discharge((*col).b, (*col).old, incoming_pipes(lanes, (*col).old_from_above));
         s_centre[lanes.here] = (*col).q_next;
     }
-    (*col).old_from_above = vec3<f32>((*col).old.y, shared_pipe(PLANE_SE, lanes.left), shared_pipe(PLANE_SW, lanes.right));
+    (*col).old_from_above = passes_below(lanes, (*col).old);
 }
 
 // D, needed from row y0 - 2: returns what the cell of row r - 2 keeps before the limit. From
@@ -673,13 +671,12 @@ fn phase_e(col: ptr<function, Column>, r: i32, y0: i32) {
         return;
     }
     let lanes = (*col).lanes;
-    let from_above = (*col).flux_from_above;
-    (*col).incoming2 = vec4<f32>(shared_pipe(PLANE_E, lanes.left), from_above);
+    (*col).incoming2 = incoming_pipes(lanes, (*col).flux_from_above);
     if r >= y0 + 1 {
         (*col).limits2 = limits_of(vec2<i32>((*col).x, r - 2), (*col).own2, (*col).flux2, (*col).incoming2);
         s_centre[lanes.here] = (*col).limits2;
     }
-    (*col).flux_from_above = vec3<f32>((*col).flux2.y, shared_pipe(PLANE_SE, lanes.left), shared_pipe(PLANE_SW, lanes.right));
+    (*col).flux_from_above = passes_below(lanes, (*col).flux2);
 }
 
 // F: the band's own rows; then every row's values move one row up.
