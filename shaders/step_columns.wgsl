@@ -226,8 +226,13 @@ fn lane(lanes: Lanes, dx: i32) -> u32 {
 // the cell (dx, dy) away. Built once per cell and phase from the invocation's columns and the
 // row, so that the many "is this neighbour on the grid" questions of a phase cost a shift each.
 // The rows on the grid are a run of the five: the columns' bits are copied into every row's five
-// by one multiplication, and those of the rows above and below the grid are dropped.
+// by one multiplication, and those of the rows above and below the grid are dropped. A row is the
+// same for the whole workgroup, so the rows that need no dropping (all but two at each end of
+// the grid) take a branch no lane leaves and skip the shifts.
 fn window(columns: u32, y: i32) -> u32 {
+    if y >= 2 && y + 3 <= i32(c.height) {
+        return columns * 0x108421u;
+    }
     let above = 5u * u32(clamp(2 - y, 0, 5));
     let below = 5u * u32(clamp(y + 3 - i32(c.height), 0, 5));
     let rows = ((WINDOW_INSIDE >> above) << above) & (WINDOW_INSIDE >> below);
@@ -249,9 +254,10 @@ fn columns_on_grid(x: i32) -> u32 {
 // The window of a cell whose 5×5 neighbourhood lies on the grid.
 const WINDOW_INSIDE: u32 = 0x1ffffffu;
 
-// A full window answers before the shift: phase D's interior path passes WINDOW_INSIDE as a
-// constant, and only then does the driver's compiler drop every edge test of the upstream reads,
-// whose offsets it cannot bound (15 % faster with advection on an H100, docs/BENCHMARKS.md).
+// A full window answers before the shift: the interior paths of phases B and D pass
+// WINDOW_INSIDE as a constant, and only then does the driver's compiler drop every edge test (in
+// D those of the upstream reads, whose offsets it cannot bound: 15 % faster with advection on an
+// H100, docs/BENCHMARKS.md).
 fn inside(window: u32, d: vec2<i32>) -> bool {
     if window == WINDOW_INSIDE {
         return true;
@@ -543,6 +549,9 @@ struct Column {
     carried_next: vec4<f32>,
     // Phase B's cell and its old fluxes, for phase C.
     b: Here,
+    // With advection, the window of row r - 2's cell, which phase B built one iteration ago, for
+    // phase D.
+    window2: u32,
     old: vec4<f32>,
     // The old fluxes of the pipes that enter row r - 1's cell from above (centre_discharge).
     old_from_above: vec3<f32>,
@@ -606,14 +615,24 @@ fn phase_a(col: ptr<function, Column>, r: i32, y_end: i32) {
 // B, needed from row y0 - 3.
 fn phase_b(col: ptr<function, Column>, r: i32, y0: i32) {
     let lanes = (*col).lanes;
+    (*col).window2 = (*col).b.window;
     (*col).b = here_at(vec2<i32>((*col).x, r - 1), (*col).columns, (*col).own1, lanes);
     (*col).ends_next = far_ends(r - 1, lanes, (*col).east);
     (*col).east = s_level[at(level_slot(r), lanes.right)];
     (*col).carried_next = vec4<f32>(0.0);
     (*col).old = vec4<f32>(0.0);
     if r >= y0 - 2 {
-        (*col).carried_next = carried_depths((*col).b, (*col).ends_next);
-        (*col).old = old_fluxes((*col).b, (*col).carried_next);
+        // As in phase D: with the window known to be full, every pipe exists and the tests
+        // compile away.
+        if (*col).b.window == WINDOW_INSIDE {
+            var inner = (*col).b;
+            inner.window = WINDOW_INSIDE;
+            (*col).carried_next = carried_depths(inner, (*col).ends_next);
+            (*col).old = old_fluxes(inner, (*col).carried_next);
+        } else {
+            (*col).carried_next = carried_depths((*col).b, (*col).ends_next);
+            (*col).old = old_fluxes((*col).b, (*col).carried_next);
+        }
         share_pipes(lanes.here, (*col).old);
     }
 }
@@ -648,7 +667,18 @@ fn phase_d(col: ptr<function, Column>, r: i32, y0: i32) -> vec4<f32> {
     if r < y0 {
         return vec4<f32>(0.0);
     }
-    let h = here_at(vec2<i32>((*col).x, r - 2), (*col).columns, (*col).own2, lanes);
+    // With advection phase B built this cell's window one iteration ago: keeping it costs a
+    // register and saves building it again (2 % faster on an H100, docs/BENCHMARKS.md).
+    var h: Here;
+    if advects(c) {
+        h.cell = vec2<i32>((*col).x, r - 2);
+        h.window = (*col).window2;
+        h.bed = (*col).own2.bed;
+        h.depth = (*col).own2.depth;
+        h.flow = own_flows(r - 2, (*col).own2, lanes);
+    } else {
+        h = here_at(vec2<i32>((*col).x, r - 2), (*col).columns, (*col).own2, lanes);
+    }
     var pipes: AcceleratedPipes;
     // Most cells lie two or more cells from every edge of the grid, where every neighbour the
     // step reads is on the grid and every pipe has its inner width: the same code with the
