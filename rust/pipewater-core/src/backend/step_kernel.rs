@@ -29,7 +29,7 @@ pub const fn workgroup_bytes_for(columns: u32) -> u32 {
 /// strips recompute fewer halo columns (`2·COLUMN_HALO` of each strip: 94 % of the work is
 /// useful at 128, 88 % at 64, 75 % at 32), but make coarser sleeping tiles. NVIDIA's Vulkan driver
 /// gives the kernel 48 KiB of workgroup memory a multiprocessor, in steps of 1 KiB a workgroup
-/// (docs/BENCHMARKS.md): 64 columns with advection (6 072 bytes, 127 registers) run eight
+/// (docs/BENCHMARKS.md): 64 columns with advection (6 072 bytes, 126 registers) run eight
 /// workgroups (sixteen warps) a multiprocessor on an H100, and 128 columns four (sixteen warps
 /// too), 3–4 % faster with advection and 3–5 % without at 4096² with every cell moving; 64 stays
 /// the default for its finer sleeping tiles (`PIPEWATER_GPU_COLUMNS=128` chooses the wider
