@@ -296,10 +296,10 @@ struct Here {
     flow: vec4<f32>,
 }
 
-fn here_at(cell: vec2<i32>, columns: u32, own: Loaded, lanes: Lanes) -> Here {
+fn here_at(cell: vec2<i32>, cell_window: u32, own: Loaded, lanes: Lanes) -> Here {
     var h: Here;
     h.cell = cell;
-    h.window = window(columns, cell.y);
+    h.window = cell_window;
     h.bed = own.bed;
     h.depth = own.depth;
     h.flow = own_flows(cell.y, own, lanes);
@@ -616,7 +616,7 @@ fn phase_a(col: ptr<function, Column>, r: i32, y_end: i32) {
 fn phase_b(col: ptr<function, Column>, r: i32, y0: i32) {
     let lanes = (*col).lanes;
     (*col).window2 = (*col).b.window;
-    (*col).b = here_at(vec2<i32>((*col).x, r - 1), (*col).columns, (*col).own1, lanes);
+    (*col).b = here_at(vec2<i32>((*col).x, r - 1), window((*col).columns, r - 1), (*col).own1, lanes);
     (*col).ends_next = far_ends(r - 1, lanes, (*col).east);
     (*col).east = s_level[at(level_slot(r), lanes.right)];
     (*col).carried_next = vec4<f32>(0.0);
@@ -669,16 +669,11 @@ fn phase_d(col: ptr<function, Column>, r: i32, y0: i32) -> vec4<f32> {
     }
     // With advection phase B built this cell's window one iteration ago: keeping it costs a
     // register and saves building it again (2 % faster on an H100, docs/BENCHMARKS.md).
-    var h: Here;
-    if advects(c) {
-        h.cell = vec2<i32>((*col).x, r - 2);
-        h.window = (*col).window2;
-        h.bed = (*col).own2.bed;
-        h.depth = (*col).own2.depth;
-        h.flow = own_flows(r - 2, (*col).own2, lanes);
-    } else {
-        h = here_at(vec2<i32>((*col).x, r - 2), (*col).columns, (*col).own2, lanes);
+    var cell_window = (*col).window2;
+    if !advects(c) {
+        cell_window = window((*col).columns, r - 2);
     }
+    let h = here_at(vec2<i32>((*col).x, r - 2), cell_window, (*col).own2, lanes);
     var pipes: AcceleratedPipes;
     // Most cells lie two or more cells from every edge of the grid, where every neighbour the
     // step reads is on the grid and every pipe has its inner width: the same code with the
