@@ -1,5 +1,5 @@
 extends SceneTree
-## Takes the README's picture of the PipeWater tools in the editor: the demo scene open, its
+## Takes docs/AUTHORING.md's picture of the PipeWater tools in the editor: the demo scene open, its
 ## PipeWater selected with the toolbar above the 3D viewport, the add-water brush over the
 ## reservoir, and the spring's gizmo at the head of the valley.
 ##

@@ -1,5 +1,5 @@
 extends SceneTree
-## Takes the demo's pictures for README.md and docs/DEMO.md, as the demo draws them.
+## Takes the demo's pictures for README.md and the pages in docs/, as the demo draws them.
 ##
 ## In a window (Forward+), from the repository root after cargo xtask build:
 ## [codeblock]
