@@ -18,7 +18,8 @@ use crate::error::{check_range, Error, Result};
 use crate::grid::{CellRect, Grid};
 use crate::quanta::{DEPTH_QUANTUM, MAX_DEPTH, MAX_DEPTH_QUANTA};
 use crate::simulation::Simulation;
-use crate::state::{State, MAX_TERRAIN_ABS};
+use crate::quanta::MAX_TERRAIN_ABS;
+use crate::state::State;
 
 /// Bisection steps of a ray's last interval: 2⁻²⁴ of a half-cell step is far below any height
 /// that shows.

@@ -27,7 +27,8 @@
 use crate::backend::{CellDisplacement, PipeNudge};
 use crate::error::{Error, Result};
 use crate::grid::Grid;
-use crate::state::{Snapshot, MAX_TERRAIN_ABS};
+use crate::quanta::MAX_TERRAIN_ABS;
+use crate::state::Snapshot;
 use glam::{Quat, Vec3};
 use rayon::prelude::*;
 use std::collections::HashMap;

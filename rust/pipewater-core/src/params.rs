@@ -1,6 +1,7 @@
 //! The one parameter set of the model, shared by every backend.
 
 use crate::error::{check_range, Error, Result};
+use crate::quanta::MAX_TERRAIN_ABS;
 
 /// Which neighbours a cell exchanges water with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -77,6 +78,49 @@ pub const MAX_INFLOW_RATE: f32 = 1.0e6;
 /// long must fit in the cell.
 pub const LONGEST_STEP: f32 = 1.0;
 
+/// The valid range of one parameter: a row of [`PARAM_RANGES`], the one table that
+/// [`Params::validate`] checks against and that an engine's property checks and editor hints
+/// read, so that they cannot drift apart.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ParamRange {
+    /// The parameter's name, as [`Params`] and its errors call it.
+    pub name: &'static str,
+    /// Smallest valid value.
+    pub min: f32,
+    /// Largest valid value.
+    pub max: f32,
+    /// Unit, as messages print it after a value (empty for a pure number).
+    pub unit: &'static str,
+}
+
+impl ParamRange {
+    /// `value` when it is finite and within `min ..= max`, else an error that names the
+    /// parameter and the range.
+    pub fn check(&self, value: f32) -> Result<f32> {
+        check_range(self.name, value, self.min, self.max)
+    }
+}
+
+/// Valid [`Params::gravity`].
+pub const GRAVITY_RANGE: ParamRange = ParamRange { name: "gravity", min: 0.0, max: 100.0, unit: "m/s²" };
+/// Valid [`Params::damping`].
+pub const DAMPING_RANGE: ParamRange = ParamRange { name: "damping", min: 0.0, max: 1.0, unit: "per second" };
+/// Valid [`Params::pipe_depth`].
+pub const PIPE_DEPTH_RANGE: ParamRange = ParamRange { name: "pipe_depth", min: 1.0e-3, max: 1.0e3, unit: "m" };
+/// Valid [`Params::cfl`].
+pub const CFL_RANGE: ParamRange = ParamRange { name: "cfl", min: 0.01, max: 1.0, unit: "" };
+/// Valid [`Params::max_step`].
+pub const MAX_STEP_RANGE: ParamRange = ParamRange { name: "max_step", min: 1.0e-4, max: LONGEST_STEP, unit: "s" };
+/// Valid [`Params::max_substeps`] (whole numbers).
+pub const MAX_SUBSTEPS_RANGE: ParamRange = ParamRange { name: "max_substeps", min: 1.0, max: 100_000.0, unit: "" };
+/// Valid rate of a [`Boundary::Inflow`] edge.
+pub const INFLOW_RATE_RANGE: ParamRange = ParamRange { name: "inflow_rate", min: 0.0, max: MAX_INFLOW_RATE, unit: "m³/s" };
+/// Valid level of a [`Boundary::Level`] edge.
+pub const BOUNDARY_LEVEL_RANGE: ParamRange = ParamRange { name: "boundary_level", min: -MAX_TERRAIN_ABS, max: MAX_TERRAIN_ABS, unit: "m" };
+
+/// Every parameter's valid range, by name.
+pub const PARAM_RANGES: [ParamRange; 8] = [GRAVITY_RANGE, DAMPING_RANGE, PIPE_DEPTH_RANGE, CFL_RANGE, MAX_STEP_RANGE, MAX_SUBSTEPS_RANGE, INFLOW_RATE_RANGE, BOUNDARY_LEVEL_RANGE];
+
 /// Parameters of the model. Validated by [`Params::validate`]; every backend reads the same set.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Params {
@@ -130,21 +174,22 @@ impl Default for Params {
 impl Params {
     /// Checks every field against its documented range.
     pub fn validate(&self) -> Result<()> {
-        check_range("gravity", self.gravity, 0.0, 100.0)?;
-        check_range("damping", self.damping, 0.0, 1.0)?;
-        check_range("pipe_depth", self.pipe_depth, 1.0e-3, 1.0e3)?;
-        check_range("cfl", self.cfl, 0.01, 1.0)?;
-        check_range("max_step", self.max_step, 1.0e-4, LONGEST_STEP)?;
-        if !(1..=100_000).contains(&self.max_substeps) {
-            return Err(Error::invalid("max_substeps", self.max_substeps, "1 ..= 100000"));
+        GRAVITY_RANGE.check(self.gravity)?;
+        DAMPING_RANGE.check(self.damping)?;
+        PIPE_DEPTH_RANGE.check(self.pipe_depth)?;
+        CFL_RANGE.check(self.cfl)?;
+        MAX_STEP_RANGE.check(self.max_step)?;
+        let substeps = MAX_SUBSTEPS_RANGE;
+        if !(substeps.min as u32..=substeps.max as u32).contains(&self.max_substeps) {
+            return Err(Error::invalid(substeps.name, self.max_substeps, format!("{} ..= {}", substeps.min, substeps.max)));
         }
         for boundary in self.boundaries {
             match boundary {
                 Boundary::Inflow { rate } => {
-                    check_range("inflow_rate", rate, 0.0, MAX_INFLOW_RATE)?;
+                    INFLOW_RATE_RANGE.check(rate)?;
                 }
                 Boundary::Level { level } => {
-                    check_range("boundary_level", level, -crate::state::MAX_TERRAIN_ABS, crate::state::MAX_TERRAIN_ABS)?;
+                    BOUNDARY_LEVEL_RANGE.check(level)?;
                 }
                 Boundary::Wall | Boundary::Open => {}
             }
@@ -171,6 +216,49 @@ impl Params {
         match self.neighbours {
             NeighbourMode::Four => [cell_size, 0.0],
             NeighbourMode::Eight => [cell_size * 2.0 / 3.0, cell_size * std::f32::consts::SQRT_2 / 6.0],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sets the parameter of `range` in default parameters to `value` (a level or a rate goes on
+    /// every edge).
+    fn with(range: &ParamRange, value: f32) -> Params {
+        let mut p = Params::default();
+        match range.name {
+            "gravity" => p.gravity = value,
+            "damping" => p.damping = value,
+            "pipe_depth" => p.pipe_depth = value,
+            "cfl" => p.cfl = value,
+            "max_step" => p.max_step = value,
+            "max_substeps" => p.max_substeps = value as u32,
+            "inflow_rate" => p.boundaries = [Boundary::Inflow { rate: value }; 4],
+            "boundary_level" => p.boundaries = [Boundary::Level { level: value }; 4],
+            other => panic!("no field for the range of {other}"),
+        }
+        p
+    }
+
+    /// Every row of the range table is what `Params::validate` checks: both ends pass, a step
+    /// beyond either end fails with an error that names the parameter and prints the range.
+    #[test]
+    fn validate_accepts_exactly_the_ranges_of_the_table() {
+        for range in PARAM_RANGES {
+            // Integers step by one; floats by a thousandth of the span.
+            let beyond = if range.name == "max_substeps" { 1.0 } else { (range.max - range.min) * 1.0e-3 };
+            let (low, high) = (with(&range, range.min).validate(), with(&range, range.max).validate());
+            let below = with(&range, range.min - beyond).validate();
+            let above = with(&range, range.max + beyond).validate();
+            println!("{}: {} ..= {} {}: ends {low:?} {high:?}; below: {below:?}; above: {above:?}", range.name, range.min, range.max, range.unit);
+            assert!(low.is_ok() && high.is_ok(), "{}: the ends are valid", range.name);
+            for outside in [below, above] {
+                // Below 1 substep is 0 as u32: still outside.
+                let message = outside.expect_err("outside the range").to_string();
+                assert!(message.contains(range.name) && message.contains(&format!("{} ..= {}", range.min, range.max)), "{message}");
+            }
         }
     }
 }

@@ -15,6 +15,11 @@ pub const MAX_DEPTH_QUANTA: i32 = i32::MAX;
 /// Deepest water a cell can hold, in metres.
 pub const MAX_DEPTH: f32 = MAX_DEPTH_QUANTA as f32 * DEPTH_QUANTUM;
 
+/// Largest terrain height magnitude, m. Keeps surface differences far from `f32` overflow.
+/// Here rather than in [`crate::state`] because parameters (a fixed-level edge) are checked
+/// against it too, and `state` depends on `params`.
+pub const MAX_TERRAIN_ABS: f32 = 1.0e6;
+
 /// Converts quanta to metres of depth.
 #[inline]
 pub fn quanta_to_depth(quanta: i32) -> f32 {

@@ -38,7 +38,8 @@
 use crate::error::{Error, Result};
 use crate::grid::Grid;
 use crate::params::{Boundary, CrossSection, NeighbourMode, Params};
-use crate::simulation::{FrameReport, Source, SourceId};
+use crate::frame::FrameReport;
+use crate::sources::{Source, SourceId, MAX_SOURCE_RATE};
 use crate::state::{check_terrain, Counters, State};
 
 /// The first eight bytes of every saved state.
@@ -241,7 +242,7 @@ impl SavedState {
             if source.id.0 == 0 || source.id.0 >= self.next_source_id || self.sources[..k].iter().any(|o| o.id == source.id) {
                 return Err(invalid(format!("source id {} is repeated, zero or not below the next id {}", source.id.0, self.next_source_id)));
             }
-            if !source.rate.is_finite() || source.rate.abs() > crate::simulation::MAX_SOURCE_RATE || !source.carry.is_finite() {
+            if !source.rate.is_finite() || source.rate.abs() > MAX_SOURCE_RATE || !source.carry.is_finite() {
                 return Err(invalid(format!("source {}: rate {} m³/s or remainder {} quanta out of range", source.id.0, source.rate, source.carry)));
             }
             if let Some(&(cell, share)) = source.cells.iter().find(|&&(cell, share)| cell as usize >= n || !finite_non_negative(share)) {

@@ -14,10 +14,12 @@ use crate::grid::Grid;
 use crate::ledger::MassLedger;
 use crate::params::{Boundary, CrossSection, NeighbourMode, Params, LONGEST_STEP};
 use crate::pipes::{edge_cell_count, StepConstants};
-use crate::quanta::{quantum_volume, DEPTH_QUANTUM, MAX_DEPTH, MAX_DEPTH_QUANTA};
-use crate::state::{Snapshot, State, MAX_TERRAIN_ABS};
+use crate::quanta::{quantum_volume, DEPTH_QUANTUM, MAX_DEPTH, MAX_DEPTH_QUANTA, MAX_TERRAIN_ABS};
+use crate::state::{Snapshot, State};
+use crate::frame::FrameReport;
 use crate::save::SavedState;
 
+use crate::sources::{Source, SourceId, MAX_SOURCE_RATE};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -35,8 +37,6 @@ pub enum BackendPreference {
 
 /// Largest volume one edit may add or remove, m³.
 pub const MAX_EDIT_VOLUME: f32 = 1.0e9;
-/// Largest source or drain rate, m³/s (magnitude).
-pub const MAX_SOURCE_RATE: f32 = 1.0e6;
 /// Largest terrain change of one edit, m (magnitude).
 pub const MAX_TERRAIN_DELTA: f32 = 1.0e4;
 /// Shortest step, s: a 0.001 m cell under 2048 m of water at g = 100 needs 7·10⁻⁷ s.
@@ -59,37 +59,6 @@ pub const EXACT_EDIT_DEPTH: f32 = MAX_DEPTH / 2.0;
 const INFLOW_RATE_NAMES: [&str; 4] = ["inflow_rate_north", "inflow_rate_east", "inflow_rate_south", "inflow_rate_west"];
 /// Each edge's level as the node's properties name it, by [`crate::Edge`] index.
 const BOUNDARY_LEVEL_NAMES: [&str; 4] = ["boundary_level_north", "boundary_level_east", "boundary_level_south", "boundary_level_west"];
-
-/// Identifies a source or drain.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct SourceId(pub u32);
-
-/// A source or drain: where, how much, and what it still owes.
-#[derive(Debug, Clone)]
-pub(crate) struct Source {
-    pub(crate) id: SourceId,
-    /// Cells and their share of the rate (shares sum to 1).
-    pub(crate) cells: Vec<(u32, f64)>,
-    /// m³/s; negative drains.
-    pub(crate) rate: f32,
-    /// Quanta owed from earlier frames (the fractions that did not make a whole quantum).
-    pub(crate) carry: f64,
-}
-
-/// What one [`Simulation::advance`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct FrameReport {
-    /// Steps taken.
-    pub substeps: u32,
-    /// Length of each step, s.
-    pub step: f32,
-    /// Simulated time of the frame, s: less than asked when `max_substeps` capped it, 0 when the
-    /// frame (with time carried from earlier short frames) was shorter than [`MIN_STEP`], whose
-    /// time is then carried into the next frame rather than dropped.
-    pub simulated: f32,
-    /// Simulated time the frame had to drop to stay stable, s.
-    pub dropped: f32,
-}
 
 /// A water simulation over one grid.
 pub struct Simulation {

@@ -4,12 +4,9 @@ use crate::error::{Error, Result};
 use crate::grid::Grid;
 use crate::params::Params;
 use crate::pipes::{carried_depth, centre_velocity, discharge, face_depth, flux_per_stored, pipe_width, stored_for_flux, StepConstants, NEIGHBOUR_OFFSETS, PIPE_DIRECTIONS, PIPE_OFFSETS};
-use crate::quanta::{depth_to_quanta, quanta_to_depth, MAX_DEPTH};
+use crate::quanta::{depth_to_quanta, quanta_to_depth, MAX_DEPTH, MAX_TERRAIN_ABS};
 use rayon::prelude::*;
 use std::sync::Arc;
-
-/// Largest terrain height magnitude, m. Keeps surface differences far from `f32` overflow.
-pub const MAX_TERRAIN_ABS: f32 = 1.0e6;
 
 /// Depth (m) above which a cell counts as wet in the height texture's alpha channel.
 pub const WET_DEPTH: f32 = 1.0e-3;

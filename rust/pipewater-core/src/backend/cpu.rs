@@ -12,7 +12,8 @@ use crate::pipes::{
     CellLimits, StepConstants, Upstream, CLASS_DIAGONAL, CLASS_ORTHOGONAL, PIPE_OFFSETS,
 };
 use crate::quanta::{DEPTH_QUANTUM, MAX_DEPTH_QUANTA};
-use crate::state::{check_terrain, Counters, Snapshot, State, MAX_TERRAIN_ABS};
+use crate::quanta::MAX_TERRAIN_ABS;
+use crate::state::{check_terrain, Counters, Snapshot, State};
 use rayon::prelude::*;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -13,7 +13,7 @@ pub mod tile_snapshot;
 
 use crate::detail::{DetailFrame, DetailLayout, DetailTexels};
 use crate::error::{Error, Result};
-use crate::state::MAX_TERRAIN_ABS;
+use crate::quanta::MAX_TERRAIN_ABS;
 use crate::pipes::StepConstants;
 use crate::state::{Counters, Snapshot, State};
 use bytemuck::{Pod, Zeroable};
@@ -62,7 +62,7 @@ pub struct CellTerrain {
 pub struct CellDisplacement {
     /// Linear cell index.
     pub cell: u32,
-    /// Pressure head, m (0 ..= [`crate::state::MAX_TERRAIN_ABS`]).
+    /// Pressure head, m (0 ..= [`crate::quanta::MAX_TERRAIN_ABS`]).
     pub head: f32,
 }
 
