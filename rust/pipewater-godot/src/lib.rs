@@ -15,7 +15,6 @@
 
 use godot::prelude::*;
 
-pub mod build;
 pub mod detail_texture;
 pub mod errors;
 pub mod mapping;

@@ -8,12 +8,13 @@
 //! (saving and loading the water as a [`crate::saved_state::PipeWaterState`]), as secondary `#[godot_api]` blocks
 //! of the same class; `node/sources.rs` keeps the simulation's sources in step with the
 //! [`crate::water_source::PipeWaterSource`] nodes. Its parts are components of their own: [`WaterOutputs`] (the textures),
-//! [`WaterSurface`] (the helper mesh), [`Pending`] and [`crate::build`] (the simulation from the
+//! [`WaterSurface`] (the helper mesh), [`Pending`] and [`build`] (the simulation from the
 //! properties), [`ErrorLog`] (errors and `get_last_error()`). Setters stay here because gdext
 //! only finds a `#[var]` field's accessors in the primary block.
 
 mod authoring;
 mod bodies;
+pub mod build;
 mod detail;
 mod edits;
 mod modes;
@@ -24,18 +25,22 @@ mod sources;
 
 pub use modes::{WaterBackend, WaterBoundary, WaterCrossSection, WaterNeighbours};
 
-use crate::build::{self, Pending};
+use build::Pending;
 use crate::detail_texture::DetailTexture;
 use crate::errors::ErrorLog;
 use crate::outputs::WaterOutputs;
 use crate::saved_state::PipeWaterState;
 use crate::surface::WaterSurface;
 use crate::validate;
-use crate::water_source::{SourcePlacements, WATER_GROUP};
 use godot::classes::notify::Node3DNotification;
 use godot::classes::{Engine, INode3D, Image, Material, Node3D, Texture2D};
 use godot::prelude::*;
+use pipewater_core::params::{CFL_RANGE, DAMPING_RANGE, GRAVITY_RANGE, INFLOW_RATE_RANGE, MAX_STEP_RANGE, MAX_SUBSTEPS_RANGE, PIPE_DEPTH_RANGE};
 use pipewater_core::{Params, Simulation};
+use sources::SourcePlacements;
+
+/// Group every `PipeWater` joins, where a `PipeWaterSource` without a `water` finds one.
+pub const WATER_GROUP: &str = "pipe_water";
 
 /// A water simulation over terrain (eight-neighbour pipe method), on the GPU when one exists.
 ///
@@ -192,12 +197,12 @@ pub struct PipeWater {
     #[var(set)]
     initial_state: Option<Gd<PipeWaterState>>,
     /// Gravitational acceleration, m/s², `0 ..= 100`.
-    #[export(range = (0.0, 100.0, 0.01, suffix = "m/s²"))]
+    #[export(range = (GRAVITY_RANGE.min as f64, GRAVITY_RANGE.max as f64, 0.01, suffix = "m/s²"))]
     #[var(set)]
     #[init(val = Params::default().gravity as f64)]
     gravity: f64,
     /// Fraction of pipe flow lost per second, `0 ..= 1` (independent of the step length).
-    #[export(range = (0.0, 1.0, 0.001))]
+    #[export(range = (DAMPING_RANGE.min as f64, DAMPING_RANGE.max as f64, 0.001))]
     #[var(set)]
     #[init(val = Params::default().damping as f64)]
     damping: f64,
@@ -221,7 +226,7 @@ pub struct PipeWater {
     #[init(val = true)]
     momentum_advection: bool,
     /// Depth of the pipe cross-section in classic mode, m, `0.001 ..= 1000`.
-    #[export(range = (0.001, 10.0, 0.001, or_greater, suffix = "m"))]
+    #[export(range = (PIPE_DEPTH_RANGE.min as f64, 10.0, 0.001, or_greater, suffix = "m"))]
     #[var(set)]
     #[init(val = Params::default().pipe_depth as f64)]
     pipe_depth: f64,
@@ -234,17 +239,17 @@ pub struct PipeWater {
     time_scale: f64,
     /// Most substeps per physics frame, `1 ..= 100000`. Past it the simulation falls behind real
     /// time rather than becoming unstable.
-    #[export(range = (1.0, 1024.0, 1.0, or_greater))]
+    #[export(range = (MAX_SUBSTEPS_RANGE.min as f64, 1024.0, 1.0, or_greater))]
     #[var(set)]
     #[init(val = Params::default().max_substeps as i64)]
     max_substeps: i64,
     /// Longest single step, s, `0.0001 ..= 1`.
-    #[export(range = (0.0001, 1.0, 0.0001, suffix = "s"))]
+    #[export(range = (MAX_STEP_RANGE.min as f64, MAX_STEP_RANGE.max as f64, 0.0001, suffix = "s"))]
     #[var(set)]
     #[init(val = Params::default().max_step as f64)]
     max_step: f64,
     /// Courant number used to choose the step length, `0.01 ..= 1`; lower is steadier.
-    #[export(range = (0.01, 1.0, 0.01))]
+    #[export(range = (CFL_RANGE.min as f64, CFL_RANGE.max as f64, 0.01))]
     #[var(set)]
     #[init(val = Params::default().cfl as f64)]
     courant: f64,
@@ -279,19 +284,19 @@ pub struct PipeWater {
     #[var(set)]
     boundary_west: WaterBoundary,
     /// Inflow through the −Z edge when it is `BOUNDARY_INFLOW`, m³/s, `0 ..= 1000000`.
-    #[export(range = (0.0, 100.0, 0.01, or_greater, suffix = "m³/s"))]
+    #[export(range = (INFLOW_RATE_RANGE.min as f64, 100.0, 0.01, or_greater, suffix = "m³/s"))]
     #[var(set)]
     inflow_rate_north: f64,
     /// Inflow through the +X edge when it is `BOUNDARY_INFLOW`, m³/s, `0 ..= 1000000`.
-    #[export(range = (0.0, 100.0, 0.01, or_greater, suffix = "m³/s"))]
+    #[export(range = (INFLOW_RATE_RANGE.min as f64, 100.0, 0.01, or_greater, suffix = "m³/s"))]
     #[var(set)]
     inflow_rate_east: f64,
     /// Inflow through the +Z edge when it is `BOUNDARY_INFLOW`, m³/s, `0 ..= 1000000`.
-    #[export(range = (0.0, 100.0, 0.01, or_greater, suffix = "m³/s"))]
+    #[export(range = (INFLOW_RATE_RANGE.min as f64, 100.0, 0.01, or_greater, suffix = "m³/s"))]
     #[var(set)]
     inflow_rate_south: f64,
     /// Inflow through the −X edge when it is `BOUNDARY_INFLOW`, m³/s, `0 ..= 1000000`.
-    #[export(range = (0.0, 100.0, 0.01, or_greater, suffix = "m³/s"))]
+    #[export(range = (INFLOW_RATE_RANGE.min as f64, 100.0, 0.01, or_greater, suffix = "m³/s"))]
     #[var(set)]
     inflow_rate_west: f64,
     /// Surface of the water held beyond the −Z edge when it is `BOUNDARY_LEVEL`, local m,
@@ -686,8 +691,7 @@ impl PipeWater {
     /// Sets `gravity` (m/s², `0 ..= 100`).
     #[func]
     fn set_gravity(&mut self, value: f64) {
-        let (lo, hi) = validate::GRAVITY_RANGE;
-        if self.errors.accept(validate::float_in("gravity", value, lo, hi, " m/s²")).is_some() {
+        if self.errors.accept(validate::param("gravity", &GRAVITY_RANGE, value)).is_some() {
             self.gravity = value;
             self.pending.params();
         }
@@ -696,8 +700,7 @@ impl PipeWater {
     /// Sets `damping` (`0 ..= 1` per second).
     #[func]
     fn set_damping(&mut self, value: f64) {
-        let (lo, hi) = validate::DAMPING_RANGE;
-        if self.errors.accept(validate::float_in("damping", value, lo, hi, " per second")).is_some() {
+        if self.errors.accept(validate::param("damping", &DAMPING_RANGE, value)).is_some() {
             self.damping = value;
             self.pending.params();
         }
@@ -727,8 +730,7 @@ impl PipeWater {
     /// Sets `pipe_depth` (m, `0.001 ..= 1000`).
     #[func]
     fn set_pipe_depth(&mut self, value: f64) {
-        let (lo, hi) = validate::PIPE_DEPTH_RANGE;
-        if self.errors.accept(validate::float_in("pipe_depth", value, lo, hi, " m")).is_some() {
+        if self.errors.accept(validate::param("pipe_depth", &PIPE_DEPTH_RANGE, value)).is_some() {
             self.pipe_depth = value;
             self.pending.params();
         }
@@ -745,8 +747,7 @@ impl PipeWater {
     /// Sets `max_substeps` (`1 ..= 100000`).
     #[func]
     fn set_max_substeps(&mut self, value: i64) {
-        let (lo, hi) = validate::MAX_SUBSTEPS_RANGE;
-        if self.errors.accept(validate::int_in("max_substeps", value, lo, hi)).is_some() {
+        if self.errors.accept(validate::int_param("max_substeps", &MAX_SUBSTEPS_RANGE, value)).is_some() {
             self.max_substeps = value;
             self.pending.params();
         }
@@ -755,8 +756,7 @@ impl PipeWater {
     /// Sets `max_step` (s, `0.0001 ..= 1`).
     #[func]
     fn set_max_step(&mut self, value: f64) {
-        let (lo, hi) = validate::MAX_STEP_RANGE;
-        if self.errors.accept(validate::float_in("max_step", value, lo, hi, " s")).is_some() {
+        if self.errors.accept(validate::param("max_step", &MAX_STEP_RANGE, value)).is_some() {
             self.max_step = value;
             self.pending.params();
         }
@@ -765,8 +765,7 @@ impl PipeWater {
     /// Sets `courant` (`0.01 ..= 1`).
     #[func]
     fn set_courant(&mut self, value: f64) {
-        let (lo, hi) = validate::COURANT_RANGE;
-        if self.errors.accept(validate::float_in("courant", value, lo, hi, "")).is_some() {
+        if self.errors.accept(validate::param("courant", &CFL_RANGE, value)).is_some() {
             self.courant = value;
             self.pending.params();
         }

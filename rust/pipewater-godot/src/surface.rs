@@ -7,7 +7,7 @@ use crate::mesh_layout::{self, Layout, MeshData};
 use godot::classes::mesh::{ArrayType, PrimitiveType};
 use godot::classes::{ArrayMesh, Material, Mesh, MeshInstance3D, ResourceLoader, Shader, ShaderMaterial};
 use godot::prelude::*;
-use pipewater_core::state::MAX_TERRAIN_ABS;
+use pipewater_core::quanta::MAX_TERRAIN_ABS;
 use pipewater_core::Grid;
 
 /// Default water surface shader, loaded when `water_material` is empty.

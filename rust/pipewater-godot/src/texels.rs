@@ -13,7 +13,8 @@
 //! at 32 m and 6 cm at 100 m), and the packing is then a plain copy. The node's
 //! `half_float_textures` trades that precision for half the bytes (`Image.FORMAT_RGBAH`).
 
-use pipewater_core::state::{copy_in_parallel, MAX_TERRAIN_ABS};
+use pipewater_core::quanta::MAX_TERRAIN_ABS;
+use pipewater_core::state::copy_in_parallel;
 
 /// Bytes per texel of both output textures (RGBA, 32-bit float each).
 pub const BYTES_PER_TEXEL: usize = 16;

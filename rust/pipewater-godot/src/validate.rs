@@ -7,27 +7,16 @@
 use pipewater_core::grid::{CELL_SIZE_RANGE, MIN_GRID_SIDE};
 use pipewater_core::quanta::MAX_DEPTH;
 use pipewater_core::{CellRect, Grid};
-use pipewater_core::params::MAX_INFLOW_RATE;
-use pipewater_core::simulation::{MAX_EDIT_VOLUME, MAX_FRAME_DELTA, MAX_INITIAL_SPEED, MAX_SOURCE_RATE, MAX_TERRAIN_DELTA};
-use pipewater_core::state::MAX_TERRAIN_ABS;
+use pipewater_core::params::{ParamRange, INFLOW_RATE_RANGE};
+use pipewater_core::simulation::{MAX_EDIT_VOLUME, MAX_FRAME_DELTA, MAX_INITIAL_SPEED, MAX_TERRAIN_DELTA};
+use pipewater_core::sources::MAX_SOURCE_RATE;
+use pipewater_core::quanta::MAX_TERRAIN_ABS;
 
 /// Largest grid side the node accepts, cells. Larger grids need more than 256 MiB per output
 /// texture and a mesh no renderer draws at interactive rates.
 pub const MAX_NODE_GRID_SIDE: i64 = 4096;
 /// Largest time scale.
 pub const MAX_TIME_SCALE: f64 = 100.0;
-/// Valid gravity, m/s².
-pub const GRAVITY_RANGE: (f64, f64) = (0.0, 100.0);
-/// Valid damping, fraction of flux lost per second.
-pub const DAMPING_RANGE: (f64, f64) = (0.0, 1.0);
-/// Valid classic pipe depth, m.
-pub const PIPE_DEPTH_RANGE: (f64, f64) = (1.0e-3, 1.0e3);
-/// Valid longest step, s.
-pub const MAX_STEP_RANGE: (f64, f64) = (1.0e-4, 1.0);
-/// Valid Courant number.
-pub const COURANT_RANGE: (f64, f64) = (0.01, 1.0);
-/// Valid most substeps per frame.
-pub const MAX_SUBSTEPS_RANGE: (i64, i64) = (1, 100_000);
 /// Largest radius of a `PipeWaterSource`, m (the simulation also keeps it within twice the
 /// grid's larger side).
 pub const MAX_SOURCE_RADIUS: f64 = 1.0e4;
@@ -45,6 +34,18 @@ pub fn float_in(name: &str, value: f64, min: f64, max: f64, unit: &str) -> Resul
         // Limits print as f32 so that 0.001 reads 0.001, not its f64 widening.
         Err(format!("{name} = {value} is out of range: valid range is {} ..= {}{unit}", min as f32, max as f32))
     }
+}
+
+/// Checks property `property` against the core's range for its parameter (`range`, a row of
+/// [`pipewater_core::params::PARAM_RANGES`]), and returns it as `f32`.
+pub fn param(property: &str, range: &ParamRange, value: f64) -> Result<f32, String> {
+    let unit = if range.unit.is_empty() { String::new() } else { format!(" {}", range.unit) };
+    float_in(property, value, range.min as f64, range.max as f64, &unit)
+}
+
+/// Checks integer property `property` against the core's range for its parameter.
+pub fn int_param(property: &str, range: &ParamRange, value: i64) -> Result<i64, String> {
+    int_in(property, value, range.min as i64, range.max as i64)
 }
 
 /// Checks that an integer is in `min ..= max`.
@@ -82,7 +83,7 @@ pub fn time_scale(value: f64) -> Result<f32, String> {
 
 /// Inflow rate of one edge, m³/s.
 pub fn inflow_rate(name: &str, value: f64) -> Result<f32, String> {
-    float_in(name, value, 0.0, MAX_INFLOW_RATE as f64, " m³/s")
+    param(name, &INFLOW_RATE_RANGE, value)
 }
 
 /// One velocity of an initial current, m/s along local X and Z: each component within ±1000.
@@ -241,6 +242,7 @@ pub fn scaled_frame_delta(delta: f64, time_scale: f32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pipewater_core::params::{CFL_RANGE, GRAVITY_RANGE, MAX_STEP_RANGE, MAX_SUBSTEPS_RANGE, PIPE_DEPTH_RANGE};
 
     /// Each bad value and the words its message must contain: the name and the range.
     fn assert_rejected<T: std::fmt::Debug>(result: Result<T, String>, name: &str, range: &str) {
@@ -271,9 +273,9 @@ mod tests {
     fn the_documented_ends_of_each_range_are_accepted() {
         let ends = [
             ("cell_size", cell_size(0.001), cell_size(10000.0)),
-            ("pipe_depth", float_in("pipe_depth", 0.001, PIPE_DEPTH_RANGE.0, PIPE_DEPTH_RANGE.1, " m"), float_in("pipe_depth", 1000.0, PIPE_DEPTH_RANGE.0, PIPE_DEPTH_RANGE.1, " m")),
-            ("max_step", float_in("max_step", 0.0001, MAX_STEP_RANGE.0, MAX_STEP_RANGE.1, " s"), float_in("max_step", 1.0, MAX_STEP_RANGE.0, MAX_STEP_RANGE.1, " s")),
-            ("courant", float_in("courant", 0.01, COURANT_RANGE.0, COURANT_RANGE.1, ""), float_in("courant", 1.0, COURANT_RANGE.0, COURANT_RANGE.1, "")),
+            ("pipe_depth", param("pipe_depth", &PIPE_DEPTH_RANGE, 0.001), param("pipe_depth", &PIPE_DEPTH_RANGE, 1000.0)),
+            ("max_step", param("max_step", &MAX_STEP_RANGE, 0.0001), param("max_step", &MAX_STEP_RANGE, 1.0)),
+            ("courant", param("courant", &CFL_RANGE, 0.01), param("courant", &CFL_RANGE, 1.0)),
         ];
         for (name, low, high) in ends {
             println!("{name}: lowest {low:?}, highest {high:?}");
@@ -302,8 +304,8 @@ mod tests {
         assert_rejected(time_scale(-1.0), "time_scale", "0 ..= 100");
         assert_rejected(inflow_rate("inflow_rate_north", -3.0), "inflow_rate_north", "0 ..= 1000000");
         assert_rejected(local_height("initial_water_level", f64::NAN), "initial_water_level", "1000000 m");
-        assert_rejected(float_in("gravity", 1.0e3, GRAVITY_RANGE.0, GRAVITY_RANGE.1, " m/s²"), "gravity", "0 ..= 100");
-        assert_rejected(int_in("max_substeps", 0, MAX_SUBSTEPS_RANGE.0, MAX_SUBSTEPS_RANGE.1), "max_substeps", "1 ..= 100000");
+        assert_rejected(param("gravity", &GRAVITY_RANGE, 1.0e3), "gravity", "0 ..= 100 m/s²");
+        assert_rejected(int_param("max_substeps", &MAX_SUBSTEPS_RANGE, 0), "max_substeps", "1 ..= 100000");
     }
 
     #[test]

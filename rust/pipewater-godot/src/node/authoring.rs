@@ -135,7 +135,7 @@ impl PipeWater {
     #[func]
     fn fill_to_shore(&mut self, global_position: Vector3) -> f64 {
         let Some((_, local)) = self.local_position("fill_to_shore", global_position) else { return 0.0 };
-        let limit = pipewater_core::state::MAX_TERRAIN_ABS as f64;
+        let limit = pipewater_core::quanta::MAX_TERRAIN_ABS as f64;
         let height = validate::float_in("fill_to_shore: global_position (height in the node's space)", local.y as f64, -limit, limit, " m");
         let Some(level) = self.errors.accept(height) else { return 0.0 };
         let Some(sim) = self.sim.as_mut() else { return 0.0 };

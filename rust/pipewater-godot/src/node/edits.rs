@@ -71,7 +71,7 @@ impl PipeWater {
             return 0.0;
         };
         let xz = [local.x, local.z];
-        let limit = pipewater_core::state::MAX_TERRAIN_ABS as f64;
+        let limit = pipewater_core::quanta::MAX_TERRAIN_ABS as f64;
         let level =
             self.errors.accept(validate::float_in("fill_basin: global_position (height in the node's space)", local.y as f64, -limit, limit, " m"));
         let Some(level) = level else {

@@ -2,7 +2,7 @@
 //! resetting, and handing each result on to the outputs and the surface.
 
 use super::{PipeWater, WaterBackend};
-use crate::build::{self, EdgeInputs, ParamInputs, Plan, TerrainInputs};
+use super::build::{self, EdgeInputs, ParamInputs, Plan, TerrainInputs};
 use crate::surface::SurfaceInputs;
 use crate::validate;
 use godot::classes::image::Format;

@@ -5,7 +5,7 @@
 //! Apart from the image reading, this is plain Rust, tested without Godot.
 
 use crate::errors::ErrorLog;
-use crate::node::{WaterBackend, WaterBoundary, WaterCrossSection, WaterNeighbours};
+use super::modes::{WaterBackend, WaterBoundary, WaterCrossSection, WaterNeighbours};
 use crate::rendering_device::{self, RdBackend};
 use crate::texels::terrain_from_rf_bytes;
 use crate::validate;
@@ -13,6 +13,7 @@ use godot::classes::image::Format;
 use godot::classes::{Image, Texture2D};
 use godot::global::godot_warn;
 use godot::prelude::*;
+use pipewater_core::params::MAX_SUBSTEPS_RANGE;
 use pipewater_core::save::{saved_fields, SavedFields};
 use pipewater_core::{
     Backend, BackendKind, BackendPreference, Boundary, CrossSection, Error as CoreError, Grid, NeighbourMode, Params, Simulation, State,
@@ -65,7 +66,7 @@ pub fn core_params(p: &ParamInputs) -> Params {
         boundaries: p.boundaries.map(boundary),
         cfl: p.courant as f32,
         max_step: p.max_step as f32,
-        max_substeps: p.max_substeps.clamp(1, 100_000) as u32,
+        max_substeps: p.max_substeps.clamp(MAX_SUBSTEPS_RANGE.min as i64, MAX_SUBSTEPS_RANGE.max as i64) as u32,
     }
 }
 
