@@ -1,5 +1,5 @@
-// Declarations shared by every PipeWater compute shader. The host prepends this file to each
-// pass family (step.wgsl, edits.wgsl, bodies.wgsl, snapshot.wgsl) before compiling it.
+// Declarations shared by every PipeWater compute shader. Every pass family lists this file first
+// among the fragments it is compiled from (rust/pipewater-core/src/backend/gpu/shaders.rs).
 //
 // Mirrors rust/pipewater-core/src/pipes.rs and quanta.rs: constants and helper functions keep
 // the same names, and each computes with the same operations in the same order.
@@ -13,7 +13,8 @@ struct TerrainEdits {
     items: array<vec2<u32>>,
 }
 
-// `StepConstants` of pipes.rs, byte for byte (144 bytes, uniform layout; a test compares them).
+// `StepConstants` of pipes.rs, byte for byte (144 bytes, uniform layout; tests/shaders.rs
+// the_step_constants_layout_agrees_with_the_wgsl compares them member by member).
 struct StepConstants {
     width: u32,
     height: u32,
@@ -95,7 +96,7 @@ const VELOCITY_DEPTH_FLOOR: f32 = 0.001;
 const FILM_VISCOSITY: f32 = 1.0e-6;
 // state.rs WET_DEPTH, m.
 const WET_DEPTH: f32 = 1.0e-3;
-// state.rs MAX_TERRAIN_ABS, m.
+// quanta.rs MAX_TERRAIN_ABS, m.
 const MAX_TERRAIN_ABS: f32 = 1.0e6;
 
 // Ledger slots in the counters buffer: each is a (low, high) pair of u32 words.
@@ -489,7 +490,7 @@ fn cell_limits(c: StepConstants, cell: vec2<i32>, bed: f32, d: i32, leaving: arr
 
 // Sleeping tiles (backend/sleep.rs): the step kernel's workgroup domains, a strip of columns by
 // a band of rows, are the tiles; the step runs only the awake ones, listed by tiles.wgsl. Rust:
-// backend/gpu TileParams (the same 32 bytes).
+// backend/sleep.rs TileParams (the same 32 bytes; tests/shaders.rs compares them).
 struct TileParams {
     // Tiles along x (strips) and y (bands).
     tiles: vec2<u32>,

@@ -19,16 +19,6 @@ struct WaterEdits {
 
 const EDIT_WORKGROUP: u32 = 64u;
 
-fn count(slot: u32, amount: u32) {
-    if amount == 0u {
-        return;
-    }
-    let old = atomicAdd(&counters[2u * slot], amount);
-    if old > 0xffffffffu - amount {
-        atomicAdd(&counters[2u * slot + 1u], 1u);
-    }
-}
-
 // Entries strided over the invocations (lists may outnumber one dispatch): clamps like CPU `apply_water` and counts what really changed.
 @compute @workgroup_size(EDIT_WORKGROUP)
 fn apply_water(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {

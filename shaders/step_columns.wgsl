@@ -197,16 +197,6 @@ fn load(cell: vec2<i32>) -> Loaded {
     return l;
 }
 
-fn count(slot: u32, amount: u32) {
-    if amount == 0u {
-        return;
-    }
-    let old = atomicAdd(&counters[2u * slot], amount);
-    if old > 0xffffffffu - amount {
-        atomicAdd(&counters[2u * slot + 1u], 1u);
-    }
-}
-
 // The workgroup-memory columns of an invocation's cell and its neighbours (the halo columns at
 // a strip's sides read the padding beside it, for results nobody uses). `left` and `right` are
 // `here` ∓ 1, kept as fields: deriving them where they are read moved the driver's schedule and
@@ -258,7 +248,7 @@ const WINDOW_INSIDE: u32 = 0x1ffffffu;
 // WINDOW_INSIDE as a constant, and only then does the driver's compiler drop every edge test (in
 // D those of the upstream reads, whose offsets it cannot bound: 15 % faster with advection on an
 // H100, docs/BENCHMARKS.md).
-fn inside(window: u32, d: vec2<i32>) -> bool {
+fn in_window(window: u32, d: vec2<i32>) -> bool {
     if window == WINDOW_INSIDE {
         return true;
     }
@@ -268,7 +258,7 @@ fn inside(window: u32, d: vec2<i32>) -> bool {
 // Whether owned pipe p of the cell `d` away from the window's centre exists: that cell and the
 // pipe's far end on the grid (diagonals only with eight neighbours).
 fn pipe_exists_at(window: u32, d: vec2<i32>, p: u32) -> bool {
-    return pipe_active(c, p) && inside(window, d) && inside(window, d + pipe_offset(p));
+    return pipe_active(c, p) && in_window(window, d) && in_window(window, d + pipe_offset(p));
 }
 
 // common.wgsl pipe_class for owned pipe p of the cell `d` away from the window's centre (which
@@ -284,7 +274,7 @@ fn pipe_class_at(window: u32, d: vec2<i32>, p: u32) -> u32 {
     if p == 0u {
         across = vec2<i32>(0, 1);
     }
-    return u32(!inside(window, d - across)) + u32(!inside(window, d + across));
+    return u32(!in_window(window, d - across)) + u32(!in_window(window, d + across));
 }
 
 // The cell an invocation works on in a phase, its own fields there and its window.
@@ -361,7 +351,7 @@ fn old_fluxes(h: Here, carried: vec4<f32>) -> vec4<f32> {
 // Phase C: the discharge at the centre of `h`'s cell from the old fluxes of its own four pipes
 // and of the four that enter it (incoming_pipes).
 fn centre_discharge(h: Here, own: vec4<f32>, incoming: vec4<f32>) -> vec2<f32> {
-    return select(vec2<f32>(0.0), discharge(c.cell_size, eight_pipes(own, incoming)), inside(h.window, vec2<i32>(0)));
+    return select(vec2<f32>(0.0), discharge(c.cell_size, eight_pipes(own, incoming)), in_window(h.window, vec2<i32>(0)));
 }
 
 // backend/cpu.rs displaced_velocity: velocity (m/s) along pipe p of the pipe of the same
@@ -371,7 +361,7 @@ fn displaced_velocity(h: Here, p: u32, offset: vec2<i32>, lanes: Lanes, own: f32
     let d = -offset;
     // The read is of a slot of the ring whatever `d`; off the grid its value is not used.
     let there = flow_of(at(ring(h.cell.y + d.y), lane(lanes, d.x)), p) * c.inverse_widths[pipe_class_at(h.window, d, p)];
-    return select(own, there, inside(h.window, d) && inside(h.window, d + pipe_offset(p)));
+    return select(own, there, in_window(h.window, d) && in_window(h.window, d + pipe_offset(p)));
 }
 
 // The discharges at the centres of the cells a cell's pipes may draw from (phase C): its own and

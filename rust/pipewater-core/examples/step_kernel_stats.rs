@@ -35,11 +35,10 @@ mod stats {
     /// The step kernel's WGSL, parsed (from `PIPEWATER_GPU_STEP_WGSL` when set, as the backend
     /// does).
     fn step_module() -> Result<(naga::Module, String), String> {
-        let step = match std::env::var("PIPEWATER_GPU_STEP_WGSL") {
-            Ok(path) => std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?,
-            Err(_) => shaders::STEP.to_string(),
+        let source = match std::env::var("PIPEWATER_GPU_STEP_WGSL") {
+            Ok(path) => shaders::STEP.source_with(&std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?),
+            Err(_) => shaders::STEP.source(),
         };
-        let source = shaders::with_common(&step);
         let module = naga::front::wgsl::parse_str(&source).map_err(|e| e.emit_to_string(&source))?;
         Ok((module, source))
     }

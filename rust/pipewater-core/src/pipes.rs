@@ -77,7 +77,8 @@ pub const CLASS_ORTHOGONAL_TWO_EDGES: usize = 2;
 pub const CLASS_DIAGONAL: usize = 3;
 
 /// Everything one step needs besides the fields, laid out for a WGSL uniform buffer
-/// (`shaders/common.wgsl` declares the same struct; a test compares the layouts).
+/// (`shaders/common.wgsl` declares the same struct; `tests/shaders.rs`
+/// `the_step_constants_layout_agrees_with_the_wgsl` compares the layouts member by member).
 ///
 /// What depends only on the parameters and the step length is computed here once, on the host,
 /// rather than per pipe and step: the pipes' widths, their inverses and their conductances

@@ -1,11 +1,24 @@
 //! Every WGSL file in `shaders/` parses and validates with naga, as the backend compiles it:
-//! `common.wgsl` on its own, and each pass family with `common.wgsl` in front.
+//! `common.wgsl` on its own, and each pass family with the shared fragments it lists in front.
 
 use std::path::PathBuf;
 
-/// The pass family that has `snapshot.wgsl` in front (it reads the flow through `cell_texels`).
-const DETAIL: &str = "detail.wgsl";
-const SNAPSHOT: &str = "snapshot.wgsl";
+/// The shared fragment with the ledger's `count`.
+const LEDGER_COUNTERS: &str = "ledger_counters.wgsl";
+
+/// The files a pass family's own file is compiled after, in order, as backend/gpu/shaders.rs
+/// lists them (`the_backend_compiles_exactly_the_files_in_shaders` checks the two agree); `None`
+/// for a fragment that is compiled only inside the families that list it.
+fn fragments_in_front(file: &str) -> Option<Vec<&'static str>> {
+    match file {
+        "common.wgsl" => Some(vec![]),
+        LEDGER_COUNTERS => None,
+        "step_columns.wgsl" | "edits.wgsl" => Some(vec!["common.wgsl", LEDGER_COUNTERS]),
+        // The detail layer reads the flow through snapshot.wgsl's `cell_texels`.
+        "detail.wgsl" => Some(vec!["common.wgsl", "snapshot.wgsl"]),
+        _ => Some(vec!["common.wgsl"]),
+    }
+}
 
 fn validate(name: &str, source: &str) -> Result<(), String> {
     let module = naga::front::wgsl::parse_str(source).map_err(|e| format!("{name}: parse error:\n{}", e.emit_to_string(source)))?;
@@ -23,17 +36,16 @@ fn every_wgsl_file_in_shaders_validates_with_naga() {
     let mut files: Vec<PathBuf> =
         std::fs::read_dir(&dir).expect("shaders/ exists").map(|e| e.expect("entry").path()).filter(|p| p.extension().is_some_and(|e| e == "wgsl")).collect();
     files.sort();
-    let common = std::fs::read_to_string(dir.join("common.wgsl")).expect("common.wgsl");
-    let snapshot = std::fs::read_to_string(dir.join(SNAPSHOT)).expect("snapshot.wgsl");
     let mut failures = Vec::new();
     for path in &files {
         let name = path.file_name().unwrap().to_string_lossy().to_string();
-        let text = std::fs::read_to_string(path).expect("readable");
-        let source = match name.as_str() {
-            "common.wgsl" => text,
-            DETAIL => format!("{common}\n{snapshot}\n{text}"),
-            _ => format!("{common}\n{text}"),
+        let Some(in_front) = fragments_in_front(&name) else {
+            println!("{name}: a shared fragment, validated in the families that list it");
+            continue;
         };
+        let mut parts: Vec<String> = in_front.iter().map(|f| std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"))).collect();
+        parts.push(std::fs::read_to_string(path).expect("readable"));
+        let source = parts.join("\n");
         if let Err(e) = validate(&name, &source) {
             failures.push(e);
         }
@@ -43,27 +55,27 @@ fn every_wgsl_file_in_shaders_validates_with_naga() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
-/// The sources compiled into the backend are the files on disk (no stale copy), and every
-/// file on disk is compiled by the backend.
+/// The sources compiled into the backend are the files on disk (no stale copy), composed in the
+/// order `fragments_in_front` states, and every file on disk is compiled into some family.
 #[cfg(feature = "gpu")]
 #[test]
 fn the_backend_compiles_exactly_the_files_in_shaders() {
     use pipewater_core::backend::gpu::shaders;
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shaders");
-    let common = std::fs::read_to_string(dir.join("common.wgsl")).unwrap();
-    let snapshot = std::fs::read_to_string(dir.join(SNAPSHOT)).unwrap();
-    let families = shaders::pass_families();
-    for (name, compiled) in &families {
-        let on_disk = std::fs::read_to_string(dir.join(name)).unwrap();
-        let expected = if *name == DETAIL { format!("{common}
-{snapshot}
-{on_disk}") } else { format!("{common}
-{on_disk}") };
-        assert_eq!(compiled, &expected, "{name} differs from the compiled source");
-        validate(name, compiled).unwrap();
+    let mut used = std::collections::BTreeSet::new();
+    for family in shaders::FAMILIES {
+        let files: Vec<&str> = family.fragments.iter().map(|f| f.file).collect();
+        println!("{}: {}", family.file(), files.join(" + "));
+        let on_disk: Vec<String> = files.iter().map(|f| std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"))).collect();
+        assert_eq!(family.source(), on_disk.join("\n"), "{} differs from the files on disk", family.file());
+        assert_eq!(fragments_in_front(family.file()), Some(files[..files.len() - 1].to_vec()), "{}: the fragments in front", family.file());
+        validate(family.file(), &family.source()).unwrap();
+        used.extend(files);
     }
-    let on_disk = std::fs::read_dir(&dir).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "wgsl")).count();
-    assert_eq!(on_disk, families.len() + 1, "a WGSL file in shaders/ is not compiled by the backend");
+    let on_disk: std::collections::BTreeSet<String> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "wgsl")).map(|p| p.file_name().unwrap().to_string_lossy().to_string()).collect();
+    let unused: Vec<&String> = on_disk.iter().filter(|f| !used.contains(f.as_str())).collect();
+    assert!(unused.is_empty(), "WGSL files in shaders/ that no family compiles: {unused:?}");
 }
 
 /// What Rust and `detail.wgsl` must agree on: the uniform layout of `DetailConstants` (member
@@ -79,7 +91,7 @@ fn the_detail_layouts_and_workgroups_agree_with_the_wgsl() {
     use pipewater_core::detail::tiles::DETAIL_TILE;
     use pipewater_core::detail::DetailConstants;
     use std::mem::offset_of;
-    let source = shaders::with_common(shaders::DETAIL);
+    let source = shaders::DETAIL.source();
     let module = naga::front::wgsl::parse_str(&source).expect("parses");
     let mut layouter = naga::proc::Layouter::default();
     layouter.update(module.to_ctx()).expect("layout");
@@ -191,4 +203,252 @@ fn the_detail_layouts_and_workgroups_agree_with_the_wgsl() {
     }
     println!("detail_substep: {shared_bytes} bytes of workgroup memory (limit 16384)");
     assert!(shared_bytes <= 16384);
+}
+
+/// One field of a `#[repr(C)]` Rust struct that crosses into WGSL: its name, offset and size,
+/// bytes.
+#[derive(Debug, Clone, Copy)]
+struct RustField {
+    name: &'static str,
+    offset: usize,
+    size: usize,
+}
+
+/// Size of the field `field` selects, bytes.
+fn field_size<T, F>(_field: fn(&T) -> &F) -> usize {
+    std::mem::size_of::<F>()
+}
+
+/// The fields of a Rust struct, by name, with their offsets (`offset_of!`) and sizes.
+macro_rules! rust_fields {
+    ($ty:ty: $($field:ident),+ $(,)?) => {
+        [$(RustField { name: stringify!($field), offset: std::mem::offset_of!($ty, $field), size: field_size(|s: &$ty| &s.$field) }),+]
+    };
+}
+
+/// Compares WGSL struct `name` of `module` with a Rust struct of `rust_size` bytes whose fields
+/// are `rust`: every member must have a Rust field of the same name at the same offset with the
+/// same size, every Rust field a member, and the struct the same size. Returns the compared
+/// offsets and sizes as lines, or those lines with what differs.
+fn layout_agreement(module: &naga::Module, name: &str, rust: &[RustField], rust_size: usize) -> Result<Vec<String>, Vec<String>> {
+    let (_, ty) = module.types.iter().find(|(_, t)| t.name.as_deref() == Some(name)).unwrap_or_else(|| panic!("no struct {name} in the WGSL"));
+    let naga::TypeInner::Struct { members, span } = &ty.inner else { panic!("{name} is not a struct") };
+    let mut lines = Vec::new();
+    let mut differs = false;
+    for member in members {
+        let member_name = member.name.as_deref().unwrap_or("");
+        let wgsl_size = module.types[member.ty].inner.size(module.to_ctx()) as usize;
+        match rust.iter().find(|f| f.name == member_name) {
+            Some(field) => {
+                let same = field.offset == member.offset as usize && field.size == wgsl_size;
+                differs |= !same;
+                lines.push(format!("{name}.{member_name}: WGSL offset {} size {wgsl_size}, Rust offset {} size {}{}", member.offset, field.offset, field.size, if same { "" } else { "  <- differs" }));
+            }
+            None => {
+                differs = true;
+                lines.push(format!("{name}.{member_name}: WGSL offset {} size {wgsl_size}, no Rust field of that name  <- differs", member.offset));
+            }
+        }
+    }
+    for field in rust.iter().filter(|f| !members.iter().any(|m| m.name.as_deref() == Some(f.name))) {
+        differs = true;
+        lines.push(format!("{name}.{}: Rust offset {} size {}, no WGSL member of that name  <- differs", field.name, field.offset, field.size));
+    }
+    differs |= *span as usize != rust_size;
+    lines.push(format!("{name}: {} members, WGSL {span} bytes, Rust {rust_size} bytes", members.len()));
+    if differs {
+        Err(lines)
+    } else {
+        Ok(lines)
+    }
+}
+
+/// Parses `common.wgsl` alone, as it is on disk.
+fn common_module() -> naga::Module {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shaders/common.wgsl");
+    let source = std::fs::read_to_string(&path).expect("common.wgsl");
+    naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{}", e.emit_to_string(&source)))
+}
+
+/// Asserts [`layout_agreement`], printing the compared offsets either way.
+fn assert_layouts_agree(module: &naga::Module, name: &str, rust: &[RustField], rust_size: usize) {
+    match layout_agreement(module, name, rust, rust_size) {
+        Ok(lines) => println!("{}", lines.join("\n")),
+        Err(lines) => panic!("{name}: the Rust and WGSL layouts differ:\n{}", lines.join("\n")),
+    }
+}
+
+/// The layout check itself: a WGSL struct and a Rust struct with the same fields in the same
+/// order agree; with two fields swapped, a field renamed or missing, or a vector the Rust side
+/// does not align as WGSL does (a `vec4` after a `u32`), they do not.
+#[test]
+fn the_layout_check_catches_reordered_renamed_missing_and_misaligned_fields() {
+    #[repr(C)]
+    #[allow(dead_code)] // read only through offset_of! and size_of
+    struct Same {
+        a: u32,
+        b: f32,
+        c: [f32; 2],
+    }
+    #[repr(C)]
+    #[allow(dead_code)] // read only through offset_of! and size_of
+    struct Reordered {
+        b: f32,
+        a: u32,
+        c: [f32; 2],
+    }
+    #[repr(C)]
+    #[allow(dead_code)] // read only through offset_of! and size_of
+    struct Renamed {
+        a: u32,
+        bee: f32,
+        c: [f32; 2],
+    }
+    #[repr(C)]
+    #[allow(dead_code)] // read only through offset_of! and size_of
+    struct Missing {
+        a: u32,
+        b: f32,
+    }
+    #[repr(C)]
+    #[allow(dead_code)] // read only through offset_of! and size_of
+    struct Unpadded {
+        a: u32,
+        v: [f32; 4],
+    }
+    let module = naga::front::wgsl::parse_str("struct Sample { a: u32, b: f32, c: vec2<f32> }\nstruct Padded { a: u32, v: vec4<f32> }").expect("parses");
+    let cases = [
+        ("same order", layout_agreement(&module, "Sample", &rust_fields!(Same: a, b, c), std::mem::size_of::<Same>()), true),
+        ("a and b swapped", layout_agreement(&module, "Sample", &rust_fields!(Reordered: b, a, c), std::mem::size_of::<Reordered>()), false),
+        ("b renamed", layout_agreement(&module, "Sample", &rust_fields!(Renamed: a, bee, c), std::mem::size_of::<Renamed>()), false),
+        ("c missing", layout_agreement(&module, "Sample", &rust_fields!(Missing: a, b), std::mem::size_of::<Missing>()), false),
+        ("vec4 unpadded", layout_agreement(&module, "Padded", &rust_fields!(Unpadded: a, v), std::mem::size_of::<Unpadded>()), false),
+    ];
+    for (case, outcome, agrees) in cases {
+        let lines = match &outcome {
+            Ok(lines) | Err(lines) => lines.join("\n  "),
+        };
+        println!("{case}: {}\n  {lines}", if outcome.is_ok() { "agree" } else { "differ" });
+        assert_eq!(outcome.is_ok(), agrees, "{case}");
+    }
+}
+
+/// `StepConstants` (pipes.rs) and `common.wgsl`'s struct of the same name agree member by member
+/// (offset and size) and in size (144 bytes): the step's uniform is written with bytemuck from
+/// the Rust struct and read through the WGSL one.
+#[test]
+fn the_step_constants_layout_agrees_with_the_wgsl() {
+    use pipewater_core::pipes::StepConstants;
+    let rust = rust_fields!(StepConstants: width, height, eight_neighbours, depth_dependent, dt, gravity, cell_size, flux_decay, pipe_depth, flux_to_quanta, film, advection, boundary, inflow_quanta, boundary_level, widths, inverse_widths, conductance);
+    assert_layouts_agree(&common_module(), "StepConstants", &rust, std::mem::size_of::<StepConstants>());
+    assert_eq!(std::mem::size_of::<StepConstants>(), 144, "the size common.wgsl's comment states");
+}
+
+/// `TileParams` (backend/sleep.rs) and `common.wgsl`'s struct of the same name agree member by
+/// member and in size: the tiles' uniform is written from the Rust struct.
+#[test]
+fn the_tile_params_layout_agrees_with_the_wgsl() {
+    use pipewater_core::backend::sleep::TileParams;
+    let rust = rust_fields!(TileParams: tiles, size, sleeping, change, snapshot_slices, padding);
+    assert_layouts_agree(&common_module(), "TileParams", &rust, std::mem::size_of::<TileParams>());
+}
+
+/// The top-level functions of a WGSL file: name and text (from `fn` to the closing brace at the
+/// start of a line, as the files in `shaders/` are written).
+fn wgsl_functions(text: &str) -> Vec<(String, String)> {
+    let mut functions = Vec::new();
+    let mut current: Option<(String, Vec<&str>)> = None;
+    for line in text.lines() {
+        if let Some((_, body)) = current.as_mut() {
+            body.push(line);
+            if line == "}" {
+                let (name, body) = current.take().expect("inside a function");
+                functions.push((name, body.join("\n")));
+            }
+        } else if let Some(rest) = line.strip_prefix("fn ") {
+            let name = rest.split('(').next().unwrap_or(rest).trim().to_string();
+            current = Some((name, vec![line]));
+        }
+    }
+    functions
+}
+
+/// The functions that more than one of `files` (name, WGSL text) defines, each with the files
+/// that define it.
+fn functions_written_more_than_once(files: &[(String, String)]) -> Vec<String> {
+    let mut seen: std::collections::BTreeMap<String, Vec<&str>> = std::collections::BTreeMap::new();
+    for (file, text) in files {
+        let functions = wgsl_functions(text);
+        println!("{file}: {} functions", functions.len());
+        for (name, _) in functions {
+            seen.entry(name).or_default().push(file);
+        }
+    }
+    let twice: Vec<String> = seen.iter().filter(|(_, files)| files.len() > 1).map(|(name, files)| format!("`{name}` in {}", files.join(", "))).collect();
+    println!("{} functions in {} files; defined in more than one file: {twice:?}", seen.len(), files.len());
+    twice
+}
+
+/// Each WGSL function is written once: no two files in `shaders/` define a function of the same
+/// name (a shared one lives in a fragment its families list, backend/gpu/shaders.rs). The check
+/// itself finds a function copied into two files.
+#[test]
+fn each_wgsl_function_is_written_once() {
+    let copied = [("a.wgsl".to_string(), "fn count(slot: u32) {\n}\nfn only_a() {\n}\n".to_string()), ("b.wgsl".to_string(), "fn count(slot: u32) {\n}\n".to_string())];
+    assert_eq!(functions_written_more_than_once(&copied), vec!["`count` in a.wgsl, b.wgsl".to_string()], "the check finds a copy");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shaders");
+    let mut files: Vec<(String, String)> = std::fs::read_dir(&dir)
+        .expect("shaders/")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "wgsl"))
+        .map(|p| (p.file_name().unwrap().to_string_lossy().to_string(), std::fs::read_to_string(&p).expect("readable")))
+        .collect();
+    files.sort();
+    let twice = functions_written_more_than_once(&files);
+    assert!(twice.is_empty(), "functions written more than once: {}", twice.join("; "));
+}
+
+/// Reads the list `list` (bytes as [`list_bytes`] writes them) through WGSL struct `name` of
+/// `module`: its `count` member and each element of its `items` array, at the offsets and stride
+/// naga lays them out with. Returns the count and the items' bytes, printing the layout.
+#[cfg(feature = "gpu")]
+fn read_list_as_wgsl(module: &naga::Module, name: &str, list: &[u8]) -> (u32, Vec<Vec<u8>>) {
+    let (_, ty) = module.types.iter().find(|(_, t)| t.name.as_deref() == Some(name)).unwrap_or_else(|| panic!("no struct {name} in the WGSL"));
+    let naga::TypeInner::Struct { members, .. } = &ty.inner else { panic!("{name} is not a struct") };
+    let member = |m: &str| members.iter().find(|x| x.name.as_deref() == Some(m)).unwrap_or_else(|| panic!("{name}.{m}"));
+    let count_at = member("count").offset as usize;
+    let items = member("items");
+    let naga::TypeInner::Array { stride, size: naga::ArraySize::Dynamic, .. } = module.types[items.ty].inner else { panic!("{name}.items is not a runtime-sized array") };
+    let (items_at, stride) = (items.offset as usize, stride as usize);
+    let count = u32::from_le_bytes(list[count_at..count_at + 4].try_into().expect("4 bytes"));
+    println!("{name}: count at {count_at}, items at {items_at}, stride {stride}; {} bytes hold {count} items", list.len());
+    let read = (0..count as usize).map(|i| list.get(items_at + i * stride..items_at + (i + 1) * stride).unwrap_or_else(|| panic!("{name}: item {i} lies past the list's {} bytes", list.len())).to_vec()).collect();
+    (count, read)
+}
+
+/// The edit and body lists the host uploads (`backend::pending::list_bytes` of `CellWater`,
+/// `CellTerrain`, `CellDisplacement` and `PipeNudge`) read back, through the WGSL structs that
+/// receive them (`WaterEdits`, `TerrainEdits`, `Displacements`, `Nudges`), as the items written:
+/// the header's count, the items' offset and their stride agree with the Rust records.
+#[cfg(feature = "gpu")]
+#[test]
+fn the_edit_and_body_lists_agree_with_the_wgsl() {
+    use pipewater_core::backend::gpu::shaders;
+    use pipewater_core::backend::pending::list_bytes;
+    use pipewater_core::backend::{CellDisplacement, CellTerrain, CellWater, PipeNudge};
+    fn check<T: bytemuck::Pod>(module: &naga::Module, name: &str, items: &[T]) {
+        let bytes: &[u8] = bytemuck::cast_slice(items);
+        let (count, read) = read_list_as_wgsl(module, name, &list_bytes(bytes, std::mem::size_of::<T>()));
+        assert_eq!(count as usize, items.len(), "{name}: count");
+        for (i, (got, want)) in read.iter().zip(bytes.chunks(std::mem::size_of::<T>())).enumerate() {
+            assert_eq!(got.as_slice(), want, "{name}: item {i}");
+        }
+    }
+    let parse = |family: shaders::Family| naga::front::wgsl::parse_str(&family.source()).unwrap_or_else(|e| panic!("{}: {e}", family.file()));
+    let (edits, bodies) = (parse(shaders::EDITS), parse(shaders::BODIES));
+    check(&edits, "WaterEdits", &[CellWater { cell: 3, quanta: -7 }, CellWater { cell: 9, quanta: 1 << 20 }, CellWater { cell: 12, quanta: 5 }]);
+    check(&edits, "TerrainEdits", &[CellTerrain { cell: 4, delta: -0.25 }, CellTerrain { cell: 8, delta: 1.5 }]);
+    check(&bodies, "TerrainEdits", &[CellTerrain { cell: 4, delta: -0.25 }, CellTerrain { cell: 8, delta: 1.5 }]);
+    check(&bodies, "Displacements", &[CellDisplacement { cell: 2, head: 0.5 }, CellDisplacement { cell: 5, head: 1.25 }]);
+    check(&bodies, "Nudges", &[PipeNudge { cell: 6, velocity_x: 1.0, velocity_y: -2.0, weight: 0.5 }, PipeNudge { cell: 7, velocity_x: 0.0, velocity_y: 3.0, weight: 1.0 }]);
 }

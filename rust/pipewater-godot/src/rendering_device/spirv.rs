@@ -1,7 +1,7 @@
 //! The GPU backend's WGSL, translated by naga to SPIR-V for Godot's RenderingDevice.
 //!
-//! Each RenderingDevice shader holds one entry point of one pass family (`common.wgsl` in front,
-//! exactly as the wgpu backend compiles it). The module is pruned to that entry point before
+//! Each RenderingDevice shader holds one entry point of one pass family (its shared fragments in
+//! front, exactly as the wgpu backend compiles it: [`shaders::Family::source`]). The module is pruned to that entry point before
 //! translation, so the SPIR-V declares only the bindings the entry point uses: Godot reflects
 //! every binding a shader declares and wants each one supplied in the uniform set. What is left
 //! is listed in [`Program::bindings`], by name, and the backend binds its resources by those
@@ -69,7 +69,7 @@ impl Program {
 
 /// The entry points the RenderingDevice backend runs besides the step ([`step_program`]), with
 /// the pass family that holds each; they run with naga's bounds checks.
-pub const ENTRY_POINTS: [(&str, &str, bool); 11] = [
+pub const ENTRY_POINTS: [(&str, shaders::Family, bool); 11] = [
     ("apply_water", shaders::EDITS, false),
     ("apply_terrain", shaders::EDITS, false),
     ("tile_images", shaders::SNAPSHOT, false),
@@ -89,17 +89,16 @@ pub fn step_program(mode: StepMode, kernel: &ColumnKernel) -> Result<Program, St
     translate_with(shaders::STEP, "step_columns", true, &mode.overrides(kernel))
 }
 
-/// Translates entry point `entry_point` of `family` (a pass family's WGSL, without
-/// `common.wgsl`), its overridable constants at their defaults. `trusted` drops naga's bounds
+/// Translates entry point `entry_point` of `family`, its overridable constants at their defaults. `trusted` drops naga's bounds
 /// checks and loop counters, as the wgpu backend does for the step kernel (see its SAFETY note:
 /// every index it forms is checked against the grid first).
-pub fn translate(family: &str, entry_point: &'static str, trusted: bool) -> Result<Program, String> {
+pub fn translate(family: shaders::Family, entry_point: &'static str, trusted: bool) -> Result<Program, String> {
     translate_with(family, entry_point, trusted, &[])
 }
 
 /// [`translate`] with the pipeline-overridable constants in `overrides` set (by name).
-pub fn translate_with(family: &str, entry_point: &'static str, trusted: bool, overrides: &[(&str, f64)]) -> Result<Program, String> {
-    let source = shaders::with_common(family);
+pub fn translate_with(family: shaders::Family, entry_point: &'static str, trusted: bool, overrides: &[(&str, f64)]) -> Result<Program, String> {
+    let source = family.source();
     let mut module = naga::front::wgsl::parse_str(&source).map_err(|e| format!("{entry_point}: {}", e.emit_to_string(&source)))?;
     if !module.entry_points.iter().any(|e| e.name == entry_point) {
         return Err(format!("no entry point `{entry_point}` in its WGSL"));

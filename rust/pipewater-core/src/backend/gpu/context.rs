@@ -265,10 +265,10 @@ impl GpuContext {
         let gather_layout = layout("gather", &[storage(0, true), storage(1, false), storage(2, false)]);
         let snapshot_tiles_layout = layout("snapshot tiles", &[uniform(3), storage(4, false), storage(5, false)]);
 
-        let module = |label: &str, source: &str| {
+        let module = |family: shaders::Family| {
             device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some(label),
-                source: wgpu::ShaderSource::Wgsl(shaders::with_common(source).into()),
+                label: Some(family.file()),
+                source: wgpu::ShaderSource::Wgsl(family.source().into()),
             })
         };
         // The step kernel runs without naga's injected bounds checks and loop counters (see
@@ -276,14 +276,14 @@ impl GpuContext {
         // against the grid's size or a workgroup-memory slot of a fixed ring, and every loop is
         // bounded. `PIPEWATER_GPU_CHECKED=1` keeps the checks for debugging.
         let checked = std::env::var("PIPEWATER_GPU_CHECKED").is_ok_and(|v| v == "1");
-        // `PIPEWATER_GPU_STEP_WGSL=<file>` builds the step from another WGSL file (with
-        // common.wgsl in front) with the same bindings and entry point: kernel variants compared
-        // in one benchmark run, without rebuilding the benchmark.
+        // `PIPEWATER_GPU_STEP_WGSL=<file>` builds the step from another WGSL file (with the step
+        // family's shared fragments in front) with the same bindings and entry point: kernel
+        // variants compared in one benchmark run, without rebuilding the benchmark.
         let step_source = match std::env::var("PIPEWATER_GPU_STEP_WGSL") {
-            Ok(path) => std::fs::read_to_string(&path).map_err(|e| Error::GpuUnavailable(format!("PIPEWATER_GPU_STEP_WGSL={path}: {e}")))?,
-            Err(_) => shaders::STEP.to_string(),
+            Ok(path) => shaders::STEP.source_with(&std::fs::read_to_string(&path).map_err(|e| Error::GpuUnavailable(format!("PIPEWATER_GPU_STEP_WGSL={path}: {e}")))?),
+            Err(_) => shaders::STEP.source(),
         };
-        let step_desc = wgpu::ShaderModuleDescriptor { label: Some("step_columns.wgsl"), source: wgpu::ShaderSource::Wgsl(shaders::with_common(&step_source).into()) };
+        let step_desc = wgpu::ShaderModuleDescriptor { label: Some(shaders::STEP.file()), source: wgpu::ShaderSource::Wgsl(step_source.into()) };
         let step_module = if checked {
             device.create_shader_module(step_desc)
         } else {
@@ -296,10 +296,10 @@ impl GpuContext {
             // sized for the grid in `GpuBackend::new`.
             unsafe { device.create_shader_module_trusted(step_desc, wgpu::ShaderRuntimeChecks::unchecked()) }
         };
-        let edit_module = module("edits.wgsl", shaders::EDITS);
-        let snapshot_module = module("snapshot.wgsl", shaders::SNAPSHOT);
-        let bodies_module = module("bodies.wgsl", shaders::BODIES);
-        let tiles_module = module("tiles.wgsl", shaders::TILES);
+        let edit_module = module(shaders::EDITS);
+        let snapshot_module = module(shaders::SNAPSHOT);
+        let bodies_module = module(shaders::BODIES);
+        let tiles_module = module(shaders::TILES);
         let pipeline = |label: &str, bgl: &wgpu::BindGroupLayout, module: &wgpu::ShaderModule, entry: &str, constants: &[(&str, f64)]| {
             let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
                 label: Some(label),

@@ -94,11 +94,11 @@ impl DetailPipelines {
         let source = match std::env::var("PIPEWATER_GPU_DETAIL_WGSL") {
             Ok(path) => {
                 let detail = std::fs::read_to_string(&path).map_err(|e| Error::GpuUnavailable(format!("PIPEWATER_GPU_DETAIL_WGSL={path}: {e}")))?;
-                format!("{}\n{detail}", shaders::SNAPSHOT)
+                shaders::DETAIL.source_with(&detail)
             }
-            Err(_) => shaders::DETAIL.to_string(),
+            Err(_) => shaders::DETAIL.source(),
         };
-        let desc = wgpu::ShaderModuleDescriptor { label: Some("detail.wgsl"), source: wgpu::ShaderSource::Wgsl(shaders::with_common(&source).into()) };
+        let desc = wgpu::ShaderModuleDescriptor { label: Some(shaders::DETAIL.file()), source: wgpu::ShaderSource::Wgsl(source.into()) };
         // SAFETY: as for the step kernel (context.rs), without naga's injected bounds checks:
         // every storage index the layer forms is a window cell tested with `inside`, clamped
         // into the window or bounded by the dispatch (`gid < window`), a flow cell tested

@@ -1,36 +1,74 @@
-//! The WGSL sources of the GPU backend: one file per pass family in `shaders/`, each compiled
-//! with `common.wgsl` (the constants struct and the helpers every pass shares) in front of it.
+//! The WGSL sources of the GPU backends: one file per pass family in `shaders/`, each compiled
+//! with the shared fragments it lists in front of it: `common.wgsl` (the constants structs and
+//! the helpers every pass shares) and, for the passes that move water, `ledger_counters.wgsl`.
+//! Each WGSL function is written once, in one file. Both GPU backends (wgpu here, Godot's
+//! RenderingDevice in pipewater-godot) compile a family through [`Family::source`], so they run
+//! the same WGSL.
+
+/// One WGSL file of `shaders/`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fragment {
+    /// File name in `shaders/`.
+    pub file: &'static str,
+    /// Its text.
+    pub text: &'static str,
+}
+
+/// The [`Fragment`] of a file in `shaders/`.
+macro_rules! fragment {
+    ($file:literal) => {
+        Fragment { file: $file, text: include_str!(concat!("../../../../../shaders/", $file)) }
+    };
+}
 
 /// Declarations shared by every pass family.
-pub const COMMON: &str = include_str!("../../../../../shaders/common.wgsl");
+pub const COMMON: Fragment = fragment!("common.wgsl");
+/// `count`, which adds to the ledger's 64-bit counters, for the families that bind `counters`
+/// and move water (the step, the edits).
+pub const LEDGER_COUNTERS: Fragment = fragment!("ledger_counters.wgsl");
+/// `snapshot.wgsl` (the detail layer reads each flow cell through its `cell_texels`).
+pub const SNAPSHOT_FILE: Fragment = fragment!("snapshot.wgsl");
+
+/// A pass family as compiled: its fragments in order, the shared ones first and the file that
+/// holds its entry points last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Family {
+    /// The fragments, joined by newlines in this order.
+    pub fragments: &'static [Fragment],
+}
+
+impl Family {
+    /// The file that holds the family's entry points (its last fragment), which names it.
+    pub fn file(&self) -> &'static str {
+        self.fragments[self.fragments.len() - 1].file
+    }
+
+    /// The WGSL compiled for the family.
+    pub fn source(&self) -> String {
+        self.fragments.iter().map(|f| f.text).collect::<Vec<_>>().join("\n")
+    }
+
+    /// The WGSL compiled for the family with its own file replaced by `own` (a variant of the
+    /// kernel read at run time, for benchmarks), the shared fragments as usual.
+    pub fn source_with(&self, own: &str) -> String {
+        let shared = &self.fragments[..self.fragments.len() - 1];
+        shared.iter().map(|f| f.text).chain([own]).collect::<Vec<_>>().join("\n")
+    }
+}
+
 /// The step of [`crate::pipes`] in one pass, streamed down strips of columns.
-pub const STEP: &str = include_str!("../../../../../shaders/step_columns.wgsl");
+pub const STEP: Family = Family { fragments: &[COMMON, LEDGER_COUNTERS, fragment!("step_columns.wgsl")] };
 /// Water and terrain edits, sources and drains.
-pub const EDITS: &str = include_str!("../../../../../shaders/edits.wgsl");
+pub const EDITS: Family = Family { fragments: &[COMMON, LEDGER_COUNTERS, fragment!("edits.wgsl")] };
 /// Bodies: their displacement of the step's bed and their drag on the pipes.
-pub const BODIES: &str = include_str!("../../../../../shaders/bodies.wgsl");
+pub const BODIES: Family = Family { fragments: &[COMMON, fragment!("bodies.wgsl")] };
 /// Sleeping tiles: the list of tiles each step runs.
-pub const TILES: &str = include_str!("../../../../../shaders/tiles.wgsl");
+pub const TILES: Family = Family { fragments: &[COMMON, fragment!("tiles.wgsl")] };
 /// Snapshot texels and the reductions (total water, largest depth and speed).
-pub const SNAPSHOT: &str = include_str!("../../../../../shaders/snapshot.wgsl");
+pub const SNAPSHOT: Family = Family { fragments: &[COMMON, SNAPSHOT_FILE] };
 /// The detail wave layer ([`crate::detail`]), with `snapshot.wgsl` in front: it reads each flow
 /// cell through the snapshot's `cell_texels`.
-pub const DETAIL: &str = concat!(include_str!("../../../../../shaders/snapshot.wgsl"), "\n", include_str!("../../../../../shaders/detail.wgsl"));
+pub const DETAIL: Family = Family { fragments: &[COMMON, SNAPSHOT_FILE, fragment!("detail.wgsl")] };
 
-/// Every pass family by file name, as compiled: `common.wgsl` followed by the file (and what it
-/// has in front).
-pub fn pass_families() -> [(&'static str, String); 6] {
-    [
-        ("step_columns.wgsl", with_common(STEP)),
-        ("tiles.wgsl", with_common(TILES)),
-        ("edits.wgsl", with_common(EDITS)),
-        ("bodies.wgsl", with_common(BODIES)),
-        ("snapshot.wgsl", with_common(SNAPSHOT)),
-        ("detail.wgsl", with_common(DETAIL)),
-    ]
-}
-
-/// `common.wgsl` followed by `source`.
-pub fn with_common(source: &str) -> String {
-    format!("{COMMON}\n{source}")
-}
+/// Every pass family.
+pub const FAMILIES: [Family; 6] = [STEP, TILES, EDITS, BODIES, SNAPSHOT, DETAIL];
