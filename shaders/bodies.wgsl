@@ -33,12 +33,13 @@ struct Nudges {
 const BODY_WORKGROUP: u32 = 64u;
 const FRAC_1_SQRT_2: f32 = 0.707106781186547524400844362104849039;
 
-// Cells whose terrain was edited this frame: the step's bed follows the new terrain.
+// Cells whose terrain was edited this frame: the step's bed follows the new terrain. A cell's
+// entries lie side by side (edits.wgsl); the first of them writes it.
 @compute @workgroup_size(BODY_WORKGROUP)
 fn refresh_step_terrain(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     for (var e = gid.x; e < ground.count; e += groups.x * BODY_WORKGROUP) {
         let cell = ground.items[e].x;
-        if cell < arrayLength(&step_terrain) {
+        if (e == 0u || ground.items[e - 1u].x != cell) && cell < arrayLength(&step_terrain) {
             step_terrain[cell] = terrain[cell] + displacement[cell];
         }
     }

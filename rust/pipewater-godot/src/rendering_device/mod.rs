@@ -42,7 +42,7 @@ use godot::prelude::*;
 use parking_lot::Mutex;
 use pipewater_core::backend::gpu::{storage_binding_limit_of, EDIT_WORKGROUP, TILES_WORKGROUP};
 use pipewater_core::backend::limits::DeviceLimits;
-use pipewater_core::backend::pending::{list_bytes, list_header_bytes, EditBatch, EditCounts, EditPass, PendingEdits};
+use pipewater_core::backend::pending::{list_bytes, list_header_bytes, water_by_cell, EditBatch, EditCounts, EditPass, PendingEdits};
 use pipewater_core::backend::readback::{Coverage, Read, Readbacks, TileRequests, MAX_TILES_PER_READ};
 use pipewater_core::backend::sleep::{snapshot_slices, AwakeTiles, ConstantsChange, DeviceSleep, SleepReport, TileParams, AWAKE_LIST_HEADER, EMPTY_AWAKE_LIST, SLEEP_REPORT_BYTES};
 use pipewater_core::backend::{Backend, BackendKind, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
@@ -507,7 +507,9 @@ impl RdBackend {
         update(&mut rd, self.uniforms, bytemuck::bytes_of(constants));
         let batch = self.edits.take();
         let edits = self.upload_edits(batch)?;
-        let forcing = if substeps > 0 { forcing } else { &[] };
+        // A source and a drain on one cell apply in the order the CPU applies them.
+        let forcing = water_by_cell(if substeps > 0 { forcing } else { &[] });
+        let forcing = forcing.as_slice();
         if !forcing.is_empty() {
             self.fill_list(ListId::Forcing, bytemuck::cast_slice(forcing), std::mem::size_of::<CellWater>())?;
         }

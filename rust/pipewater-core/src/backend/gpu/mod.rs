@@ -43,7 +43,7 @@ pub use context::{GpuContext, EDIT_WORKGROUP, TILES_WORKGROUP};
 
 use super::sleep::{snapshot_slices, AwakeTiles, ConstantsChange, DeviceSleep, SleepReport, TileParams, AWAKE_LIST_HEADER, EMPTY_AWAKE_LIST};
 use super::step_kernel::{ColumnKernel, StepMode};
-use super::pending::{list_bytes, list_header_bytes, EditBatch, EditCounts, EditPass, PendingEdits};
+use super::pending::{list_bytes, list_header_bytes, water_by_cell, EditBatch, EditCounts, EditPass, PendingEdits};
 use super::readback::{Coverage, Read, Readbacks, TileRequests, HEADER_BYTES, MAX_TILES_PER_READ};
 use super::{Backend, BackendKind, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
 use crate::detail::{DetailFrame, DetailLayout, DetailTexels};
@@ -881,8 +881,10 @@ impl Backend for GpuBackend {
         self.ctx.queue.write_buffer(&self.uniforms, 0, bytemuck::bytes_of(&self.constants));
         let batch = self.edits.take();
         let forcing_list = if plan.substeps > 0 { plan.forcing } else { &[] };
-        let edits = self.upload_edits(batch, forcing_list);
-        let forcing = forcing_list.len() as u32;
+        // A source and a drain on one cell apply in the order the CPU applies them.
+        let forcing_by_cell = water_by_cell(forcing_list);
+        let edits = self.upload_edits(batch, &forcing_by_cell);
+        let forcing = forcing_by_cell.len() as u32;
         let read = self.reads.next_read(self.frames + 1);
         let slot = match &read {
             Some(read) => Some(self.free_slot(read)?),
