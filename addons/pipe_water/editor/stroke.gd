@@ -10,6 +10,11 @@ extends RefCounted
 ## bit for bit), so [method PipeWater.set_water_region] with [code]before[/code] undoes the stroke
 ## exactly and with [code]after[/code] redoes it, and the ledger counts both as water added or
 ## removed. Reading the whole grid waits for the GPU once at each end of a stroke.
+##
+## The water is paused from the press to the release (then runs again if it ran before), also
+## with [member PipeWater.simulate_in_editor] on: the stroke's change is then the brush's alone,
+## so its payload is the rectangle the brush covered (not all the water that moved meanwhile, up
+## to 128 MiB at 4096² cells) and undoing it takes back the paint without rewinding the flow.
 
 ## The brushes. [constant FILL] acts once, where the stroke starts.
 enum Tool { NONE, ADD_WATER, REMOVE_WATER, FILL, RAISE, LOWER, SMOOTH }
@@ -37,6 +42,7 @@ var strength: float = 1.0
 var point: Variant = null
 
 var _before: Variant
+var _was_paused := false
 
 
 ## Starts a stroke of [param brush] on [param on_water] at the global point [param at]: reads the
@@ -48,6 +54,8 @@ func _init(on_water: PipeWater, brush: Tool, brush_radius: float, brush_strength
 	radius = brush_radius
 	strength = brush_strength
 	point = at
+	_was_paused = water.paused
+	water.paused = true
 	var whole := Rect2i(Vector2i.ZERO, water.grid_size)
 	if changes_terrain(tool):
 		_before = water.get_terrain_region(whole)
@@ -90,6 +98,7 @@ func finish() -> Dictionary:
 	else:
 		changes = water.get_water_changes(_before)
 	_before = null
+	water.paused = _was_paused
 	if changes.is_empty() or not (changes["region"] as Rect2i).has_area():
 		return {}
 	changes["name"] = ACTION_NAMES[tool]
