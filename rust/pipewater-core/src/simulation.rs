@@ -672,7 +672,10 @@ impl Simulation {
 
     /// Removes up to `volume` m³ of water around local point `(x, z)` within `radius` m, never
     /// more than is there. Returns the volume removed (on a GPU backend, the volume the newest
-    /// snapshot says is there to remove; the ledger gets the exact figure from the device).
+    /// snapshot says is there to remove; the ledger gets the exact figure from the device). A
+    /// snapshot that holds only the tiles queries read (Godot's RenderingDevice backend) shows
+    /// other cells at their depth of the last load, so there the figure is bounded by those
+    /// depths, not exact; [`Simulation::paint_water`] likewise.
     pub fn remove_water(&mut self, x: f32, z: f32, volume: f32, radius: f32) -> Result<f64> {
         let Some(shares) = self.water_edit_shares(x, z, volume, radius)? else { return Ok(0.0) };
         // No cell holds more than MAX_DEPTH_QUANTA: asking for more removes all it has.

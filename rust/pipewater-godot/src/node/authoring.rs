@@ -102,6 +102,11 @@ impl PipeWater {
     /// nothing at `radius` m (`0 ..= 2 × grid extent`; 0: the one cell under the point), in whole
     /// quanta; never removes more than is there. Returns the net volume, m³ (negative when water
     /// was removed). Shown at once, also in the editor when the simulation does not run.
+    /// On the RenderingDevice backend (`BACKEND_RENDERING_DEVICE`) the water stays on the GPU and the
+    /// host holds only the cells queries read lately, so the figure for removed water is bounded,
+    /// not exact: it is limited to the depth the host last read of each cell (for cells no query
+    /// touched since the last load or `reset`, the depth then), which may be more or less than
+    /// what was there. `get_total_water` counts exactly what was removed, a few frames later.
     #[func]
     fn paint_water(&mut self, global_position: Vector3, depth: f64, radius: f64) -> f64 {
         let Some(depth) = self.errors.accept(validate::brush_depth("paint_water", depth)) else { return 0.0 };

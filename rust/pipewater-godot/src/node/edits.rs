@@ -41,6 +41,11 @@ impl PipeWater {
 
     /// Removes up to `volume` m³ of water around `global_position` within `radius` m (ranges as
     /// `add_water`), never more than is there. Returns the volume removed.
+    /// On the RenderingDevice backend (`BACKEND_RENDERING_DEVICE`) the water stays on the GPU and the
+    /// host holds only the cells queries read lately, so the figure for removed water is bounded,
+    /// not exact: it is limited to the depth the host last read of each cell (for cells no query
+    /// touched since the last load or `reset`, the depth then), which may be more or less than
+    /// what was there. `get_total_water` counts exactly what was removed, a few frames later.
     #[func]
     fn remove_water(&mut self, global_position: Vector3, volume: f64, radius: f64) -> f64 {
         let Some((xz, volume, radius)) = self.edit_args("remove_water", global_position, volume, radius) else {
