@@ -6,6 +6,7 @@
 //! from the newest snapshot.
 
 use crate::backend::cpu::CpuBackend;
+use crate::backend::recovery::RecoveryPoint;
 use crate::backend::{Backend, BackendKind, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
 use crate::bodies::{self, Body, BodyForce, Coupling};
 use crate::detail::{self, DetailDriver, DetailParams, DetailTexels, DetailWindow};
@@ -93,10 +94,11 @@ pub struct Simulation {
     sleeping: bool,
 }
 
-/// A GPU device lost under a running simulation, and where its water went: the simulation
-/// rebuilt the state from the newest snapshot (terrain and depth from its texels, pipe flows from
-/// its velocities) and goes on on the next backend — Godot's RenderingDevice → wgpu (a fresh
-/// device) → CPU — with its sources, clock and ledger counters.
+/// A GPU device lost under a running simulation, and where its water went: the simulation took
+/// the lost backend's recovery point (the whole state of a recent frame, which the backend copies
+/// to the host at a bounded rate, or a newer snapshot that covers every cell) and goes on on the
+/// next backend — Godot's RenderingDevice → wgpu (a fresh device) → CPU — with its sources, clock
+/// and the ledger counters of that point.
 pub struct DeviceLoss {
     /// The backend whose device was lost.
     pub from: BackendKind,
@@ -104,14 +106,21 @@ pub struct DeviceLoss {
     pub to: BackendKind,
     /// What the lost backend reported.
     pub reason: Error,
-    /// Frame the recovered water shows (the snapshot's), and the frame the simulation had
-    /// reached: the water of the frames between is lost, along with edits queued on the device.
+    /// Frame the recovered water shows (the backend's recovery point,
+    /// [`crate::backend::recovery`]), and the frame the simulation had reached: what the frames
+    /// between did (their flow, their edits, what their sources and edges added) is lost, along
+    /// with edits queued on the device. A GPU backend keeps a recovery point at most
+    /// [`crate::backend::recovery::recovery_interval_frames`] frames old, plus its readback
+    /// latency.
     pub recovered_frame: u64,
     /// See `recovered_frame`.
     pub frame: u64,
-    /// Water in the recovered state minus the snapshot's exact total, m³: depths rounded from
-    /// texels (exact below 16 m), and cells the snapshot did not cover (a backend that reads back
-    /// only the tiles queries touch) taken as they were loaded. The ledger's initial total
+    /// Whether the recovered water is the device's own state of that frame, every field exact
+    /// (`true`), or rebuilt from a snapshot's texels that covered every cell (`false`: depths
+    /// exact below 16 m, pipe flows from the cells' velocities).
+    pub exact: bool,
+    /// Water in the recovered state minus the recovery point's exact total, m³: 0 for an exact
+    /// point; for one rebuilt from texels, the depths' rounding. The ledger's initial total
     /// absorbs it, so the mass identity keeps holding.
     pub difference_m3: f64,
     /// The lost backend, kept so that an engine can let go of what shows its resources (a
@@ -127,6 +136,7 @@ impl std::fmt::Debug for DeviceLoss {
             .field("reason", &self.reason)
             .field("recovered_frame", &self.recovered_frame)
             .field("frame", &self.frame)
+            .field("exact", &self.exact)
             .field("difference_m3", &self.difference_m3)
             .finish_non_exhaustive()
     }
@@ -145,11 +155,13 @@ impl std::fmt::Display for DeviceLoss {
         };
         write!(
             f,
-            "{} was lost ({why}); the water goes on on {} from the snapshot of frame {} (the simulation was at frame {}), {:+.3} m³ from the lost device's last total",
+            "{} was lost ({why}); the water goes on on {} from {} of frame {} (the simulation was at frame {}: what the {} frames between did is lost), {:+.3} m³ from that point's total",
             name(self.from),
             name(self.to),
+            if self.exact { "the device's whole state" } else { "a snapshot of every cell" },
             self.recovered_frame,
             self.frame,
+            self.frame.saturating_sub(self.recovered_frame),
             self.difference_m3
         )
     }
@@ -344,25 +356,32 @@ impl Simulation {
         }
     }
 
-    /// Rebuilds the water from the newest snapshot and moves it to the next backend: Godot's
-    /// RenderingDevice goes on on wgpu (a fresh device) where one exists, wgpu on the CPU. The
-    /// ledger keeps the snapshot's counters; its initial total absorbs what the rebuilt state
-    /// differs from the snapshot's exact total, so the mass identity keeps holding. Records a
-    /// [`DeviceLoss`].
+    /// Moves the water of the lost backend's recovery point ([`Backend::recovery_point`]) to the
+    /// next backend: Godot's RenderingDevice goes on on wgpu (a fresh device) where one exists,
+    /// wgpu on the CPU. The ledger keeps the point's counters; for a point rebuilt from texels its
+    /// initial total absorbs what the rebuilt state differs from the point's exact total, so the
+    /// mass identity keeps holding. Records a [`DeviceLoss`].
     fn recover(&mut self, reason: Error) -> Result<()> {
         let from = self.backend.kind();
-        let Some(snapshot) = self.backend.snapshot() else { return Err(reason) };
-        let state = State::from_snapshot(&snapshot, &self.params);
+        let Some(point) = self.backend.recovery_point() else { return Err(reason) };
+        let recovered_frame = point.frame();
+        let (state, counters, difference, exact) = match point {
+            RecoveryPoint::Exact(point) => (point.state.clone(), point.counters, 0, true),
+            RecoveryPoint::Snapshot(snapshot) => {
+                let state = State::from_snapshot(&snapshot, &self.params);
+                let difference = state.total_quanta() - snapshot.total_quanta;
+                (state, snapshot.counters, difference, false)
+            }
+        };
         let gpu = match from {
             BackendKind::EngineGpu => gpu_backend(&state).ok(),
             BackendKind::Gpu | BackendKind::Cpu => None,
         };
         let mut next = gpu.unwrap_or_else(|| Box::new(CpuBackend::new(&state)));
-        if next.restore(&state, snapshot.counters, self.frames).is_err() {
+        if next.restore(&state, counters, self.frames).is_err() {
             next = Box::new(CpuBackend::new(&state));
-            next.restore(&state, snapshot.counters, self.frames)?;
+            next.restore(&state, counters, self.frames)?;
         }
-        let difference = state.total_quanta() - snapshot.total_quanta;
         self.initial_total += difference;
         next.set_sleeping(self.sleeping);
         let retired = std::mem::replace(&mut self.backend, next);
@@ -378,8 +397,9 @@ impl Simulation {
             from,
             to: self.backend.kind(),
             reason,
-            recovered_frame: snapshot.sequence,
+            recovered_frame,
             frame: self.frames,
+            exact,
             difference_m3: difference as f64 * self.quantum_volume(),
             retired,
         });

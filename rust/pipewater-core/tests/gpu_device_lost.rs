@@ -82,6 +82,71 @@ fn a_lost_wgpu_device_moves_the_water_to_the_cpu_with_an_exact_ledger_and_a_new_
     assert_eq!(actual, expected);
 }
 
+/// In tile mode (nothing reads the textures on the CPU, so the snapshot is current only for the
+/// tiles queries touch) a lost device gives back the whole water of the backend's last recovery
+/// point: water a source moved and terrain dug far from any query come back as the device held
+/// them at that frame, bit for bit, with that frame's ledger; the frames after it are reported
+/// as lost.
+#[test]
+fn in_tile_mode_a_lost_wgpu_device_gives_back_the_whole_state_of_its_last_recovery_point() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !gpu_or_skip("in_tile_mode_a_lost_wgpu_device_gives_back_the_whole_state_of_its_last_recovery_point") {
+        return;
+    }
+    let grid = Grid::new(64, 48, 1.0).unwrap();
+    let interval = pipewater_core::backend::recovery::recovery_interval_frames(grid.cell_count());
+    let mut sim = Simulation::new(scenarios::dam_break(grid, 20, 1.0, 0.3), Params::default(), BackendPreference::Gpu).unwrap();
+    sim.want_full_snapshots(false);
+    // The query stays in the north-west corner; the source, the digging and the flood are elsewhere.
+    let (query_x, query_z) = (-30.0, -22.0);
+    sim.add_source(25.0, 18.0, 2.0, 3.0).unwrap();
+    let initial = sim.read_state().unwrap();
+    let mut expected = None;
+    for frame in 1..=interval + 10 {
+        sim.surface_height(query_x, query_z);
+        if frame == 30 {
+            sim.modify_terrain(20.0, -15.0, -0.5, 3.0).unwrap();
+        }
+        sim.advance(1.0 / 60.0).unwrap();
+        if frame == interval {
+            // What the device holds at the frame of the recovery read (reading it changes nothing).
+            expected = Some((sim.read_state().unwrap(), sim.ledger().unwrap()));
+        }
+    }
+    let (expected, expected_ledger) = expected.expect("the loop passes the recovery frame");
+    let far_cells_changed = expected.depth.iter().zip(&initial.depth).filter(|(a, b)| a != b).count();
+    let dug_cells = expected.terrain.iter().zip(&initial.terrain).filter(|(a, b)| a != b).count();
+    println!("recovery interval {interval} frames; by then {far_cells_changed} cells' depth and {dug_cells} cells' terrain differ from the load");
+    assert!(far_cells_changed > 100 && dug_cells > 10, "the scenario moves water and digs far from the query");
+
+    assert!(sim.simulate_device_loss());
+    let recovered = sim.read_state().unwrap();
+    let losses = sim.take_device_losses();
+    println!("losses: {losses:?}");
+    for loss in &losses {
+        println!("{loss}");
+    }
+    let depth_diff = recovered.depth.iter().zip(&expected.depth).filter(|(a, b)| a != b).count();
+    let terrain_diff = recovered.terrain.iter().zip(&expected.terrain).filter(|(a, b)| a != b).count();
+    let flow_diff = recovered.flow.iter().zip(&expected.flow).filter(|(a, b)| a != b).count();
+    println!("cells that differ from the device's state at frame {interval}: depth {depth_diff}, terrain {terrain_diff}, flow {flow_diff}");
+    assert_eq!(losses.len(), 1);
+    let loss = &losses[0];
+    assert_eq!((loss.from, loss.to), (BackendKind::Gpu, BackendKind::Cpu));
+    assert_eq!((loss.recovered_frame, loss.frame), (interval, interval + 10), "the recovery point is the read at the interval");
+    assert!(loss.exact, "the point is the device's own state");
+    assert_eq!(loss.difference_m3, 0.0);
+    assert_eq!((depth_diff, terrain_diff, flow_diff), (0, 0, 0), "every cell comes back as the device held it at the recovery frame");
+    let recovered_ledger = sim.ledger().unwrap();
+    assert_eq!(recovered_ledger.counters, expected_ledger.counters, "the ledger goes on from the point's counters");
+    for _ in 0..20 {
+        sim.advance(1.0 / 60.0).unwrap();
+    }
+    let (actual, expected_total) = mass_identity(&mut sim);
+    println!("20 frames later on {:?}: total {actual}, expected {expected_total} quanta", sim.backend_kind());
+    assert_eq!(actual, expected_total, "the mass identity holds across the loss");
+}
+
 /// A backend that stands in for Godot's RenderingDevice: the CPU reference, reporting itself as
 /// the engine's GPU, whose device can be lost.
 struct EngineStandIn {

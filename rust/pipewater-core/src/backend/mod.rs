@@ -7,6 +7,7 @@ pub mod gpu;
 pub mod limits;
 pub mod pending;
 pub mod readback;
+pub mod recovery;
 pub mod sleep;
 pub mod step_kernel;
 pub mod tile_snapshot;
@@ -204,6 +205,13 @@ pub trait Backend: Send {
     fn read_state(&mut self) -> Result<State>;
     /// Counters as of the current state, waiting for the device if needed.
     fn read_counters(&mut self) -> Result<Counters>;
+    /// What the water goes on from if this backend's device is lost: the newest state of every
+    /// cell of one frame that the host holds without asking the device (which may be gone). The
+    /// default, for backends whose snapshot always covers every cell, is the snapshot; the GPU
+    /// backends keep [`recovery`] points. `None` where nothing whole exists yet.
+    fn recovery_point(&mut self) -> Option<recovery::RecoveryPoint> {
+        self.snapshot().map(recovery::RecoveryPoint::Snapshot)
+    }
     /// Cells that queries are about to read from the snapshot. A backend whose snapshot holds
     /// only what queries asked for (the grid itself staying on the device) reads these back from
     /// now on; backends whose snapshot covers the grid ignore it.

@@ -188,6 +188,9 @@ pub struct Readbacks {
     requests: TileRequests,
     /// Read every cell's texels (textures filled on the CPU use them), not only the tiles asked for.
     full: bool,
+    /// Every cell of the snapshot shows the same frame: it came from a full read, or from a load
+    /// with no tile read applied since.
+    whole: bool,
     /// A snapshot or cells were asked for since the last read was issued.
     wanted: bool,
     latest: Arc<Snapshot>,
@@ -203,6 +206,7 @@ impl Readbacks {
             generation: 0,
             requests: TileRequests::new(state.grid),
             full,
+            whole: true,
             wanted: false,
             latest: Arc::new(state.snapshot(0, Counters::default())),
             spares: SpareSnapshots::default(),
@@ -214,7 +218,14 @@ impl Readbacks {
     /// shows `state` itself.
     pub fn load(&mut self, state: &State, counters: Counters, frames: u64) {
         self.generation += 1;
+        self.whole = true;
         self.latest = Arc::new(state.snapshot(frames, counters));
+    }
+
+    /// Whether every cell of [`Readbacks::latest`] shows its frame (a full read, or the load with
+    /// no tile read since): whether the snapshot is a state the water could go on from.
+    pub fn latest_is_whole(&self) -> bool {
+        self.whole
     }
 
     /// The load generation: how many times [`Readbacks::load`] was called.
@@ -271,8 +282,12 @@ impl Readbacks {
             }
             let Some(header) = Header::decode(bytes) else { continue };
             match &read.coverage {
-                Coverage::Texels => self.apply_texels(bytes),
+                Coverage::Texels => {
+                    self.apply_texels(bytes);
+                    self.whole = true;
+                }
                 Coverage::Tiles(tiles) => {
+                    self.whole = false;
                     let snapshot = Arc::make_mut(&mut self.latest);
                     self.requests.apply(tiles, bytes, snapshot);
                 }

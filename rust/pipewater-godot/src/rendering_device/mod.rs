@@ -44,6 +44,7 @@ use pipewater_core::backend::gpu::{storage_binding_limit_of, EDIT_WORKGROUP, TIL
 use pipewater_core::backend::limits::DeviceLimits;
 use pipewater_core::backend::pending::{list_bytes, list_header_bytes, water_by_cell, EditBatch, EditCounts, EditPass, PendingEdits};
 use pipewater_core::backend::readback::{Coverage, Read, Readbacks, TileRequests, MAX_TILES_PER_READ};
+use pipewater_core::backend::recovery::{RecoveryPoint, RecoveryRead, RecoveryReads, COUNTER_BYTES};
 use pipewater_core::backend::sleep::{snapshot_slices, AwakeTiles, ConstantsChange, DeviceSleep, SleepReport, TileParams, AWAKE_LIST_HEADER, EMPTY_AWAKE_LIST, SLEEP_REPORT_BYTES};
 use pipewater_core::backend::{Backend, BackendKind, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
 use pipewater_core::backend::step_kernel::{ColumnKernel, StepMode};
@@ -206,6 +207,14 @@ pub struct RdBackend {
     tile_totals: Rid,
     /// Sleeping reports arrived from Godot's callbacks.
     sleep_arrived: Arc<Mutex<Vec<ArrivedSleepReport>>>,
+    /// The recovery reads ([`pipewater_core::backend::recovery`]): the whole state of a frame at a
+    /// bounded rate, so that a lost device does not take the water with it.
+    recovery: RecoveryReads,
+    /// Parts of recovery reads arrived from Godot's callbacks: (read, part, bytes), the parts
+    /// being the counters, terrain, depth and flows.
+    recovery_arrived: Arc<Mutex<Vec<(RecoveryRead, usize, Vec<u8>)>>>,
+    /// Recovery reads some of whose parts have arrived.
+    recovery_parts: Vec<(RecoveryRead, [Option<Vec<u8>>; 4])>,
 }
 
 /// A frame's sleeping report as read back, with the load generation it was issued in.
@@ -324,6 +333,9 @@ impl RdBackend {
             tile_stale,
             tile_totals,
             sleep_arrived: Arc::new(Mutex::new(Vec::new())),
+            recovery: RecoveryReads::new(state),
+            recovery_arrived: Arc::new(Mutex::new(Vec::new())),
+            recovery_parts: Vec::new(),
         };
         let made = [backend.uniforms, backend.terrain, backend.step_terrain, backend.displacement, backend.counters, backend.stats, backend.gathered, backend.height_texture, backend.flow_texture];
         let sleeping = [backend.tile_params, backend.tile_wakes, backend.sleep_stats, backend.tile_stale, backend.tile_totals];
@@ -373,6 +385,8 @@ impl RdBackend {
         // Reads still in flight belong to the old state: a new generation makes `harvest`
         // discard them whenever their callbacks come.
         self.reads.load(state, counters, frames);
+        self.recovery.load(state, counters, frames);
+        self.recovery_parts.clear();
         if let Some(detail) = &mut self.detail {
             detail.clear(&mut rd);
         }
@@ -579,6 +593,7 @@ impl RdBackend {
         self.frames += 1;
         self.read_back(&mut rd, read);
         self.read_sleep_report(&mut rd);
+        self.read_recovery(&mut rd);
         if substeps == 0 {
             // The detail waves of a frame without steps, over the water as it is.
             self.run_detail(&mut rd, self.current)?;
@@ -646,8 +661,60 @@ impl RdBackend {
         self.last_read_bytes += SLEEP_REPORT_BYTES;
     }
 
+    /// Reads the whole state of the frame just recorded when a recovery read is due: four reads
+    /// (counters, terrain, depth, flows), asynchronous where Godot has them. On Godot 4.3 each
+    /// waits for the GPU, once every recovery interval.
+    fn read_recovery(&mut self, rd: &mut Gd<RenderingDevice>) {
+        let Some(read) = self.recovery.due(self.frames) else { return };
+        self.recovery.issued(read);
+        let n = self.grid.cell_count();
+        let parts = [(self.counters, COUNTER_BYTES), (self.terrain, 4 * n), (self.depth[self.current], 4 * n), (self.flux[self.current], 16 * n)];
+        if self.async_reads {
+            // A part Godot refuses never arrives: that read is never taken, and the next one
+            // falls due an interval later.
+            for (part, (buffer, size)) in parts.into_iter().enumerate() {
+                let arrived = self.recovery_arrived.clone();
+                let callback = Callable::from_fn("pipewater_recovery", move |args: &[&Variant]| {
+                    if let Some(bytes) = args.first().and_then(|v| v.try_to::<PackedByteArray>().ok()) {
+                        arrived.lock().push((read, part, bytes.to_vec()));
+                    }
+                });
+                rd.call("buffer_get_data_async", &[buffer.to_variant(), callable_variant(&callback), 0.to_variant(), (size as i64).to_variant()]);
+            }
+        } else {
+            let bytes = parts.map(|(buffer, size)| rd.buffer_get_data_ex(buffer).offset_bytes(0).size_bytes(size as u32).done().to_vec());
+            self.recovery.accept(read, &bytes[0], &bytes[1], &bytes[2], &bytes[3]);
+        }
+    }
+
+    /// Takes the recovery reads whose four parts have all arrived; drops parts of reads that can
+    /// no longer be taken (of an earlier load, or older than the point).
+    fn harvest_recovery(&mut self) {
+        for (read, part, bytes) in std::mem::take(&mut *self.recovery_arrived.lock()) {
+            let at = match self.recovery_parts.iter().position(|(r, _)| *r == read) {
+                Some(at) => at,
+                None => {
+                    self.recovery_parts.push((read, [None, None, None, None]));
+                    self.recovery_parts.len() - 1
+                }
+            };
+            self.recovery_parts[at].1[part] = Some(bytes);
+        }
+        let (generation, newest) = (self.recovery.generation(), self.recovery.point().frame);
+        self.recovery_parts.retain(|(read, _)| read.generation == generation && read.frame > newest);
+        self.recovery_parts.sort_by_key(|(read, _)| read.frame);
+        if let Some(at) = self.recovery_parts.iter().rposition(|(_, parts)| parts.iter().all(Option::is_some)) {
+            let (read, parts) = self.recovery_parts.remove(at);
+            if let [Some(c), Some(t), Some(d), Some(f)] = &parts {
+                self.recovery.accept(read, c, t, d, f);
+            }
+            self.recovery_parts.retain(|(r, _)| r.frame > read.frame);
+        }
+    }
+
     /// Applies the reads that have arrived; those issued before the last load are discarded.
     fn harvest(&mut self) {
+        self.harvest_recovery();
         // A report of an earlier load is about water that is gone.
         for report in std::mem::take(&mut *self.sleep_arrived.lock()).into_iter().filter(|r| r.generation == self.reads.generation()) {
             self.sleep.accept(report.frame, report.steps, &report.bytes);
@@ -895,6 +962,11 @@ impl Backend for RdBackend {
             depth: bytemuck::pod_collect_to_vec(&depth),
             flow: bytemuck::pod_collect_to_vec(&flux),
         })
+    }
+
+    fn recovery_point(&mut self) -> Option<RecoveryPoint> {
+        self.harvest();
+        Some(self.recovery.newest(&self.reads))
     }
 
     fn read_counters(&mut self) -> Result<Counters> {

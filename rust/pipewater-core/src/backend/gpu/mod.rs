@@ -45,6 +45,7 @@ use super::sleep::{snapshot_slices, AwakeTiles, ConstantsChange, DeviceSleep, Sl
 use super::step_kernel::{ColumnKernel, StepMode};
 use super::pending::{list_bytes, list_header_bytes, water_by_cell, EditBatch, EditCounts, EditPass, PendingEdits};
 use super::readback::{Coverage, Read, Readbacks, TileRequests, HEADER_BYTES, MAX_TILES_PER_READ};
+use super::recovery::{recovery_read_bytes, RecoveryPoint, RecoveryRead, RecoveryReads, COUNTER_BYTES};
 use super::{Backend, BackendKind, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
 use crate::detail::{DetailFrame, DetailLayout, DetailTexels};
 use crate::error::{Error, Result};
@@ -181,6 +182,17 @@ struct Slot {
     steps: u32,
 }
 
+/// The recovery reads ([`crate::backend::recovery`]): the whole state of a frame, copied at a
+/// bounded rate into a staging buffer of its own (made on the first read), so that a lost device
+/// does not take the water with it.
+struct RecoveryCopy {
+    reads: RecoveryReads,
+    buffer: Option<wgpu::Buffer>,
+    state: Arc<AtomicU32>,
+    /// The read the buffer carries while pending or ready.
+    read: Option<RecoveryRead>,
+}
+
 /// A list of edits (or tiles) on the device in the [`list_bytes`] layout, grown by powers of two.
 struct EditList {
     buffer: wgpu::Buffer,
@@ -268,6 +280,7 @@ pub struct GpuBackend {
     /// The detail wave layer, when it is on (`detail.rs`).
     detail: Option<detail::GpuDetail>,
     sleeping: Sleeping,
+    recovery: RecoveryCopy,
 }
 
 impl GpuBackend {
@@ -361,6 +374,7 @@ impl GpuBackend {
             readback_bytes: 0,
             detail: None,
             sleeping,
+            recovery: RecoveryCopy { reads: RecoveryReads::new(state), buffer: None, state: Arc::new(AtomicU32::new(SLOT_FREE)), read: None },
         };
         backend.upload(state, Counters::default(), 0)?;
         Ok(backend)
@@ -454,6 +468,7 @@ impl GpuBackend {
     /// returns: a snapshot that stops following the water must not go unnoticed.
     fn harvest(&mut self) {
         let _ = self.ctx.device.poll(wgpu::PollType::Poll);
+        self.harvest_recovery();
         let mut ready = Vec::new();
         for (k, slot) in self.slots.iter_mut().enumerate() {
             match slot.state.load(Ordering::Acquire) {
@@ -564,6 +579,68 @@ impl GpuBackend {
         }
     }
 
+    /// Takes the recovery read if it has arrived, and frees its staging buffer.
+    fn harvest_recovery(&mut self) {
+        let copy = &mut self.recovery;
+        match copy.state.load(Ordering::Acquire) {
+            SLOT_READY => {
+                let n = self.grid.cell_count();
+                if let (Some(read), Some(buffer)) = (copy.read.take(), &copy.buffer) {
+                    if let Ok(view) = buffer.get_mapped_range(..recovery_read_bytes(n) as u64) {
+                        let (counters, fields) = view.split_at(COUNTER_BYTES);
+                        let (terrain, rest) = fields.split_at(4 * n);
+                        let (depth, flow) = rest.split_at(4 * n);
+                        copy.reads.accept(read, counters, terrain, depth, flow);
+                    }
+                    buffer.unmap();
+                }
+                copy.state.store(SLOT_FREE, Ordering::Release);
+            }
+            // A failed map means a failed device, which every later call reports.
+            SLOT_FAILED => {
+                copy.read = None;
+                copy.state.store(SLOT_FREE, Ordering::Release);
+            }
+            _ => {}
+        }
+    }
+
+    /// Records the copy of the whole state into the recovery buffer when a recovery read is due
+    /// after frame `self.frames` and the buffer is free; returns the read to map once submitted.
+    fn record_recovery_copy(&mut self, encoder: &mut wgpu::CommandEncoder) -> Option<RecoveryRead> {
+        let copy = &mut self.recovery;
+        if copy.state.load(Ordering::Acquire) != SLOT_FREE {
+            return None;
+        }
+        let read = copy.reads.due(self.frames)?;
+        let n = self.grid.cell_count() as u64;
+        let buffer = copy.buffer.get_or_insert_with(|| {
+            self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("recovery staging"),
+                size: recovery_read_bytes(n as usize) as u64,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        });
+        let c = COUNTER_BYTES as u64;
+        encoder.copy_buffer_to_buffer(&self.counters, 0, buffer, 0, c);
+        encoder.copy_buffer_to_buffer(&self.terrain, 0, buffer, c, 4 * n);
+        encoder.copy_buffer_to_buffer(&self.depth[self.current], 0, buffer, c + 4 * n, 4 * n);
+        encoder.copy_buffer_to_buffer(&self.flux[self.current], 0, buffer, c + 8 * n, 16 * n);
+        copy.reads.issued(read);
+        Some(read)
+    }
+
+    /// Maps the recovery buffer once the submission that fills it with `read` is done.
+    fn map_recovery(&mut self, read: RecoveryRead) {
+        let copy = &mut self.recovery;
+        copy.read = Some(read);
+        copy.state.store(SLOT_PENDING, Ordering::Release);
+        let flag = copy.state.clone();
+        let buffer = copy.buffer.as_ref().expect("made by record_recovery_copy");
+        buffer.map_async(wgpu::MapMode::Read, .., move |r| flag.store(if r.is_ok() { SLOT_READY } else { SLOT_FAILED }, Ordering::Release));
+    }
+
     /// Records the copy of `read`'s bytes into staging buffer `k`.
     fn record_read_copy(&self, encoder: &mut wgpu::CommandEncoder, read: &Read, k: usize) {
         let staging = self.slots[k].buffer.as_ref().expect("sized by free_slot");
@@ -649,6 +726,7 @@ impl GpuBackend {
         // Reads in flight show the old state: they are discarded when they arrive, and the first
         // snapshot comes from the state itself, so queries work before any readback.
         self.reads.load(state, counters, frames);
+        self.recovery.reads.load(state, counters, frames);
         if let Some(detail) = &mut self.detail {
             detail.clear();
         }
@@ -959,6 +1037,7 @@ impl Backend for GpuBackend {
         if let (Some(read), Some(k)) = (&read, slot) {
             self.record_read_copy(&mut encoder, read, k);
         }
+        let recovery = self.record_recovery_copy(&mut encoder);
         let (submitted, index) = self.submit(encoder);
         self.in_flight.push_back((submitted, index));
         if let Some(detail) = &mut self.detail {
@@ -966,6 +1045,9 @@ impl Backend for GpuBackend {
         }
         if let (Some(read), Some(k)) = (read, slot) {
             self.map_read(k, read, submitted);
+        }
+        if let Some(recovery) = recovery {
+            self.map_recovery(recovery);
         }
         let _ = self.ctx.device.poll(wgpu::PollType::Poll);
         self.check()
@@ -988,6 +1070,11 @@ impl Backend for GpuBackend {
             depth: bytemuck::pod_collect_to_vec(&bytes[4 * n..8 * n]),
             flow: bytemuck::pod_collect_to_vec(&bytes[8 * n..24 * n]),
         })
+    }
+
+    fn recovery_point(&mut self) -> Option<RecoveryPoint> {
+        self.harvest();
+        Some(self.recovery.reads.newest(&self.reads))
     }
 
     fn read_counters(&mut self) -> Result<Counters> {
