@@ -305,13 +305,13 @@ pub fn target_dir() -> PathBuf {
 /// Makes `godot_project/addons/pipe_water` point at the addon (a symlink, or a copy elsewhere),
 /// and lists the extension in `godot_project/.godot/extension_list.cfg` so that the first
 /// headless import of a fresh checkout loads it at start (see
-/// [`crate::godot_runs::seed_extension_list`]).
+/// [`crate::gdextension::seed_extension_list`]).
 fn link_addon_into_demo(addon: &Path) -> Result<(), String> {
     let project = root().join("godot_project");
     if !project.is_dir() {
         return Ok(());
     }
-    crate::godot_runs::seed_extension_list(&project)?;
+    crate::gdextension::seed_extension_list(&project)?;
     let addons = project.join("addons");
     std::fs::create_dir_all(&addons).map_err(|e| format!("creating {}: {e}", addons.display()))?;
     let link = addons.join("pipe_water");

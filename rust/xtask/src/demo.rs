@@ -9,6 +9,7 @@
 
 use crate::demo_render::{flow_map, shaded_terrain, write_png};
 use crate::util::root;
+use crate::verdict::{SMOKE_FAILURE_MARKERS, SMOKE_PASS_LINE};
 use pipewater_core::scenarios::{demo_landscape, DemoLandscape};
 use pipewater_core::{BackendPreference, Boundary, Edge, Grid, Params, Simulation};
 use std::path::{Path, PathBuf};
@@ -212,12 +213,6 @@ fn launch(godot: &Path) -> Result<(), String> {
         Err(format!("Godot exited with {status}"))
     }
 }
-
-/// Printed by `godot_project/tests/test_demo_smoke.gd` when every check passed.
-pub const SMOKE_PASS_LINE: &str = "DEMO SMOKE TEST PASSED";
-/// Output that means the smoke test went wrong even if Godot exited with 0: GDScript errors,
-/// engine errors and Rust panics.
-pub const SMOKE_FAILURE_MARKERS: [&str; 4] = ["SCRIPT ERROR", "[panic", "Parse Error", "ERROR:"];
 
 /// Runs the demo scene's smoke test headless (the library must already be installed in
 /// `addons/pipe_water/bin/`).

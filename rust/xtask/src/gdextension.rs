@@ -253,6 +253,31 @@ pub fn problems() -> Result<Vec<String>, String> {
     Ok(problems)
 }
 
+/// The extension, as `.godot/extension_list.cfg` names it.
+pub const EXTENSION_RES_PATH: &str = "res://addons/pipe_water/pipe_water.gdextension";
+
+/// Adds the addon to `<project>/.godot/extension_list.cfg`, as the editor does when it first
+/// finds the extension. A headless editor session that finds the extension itself hits engine
+/// problems: Godot 4.3 compiles the scripts that name `PipeWater` before the class exists
+/// (`GDScript bug: Native class "PipeWater" not found`), Godot 4.6 crashes with signal 11 when
+/// it quits. With the list in place the extension loads at start, as in every later session.
+pub fn seed_extension_list(project: &Path) -> Result<(), String> {
+    let dir = project.join(".godot");
+    let list = dir.join("extension_list.cfg");
+    let existing = std::fs::read_to_string(&list).unwrap_or_default();
+    if existing.lines().any(|l| l.trim() == EXTENSION_RES_PATH) {
+        return Ok(());
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let mut text = existing;
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(EXTENSION_RES_PATH);
+    text.push('\n');
+    std::fs::write(&list, text).map_err(|e| format!("writing {}: {e}", list.display()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,9 +34,10 @@
 //! since the same run in `godot_project/` would leave the working tree dirty.
 
 use crate::build::target_dir;
-use crate::godot::{failed_checks, gpu_required, passed_checks, verdict_with, FAILURE_MARKERS};
+use crate::gdextension::seed_extension_list;
 use crate::package::TestPackage;
 use crate::util::root;
+use crate::verdict::{failed_checks, gpu_required, passed_checks, verdict_with, FAILURE_MARKERS, PASS_LINE, SMOKE_FAILURE_MARKERS, SMOKE_PASS_LINE};
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -45,8 +46,6 @@ use std::time::{Duration, Instant};
 
 /// Environment variable with more Godot binaries, separated by `:`.
 pub const EXTRA_VAR: &str = "GODOT_EXTRA";
-/// The extension, as `.godot/extension_list.cfg` names it.
-pub const EXTENSION_RES_PATH: &str = "res://addons/pipe_water/pipe_water.gdextension";
 /// Longest a headless Godot run may take.
 const RUN_TIMEOUT: Duration = Duration::from_secs(900);
 /// Longest an editor session (import, class reference) may take.
@@ -198,18 +197,18 @@ fn test_version(godot: &Path, folders: &mut Vec<String>, package: &TestPackage) 
             Err(why) => Outcome::Failed(why),
         }
     };
-    report.layers.push(("run_tests", run("run_tests", headless("res://tests/run_tests.gd"), &FAILURE_MARKERS, crate::godot::PASS_LINE)));
-    report.layers.push(("sleeping", run("sleeping", headless("res://tests/test_sleeping.gd"), &FAILURE_MARKERS, crate::godot::PASS_LINE)));
+    report.layers.push(("run_tests", run("run_tests", headless("res://tests/run_tests.gd"), &FAILURE_MARKERS, PASS_LINE)));
+    report.layers.push(("sleeping", run("sleeping", headless("res://tests/test_sleeping.gd"), &FAILURE_MARKERS, PASS_LINE)));
     report.layers.push((
         "demo smoke",
-        run("demo smoke", headless("res://tests/test_demo_smoke.gd"), &crate::demo::SMOKE_FAILURE_MARKERS, crate::demo::SMOKE_PASS_LINE),
+        run("demo smoke", headless("res://tests/test_demo_smoke.gd"), &SMOKE_FAILURE_MARKERS, SMOKE_PASS_LINE),
     ));
-    report.layers.push(("editor_surface", run("editor_surface", headless("res://tests/test_editor_surface.gd"), &FAILURE_MARKERS, crate::godot::PASS_LINE)));
+    report.layers.push(("editor_surface", run("editor_surface", headless("res://tests/test_editor_surface.gd"), &FAILURE_MARKERS, PASS_LINE)));
     let editor_session = |name: &'static str, script: &str| -> Outcome {
         let mut editor = Command::new(godot);
         editor.env("XDG_CACHE_HOME", &cache).args(["--headless", "--editor", "--path"]).arg(&project).args(["-s", script]);
         match run_logged(editor, name, &label, EDITOR_TIMEOUT) {
-            Ok(run) => layer_outcome(&run, &EDITOR_FAILURE_MARKERS, crate::godot::PASS_LINE),
+            Ok(run) => layer_outcome(&run, &EDITOR_FAILURE_MARKERS, PASS_LINE),
             Err(why) => Outcome::Failed(why),
         }
     };
@@ -373,7 +372,7 @@ fn rendering_device(godot: &Path, project: &Path, label: &str) -> Outcome {
     };
     command.args(["--rendering-driver", "vulkan", "--path"]).arg(project).args(["--fixed-fps", "60", "-s", script]);
     match run_logged(command, "rendering_device", label, RUN_TIMEOUT) {
-        Ok(run) => match layer_outcome(&run, &FAILURE_MARKERS, crate::godot::PASS_LINE) {
+        Ok(run) => match layer_outcome(&run, &FAILURE_MARKERS, PASS_LINE) {
             Outcome::Skipped(why) => skipped(why),
             other => other,
         },
@@ -414,7 +413,7 @@ fn water_shader(godot: &Path, project: &Path, label: &str, name: &str, method: &
         Err(why) => return Outcome::Failed(why),
     };
     let problems = shader_problems(&run.text);
-    match layer_outcome(&run, &FAILURE_MARKERS, crate::godot::PASS_LINE) {
+    match layer_outcome(&run, &FAILURE_MARKERS, PASS_LINE) {
         Outcome::Passed(_) if !problems.is_empty() => Outcome::Failed(format!("{} error or warning lines, first: {}", problems.len(), problems[0])),
         Outcome::Skipped(why) if gpu_required() => Outcome::Failed(format!("{why}, and PIPEWATER_REQUIRE_GPU=1")),
         other => other,
@@ -462,7 +461,7 @@ fn package_smoke(godot: &Path, project: &Path, cache: &Path, label: &str, packag
     let mut command = Command::new(godot);
     command.args(["--headless", "--path"]).arg(project).args(["--fixed-fps", "60", "-s", "res://tests/test_package_smoke.gd"]);
     let outcome = match run_logged(command, "package", label, RUN_TIMEOUT) {
-        Ok(run) => layer_outcome(&run, &FAILURE_MARKERS, crate::godot::PASS_LINE),
+        Ok(run) => layer_outcome(&run, &FAILURE_MARKERS, PASS_LINE),
         Err(why) => Outcome::Failed(why),
     };
     match unchanged(project, &unzipped) {
@@ -526,28 +525,6 @@ fn is_library(path: &Path) -> bool {
 
 fn size_record(path: &Path) -> Vec<u8> {
     std::fs::metadata(path).map(|m| m.len()).unwrap_or(0).to_le_bytes().to_vec()
-}
-
-/// Adds the addon to `<project>/.godot/extension_list.cfg`, as the editor does when it first
-/// finds the extension. A headless editor session that finds the extension itself hits engine
-/// problems: Godot 4.3 compiles the scripts that name `PipeWater` before the class exists
-/// (`GDScript bug: Native class "PipeWater" not found`), Godot 4.6 crashes with signal 11 when
-/// it quits. With the list in place the extension loads at start, as in every later session.
-pub fn seed_extension_list(project: &Path) -> Result<(), String> {
-    let dir = project.join(".godot");
-    let list = dir.join("extension_list.cfg");
-    let existing = std::fs::read_to_string(&list).unwrap_or_default();
-    if existing.lines().any(|l| l.trim() == EXTENSION_RES_PATH) {
-        return Ok(());
-    }
-    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    let mut text = existing;
-    if !text.is_empty() && !text.ends_with('\n') {
-        text.push('\n');
-    }
-    text.push_str(EXTENSION_RES_PATH);
-    text.push('\n');
-    std::fs::write(&list, text).map_err(|e| format!("writing {}: {e}", list.display()))
 }
 
 /// The project's files (relative path → contents, or size for libraries), apart from Godot's
@@ -642,14 +619,14 @@ ok 1
 
     #[test]
     fn a_layer_counts_its_checks_and_fails_on_a_failed_one() {
-        let pass = Run { exited_ok: true, text: format!("ok   - a\n147 checks passed\n{}\n", crate::godot::PASS_LINE) };
-        assert_eq!(layer_outcome(&pass, &FAILURE_MARKERS, crate::godot::PASS_LINE), Outcome::Passed(Some(147)));
+        let pass = Run { exited_ok: true, text: format!("ok   - a\n147 checks passed\n{}\n", PASS_LINE) };
+        assert_eq!(layer_outcome(&pass, &FAILURE_MARKERS, PASS_LINE), Outcome::Passed(Some(147)));
         let fail = Run { exited_ok: false, text: "FAIL - a\n2 of 147 checks failed\nPIPEWATER TESTS FAILED\n".into() };
-        let got = layer_outcome(&fail, &FAILURE_MARKERS, crate::godot::PASS_LINE);
+        let got = layer_outcome(&fail, &FAILURE_MARKERS, PASS_LINE);
         println!("{got:?}");
         assert!(matches!(got, Outcome::Failed(ref why) if why.starts_with("2 of 147 checks failed")));
-        let skip = Run { exited_ok: true, text: format!("SKIP: RenderingDevice tests (none)\n{}\n", crate::godot::PASS_LINE) };
-        assert!(matches!(layer_outcome(&skip, &FAILURE_MARKERS, crate::godot::PASS_LINE), Outcome::Skipped(_)));
+        let skip = Run { exited_ok: true, text: format!("SKIP: RenderingDevice tests (none)\n{}\n", PASS_LINE) };
+        assert!(matches!(layer_outcome(&skip, &FAILURE_MARKERS, PASS_LINE), Outcome::Skipped(_)));
     }
 
     #[test]

@@ -21,6 +21,7 @@ mod pip_tools;
 mod test;
 mod util;
 mod validate;
+mod verdict;
 mod workflow_check;
 
 use std::process::ExitCode;
