@@ -272,3 +272,28 @@ fn bodies_and_pushes_on_gpu_match_cpu() {
         }
     });
 }
+
+/// `BackendPreference::Auto` runs on the GPU only where the adapter is real hardware: on a
+/// software rasteriser (lavapipe here and in CI) it takes the CPU backend, which is faster, and
+/// says why; `BackendPreference::Gpu` still runs on the software adapter when asked for by name.
+#[test]
+fn auto_takes_the_cpu_over_a_software_adapter_and_gpu_by_name_still_runs_there() {
+    if !gpu_or_skip("auto_takes_the_cpu_over_a_software_adapter_and_gpu_by_name_still_runs_there") {
+        return;
+    }
+    let ctx = pipewater_core::backend::gpu::GpuContext::shared().unwrap();
+    let grid = Grid::new(32, 32, 1.0).unwrap();
+    let state = scenarios::dam_break(grid, 10, 1.0, 0.2);
+    let auto = Simulation::new(state.clone(), Params::default(), pipewater_core::BackendPreference::Auto).unwrap();
+    let by_name = Simulation::new(state, Params::default(), pipewater_core::BackendPreference::Gpu).unwrap();
+    let why = auto.gpu_fallback_reason().map(|e| e.to_string());
+    println!("adapter {} (software: {}): Auto runs on {:?} ({why:?}); Gpu on {:?}", ctx.adapter_description(), ctx.is_software(), auto.backend_kind(), by_name.backend_kind());
+    assert_eq!(by_name.backend_kind(), pipewater_core::BackendKind::Gpu, "asked for by name, the GPU backend runs on any adapter");
+    if ctx.is_software() {
+        assert_eq!(auto.backend_kind(), pipewater_core::BackendKind::Cpu, "Auto prefers the CPU over a software adapter");
+        assert!(why.as_deref().is_some_and(|w| w.contains("software")), "and says why: {why:?}");
+    } else {
+        assert_eq!(auto.backend_kind(), pipewater_core::BackendKind::Gpu, "Auto takes a hardware adapter");
+        assert!(why.is_none());
+    }
+}

@@ -243,13 +243,10 @@ pub fn run_headless(options: &HeadlessOptions) -> Result<HeadlessReport, String>
     let DemoLandscape { state, source, dam, dam_crest, .. } = demo_landscape(grid, options.seed, options.roughness, options.relief);
     let mut params = Params::default();
     params.boundaries[Edge::East as usize] = Boundary::Open;
-    let mut sim = Simulation::new(state.clone(), params, options.backend).map_err(|e| e.to_string())?;
+    // Auto prefers the CPU over a software adapter (the core decides), and says why.
+    let mut sim = Simulation::new(state, params, options.backend).map_err(|e| e.to_string())?;
     if let Some(why) = sim.gpu_fallback_reason() {
         println!("no GPU backend ({why}); running on the CPU");
-    } else if options.backend == BackendPreference::Auto && is_software_adapter(&sim.backend_description()) {
-        // A software rasteriser is slower than the multithreaded CPU backend.
-        println!("the only GPU adapter is a software one ({}); running on the CPU", sim.backend_description());
-        sim = Simulation::new(state, params, BackendPreference::Cpu).map_err(|e| e.to_string())?;
     }
     sim.add_source(source.x, source.z, source.rate, source.radius).map_err(|e| e.to_string())?;
     let dt = 1.0 / 60.0;
@@ -327,13 +324,6 @@ pub fn run_headless(options: &HeadlessOptions) -> Result<HeadlessReport, String>
     let summary = options.out.join("summary.txt");
     std::fs::write(&summary, report.text()).map_err(|e| format!("writing {}: {e}", summary.display()))?;
     Ok(report)
-}
-
-/// Whether a backend description names a software Vulkan/GL adapter (llvmpipe, lavapipe,
-/// SwiftShader) rather than a GPU.
-fn is_software_adapter(description: &str) -> bool {
-    let d = description.to_ascii_lowercase();
-    d.starts_with("gpu") && ["llvmpipe", "lavapipe", "swiftshader", "softpipe"].iter().any(|name| d.contains(name))
 }
 
 /// Total water from the full state, m³ (waits for the device).

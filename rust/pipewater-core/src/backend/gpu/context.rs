@@ -149,6 +149,12 @@ impl GpuContext {
             .clone()
     }
 
+    /// Whether the adapter is a software rasteriser (Mesa's lavapipe or llvmpipe, SwiftShader,
+    /// WARP): wgpu calls their device type `Cpu`.
+    pub fn is_software(&self) -> bool {
+        self.adapter.device_type == wgpu::DeviceType::Cpu
+    }
+
     /// "name (device type, backend, driver info)".
     pub fn adapter_description(&self) -> String {
         let a = &self.adapter;
