@@ -23,7 +23,8 @@
 //! `--node` measures instead the frame a `PipeWater` node runs, through `Simulation`: `advance`
 //! of 1/60 s in the substeps stability asks for, with the snapshot it reads every frame, and with
 //! the layer on the texels its `detail_texture` copies; the same spans, from `Simulation::reset`.
-//! `PIPEWATER_GPU_DETAIL_WGSL=<file>` replaces `shaders/detail.wgsl` (shader experiments).
+//! `PIPEWATER_GPU_DETAIL_WGSL=<file>` replaces `shaders/detail.wgsl` (shader experiments, in a
+//! build with `--features shader-overrides`).
 
 use pipewater_core::backend::cpu::CpuBackend;
 use pipewater_core::backend::{Backend, FramePlan};
@@ -237,6 +238,11 @@ fn node_frames(kind: &str, sizes: &[u32], windows: &[u32], frames: u64, seconds:
 }
 
 fn main() {
+    #[cfg(feature = "gpu")]
+    if let Err(why) = pipewater_core::backend::gpu::overrides::check_requested() {
+        eprintln!("detail_bench: {why}");
+        std::process::exit(2);
+    }
     let args: Vec<String> = std::env::args().collect();
     let kind: String = arg(&args, "--backend").unwrap_or_else(|| "gpu".into());
     let sizes = list(&args, "--sizes", &[512, 1024, 2048]);

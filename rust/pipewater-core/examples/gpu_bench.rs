@@ -9,7 +9,8 @@
 //! and the last column says which share of them the last frame really stepped (water at rest
 //! sleeps: give it a `--current` to time every cell). `PIPEWATER_GPU_COLUMNS` and
 //! `PIPEWATER_GPU_BAND_ROWS` shape the step kernel, `PIPEWATER_GPU_STEP_WGSL` replaces it (kernel
-//! experiments; `--timing-only` skips the check of the water they leave).
+//! experiments, in a build with `--features shader-overrides`; `--timing-only` skips the check of
+//! the water they leave).
 
 #[cfg(not(feature = "gpu"))]
 fn main() {
@@ -147,6 +148,10 @@ mod bench {
     }
 
     pub fn main() {
+        if let Err(why) = pipewater_core::backend::gpu::overrides::check_requested() {
+            eprintln!("gpu_bench: {why}");
+            std::process::exit(2);
+        }
         let args: Vec<String> = std::env::args().collect();
         let sizes: Vec<u32> = arg::<String>(&args, "--sizes")
             .map(|s| s.split(',').filter_map(|v| v.trim().parse().ok()).collect())

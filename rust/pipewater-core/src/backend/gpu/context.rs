@@ -282,12 +282,12 @@ impl GpuContext {
         // against the grid's size or a workgroup-memory slot of a fixed ring, and every loop is
         // bounded. `PIPEWATER_GPU_CHECKED=1` keeps the checks for debugging.
         let checked = std::env::var("PIPEWATER_GPU_CHECKED").is_ok_and(|v| v == "1");
-        // `PIPEWATER_GPU_STEP_WGSL=<file>` builds the step from another WGSL file (with the step
-        // family's shared fragments in front) with the same bindings and entry point: kernel
-        // variants compared in one benchmark run, without rebuilding the benchmark.
-        let step_source = match std::env::var("PIPEWATER_GPU_STEP_WGSL") {
-            Ok(path) => shaders::STEP.source_with(&std::fs::read_to_string(&path).map_err(|e| Error::GpuUnavailable(format!("PIPEWATER_GPU_STEP_WGSL={path}: {e}")))?),
-            Err(_) => shaders::STEP.source(),
+        // A build with the `shader-overrides` feature may build the step from another WGSL file
+        // (with the step family's shared fragments in front), with the same bindings and entry
+        // point: kernel variants compared in one benchmark run ([`super::overrides`]).
+        let step_source = match super::overrides::wgsl(super::overrides::STEP_WGSL)? {
+            Some(variant) => shaders::STEP.source_with(&variant),
+            None => shaders::STEP.source(),
         };
         let step_desc = wgpu::ShaderModuleDescriptor { label: Some(shaders::STEP.file()), source: wgpu::ShaderSource::Wgsl(step_source.into()) };
         let step_module = if checked {

@@ -88,15 +88,12 @@ impl DetailPipelines {
             })
             .collect();
         let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("detail"), entries: &entries });
-        // `PIPEWATER_GPU_DETAIL_WGSL=<file>` builds the layer's passes from another detail.wgsl
-        // (snapshot.wgsl and common.wgsl go in front as usual), with the same bindings and entry
-        // points: variants compared in one benchmark run without rebuilding the benchmark.
-        let source = match std::env::var("PIPEWATER_GPU_DETAIL_WGSL") {
-            Ok(path) => {
-                let detail = std::fs::read_to_string(&path).map_err(|e| Error::GpuUnavailable(format!("PIPEWATER_GPU_DETAIL_WGSL={path}: {e}")))?;
-                shaders::DETAIL.source_with(&detail)
-            }
-            Err(_) => shaders::DETAIL.source(),
+        // A build with the `shader-overrides` feature may build the layer's passes from another
+        // detail.wgsl (the family's shared fragments in front as usual), with the same bindings and
+        // entry points: variants compared in one benchmark run ([`super::overrides`]).
+        let source = match super::overrides::wgsl(super::overrides::DETAIL_WGSL)? {
+            Some(variant) => shaders::DETAIL.source_with(&variant),
+            None => shaders::DETAIL.source(),
         };
         let desc = wgpu::ShaderModuleDescriptor { label: Some(shaders::DETAIL.file()), source: wgpu::ShaderSource::Wgsl(source.into()) };
         // SAFETY: as for the step kernel (context.rs), without naga's injected bounds checks:

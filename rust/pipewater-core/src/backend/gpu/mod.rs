@@ -37,6 +37,7 @@
 
 mod context;
 pub mod detail;
+pub mod overrides;
 pub mod shaders;
 
 pub use context::{GpuContext, EDIT_WORKGROUP, TILES_WORKGROUP};
