@@ -98,9 +98,10 @@ pub const WATER_GROUP: &str = "pipe_water";
 ///
 /// **A lost GPU device** (a driver reset, an unplugged GPU, or `simulate_device_loss()`) is
 /// noticed at the next step or read: the node warns once and goes on on the next backend —
-/// RenderingDevice → wgpu → CPU — with the water of the newest snapshot (at most two frames
-/// old; on wgpu with only the tiles queries read, the other cells as they were loaded), its
-/// sources, clock and ledger; `active_backend` changes and `simulation_rebuilt` is emitted.
+/// RenderingDevice → wgpu → CPU — with the whole water of the lost backend's recovery point (a
+/// copy of every field taken at least once every 60 frames, less often on grids past 1024², or
+/// a newer snapshot of every cell), its sources, clock and ledger; the warning names the frames
+/// lost; `active_backend` changes and `simulation_rebuilt` is emitted.
 /// Godot does not report the loss of its own device to extensions: on the RenderingDevice
 /// backend only a vanished device or vanished textures are noticed.
 /// `height_texture`: R = surface height (local Y, m), G = depth (m), B = terrain height (local Y,

@@ -153,7 +153,7 @@ impl PipeWater {
 
     /// Makes the GPU device the water runs on lost, as a driver reset would, so that a game can
     /// see what follows: at the next step the node warns once and goes on on the next backend
-    /// (RenderingDevice → wgpu → CPU) with the water of its newest snapshot; `active_backend`
+    /// (RenderingDevice → wgpu → CPU) with the water of its recovery point; `active_backend`
     /// changes and `simulation_rebuilt` is emitted. On wgpu the device of the whole process is
     /// lost, so every `PipeWater` node on it moves; nodes built later get a fresh device.
     /// Returns false on the CPU backend, which has no device to lose.
