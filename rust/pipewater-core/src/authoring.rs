@@ -26,7 +26,11 @@ use crate::state::State;
 const RAY_BISECTIONS: u32 = 24;
 /// Fewest samples along a ray inside the box the surface can occupy, so that a steep ray (seen
 /// from straight above) still brackets the surface before bisecting.
-const RAY_MIN_SAMPLES: f32 = 64.0;
+const RAY_MIN_SAMPLES: f64 = 64.0;
+/// Most samples along a ray: half-cell steps along the diagonal of the largest grid
+/// ([`crate::grid::MAX_GRID_SIDE`]² cells) take about 46 000, so this bounds the work of any ray
+/// without coarsening one that crosses a real grid.
+const RAY_MAX_SAMPLES: f64 = 65536.0;
 
 /// What writing a region of depths did, in quanta: the water the ledger counts as added and as
 /// removed.
@@ -155,20 +159,28 @@ pub fn downhill_below(state: &State, start: (u32, u32), level: f32, diagonal: bo
 
 /// Where a ray from local `origin` along `direction` first meets the surface `height(x, z)` of a
 /// grid (`None` off the grid) whose heights lie within `y_range`: marches in half-cell steps
-/// (at least [`RAY_MIN_SAMPLES`] inside the box the surface can occupy) until the ray passes
-/// below the surface, then bisects. Returns the point on the surface, or `None` when the ray
-/// misses the grid or never passes below its surface.
+/// (at least [`RAY_MIN_SAMPLES`] inside the box the surface can occupy, at most
+/// [`RAY_MAX_SAMPLES`]) until the ray passes below the surface, then bisects. Returns the point on
+/// the surface, or `None` when the ray misses the grid or never passes below its surface.
+///
+/// The march counts its samples rather than adding steps to a distance: far from the grid (a
+/// camera 2·10⁶ m up) a half-cell step is below half an `f32` step of the distance, and `t + step`
+/// would stop moving. Distances and points are taken in `f64` for the same reason; only the
+/// heights asked of `height` are `f32`.
 pub fn ray_hit(grid: &Grid, y_range: (f32, f32), origin: [f32; 3], direction: [f32; 3], mut height: impl FnMut(f32, f32) -> Option<f32>) -> Option<[f32; 3]> {
-    let length = direction.iter().map(|d| d * d).sum::<f32>().sqrt();
+    let origin = origin.map(f64::from);
+    let direction = direction.map(f64::from);
+    let length = direction.iter().map(|d| d * d).sum::<f64>().sqrt();
     if !(length > 0.0 && length.is_finite()) || origin.iter().any(|v| !v.is_finite()) {
         return None;
     }
     let d = direction.map(|v| v / length);
-    let [ex, ez] = grid.extent();
+    let [ex, ez] = grid.extent().map(f64::from);
+    let cell = grid.cell_size as f64;
     // Padded by a cell, so that flat ground still makes a box of some height.
-    let low = [-0.5 * ex, y_range.0 - grid.cell_size, -0.5 * ez];
-    let high = [0.5 * ex, y_range.1 + grid.cell_size, 0.5 * ez];
-    let (mut t0, mut t1) = (0.0f32, f32::INFINITY);
+    let low = [-0.5 * ex, y_range.0 as f64 - cell, -0.5 * ez];
+    let high = [0.5 * ex, y_range.1 as f64 + cell, 0.5 * ez];
+    let (mut t0, mut t1) = (0.0f64, f64::INFINITY);
     for axis in 0..3 {
         if d[axis].abs() < 1.0e-12 {
             if origin[axis] < low[axis] || origin[axis] > high[axis] {
@@ -180,23 +192,25 @@ pub fn ray_hit(grid: &Grid, y_range: (f32, f32), origin: [f32; 3], direction: [f
         t0 = t0.max(a.min(b));
         t1 = t1.min(a.max(b));
     }
-    if t0 > t1 {
+    if !(t0 <= t1) {
         return None;
     }
-    let at = |t: f32| [origin[0] + d[0] * t, origin[1] + d[1] * t, origin[2] + d[2] * t];
-    let mut below = |t: f32| {
+    let at = |t: f64| [(origin[0] + d[0] * t) as f32, (origin[1] + d[1] * t) as f32, (origin[2] + d[2] * t) as f32];
+    let mut below = |t: f64| {
         let p = at(t);
         height(p[0], p[2]).map(|h| p[1] <= h)
     };
     let horizontal = (d[0] * d[0] + d[2] * d[2]).sqrt();
-    let along = if horizontal > 1.0e-6 { 0.5 * grid.cell_size / horizontal } else { f32::INFINITY };
-    let step = along.min((t1 - t0) / RAY_MIN_SAMPLES).max(1.0e-6);
+    let span = t1 - t0;
+    let half_cells = if horizontal > 1.0e-6 { span * horizontal / (0.5 * cell) } else { 0.0 };
+    let samples = half_cells.ceil().clamp(RAY_MIN_SAMPLES, RAY_MAX_SAMPLES) as u32;
+    let step = span / samples as f64;
     if below(t0) == Some(true) {
         return surface_point(at(t0), &mut height);
     }
-    let (mut above_at, mut t) = (t0, t0);
-    while t < t1 {
-        t = (t + step).min(t1);
+    let mut above_at = t0;
+    for sample in 1..=samples {
+        let t = if sample == samples { t1 } else { t0 + sample as f64 * step };
         if below(t) == Some(true) {
             let (mut lo, mut hi) = (above_at, t);
             for _ in 0..RAY_BISECTIONS {

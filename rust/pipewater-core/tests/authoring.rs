@@ -220,6 +220,40 @@ fn a_ray_picks_the_water_surface_over_a_lake_and_the_ground_beside_it() {
     assert_eq!(sim.raycast([0.0, 50.0, 0.0], [0.0, 1.0, 0.0]), None, "a ray upwards misses");
 }
 
+/// Longest a far ray may take, s: it samples at most 65 536 points, milliseconds of work; the
+/// margin is for a loaded test machine. A march that stops advancing never ends.
+const FAR_RAY_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// A ray from 2·10⁶ m straight down (or nearly) onto a pond ends, and meets the surface where
+/// the pond is: at that distance a half-cell step is less than half an `f32` step, which once
+/// stopped the march from moving. The ray runs in a thread of its own, so that a march that never
+/// ends fails the test rather than hanging it.
+#[test]
+fn a_ray_from_two_thousand_kilometres_up_ends_on_the_pond_below() {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        // A pond 0.5 m deep in a pit of flat ground: the box a ray crosses is 3 m tall, so a
+        // march of 64 samples steps 5 cm, less than half of the 0.125 m between f32 values at 2e6.
+        let g = grid(32, 32, 1.0);
+        let terrain = (0..g.cell_count()).map(|i| if (8..24).contains(&(i % 32)) && (8..24).contains(&(i / 32)) { -1.0 } else { 0.0 }).collect();
+        let mut state = State::with_terrain(g, terrain).expect("terrain");
+        state.fill_to_level(-0.5).expect("a level within the depth limit");
+        let mut sim = Simulation::new(state, Params::default(), BackendPreference::Cpu).expect("simulation");
+        let (x, z) = (-3.0, 0.5);
+        let surface = sim.surface_height(x, z).unwrap();
+        let hits: Vec<_> = [[0.0, -1.0, 0.0], [1.0e-6, -1.0, 0.0]].into_iter().map(|direction| sim.raycast([x, 2.0e6, z], direction)).collect();
+        let _ = sender.send((surface, hits));
+    });
+    let started = std::time::Instant::now();
+    let (surface, hits) = receiver.recv_timeout(FAR_RAY_TIME_LIMIT).unwrap_or_else(|_| panic!("the far ray did not end within {FAR_RAY_TIME_LIMIT:?}"));
+    println!("pond surface {surface:.4} m at (-3, 0.5); rays from 2e6 m: {hits:?} after {:?}", started.elapsed());
+    // The tilted ray drifts 10⁻⁶ of the 2·10⁶ m it falls: 2 m along x.
+    for (hit, drift) in hits.into_iter().zip([0.0, 1.0e-6 * (2.0e6 - surface)]) {
+        let hit = hit.expect("the far ray meets the pond");
+        assert!((hit[1] - surface).abs() < 0.01 && (hit[0] - (-3.0 + drift)).abs() < 0.5 && (hit[2] - 0.5).abs() < 0.5, "the hit {hit:?} lies on the pond at ({}, 0.5), {surface} m", -3.0 + drift);
+    }
+}
+
 #[test]
 fn the_fields_of_a_saved_state_are_the_simulations_own() {
     let mut sim = valley(BackendPreference::Cpu);
