@@ -40,7 +40,9 @@ use crate::grid::Grid;
 use crate::params::{Boundary, CrossSection, NeighbourMode, Params};
 use crate::frame::FrameReport;
 use crate::sources::{Source, SourceId, MAX_SOURCE_RATE};
-use crate::state::{check_terrain, Counters, State};
+use crate::grid::MAX_GRID_SIDE;
+use crate::simulation::{MAX_FRAME_DELTA, MAX_STEP_LENGTH};
+use crate::state::{check_pipes, check_terrain, Counters, State};
 
 /// The first eight bytes of every saved state.
 pub const SAVE_MAGIC: [u8; 8] = *b"PIPEWATR";
@@ -50,6 +52,27 @@ pub const SAVE_FORMAT_VERSION: u32 = 2;
 pub const SAVE_HEADER_BYTES: usize = 24;
 /// Bytes per cell in the fields: terrain, depth and four fluxes.
 const CELL_BYTES: usize = 4 + 4 + 16;
+
+// Bounds on what a decoded state holds besides its fields: what runs of the model produce, so
+// that no crafted value sends a later sum or step past what its type holds.
+
+/// Most frames a saved run may have taken: 2⁵³ (285 000 years at 1000 frames a second), so
+/// that counting on never overflows.
+const MAX_SAVED_FRAMES: u64 = 1 << 53;
+/// Longest frame a report may describe, s: a frame simulates and drops at most the
+/// [`MAX_FRAME_DELTA`] it was asked for plus the time carried from shorter ones (under
+/// [`crate::simulation::MIN_STEP`]); a second more leaves room for rounding.
+const MAX_REPORTED_FRAME: f32 = MAX_FRAME_DELTA + 1.0;
+/// Largest remainder (quanta) one cell of a source or an inflow edge may carry: under one
+/// quantum per step and cell, for at most `u32::MAX` steps of a frame.
+const MAX_CARRY_PER_CELL: f64 = 4_294_967_296.0;
+/// Largest initial total magnitude, quanta: 2⁶², eight times the most water a grid holds
+/// (16384² cells of 2³¹ quanta, under 2⁵⁹), leaving room for what device recoveries move it by.
+const MAX_SAVED_TOTAL: i64 = 1 << 62;
+/// How far the shares of a source's cells may sum from 1: they are weights over their sum, in
+/// `f64`, whose rounding over the most cells a footprint covers (16384², 2.7·10⁸ × 2⁻⁵³) stays
+/// under 10⁻⁷.
+const SHARE_SUM_TOLERANCE: f64 = 1.0e-6;
 
 /// Everything a simulation saves, decoded and validated (except against the simulation that
 /// restores it: [`crate::Simulation::restore_state`] checks the grid).
@@ -224,8 +247,9 @@ impl SavedState {
         if let Some(i) = s.depth.iter().position(|&d| d < 0) {
             return Err(invalid(format!("negative depth {} quanta at cell {i}", s.depth[i])));
         }
-        if let Some(i) = s.flow.iter().position(|f| f.iter().any(|v| !v.is_finite())) {
-            return Err(invalid(format!("non-finite pipe flow {:?} at cell {i}", s.flow[i])));
+        check_pipes(&s.grid, &self.params, &s.flow).map_err(|e| invalid(format!("its pipes: {e}")))?;
+        if self.frames > MAX_SAVED_FRAMES {
+            return Err(invalid(format!("frame count {} is past {MAX_SAVED_FRAMES}", self.frames)));
         }
         let finite_non_negative = |v: f64| v.is_finite() && v >= 0.0;
         if !finite_non_negative(self.elapsed) {
@@ -235,25 +259,47 @@ impl SavedState {
         if ![report.step, report.simulated, report.dropped].iter().chain(&self.recent_gain).all(|&v| finite_non_negative(v as f64)) {
             return Err(invalid("the last frame's report or the recent depth gains hold a negative or non-finite value"));
         }
-        if let Some(e) = self.inflow_carry.iter().position(|v| !v.is_finite()) {
-            return Err(invalid(format!("the inflow remainder of edge {e} is {}", self.inflow_carry[e])));
+        if report.step > MAX_STEP_LENGTH || report.simulated > MAX_REPORTED_FRAME || report.dropped > MAX_REPORTED_FRAME {
+            return Err(invalid(format!(
+                "the last frame's report: steps of {} s (at most {MAX_STEP_LENGTH}), {} s simulated and {} s dropped (each at most {MAX_REPORTED_FRAME})",
+                report.step, report.simulated, report.dropped
+            )));
+        }
+        if let Some(e) = self.inflow_carry.iter().position(|v| !(v.is_finite() && v.abs() <= MAX_CARRY_PER_CELL * MAX_GRID_SIDE as f64)) {
+            return Err(invalid(format!("the inflow remainder of edge {e} is {} quanta (at most {} in magnitude)", self.inflow_carry[e], MAX_CARRY_PER_CELL * MAX_GRID_SIDE as f64)));
+        }
+        if !(-MAX_SAVED_TOTAL..=MAX_SAVED_TOTAL).contains(&self.initial_total) {
+            return Err(invalid(format!("initial total {} quanta is past ±{MAX_SAVED_TOTAL}", self.initial_total)));
         }
         for (k, source) in self.sources.iter().enumerate() {
             if source.id.0 == 0 || source.id.0 >= self.next_source_id || self.sources[..k].iter().any(|o| o.id == source.id) {
                 return Err(invalid(format!("source id {} is repeated, zero or not below the next id {}", source.id.0, self.next_source_id)));
             }
-            if !source.rate.is_finite() || source.rate.abs() > MAX_SOURCE_RATE || !source.carry.is_finite() {
-                return Err(invalid(format!("source {}: rate {} m³/s or remainder {} quanta out of range", source.id.0, source.rate, source.carry)));
+            let largest_carry = MAX_CARRY_PER_CELL * source.cells.len().max(1) as f64;
+            if !source.rate.is_finite() || source.rate.abs() > MAX_SOURCE_RATE || !(source.carry.is_finite() && source.carry.abs() <= largest_carry) {
+                return Err(invalid(format!(
+                    "source {}: rate {} m³/s (at most {MAX_SOURCE_RATE}) or remainder {} quanta (at most {largest_carry}) out of range",
+                    source.id.0, source.rate, source.carry
+                )));
             }
-            if let Some(&(cell, share)) = source.cells.iter().find(|&&(cell, share)| cell as usize >= n || !finite_non_negative(share)) {
-                return Err(invalid(format!("source {}: cell {cell} with share {share} (the grid has {n} cells)", source.id.0)));
+            if let Some(&(cell, share)) = source.cells.iter().find(|&&(cell, share)| cell as usize >= n || !(finite_non_negative(share) && share <= 1.0)) {
+                return Err(invalid(format!("source {}: cell {cell} with share {share} (the grid has {n} cells, a share is 0 ..= 1)", source.id.0)));
+            }
+            let shares: f64 = source.cells.iter().map(|&(_, share)| share).sum();
+            if (shares - 1.0).abs() > SHARE_SUM_TOLERANCE {
+                return Err(invalid(format!("source {}: its cells' shares sum to {shares}, not 1", source.id.0)));
             }
         }
         let total = s.total_quanta();
-        let expected = self.initial_total + self.counters.net();
-        if total != expected {
+        // The net of the counters is exact modulo 2⁶⁴ (`Counters::net`), and a balancing
+        // ledger's initial total plus it is the total the fields hold: no overflow.
+        let expected = self.initial_total.checked_add(self.counters.net());
+        if expected != Some(total) {
             return Err(invalid(format!(
-                "the ledger does not balance: the fields hold {total} quanta, initial + counters say {expected}"
+                "the ledger does not balance: the fields hold {total} quanta, initial {} + counters {:?} say {}",
+                self.initial_total,
+                self.counters,
+                expected.map_or("more than 64 bits hold".to_string(), |e| e.to_string())
             )));
         }
         Ok(())

@@ -19,8 +19,8 @@ use crate::quanta::{quantum_volume, DEPTH_QUANTUM, MAX_DEPTH, MAX_DEPTH_QUANTA, 
 use crate::state::{Snapshot, State};
 use crate::frame::FrameReport;
 use crate::save::SavedState;
-
 use crate::sources::{Source, SourceId, MAX_SOURCE_RATE};
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -530,7 +530,12 @@ impl Simulation {
     }
 
     /// Splits `quanta` over a footprint in proportion to its weights, exactly (largest remainder):
-    /// (cell, quanta) pairs, before any check against what a cell holds.
+    /// (cell, quanta) pairs that sum to `quanta`, before any check against what a cell holds.
+    ///
+    /// The shares of a request far beyond what the footprint holds (10⁹ m³ on 1 mm cells is
+    /// 10²¹ quanta, saturated to `i64::MAX` on the way in) are rounded in `f64` and may sum to
+    /// more than an `i64` holds, so they are summed and balanced in `i128`; a share saturates
+    /// rather than wrapping. Callers refuse or clip any share past [`MAX_DEPTH_QUANTA`].
     fn distribute(&self, footprint: &[(u32, f32)], quanta: i64) -> Vec<(u32, i64)> {
         let total_weight: f64 = footprint.iter().map(|&(_, w)| w as f64).sum();
         let mut shares: Vec<(u32, i64, f64)> = footprint
@@ -540,17 +545,38 @@ impl Simulation {
                 (cell, exact.floor() as i64, exact - exact.floor())
             })
             .collect();
-        let mut left = quanta - shares.iter().map(|s| s.1).sum::<i64>();
+        // Positive: quanta still to hand out, largest remainders first; negative: the floors
+        // rounded up past the request (f64 rounding), taken back from the smallest remainders.
+        let mut left = quanta as i128 - shares.iter().map(|s| s.1 as i128).sum::<i128>();
         let mut order: Vec<usize> = (0..shares.len()).collect();
         order.sort_by(|&a, &b| shares[b].2.total_cmp(&shares[a].2));
         for &i in order.iter().cycle().take(shares.len() * 2) {
             if left <= 0 {
                 break;
             }
-            shares[i].1 += 1;
+            shares[i].1 = shares[i].1.saturating_add(1);
             left -= 1;
         }
+        for &i in order.iter().rev().cycle().take(shares.len() * 2) {
+            if left >= 0 {
+                break;
+            }
+            if shares[i].1 > 0 {
+                shares[i].1 -= 1;
+                left += 1;
+            }
+        }
         shares.into_iter().map(|(cell, q, _)| (cell, q)).collect()
+    }
+
+    /// The largest volume (m³) whose share for the heaviest cell of `footprint` is the
+    /// [`MAX_DEPTH`] a cell holds, rounded down to six significant digits.
+    fn largest_fitting_volume(&self, footprint: &[(u32, f32)]) -> f64 {
+        let total_weight: f64 = footprint.iter().map(|&(_, w)| w as f64).sum();
+        let heaviest = footprint.iter().map(|&(_, w)| w as f64).fold(0.0, f64::max);
+        let fits = MAX_DEPTH_QUANTA as f64 * self.quantum_volume() * total_weight / heaviest;
+        let scale = 10f64.powi(5 - fits.log10().floor() as i32);
+        (fits * scale).floor() / scale
     }
 
     pub(crate) fn check_edit(&self, volume: f32, radius: f32) -> Result<()> {
@@ -577,6 +603,8 @@ impl Simulation {
         if footprint.is_empty() || volume == 0.0 {
             return Ok(None);
         }
+        // Saturates past i64::MAX quanta (10⁹ m³ on cells under 3 cm): far more than the
+        // footprint holds, which adding refuses and removing clips to what is there.
         let quanta = (volume as f64 / self.quantum_volume()).round() as i64;
         Ok(Some(self.distribute(&footprint, quanta)))
     }
@@ -596,8 +624,9 @@ impl Simulation {
     pub fn add_water(&mut self, x: f32, z: f32, volume: f32, radius: f32) -> Result<f64> {
         let Some(shares) = self.water_edit_shares(x, z, volume, radius)? else { return Ok(0.0) };
         if let Some(&(cell, most)) = shares.iter().max_by_key(|s| s.1).filter(|s| s.1 > MAX_DEPTH_QUANTA as i64) {
-            let depth = most as f64 * DEPTH_QUANTUM as f64;
-            let fits = (volume as f64 * MAX_DEPTH as f64 / depth * 10.0).floor() / 10.0;
+            // From the weights, not from `most`: a request past i64::MAX quanta saturated.
+            let depth = volume as f64 / self.grid.cell_area() as f64 * most as f64 / shares.iter().map(|s| s.1 as f64).sum::<f64>();
+            let fits = self.largest_fitting_volume(&self.grid.footprint(x, z, radius));
             let (cx, cy) = (cell % self.grid.width, cell / self.grid.width);
             return Err(Error::invalid(
                 "volume",
@@ -639,7 +668,8 @@ impl Simulation {
             (EditOutcome::Applied { added, removed }, _) => added as f64 - removed as f64,
             (EditOutcome::Queued, Some(before)) => {
                 let after = self.on_backend(|b| b.read_counters())?;
-                (after.added - before.added) as f64 - (after.removed - before.removed) as f64
+                // The counters count modulo 2⁶⁴ ([`Counters::net`]).
+                after.added.wrapping_sub(before.added) as f64 - after.removed.wrapping_sub(before.removed) as f64
             }
             (EditOutcome::Queued, None) => {
                 let snapshot = self.backend.snapshot();
@@ -826,7 +856,11 @@ impl Simulation {
         let cells = self.source_cells(x, z, radius)?;
         self.check_source_rate(rate, &cells)?;
         let id = SourceId(self.next_source_id);
-        self.next_source_id += 1;
+        // Only a state restored from a crafted save starts this near the end of the ids.
+        let Some(next) = self.next_source_id.checked_add(1) else {
+            return Err(Error::invalid("source id", self.next_source_id, format!("1 ..= {}: every source id has been used (remove sources and restart from a state with fewer)", u32::MAX - 1)));
+        };
+        self.next_source_id = next;
         self.sources.push(Source { id, cells, rate, carry: 0.0 });
         Ok(id)
     }
@@ -1360,6 +1394,7 @@ fn check_state(state: &State, params: &Params) -> Result<()> {
     if let Some(i) = state.depth.iter().position(|d| !(0..=MAX_DEPTH_QUANTA).contains(d)) {
         return Err(Error::invalid("depth", format!("{} at cell {i}", state.depth[i]), format!("0 ..= {MAX_DEPTH_QUANTA} quanta ({MAX_DEPTH} m)")));
     }
+    crate::state::check_pipes(&state.grid, params, &state.flow)?;
     check_edge_limits(params, state.grid, &state.terrain)
 }
 

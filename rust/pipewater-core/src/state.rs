@@ -307,6 +307,39 @@ pub fn check_terrain(grid: &Grid, terrain: &[f32]) -> Result<()> {
     Ok(())
 }
 
+/// Fastest water a pipe may keep, m/s along the pipe (its stored flow over its width, at most the
+/// cell size): 10⁹ m/s. No water the model moves comes near it: gravity is at most 100 m/s² and
+/// surfaces differ by at most 2·10⁶ m + [`MAX_DEPTH`], over which free fall reaches 2·10⁴ m/s.
+/// Within it every product of a step, a snapshot and a body's drag stays far inside `f32` (the
+/// largest, advection's weight times a velocity difference on 1 mm cells, about 10²⁴); past it
+/// (a crafted save's `3·10³⁸`) the first step overflows and leaves NaN in the pipe.
+pub const MAX_PIPE_SPEED: f32 = 1.0e9;
+
+/// Largest magnitude of what a pipe keeps ([`State::flow`]) on cells of `cell_size` m under
+/// `params`: [`MAX_PIPE_SPEED`] times the widest pipe (the cell size), times the deepest water
+/// ([`MAX_DEPTH`]) where pipes keep their flux rather than their flow.
+pub fn largest_kept_pipe_value(params: &Params, cell_size: f32) -> f32 {
+    let flow = MAX_PIPE_SPEED * cell_size;
+    if params.cross_section == crate::params::CrossSection::DepthDependent && !params.momentum_advection {
+        flow * MAX_DEPTH
+    } else {
+        flow
+    }
+}
+
+/// Validates what the pipes keep: one finite value per pipe of each cell, within
+/// ±[`largest_kept_pipe_value`].
+pub fn check_pipes(grid: &Grid, params: &Params, flow: &[[f32; 4]]) -> Result<()> {
+    if flow.len() != grid.cell_count() {
+        return Err(Error::WrongLength { name: "flow", expected: grid.cell_count(), actual: flow.len() });
+    }
+    let largest = largest_kept_pipe_value(params, grid.cell_size);
+    if let Some(i) = flow.iter().position(|pipes| pipes.iter().any(|v| !(v.is_finite() && v.abs() <= largest))) {
+        return Err(Error::invalid("flow", format!("{:?} at cell {i}", flow[i]), format!("finite, -{largest} ..= {largest} (pipes faster than {MAX_PIPE_SPEED} m/s)")));
+    }
+    Ok(())
+}
+
 /// Cumulative water moved across the domain's limits since the state was loaded, in quanta.
 /// Together with the initial total they give the mass identity
 /// `total = initial + added − removed + boundary_in − boundary_out`.
@@ -340,8 +373,24 @@ impl Counters {
     }
 
     /// Net change of total water these counters account for, quanta.
+    ///
+    /// The counters count modulo 2⁶⁴, as the devices keep them (two `u32` words with a carry):
+    /// a legal run can pass 2⁶⁴ quanta (a source of 5·10⁵ m³/s on 1 mm cells adds 5·10¹⁷ quanta
+    /// a second, while a drain takes as much). The net change itself is always small, since the
+    /// water a grid holds is (at most 16384² cells of 2³¹ quanta, under 2⁵⁹), so it is exact
+    /// taken modulo 2⁶⁴ too, whatever the counters, and no sum can overflow.
     pub fn net(&self) -> i64 {
-        self.added as i64 - self.removed as i64 + self.boundary_in as i64 - self.boundary_out as i64
+        self.added.wrapping_sub(self.removed).wrapping_add(self.boundary_in).wrapping_sub(self.boundary_out) as i64
+    }
+
+    /// These counters plus `other`'s, each modulo 2⁶⁴ ([`Counters::net`]).
+    pub fn wrapping_add(&self, other: Counters) -> Counters {
+        Counters {
+            added: self.added.wrapping_add(other.added),
+            removed: self.removed.wrapping_add(other.removed),
+            boundary_in: self.boundary_in.wrapping_add(other.boundary_in),
+            boundary_out: self.boundary_out.wrapping_add(other.boundary_out),
+        }
     }
 }
 

@@ -167,7 +167,7 @@ fn a_state_with_a_good_checksum_but_impossible_values_is_refused() {
     let mut nan = bytes.clone();
     nan[flux_at..flux_at + 4].copy_from_slice(&f32::NAN.to_le_bytes());
     reseal(&mut nan);
-    assert_refused("a NaN pipe flow", &mut sim, &nan, "non-finite pipe flow");
+    assert_refused("a NaN pipe flow", &mut sim, &nan, "its pipes");
 }
 
 #[test]

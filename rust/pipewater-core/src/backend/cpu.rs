@@ -256,8 +256,8 @@ impl CpuBackend {
     /// A step's sources and drains, before it.
     fn apply_forcing(&mut self, forcing: &[CellWater]) {
         let (added, removed) = Self::apply_water(&mut self.state.depth, forcing, &self.sleeping);
-        self.counters.added += added;
-        self.counters.removed += removed;
+        // Modulo 2⁶⁴, as the GPU's counters and `Counters::net` count.
+        self.counters = self.counters.wrapping_add(Counters { added, removed, ..Counters::default() });
     }
 
     /// One step after its forcing: the edges' inflow, then accelerate, limit and transfer.
@@ -283,7 +283,7 @@ impl CpuBackend {
                 inflow.fetch_add(entered, Ordering::Relaxed);
             });
         }
-        self.counters.boundary_in += inflow.into_inner();
+        self.counters = self.counters.wrapping_add(Counters { boundary_in: inflow.into_inner(), ..Counters::default() });
         self.sleeping.plan(c);
         for t in (0..self.sleeping.awake.len()).filter(|&t| self.sleeping.awake[t]) {
             self.snapshots.mark(t);
@@ -485,8 +485,7 @@ impl CpuBackend {
             outflow.fetch_add(left, Ordering::Relaxed);
             level_inflow.fetch_add(entered, Ordering::Relaxed);
         });
-        self.counters.boundary_out += outflow.into_inner();
-        self.counters.boundary_in += level_inflow.into_inner();
+        self.counters = self.counters.wrapping_add(Counters { boundary_in: level_inflow.into_inner(), boundary_out: outflow.into_inner(), ..Counters::default() });
     }
 }
 
@@ -842,8 +841,7 @@ impl Backend for CpuBackend {
 
     fn edit_water(&mut self, cells: &[CellWater]) -> Result<EditOutcome> {
         let (added, removed) = Self::apply_water(&mut self.state.depth, cells, &self.sleeping);
-        self.counters.added += added;
-        self.counters.removed += removed;
+        self.counters = self.counters.wrapping_add(Counters { added, removed, ..Counters::default() });
         for c in cells {
             self.snapshots.mark_around(c.cell);
         }
