@@ -1,4 +1,4 @@
-// Detail waves: the wave layer finer than the flow grid (rust/pipewater-core/src/detail.rs,
+// Detail waves: the wave layer finer than the flow grid (rust/pipewater-core/src/detail/kernel.rs,
 // which this file mirrors function for function, each computing with the same operations in the
 // same order). Compiled with common.wgsl and snapshot.wgsl in front: the layer reads each flow
 // cell through snapshot.wgsl's `cell_texels`, exactly as the snapshot shows it.
@@ -15,7 +15,7 @@
 // A frame at the node's defaults is one dispatch: at a small window the layer's cost is the
 // latency of its dispatches, each waiting for the one before.
 //
-// The flow region (detail.rs `CpuDetail::read_flow`) is never stored: a pass reads a flow cell's
+// The flow region (kernel.rs `CpuDetail::read_flow`) is never stored: a pass reads a flow cell's
 // depth straight from the flow's `depth` (the depth texel of `cell_texels`, whose wetness follows
 // from it), and the substep computes the velocities its tile samples with `cell_texels` into
 // workgroup memory. Group 0 holds snapshot.wgsl's first four bindings, read only: the flow's
@@ -58,7 +58,7 @@ struct DetailConstants {
     _pad1: u32,
 }
 
-// detail.rs Ripple: (x, y, 1/radius², strength) after a 16-byte header.
+// detail/mod.rs Ripple: (x, y, 1/radius², strength) after a 16-byte header.
 struct RippleList {
     count: u32,
     _pad0: u32,
@@ -67,7 +67,7 @@ struct RippleList {
     items: array<vec4<f32>>,
 }
 
-// detail.rs DetailPressure: (storage cell, head m as f32 bits) after an 8-byte header.
+// detail/mod.rs DetailPressure: (storage cell, head m as f32 bits) after an 8-byte header.
 struct PressureList {
     count: u32,
     _pad: u32,
@@ -100,21 +100,21 @@ const DETAIL_WG: u32 = 16u;
 const DETAIL_LIST_WG: u32 = 64u;
 // detail/tiles.rs DETAIL_TILE.
 const DETAIL_TILE: u32 = 8u;
-// detail.rs RAIN_DROP_RADIUS.
+// detail/mod.rs RAIN_DROP_RADIUS.
 const RAIN_DROP_RADIUS: f32 = 2.5;
 
 fn window_origin() -> vec2<i32> {
     return vec2<i32>(dc.origin_x, dc.origin_y);
 }
 
-// detail.rs contains: whether world cell g lies in the window of side `window` at `origin`.
+// kernel.rs contains: whether world cell g lies in the window of side `window` at `origin`.
 fn contains(origin: vec2<i32>, g: vec2<i32>) -> bool {
     let l = g - origin;
     let n = i32(dc.window);
     return l.x >= 0 && l.y >= 0 && l.x < n && l.y < n;
 }
 
-// detail.rs ripple_shape.
+// kernel.rs ripple_shape.
 fn ripple_shape(u: f32) -> f32 {
     if u >= 1.0 {
         return 0.0;
@@ -123,7 +123,7 @@ fn ripple_shape(u: f32) -> f32 {
     return a * a * (1.0 - 4.0 * u);
 }
 
-// detail.rs hash (lowbias32).
+// kernel.rs hash (lowbias32).
 fn detail_hash(seed: u32) -> u32 {
     var x = seed;
     x ^= x >> 16u;
@@ -134,19 +134,19 @@ fn detail_hash(seed: u32) -> u32 {
     return x;
 }
 
-// detail.rs rain_drop_at.
+// kernel.rs rain_drop_at.
 fn rain_drop_at(g: vec2<i32>) -> bool {
     let h = detail_hash((u32(g.x) * 0x9e3779b1u) ^ detail_hash(u32(g.y) ^ dc.seed));
     return h < dc.rain_threshold;
 }
 
-// detail.rs inside.
+// kernel.rs inside.
 fn inside(l: vec2<i32>) -> bool {
     let n = i32(dc.window);
     return l.x >= 0 && l.y >= 0 && l.x < n && l.y < n;
 }
 
-// detail.rs storage_of.
+// kernel.rs storage_of.
 fn storage_of(l: vec2<i32>) -> u32 {
     let n = i32(dc.window);
     var x = dc.storage_x + l.x;
@@ -160,7 +160,7 @@ fn storage_of(l: vec2<i32>) -> u32 {
     return u32(y * n + x);
 }
 
-// detail.rs window_cell_of.
+// kernel.rs window_cell_of.
 fn window_cell_of(s: vec2<i32>) -> vec2<i32> {
     let n = i32(dc.window);
     var x = s.x - dc.storage_x;
@@ -174,13 +174,13 @@ fn window_cell_of(s: vec2<i32>) -> vec2<i32> {
     return vec2<i32>(x, y);
 }
 
-// detail.rs FlowCell.
+// kernel.rs FlowCell.
 struct FlowCell {
     region: vec2<i32>,
     within: vec2<i32>,
 }
 
-// detail.rs flow_cell.
+// kernel.rs flow_cell.
 fn flow_cell(l: vec2<i32>) -> FlowCell {
     let s = dc.subdivision;
     let x = u32(dc.phase_x + l.x) + s;
@@ -191,14 +191,14 @@ fn flow_cell(l: vec2<i32>) -> FlowCell {
     return f;
 }
 
-// detail.rs flow_cell_beside.
+// kernel.rs flow_cell_beside.
 fn flow_cell_beside(f: FlowCell, offset: vec2<i32>) -> vec2<i32> {
     let s = i32(dc.subdivision);
     let w = f.within + offset;
     return f.region + select(vec2<i32>(0), vec2<i32>(-1), w < vec2<i32>(0)) + select(vec2<i32>(0), vec2<i32>(1), w >= vec2<i32>(s));
 }
 
-// The flow cell of region cell r, or (-1, -1) beyond the region or the grid (detail.rs
+// The flow cell of region cell r, or (-1, -1) beyond the region or the grid (kernel.rs
 // region_texel: zero there).
 fn region_flow_cell(r: vec2<i32>) -> vec2<i32> {
     let side = i32(dc.flow_side);
@@ -209,7 +209,7 @@ fn region_flow_cell(r: vec2<i32>) -> vec2<i32> {
     return f;
 }
 
-// detail.rs region_texel, its depth: cell_texels' depth texel. Without a branch, so that a
+// kernel.rs region_texel, its depth: cell_texels' depth texel. Without a branch, so that a
 // caller's loads are issued together: beyond the region it reads cell 0 and answers zero.
 fn region_depth(r: vec2<i32>) -> f32 {
     let f = region_flow_cell(r);
@@ -218,7 +218,7 @@ fn region_depth(r: vec2<i32>) -> f32 {
     return select(0.0, f32(depth[i]) * DEPTH_QUANTUM, on_grid);
 }
 
-// detail.rs region_texel, its velocity: cell_texels' flow texel (the same sums), with every
+// kernel.rs region_texel, its velocity: cell_texels' flow texel (the same sums), with every
 // load issued before the arithmetic, at an index on the grid.
 fn region_velocity(r: vec2<i32>) -> vec2<f32> {
     let f = region_flow_cell(r);
@@ -263,12 +263,12 @@ fn region_velocity(r: vec2<i32>) -> vec2<f32> {
     return v * (0.5 / c.cell_size);
 }
 
-// detail.rs wet_region: cell_texels' wetness, from the same depth.
+// kernel.rs wet_region: cell_texels' wetness, from the same depth.
 fn wet_region(r: vec2<i32>) -> bool {
     return region_depth(r) > WET_DEPTH;
 }
 
-// Where detail.rs flow_sample samples window cell l: region cell r and the weights of r + 1.
+// Where kernel.rs flow_sample samples window cell l: region cell r and the weights of r + 1.
 struct FlowPoint {
     r: vec2<i32>,
     t: vec2<f32>,
@@ -288,12 +288,12 @@ fn detail_lerp(a: f32, b: f32, t: f32) -> f32 {
     return a + (b - a) * t;
 }
 
-// detail.rs celerity_squared.
+// kernel.rs celerity_squared.
 fn celerity_squared(depth: f32) -> f32 {
     return min(dc.gravity * max(depth, 0.0), dc.max_celerity_squared);
 }
 
-// detail.rs sponge_factor.
+// kernel.rs sponge_factor.
 fn sponge_factor(l: vec2<i32>) -> f32 {
     let n = i32(dc.window);
     let edge = min(min(min(l.x, l.y), n - 1 - l.x), n - 1 - l.y);
@@ -341,13 +341,13 @@ fn storage_axis(start: i32, x: i32) -> i32 {
     return select(s, s - n, s >= n);
 }
 
-// detail.rs wave_cell, with detail.rs neighbour_surface inlined. Every load of the cell is
+// kernel.rs wave_cell, with kernel.rs neighbour_surface inlined. Every load of the cell is
 // issued before the first test, at an index inside the window or on the grid: its field and its
 // neighbours' (clamped into the window), and the depths of the 3 × 3 region cells around its
 // own, which hold its neighbours' wetness and the four depths its own is interpolated from
-// (flow_point's cell is the region cell's or the one before, on each axis: detail.rs's test
+// (flow_point's cell is the region cell's or the one before, on each axis: kernel.rs's test
 // a_cells_depth_is_interpolated_from_the_block_around_its_flow_cell). The sums then follow
-// detail.rs's order.
+// kernel.rs's order.
 fn wave_cell(l: vec2<i32>) -> vec2<f32> {
     let f = flow_cell(l);
     let p = flow_point(l);
@@ -413,7 +413,7 @@ fn wave_cell(l: vec2<i32>) -> vec2<f32> {
     return vec2<f32>(h, v);
 }
 
-// detail.rs hermite_weights.
+// kernel.rs hermite_weights.
 fn hermite_weights(t: f32) -> array<f32, 6> {
     let t2 = t * t;
     let t3 = t * t * t;
@@ -432,7 +432,7 @@ fn hermite_weights(t: f32) -> array<f32, 6> {
     );
 }
 
-// detail.rs MAX_ADVECTION_CELLS.
+// kernel.rs MAX_ADVECTION_CELLS.
 const MAX_ADVECTION_CELLS: f32 = 8.0;
 // How far from its cell a substep's advection reads, cells: as far as the flow carries
 // (MAX_ADVECTION_CELLS), then the cubic's two samples behind its point and three ahead.
@@ -454,7 +454,7 @@ var<workgroup> tile_velocity: array<vec2<f32>, 289>;
 var<workgroup> reach_low: array<atomic<i32>, 2>;
 var<workgroup> reach_high: array<atomic<i32>, 2>;
 
-// detail.rs advect_cell, what it reads: the first of the 6 × 6 samples, and the weights along
+// kernel.rs advect_cell, what it reads: the first of the 6 × 6 samples, and the weights along
 // each axis, for window cell l moving at `velocity`.
 struct AdvectStencil {
     first: vec2<i32>,
@@ -496,9 +496,9 @@ fn detail_lerp2(a: vec2<f32>, b: vec2<f32>, t: f32) -> vec2<f32> {
     return a + (b - a) * t;
 }
 
-// detail.rs advect_cell of a wet, moving window cell l, reading the wave step's output from
+// kernel.rs advect_cell of a wet, moving window cell l, reading the wave step's output from
 // `waved`: the same sums in the same order. Samples beyond the window are zeros in the box,
-// where detail.rs skips them: adding a zero product changes no sum's value.
+// where kernel.rs skips them: adding a zero product changes no sum's value.
 fn advect_from_box(base: vec2<i32>, l: vec2<i32>, s: AdvectStencil) -> vec2<f32> {
     var wx = s.wx;
     var wy = s.wy;
@@ -517,7 +517,7 @@ fn advect_from_box(base: vec2<i32>, l: vec2<i32>, s: AdvectStencil) -> vec2<f32>
     return out;
 }
 
-// detail.rs forcing_cell.
+// kernel.rs forcing_cell.
 fn forcing_cell(l: vec2<i32>) -> f32 {
     let g = window_origin() + l;
     let cx = f32(g.x) + 0.5;
@@ -545,7 +545,7 @@ fn forcing_cell(l: vec2<i32>) -> f32 {
     return added;
 }
 
-// detail.rs texel_neighbour.
+// kernel.rs texel_neighbour.
 fn texel_neighbour(l: vec2<i32>, f: FlowCell, offset: vec2<i32>, own: f32) -> f32 {
     let q = l + offset;
     if !inside(q) {
@@ -557,7 +557,7 @@ fn texel_neighbour(l: vec2<i32>, f: FlowCell, offset: vec2<i32>, own: f32) -> f3
     return detail_in[storage_of(q)].x;
 }
 
-// detail.rs texel_cell.
+// kernel.rs texel_cell.
 fn texel_cell(l: vec2<i32>) -> vec4<f32> {
     let f = flow_cell(l);
     if !wet_region(f.region) {
@@ -574,7 +574,7 @@ fn invocation_cell(gid: vec3<u32>) -> vec2<i32> {
     return window_cell_of(vec2<i32>(gid.xy));
 }
 
-// detail.rs CpuDetail::advance: each listed storage cell takes its pressure head.
+// kernel.rs CpuDetail::advance: each listed storage cell takes its pressure head.
 @compute @workgroup_size(DETAIL_LIST_WG)
 fn detail_press(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     for (var e = gid.x; e < detail_pressed.count; e += groups.x * DETAIL_LIST_WG) {
@@ -585,7 +585,7 @@ fn detail_press(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
     }
 }
 
-// detail.rs CpuDetail::scroll, in place on detail_out.
+// kernel.rs CpuDetail::scroll, in place on detail_out.
 @compute @workgroup_size(DETAIL_WG, DETAIL_WG)
 fn detail_scroll(@builtin(global_invocation_id) gid: vec3<u32>) {
     if gid.x >= dc.window || gid.y >= dc.window {
@@ -596,7 +596,7 @@ fn detail_scroll(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
 }
 
-// detail.rs CpuDetail::force, in place on detail_out.
+// kernel.rs CpuDetail::force, in place on detail_out.
 @compute @workgroup_size(DETAIL_WG, DETAIL_WG)
 fn detail_force(@builtin(global_invocation_id) gid: vec3<u32>) {
     if gid.x >= dc.window || gid.y >= dc.window {
@@ -630,7 +630,7 @@ fn ring_cell(low: vec2<i32>, extent: vec2<i32>, base: vec2<i32>, k: i32) -> vec2
     return low + vec2<i32>(b % extent.x, corner.y + tile + b / extent.x);
 }
 
-// detail.rs CpuDetail::advance, one substep: `wave_cell` over every cell, then `advect_cell`
+// kernel.rs CpuDetail::advance, one substep: `wave_cell` over every cell, then `advect_cell`
 // over every cell reading what it wrote, in one pass. A workgroup covers a tile of window cells
 // (not of storage cells, so that its neighbourhood is one box); it computes the wave step of its
 // tile into workgroup memory while it finds the box of cells its advection reads, then the wave
@@ -666,7 +666,7 @@ fn detail_substep(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
     }
     workgroupBarrier();
 
-    // detail.rs advect_cell: dry cells and cells beyond the window read nothing; still water
+    // kernel.rs advect_cell: dry cells and cells beyond the window read nothing; still water
     // reads its own cell.
     var wet = false;
     var velocity = vec2<f32>(0.0);
