@@ -2,8 +2,10 @@
 //! the GPU backend must give the same answers within the tolerance its tests state.
 
 pub mod cpu;
+pub mod frame;
 #[cfg(feature = "gpu")]
 pub mod gpu;
+pub mod gpu_host;
 pub mod limits;
 pub mod pending;
 pub mod readback;

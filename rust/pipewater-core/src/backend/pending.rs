@@ -78,7 +78,8 @@ impl EditCounts {
     /// The passes that apply a batch of these counts, with the entries each one reads, in the
     /// order the CPU backend applies the same edits: terrain, water, the bodies' bed where
     /// terrain changed, their displacement, their drag. Passes with nothing to do are left out.
-    pub fn passes(&self) -> Vec<(EditPass, usize)> {
+    /// The frame's own order around them is [`super::frame::FrameRecipe`]'s.
+    pub fn passes(&self) -> impl Iterator<Item = (EditPass, usize)> {
         [
             (EditPass::Terrain, self.terrain),
             (EditPass::Water, self.water),
@@ -88,7 +89,6 @@ impl EditCounts {
         ]
         .into_iter()
         .filter(|&(_, count)| count > 0)
-        .collect()
     }
 }
 
@@ -322,7 +322,7 @@ mod tests {
         assert_eq!(queued, 1);
         assert!(batch.terrain.is_empty());
         assert_eq!(batch.displacement, vec![head]);
-        assert_eq!(batch.counts().passes(), vec![(EditPass::Displace, 1)]);
+        assert_eq!(batch.counts().passes().collect::<Vec<_>>(), vec![(EditPass::Displace, 1)]);
     }
 
     #[test]
@@ -333,7 +333,7 @@ mod tests {
             displacement: Vec::new(),
             nudges: vec![PipeNudge { cell: 0, velocity_x: 0.0, velocity_y: 0.0, weight: 1.0 }],
         };
-        let passes = batch.counts().passes();
+        let passes: Vec<_> = batch.counts().passes().collect();
         println!("{passes:?}");
         assert_eq!(passes, vec![(EditPass::Terrain, 1), (EditPass::Water, 2), (EditPass::RefreshStepTerrain, 1), (EditPass::Nudge, 1)]);
     }

@@ -5,6 +5,7 @@
 //! nothing crosses to the host for rendering. Queries read 8×8-cell tiles back, asynchronously on
 //! Godot 4.4+ and at once on 4.3, as the flow's tiles are ([`super::tiles`]).
 
+use super::list::{max_workgroups_x, DeviceList};
 use super::spirv::{self, Program};
 use super::{bytes_of, callable_variant, create_uniform_set, free_all, main_device, update};
 use godot::classes::rendering_device::{DataFormat, ShaderStage, TextureType, TextureUsageBits};
@@ -12,6 +13,7 @@ use godot::classes::{RdShaderSpirv, RdTextureFormat, RdTextureView, RenderingDev
 use godot::prelude::*;
 use parking_lot::Mutex;
 use pipewater_core::backend::gpu::detail::{DETAIL_LIST_WORKGROUP, DETAIL_WORKGROUP};
+use pipewater_core::backend::gpu::list_workgroups;
 use pipewater_core::backend::gpu::shaders;
 use pipewater_core::detail::tiles::{DetailTiles, DETAIL_TILE_BYTES, MAX_DETAIL_TILES_PER_READ};
 use pipewater_core::detail::{DetailConstants, DetailFrame, DetailLayout};
@@ -73,38 +75,6 @@ pub struct FlowFields {
     pub copy: usize,
 }
 
-/// A list on the device: `[count, pad…, items…]`, the header as large as an item.
-struct List {
-    buffer: Rid,
-    capacity_bytes: usize,
-    header_bytes: usize,
-}
-
-impl List {
-    fn new(rd: &mut Gd<RenderingDevice>, items: usize, item_bytes: usize) -> Self {
-        let header_bytes = item_bytes.max(8);
-        let capacity_bytes = header_bytes + items * item_bytes;
-        List { buffer: rd.storage_buffer_create(capacity_bytes as u32), capacity_bytes, header_bytes }
-    }
-
-    /// Uploads `count` items; true when the buffer was replaced (its uniform sets are stale).
-    fn fill(&mut self, rd: &mut Gd<RenderingDevice>, items: &[u8], count: usize) -> bool {
-        let needed = self.header_bytes + items.len();
-        let replaced = needed > self.capacity_bytes;
-        if replaced {
-            rd.free_rid(self.buffer);
-            self.capacity_bytes = needed.next_power_of_two();
-            self.buffer = rd.storage_buffer_create(self.capacity_bytes as u32);
-        }
-        let mut bytes = Vec::with_capacity(needed);
-        bytes.extend_from_slice(&(count as u32).to_le_bytes());
-        bytes.resize(self.header_bytes, 0);
-        bytes.extend_from_slice(items);
-        update(rd, self.buffer, &bytes);
-        replaced
-    }
-}
-
 /// The layer on one RenderingDevice simulation.
 pub struct RdDetail {
     layout: DetailLayout,
@@ -114,9 +84,11 @@ pub struct RdDetail {
     /// Which of `fields` holds the state.
     current: usize,
     pressure: Rid,
-    ripples: List,
-    pressed: List,
-    tile_list: List,
+    ripples: DeviceList,
+    pressed: DeviceList,
+    tile_list: DeviceList,
+    /// The most workgroups a dispatch takes along x.
+    max_workgroups: u32,
     gathered: Rid,
     texture: Rid,
     /// Uniform sets by (entry point, set, direction, flow copy).
@@ -178,9 +150,10 @@ impl RdDetail {
             fields: [storage(rd, n * 8), storage(rd, n * 8)],
             current: 0,
             pressure: storage(rd, n * 4),
-            ripples: List::new(rd, 16, 16),
-            pressed: List::new(rd, 64, 8),
-            tile_list: List::new(rd, MAX_DETAIL_TILES_PER_READ, 8),
+            ripples: DeviceList::new(rd, 16, 16),
+            pressed: DeviceList::new(rd, 64, 8),
+            tile_list: DeviceList::new(rd, MAX_DETAIL_TILES_PER_READ, 8),
+            max_workgroups: max_workgroups_x(rd),
             gathered: storage(rd, MAX_DETAIL_TILES_PER_READ * DETAIL_TILE_BYTES),
             texture,
             pipelines,
@@ -242,14 +215,14 @@ impl RdDetail {
         update(rd, self.uniforms, bytemuck::bytes_of(&c));
         let mut stale = false;
         if !frame.ripples.is_empty() {
-            stale |= self.ripples.fill(rd, bytemuck::cast_slice(&frame.ripples), frame.ripples.len());
+            stale |= self.ripples.fill(rd, bytemuck::cast_slice(&frame.ripples));
         }
         if !frame.pressure.is_empty() {
-            stale |= self.pressed.fill(rd, bytemuck::cast_slice(&frame.pressure), frame.pressure.len());
+            stale |= self.pressed.fill(rd, bytemuck::cast_slice(&frame.pressure));
         }
         let tiles = self.tiles.to_read();
         if !tiles.is_empty() {
-            stale |= self.tile_list.fill(rd, bytemuck::cast_slice(&tiles), tiles.len());
+            stale |= self.tile_list.fill(rd, bytemuck::cast_slice(&tiles));
         }
         if stale {
             self.drop_sets(rd);
@@ -259,7 +232,7 @@ impl RdDetail {
         let recorded = (|| -> Result<()> {
             let current = self.current;
             if !frame.pressure.is_empty() {
-                let groups = (frame.pressure.len() as u32).div_ceil(DETAIL_LIST_WORKGROUP).clamp(1, 65535);
+                let groups = list_workgroups(frame.pressure.len(), DETAIL_LIST_WORKGROUP, self.max_workgroups);
                 self.dispatch(rd, list, Entry::Press, Direction::reading(current), &flow, [groups, 1])?;
             }
             if frame.scrolls() {

@@ -33,6 +33,7 @@
 //!   thread model; the node checks that before choosing this backend.
 
 pub mod detail;
+mod list;
 pub mod spirv;
 pub mod textures;
 
@@ -40,18 +41,21 @@ use godot::classes::rendering_device::{DataFormat, ShaderStage, StorageBufferUsa
 use godot::classes::{RdShaderSpirv, RdTextureFormat, RdTextureView, RdUniform, RenderingDevice, RenderingServer};
 use godot::prelude::*;
 use parking_lot::Mutex;
-use pipewater_core::backend::gpu::{storage_binding_limit_of, EDIT_WORKGROUP, TILES_WORKGROUP};
+use list::{max_workgroups_x, DeviceList};
+use pipewater_core::backend::frame::FramePass;
+use pipewater_core::backend::gpu::{list_workgroups, storage_binding_limit_of, EDIT_WORKGROUP, TILES_WORKGROUP};
+use pipewater_core::backend::gpu_host::{DeviceField, GpuHost};
 use pipewater_core::backend::limits::DeviceLimits;
-use pipewater_core::backend::pending::{list_bytes, list_header_bytes, water_by_cell, EditBatch, EditCounts, EditPass, PendingEdits};
-use pipewater_core::backend::readback::{Coverage, Read, Readbacks, TileRequests, MAX_TILES_PER_READ};
-use pipewater_core::backend::recovery::{RecoveryPoint, RecoveryRead, RecoveryReads, COUNTER_BYTES};
-use pipewater_core::backend::sleep::{snapshot_slices, AwakeTiles, ConstantsChange, DeviceSleep, SleepReport, TileParams, AWAKE_LIST_HEADER, EMPTY_AWAKE_LIST, SLEEP_REPORT_BYTES};
-use pipewater_core::backend::{Backend, BackendKind, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
+use pipewater_core::backend::pending::{EditBatch, EditPass};
+use pipewater_core::backend::readback::{Coverage, Read, TileRequests, MAX_TILES_PER_READ};
+use pipewater_core::backend::recovery::{RecoveryRead, COUNTER_BYTES};
+use pipewater_core::backend::sleep::{snapshot_slices, ConstantsChange, TileParams, AWAKE_LIST_HEADER, EMPTY_AWAKE_LIST, SLEEP_REPORT_BYTES};
+use pipewater_core::backend::{Backend, BackendKind, CellDisplacement, CellTerrain, CellWater, FramePlan, PipeNudge};
 use pipewater_core::backend::step_kernel::{ColumnKernel, StepMode};
-use pipewater_core::detail::{DetailFrame, DetailLayout};
+use pipewater_core::detail::DetailLayout;
 use pipewater_core::pipes::StepConstants;
-use pipewater_core::state::{check_terrain, Counters, Snapshot, State};
-use pipewater_core::{Error, Grid, Params, Result};
+use pipewater_core::state::{Counters, State};
+use pipewater_core::{Error, Grid, Result};
 use spirv::{BindingKind, Program};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -130,13 +134,6 @@ impl Pipeline {
     }
 }
 
-/// A list of edits or tiles on the device in the core's [`list_bytes`] layout, grown by powers
-/// of two.
-struct List {
-    buffer: Rid,
-    capacity_bytes: usize,
-}
-
 /// Which edit list a water-edit pass reads.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 enum WaterList {
@@ -146,9 +143,9 @@ enum WaterList {
 
 /// The RenderingDevice backend.
 pub struct RdBackend {
-    grid: Grid,
-    /// Constants of the last frame (the grid's defaults before the first).
-    constants: StepConstants,
+    /// What both GPU backends keep on the host: edits, reads, sleeping, recovery, the frame
+    /// count and the copy holding the state.
+    host: GpuHost,
     /// The entry points of [`spirv::ENTRY_POINTS`], then the step specialised for each mode in
     /// `step_entries`.
     pipelines: Vec<Pipeline>,
@@ -164,23 +161,21 @@ pub struct RdBackend {
     displacement: Rid,
     depth: [Rid; 2],
     flux: [Rid; 2],
-    current: usize,
     counters: Rid,
     stats: Rid,
     height_texture: Rid,
     flow_texture: Rid,
-    water_edits: List,
-    forcing: List,
-    terrain_edits: List,
-    tile_list: List,
-    displaced_list: List,
-    nudge_list: List,
+    water_edits: DeviceList,
+    forcing: DeviceList,
+    terrain_edits: DeviceList,
+    tile_list: DeviceList,
+    displaced_list: DeviceList,
+    nudge_list: DeviceList,
+    /// The most workgroups a dispatch takes along x.
+    max_workgroups: u32,
     gathered: Rid,
     /// Uniform sets by (entry point, set, current copy, water list).
     sets: HashMap<(usize, u32, usize, WaterList), Rid>,
-    edits: PendingEdits,
-    reads: Readbacks,
-    frames: u64,
     /// `buffer_get_data_async` exists (Godot 4.4+).
     async_reads: bool,
     /// Reads arrived from Godot's callbacks, each with the read it answers.
@@ -192,8 +187,7 @@ pub struct RdBackend {
     description: String,
     /// The detail wave layer, when it is on (`detail.rs`).
     detail: Option<detail::RdDetail>,
-    /// Sleeping tiles: the host's side, and the device's buffers (as on wgpu).
-    sleep: DeviceSleep,
+    /// Sleeping tiles: the device's buffers (the host's side is `host.sleep`, as on wgpu).
     tile_params: Rid,
     /// Flags per tile, written by the step from copy k; awake lists, the step from copy k's
     /// dispatch arguments; host marks per tile; the frame's report.
@@ -207,9 +201,6 @@ pub struct RdBackend {
     tile_totals: Rid,
     /// Sleeping reports arrived from Godot's callbacks.
     sleep_arrived: Arc<Mutex<Vec<ArrivedSleepReport>>>,
-    /// The recovery reads ([`pipewater_core::backend::recovery`]): the whole state of a frame at a
-    /// bounded rate, so that a lost device does not take the water with it.
-    recovery: RecoveryReads,
     /// Parts of recovery reads arrived from Godot's callbacks: (read, part, bytes), the parts
     /// being the counters, terrain, depth and flows.
     recovery_arrived: Arc<Mutex<Vec<(RecoveryRead, usize, Vec<u8>)>>>,
@@ -276,7 +267,6 @@ impl RdBackend {
         let height_texture = texture(&mut rd, grid);
         let flow_texture = texture(&mut rd, grid);
         let gathered = storage(&mut rd, TileRequests::readback_bytes(MAX_TILES_PER_READ));
-        let list = |rd: &mut Gd<RenderingDevice>, capacity_bytes: usize| List { buffer: storage(rd, capacity_bytes), capacity_bytes };
         let async_reads = rd.has_method("buffer_get_data_async");
         let tiles = kernel.tiles(grid.width, grid.height);
         let tile_count = tiles.count();
@@ -290,23 +280,23 @@ impl RdBackend {
         let tile_totals = storage(&mut rd, 16 * tile_count * snapshot_slices(&tiles) as usize);
         let description = format!("RenderingDevice: {} ({})", rd.get_device_name(), rd.get_device_vendor_name());
         let mut backend = RdBackend {
-            grid,
-            constants: StepConstants::new(&Params::default(), grid.width, grid.height, grid.cell_size, 0.0, [0; 4]),
+            // The textures are written on the GPU: reads are for queries, tile by tile.
+            host: GpuHost::new(state, tiles, ColumnKernel::tiles_hold_the_step(&tiles), false),
             uniforms,
             terrain,
             depth,
             flux,
-            current: 0,
             counters,
             stats,
             height_texture,
             flow_texture,
-            water_edits: list(&mut rd, 8 + 8 * 64),
-            forcing: list(&mut rd, 8 + 8 * 64),
-            terrain_edits: list(&mut rd, 8 + 8 * 64),
-            tile_list: list(&mut rd, list_header_bytes(4) + 4 * MAX_TILES_PER_READ),
-            displaced_list: list(&mut rd, 8 + 8 * 64),
-            nudge_list: list(&mut rd, list_header_bytes(16) + 16 * 64),
+            water_edits: DeviceList::new(&mut rd, 64, std::mem::size_of::<CellWater>()),
+            forcing: DeviceList::new(&mut rd, 64, std::mem::size_of::<CellWater>()),
+            terrain_edits: DeviceList::new(&mut rd, 64, std::mem::size_of::<CellTerrain>()),
+            tile_list: DeviceList::new(&mut rd, MAX_TILES_PER_READ, 4),
+            displaced_list: DeviceList::new(&mut rd, 64, std::mem::size_of::<CellDisplacement>()),
+            nudge_list: DeviceList::new(&mut rd, 64, std::mem::size_of::<PipeNudge>()),
+            max_workgroups: max_workgroups_x(&rd),
             step_terrain,
             displacement,
             gathered,
@@ -314,17 +304,12 @@ impl RdBackend {
             kernel,
             step_entries: HashMap::new(),
             sets: HashMap::new(),
-            edits: PendingEdits::new(n),
-            // The textures are written on the GPU: reads are for queries, tile by tile.
-            reads: Readbacks::new(state, false),
-            frames: 0,
             async_reads,
             arrived: Arc::new(Mutex::new(Vec::new())),
             last_read_bytes: 0,
             lost: None,
             description,
             detail: None,
-            sleep: DeviceSleep::new(tiles, ColumnKernel::tiles_hold_the_step(&tiles)),
             tile_params,
             tile_flags,
             awake_lists,
@@ -333,7 +318,6 @@ impl RdBackend {
             tile_stale,
             tile_totals,
             sleep_arrived: Arc::new(Mutex::new(Vec::new())),
-            recovery: RecoveryReads::new(state),
             recovery_arrived: Arc::new(Mutex::new(Vec::new())),
             recovery_parts: Vec::new(),
         };
@@ -366,55 +350,41 @@ impl RdBackend {
     /// Replaces the fields with `state`'s and the ledger with `counters`, as of frame `frames`.
     fn upload(&mut self, state: &State, counters: Counters, frames: u64) -> Result<()> {
         let mut rd = device()?;
-        self.current = 0;
         update(&mut rd, self.terrain, bytemuck::cast_slice(&state.terrain));
         update(&mut rd, self.step_terrain, bytemuck::cast_slice(&state.terrain));
         update(&mut rd, self.displacement, bytemuck::cast_slice(&vec![0.0f32; state.terrain.len()]));
-        self.edits.clear();
         update(&mut rd, self.depth[0], bytemuck::cast_slice(&state.depth));
         update(&mut rd, self.flux[0], bytemuck::cast_slice(&state.flow));
         update(&mut rd, self.counters, bytemuck::cast_slice(&counters.to_device_words()));
-        self.frames = frames;
         // Each plan empties the next step's list, which holds only while steps alternate
-        // between the copies: a new state starts both empty, and wakes every tile.
-        self.sleep.loaded(frames);
+        // between the copies: a new state starts both empty, and wakes every tile. Reads still in
+        // flight belong to the old state: a new generation makes `harvest` discard them whenever
+        // their callbacks come.
+        self.host.loaded(state, counters, frames);
         for list in self.awake_lists {
             update(&mut rd, list, bytemuck::cast_slice(&EMPTY_AWAKE_LIST));
         }
-        update(&mut rd, self.tile_wakes, &vec![0u8; 4 * self.sleep.tiles().count()]);
-        // Reads still in flight belong to the old state: a new generation makes `harvest`
-        // discard them whenever their callbacks come.
-        self.reads.load(state, counters, frames);
-        self.recovery.load(state, counters, frames);
+        update(&mut rd, self.tile_wakes, &vec![0u8; 4 * self.host.sleep.tiles().count()]);
         self.recovery_parts.clear();
         if let Some(detail) = &mut self.detail {
             detail.clear(&mut rd);
         }
         // Draw the loaded state into the textures at once: an editor that does not simulate, or a
         // paused game, shows it without ever stepping.
-        let constants = self.constants;
-        self.record_frame(&constants, 0, &[])
+        self.record_frame(&FramePlan { constants: self.host.constants, substeps: 0, forcing: &[] })
     }
 
     /// Uploads `items` (records of `item_bytes`) into `list`, replacing its buffer when it is too
     /// small (which invalidates the uniform sets that name it).
-    fn fill_list(&mut self, which: ListId, items: &[u8], item_bytes: usize) -> Result<()> {
+    fn fill_list(&mut self, which: ListId, items: &[u8]) -> Result<()> {
         let mut rd = device()?;
-        let bytes = list_bytes(items, item_bytes);
-        let list = self.list_mut(which);
-        if bytes.len() > list.capacity_bytes {
-            let capacity_bytes = bytes.len().next_power_of_two();
-            let old = list.buffer;
-            list.buffer = rd.storage_buffer_create(capacity_bytes as u32);
-            list.capacity_bytes = capacity_bytes;
+        if self.list_mut(which).fill(&mut rd, items) {
             self.drop_sets(&mut rd);
-            rd.free_rid(old);
         }
-        update(&mut rd, self.list_mut(which).buffer, &bytes);
         Ok(())
     }
 
-    fn list_mut(&mut self, which: ListId) -> &mut List {
+    fn list_mut(&mut self, which: ListId) -> &mut DeviceList {
         match which {
             ListId::Water => &mut self.water_edits,
             ListId::Forcing => &mut self.forcing,
@@ -472,12 +442,12 @@ impl RdBackend {
 
     /// The uniform set `set` of entry point `entry`, created on first use.
     fn uniform_set(&mut self, rd: &mut Gd<RenderingDevice>, entry: usize, set: u32, water: WaterList) -> Result<Rid> {
-        let key = (entry, set, self.current, water);
+        let key = (entry, set, self.host.current, water);
         if let Some(&rid) = self.sets.get(&key) {
             return Ok(rid);
         }
         let pipeline = &self.pipelines[entry];
-        let current = self.current;
+        let current = self.host.current;
         let rid = create_uniform_set(rd, &pipeline.program, pipeline.shader, set, "the RenderingDevice backend", |name| self.resource(name, current, water))?;
         self.sets.insert(key, rid);
         Ok(rid)
@@ -509,96 +479,128 @@ impl RdBackend {
         Ok(())
     }
 
-    fn edit_groups(count: usize) -> [u32; 2] {
-        [(count as u32).div_ceil(EDIT_WORKGROUP).clamp(1, 65535), 1]
+    fn edit_groups(&self, count: usize) -> [u32; 2] {
+        [list_workgroups(count, EDIT_WORKGROUP, self.max_workgroups), 1]
     }
 
-    /// Records the queued edits, `substeps` steps with `forcing`, and the outputs, into one
-    /// compute list; then issues the small readback.
-    fn record_frame(&mut self, constants: &StepConstants, substeps: u32, forcing: &[CellWater]) -> Result<()> {
+    /// Records the frame of `plan` as the core's recipe lists its passes
+    /// ([`pipewater_core::backend::frame`]): the queued edits, the steps with their forcing and
+    /// plans, the detail waves, the awake report and the snapshot passes into compute lists; then
+    /// issues the small readbacks.
+    fn record_frame(&mut self, plan: &FramePlan) -> Result<()> {
         let mut rd = device()?;
-        self.constants = *constants;
-        update(&mut rd, self.uniforms, bytemuck::bytes_of(constants));
-        let batch = self.edits.take();
-        let edits = self.upload_edits(batch)?;
-        // A source and a drain on one cell apply in the order the CPU applies them.
-        let forcing = water_by_cell(if substeps > 0 { forcing } else { &[] });
-        let forcing = forcing.as_slice();
-        if !forcing.is_empty() {
-            self.fill_list(ListId::Forcing, bytemuck::cast_slice(forcing), std::mem::size_of::<CellWater>())?;
-        }
+        update(&mut rd, self.uniforms, bytemuck::bytes_of(&plan.constants));
         // The header is 48 bytes: read every frame, so that totals and the ledger follow.
-        self.reads.want_snapshot();
-        let read = self.reads.next_read(self.frames + 1).expect("a snapshot was just asked for");
-        let tiles = match &read.coverage {
-            Coverage::Tiles(tiles) => tiles.clone(),
-            Coverage::Texels => Vec::new(),
-        };
-        self.fill_list(ListId::Tiles, bytemuck::cast_slice(&tiles), 4)?;
-        rd.buffer_clear(self.stats, 0, 16);
-        if let Some((params, marks)) = self.sleep.start_frame(constants, substeps, forcing) {
-            update(&mut rd, self.tile_params, bytemuck::bytes_of(&params));
-            if let Some(marks) = marks {
-                update(&mut rd, self.tile_wakes, bytemuck::cast_slice(marks));
-            }
-            rd.buffer_clear(self.sleep_stats, 0, SLEEP_REPORT_BYTES as u32);
+        self.host.reads.want_snapshot();
+        let mut start = self.host.start_frame(plan);
+        self.upload_edits(&start.edits)?;
+        if !start.forcing.is_empty() {
+            self.fill_list(ListId::Forcing, bytemuck::cast_slice(&start.forcing))?;
         }
-        // After the frame's start, which tells whether its plan marks the edits' tiles stale.
-        if let Some(all) = self.sleep.snapshot_all_stale(constants) {
+        let tiles: &[u32] = match start.read.as_ref().map(|r| &r.coverage) {
+            Some(Coverage::Tiles(tiles)) => tiles,
+            _ => &[],
+        };
+        self.fill_list(ListId::Tiles, bytemuck::cast_slice(tiles))?;
+        rd.buffer_clear(self.stats, 0, 16);
+        let (tile_params, tile_wakes, sleep_stats) = (self.tile_params, self.tile_wakes, self.sleep_stats);
+        let all_stale = self.host.start_tiles(plan, &start, |tiles| {
+            if let Some((params, marks)) = tiles {
+                update(&mut rd, tile_params, bytemuck::bytes_of(&params));
+                if let Some(marks) = marks {
+                    update(&mut rd, tile_wakes, bytemuck::cast_slice(marks));
+                }
+                rd.buffer_clear(sleep_stats, 0, SLEEP_REPORT_BYTES as u32);
+            }
+        });
+        if let Some(all) = all_stale {
             update(&mut rd, self.tile_stale, bytemuck::cast_slice(&all));
         }
-        let plan_groups = [(self.sleep.tiles().count() as u32).div_ceil(TILES_WORKGROUP), 1];
-
-        let mut list = rd.compute_list_begin();
-        let result = (|| -> Result<()> {
-            self.record_edits(&mut rd, list, edits)?;
-            let step = if substeps > 0 { self.step_entry(&mut rd, StepMode::of(constants))? } else { 0 };
-            for substep in 0..substeps {
-                if !forcing.is_empty() {
-                    self.dispatch(&mut rd, list, ENTRY_WATER, WaterList::Forcing, Self::edit_groups(forcing.len()))?;
-                }
-                // The tiles this step runs, listed on the device as its dispatch.
-                let plan = if substep == 0 { ENTRY_PLAN_FRAME_START } else { ENTRY_PLAN_NEXT_STEP };
-                self.dispatch(&mut rd, list, plan, WaterList::User, plan_groups)?;
-                self.bind(&mut rd, list, step, WaterList::User)?;
-                rd.compute_list_dispatch_indirect(list, self.awake_lists[self.current], 0);
-                rd.compute_list_add_barrier(list);
-                self.current = 1 - self.current;
-                if substep == 0 && self.detail.is_some() {
-                    // The detail waves read the water this first step reads, from the copy it
-                    // reads (Backend::queue_detail), in a list of their own recorded right after
-                    // it: Godot's graph finds nothing that orders the two and runs them side by
-                    // side.
-                    rd.compute_list_end();
-                    let detail = self.run_detail(&mut rd, 1 - self.current);
-                    list = rd.compute_list_begin();
-                    detail?;
-                }
+        let recovery = self.host.recovery.due(self.host.frames + 1).is_some();
+        self.host.recipe(plan, &start, self.detail.is_some(), recovery);
+        let step = if plan.substeps > 0 { self.step_entry(&mut rd, StepMode::of(&plan.constants))? } else { 0 };
+        // The recipe's compute passes, in compute lists opened as needed; its reads follow.
+        let mut list = None;
+        let mut at = 0;
+        let recorded = (|| -> Result<()> {
+            while let Some(pass) = self.host.pass(at).filter(|p| !p.is_read()) {
+                self.record_pass(&mut rd, &mut list, pass, step)?;
+                at += 1;
             }
-            if substeps > 0 {
-                // With the last step's plan bindings (copy 1 − current).
-                self.current = 1 - self.current;
-                let reported = self.dispatch(&mut rd, list, ENTRY_REPORT_AWAKE_TILES, WaterList::User, [1, 1]);
-                self.current = 1 - self.current;
-                reported?;
-            }
-            let sleep_tiles = self.sleep.tiles();
-            self.dispatch_3d(&mut rd, list, ENTRY_TILE_IMAGES, [sleep_tiles.tiles[0], sleep_tiles.tiles[1], snapshot_slices(&sleep_tiles)])?;
-            self.dispatch(&mut rd, list, ENTRY_SUM_TILES, WaterList::User, [1, 1])?;
-            self.dispatch(&mut rd, list, ENTRY_GATHER, WaterList::User, [(tiles.len() as u32).max(1), 1])?;
             Ok(())
         })();
-        rd.compute_list_end();
-        result?;
-        self.frames += 1;
-        self.read_back(&mut rd, read);
-        self.read_sleep_report(&mut rd);
-        self.read_recovery(&mut rd);
-        if substeps == 0 {
-            // The detail waves of a frame without steps, over the water as it is.
-            self.run_detail(&mut rd, self.current)?;
+        if list.is_some() {
+            rd.compute_list_end();
+        }
+        recorded?;
+        self.host.current = self.host.current_after_recipe();
+        self.host.frames += 1;
+        while let Some(pass) = self.host.pass(at) {
+            match pass {
+                FramePass::ReadSnapshot => {
+                    if let Some(read) = start.read.take() {
+                        self.read_back(&mut rd, read);
+                    }
+                    self.read_sleep_report(&mut rd);
+                }
+                FramePass::ReadRecovery { copy } => self.read_recovery(&mut rd, copy),
+                _ => {}
+            }
+            at += 1;
         }
         Ok(())
+    }
+
+    /// Records one compute pass of the frame's recipe. `list` is the compute list open, if any:
+    /// opened by the first dispatch after it was ended, ended for the detail waves' own list.
+    fn record_pass(&mut self, rd: &mut Gd<RenderingDevice>, list: &mut Option<i64>, pass: FramePass, step: usize) -> Result<()> {
+        if let FramePass::Detail { copy } = pass {
+            // The detail waves read the water the first step reads, from the copy it reads, in a
+            // list of their own recorded right after it: Godot's graph finds nothing that orders
+            // the two and runs them side by side.
+            if list.take().is_some() {
+                rd.compute_list_end();
+            }
+            return self.run_detail(rd, copy);
+        }
+        let open = *list.get_or_insert_with(|| rd.compute_list_begin());
+        match pass {
+            FramePass::Edit { pass, count, copy } => {
+                self.host.current = copy;
+                self.record_edit(rd, open, pass, count)
+            }
+            FramePass::Forcing { count, copy } => {
+                self.host.current = copy;
+                self.dispatch(rd, open, ENTRY_WATER, WaterList::Forcing, self.edit_groups(count))
+            }
+            FramePass::PlanTiles { first, copy } => {
+                self.host.current = copy;
+                let entry = if first { ENTRY_PLAN_FRAME_START } else { ENTRY_PLAN_NEXT_STEP };
+                self.dispatch(rd, open, entry, WaterList::User, [(self.host.sleep.tiles().count() as u32).div_ceil(TILES_WORKGROUP), 1])
+            }
+            FramePass::Step { copy } => {
+                self.host.current = copy;
+                self.bind(rd, open, step, WaterList::User)?;
+                rd.compute_list_dispatch_indirect(open, self.awake_lists[copy], 0);
+                rd.compute_list_add_barrier(open);
+                Ok(())
+            }
+            FramePass::ReportAwake { copy } => {
+                self.host.current = copy;
+                self.dispatch(rd, open, ENTRY_REPORT_AWAKE_TILES, WaterList::User, [1, 1])
+            }
+            FramePass::Snapshot { copy } => {
+                self.host.current = copy;
+                let tiles = self.host.sleep.tiles();
+                self.dispatch_3d(rd, open, ENTRY_TILE_IMAGES, [tiles.tiles[0], tiles.tiles[1], snapshot_slices(&tiles)])?;
+                self.dispatch(rd, open, ENTRY_SUM_TILES, WaterList::User, [1, 1])
+            }
+            FramePass::Gather { tiles, copy } => {
+                self.host.current = copy;
+                self.dispatch(rd, open, ENTRY_GATHER, WaterList::User, [(tiles as u32).max(1), 1])
+            }
+            FramePass::Detail { .. } | FramePass::ReadSnapshot | FramePass::ReadRecovery { .. } => Ok(()),
+        }
     }
 
     /// Records the detail waves' queued frame, if the layer is on, over copy `k` of the fields.
@@ -624,7 +626,7 @@ impl RdBackend {
 
     /// Reads the header and the gathered tiles of the frame just recorded.
     fn read_back(&mut self, rd: &mut Gd<RenderingDevice>, read: Read) {
-        let size = read.bytes(self.grid.cell_count());
+        let size = read.bytes(self.host.grid.cell_count());
         self.last_read_bytes = size;
         if self.async_reads {
             let arrived = self.arrived.clone();
@@ -645,7 +647,7 @@ impl RdBackend {
 
     /// Reads the frame's sleeping report, as the header is read.
     fn read_sleep_report(&mut self, rd: &mut Gd<RenderingDevice>) {
-        let (generation, frame, steps) = (self.reads.generation(), self.frames, self.sleep.frame_steps());
+        let (generation, frame, steps) = (self.host.reads.generation(), self.host.frames, self.host.sleep.frame_steps());
         if self.async_reads {
             let arrived = self.sleep_arrived.clone();
             let callback = Callable::from_fn("pipewater_sleep_report", move |args: &[&Variant]| {
@@ -656,19 +658,19 @@ impl RdBackend {
             rd.call("buffer_get_data_async", &[self.sleep_stats.to_variant(), callable_variant(&callback), 0.to_variant(), (SLEEP_REPORT_BYTES as i64).to_variant()]);
         } else {
             let bytes = rd.buffer_get_data_ex(self.sleep_stats).offset_bytes(0).size_bytes(SLEEP_REPORT_BYTES as u32).done();
-            self.sleep.accept(frame, steps, bytes.as_slice());
+            self.host.sleep.accept(frame, steps, bytes.as_slice());
         }
         self.last_read_bytes += SLEEP_REPORT_BYTES;
     }
 
-    /// Reads the whole state of the frame just recorded when a recovery read is due: four reads
+    /// Reads the whole state of the frame just recorded (copy `current` of the fields) when a recovery read is due: four reads
     /// (counters, terrain, depth, flows), asynchronous where Godot has them. On Godot 4.3 each
     /// waits for the GPU, once every recovery interval.
-    fn read_recovery(&mut self, rd: &mut Gd<RenderingDevice>) {
-        let Some(read) = self.recovery.due(self.frames) else { return };
-        self.recovery.issued(read);
-        let n = self.grid.cell_count();
-        let parts = [(self.counters, COUNTER_BYTES), (self.terrain, 4 * n), (self.depth[self.current], 4 * n), (self.flux[self.current], 16 * n)];
+    fn read_recovery(&mut self, rd: &mut Gd<RenderingDevice>, current: usize) {
+        let Some(read) = self.host.recovery.due(self.host.frames) else { return };
+        self.host.recovery.issued(read);
+        let n = self.host.grid.cell_count();
+        let parts = [(self.counters, COUNTER_BYTES), (self.terrain, 4 * n), (self.depth[current], 4 * n), (self.flux[current], 16 * n)];
         if self.async_reads {
             // A part Godot refuses never arrives: that read is never taken, and the next one
             // falls due an interval later.
@@ -683,7 +685,7 @@ impl RdBackend {
             }
         } else {
             let bytes = parts.map(|(buffer, size)| rd.buffer_get_data_ex(buffer).offset_bytes(0).size_bytes(size as u32).done().to_vec());
-            self.recovery.accept(read, &bytes[0], &bytes[1], &bytes[2], &bytes[3]);
+            self.host.recovery.accept(read, &bytes[0], &bytes[1], &bytes[2], &bytes[3]);
         }
     }
 
@@ -700,13 +702,13 @@ impl RdBackend {
             };
             self.recovery_parts[at].1[part] = Some(bytes);
         }
-        let (generation, newest) = (self.recovery.generation(), self.recovery.point().frame);
+        let (generation, newest) = (self.host.recovery.generation(), self.host.recovery.point().frame);
         self.recovery_parts.retain(|(read, _)| read.generation == generation && read.frame > newest);
         self.recovery_parts.sort_by_key(|(read, _)| read.frame);
         if let Some(at) = self.recovery_parts.iter().rposition(|(_, parts)| parts.iter().all(Option::is_some)) {
             let (read, parts) = self.recovery_parts.remove(at);
             if let [Some(c), Some(t), Some(d), Some(f)] = &parts {
-                self.recovery.accept(read, c, t, d, f);
+                self.host.recovery.accept(read, c, t, d, f);
             }
             self.recovery_parts.retain(|(r, _)| r.frame > read.frame);
         }
@@ -716,12 +718,12 @@ impl RdBackend {
     fn harvest(&mut self) {
         self.harvest_recovery();
         // A report of an earlier load is about water that is gone.
-        for report in std::mem::take(&mut *self.sleep_arrived.lock()).into_iter().filter(|r| r.generation == self.reads.generation()) {
-            self.sleep.accept(report.frame, report.steps, &report.bytes);
+        for report in std::mem::take(&mut *self.sleep_arrived.lock()).into_iter().filter(|r| r.generation == self.host.reads.generation()) {
+            self.host.sleep.accept(report.frame, report.steps, &report.bytes);
         }
         let arrived = std::mem::take(&mut *self.arrived.lock());
         let arrived: Vec<(&Read, &[u8])> = arrived.iter().map(|(read, bytes)| (read, bytes.as_slice())).collect();
-        self.reads.accept(&arrived);
+        self.host.reads.accept(&arrived);
     }
 
     /// Whether the device is still there: Godot reports no loss to extensions, so the backend
@@ -746,51 +748,65 @@ impl RdBackend {
             return Ok(());
         }
         let mut rd = device()?;
-        let edits = self.upload_edits(batch)?;
+        self.upload_edits(&batch)?;
         let list = rd.compute_list_begin();
-        let result = self.record_edits(&mut rd, list, edits);
+        let result = batch.counts().passes().try_for_each(|(pass, count)| self.record_edit(&mut rd, list, pass, count));
         rd.compute_list_end();
         result
     }
 
-    /// Uploads the lists of `batch`; returns what the next [`RdBackend::record_edits`] applies.
-    fn upload_edits(&mut self, batch: EditBatch) -> Result<EditCounts> {
-        // Every cell an edit touches wakes its tile for the next step.
-        self.sleep.mark_edits(&batch);
+    /// Uploads the lists of `batch` for the edit passes that follow.
+    fn upload_edits(&mut self, batch: &EditBatch) -> Result<()> {
         if !batch.water.is_empty() {
-            self.fill_list(ListId::Water, bytemuck::cast_slice(&batch.water), std::mem::size_of::<CellWater>())?;
+            self.fill_list(ListId::Water, bytemuck::cast_slice(&batch.water))?;
         }
         if !batch.terrain.is_empty() {
-            self.fill_list(ListId::Terrain, bytemuck::cast_slice(&batch.terrain), std::mem::size_of::<CellTerrain>())?;
+            self.fill_list(ListId::Terrain, bytemuck::cast_slice(&batch.terrain))?;
         }
         if !batch.displacement.is_empty() {
-            self.fill_list(ListId::Displaced, bytemuck::cast_slice(&batch.displacement), std::mem::size_of::<CellDisplacement>())?;
+            self.fill_list(ListId::Displaced, bytemuck::cast_slice(&batch.displacement))?;
         }
         if !batch.nudges.is_empty() {
-            self.fill_list(ListId::Nudges, bytemuck::cast_slice(&batch.nudges), std::mem::size_of::<PipeNudge>())?;
-        }
-        Ok(batch.counts())
-    }
-
-    /// Records the uploaded edits into `list`, in [`EditCounts::passes`] order.
-    fn record_edits(&mut self, rd: &mut Gd<RenderingDevice>, list: i64, edits: EditCounts) -> Result<()> {
-        for (pass, count) in edits.passes() {
-            let entry = match pass {
-                EditPass::Terrain => ENTRY_TERRAIN,
-                EditPass::Water => ENTRY_WATER,
-                EditPass::RefreshStepTerrain => ENTRY_REFRESH,
-                EditPass::Displace => ENTRY_DISPLACE,
-                EditPass::Nudge => ENTRY_NUDGE,
-            };
-            self.dispatch(rd, list, entry, WaterList::User, Self::edit_groups(count))?;
+            self.fill_list(ListId::Nudges, bytemuck::cast_slice(&batch.nudges))?;
         }
         Ok(())
+    }
+
+    /// Records edit pass `pass` over `count` entries of its uploaded list into `list`, on the
+    /// current copy.
+    fn record_edit(&mut self, rd: &mut Gd<RenderingDevice>, list: i64, pass: EditPass, count: usize) -> Result<()> {
+        let entry = match pass {
+            EditPass::Terrain => ENTRY_TERRAIN,
+            EditPass::Water => ENTRY_WATER,
+            EditPass::RefreshStepTerrain => ENTRY_REFRESH,
+            EditPass::Displace => ENTRY_DISPLACE,
+            EditPass::Nudge => ENTRY_NUDGE,
+        };
+        self.dispatch(rd, list, entry, WaterList::User, self.edit_groups(count))
+    }
+
+    /// Reads `fields` back whole, each as its bytes, after the queued edits, waiting for the GPU.
+    fn read_whole(&mut self, fields: &[DeviceField]) -> Result<Vec<Vec<u8>>> {
+        let (cells, tiles) = (self.host.grid.cell_count(), self.host.sleep.tiles().count());
+        fields
+            .iter()
+            .map(|&field| {
+                let buffer = match field {
+                    DeviceField::Terrain => self.terrain,
+                    DeviceField::Depth(k) => self.depth[k],
+                    DeviceField::Flow(k) => self.flux[k],
+                    DeviceField::Counters => self.counters,
+                    DeviceField::TileFlags(k) => self.tile_flags[k],
+                };
+                self.read_buffer(buffer, field.bytes(cells, tiles))
+            })
+            .collect()
     }
 
     /// Reads a whole buffer, waiting for the GPU.
     fn read_buffer(&mut self, buffer: Rid, bytes: usize) -> Result<Vec<u8>> {
         self.check_device()?;
-        let queued = self.edits.take();
+        let queued = self.host.take_edits();
         self.submit_edits(queued)?;
         let mut rd = device()?;
         let data = rd.buffer_get_data_ex(buffer).offset_bytes(0).size_bytes(bytes as u32).done();
@@ -882,6 +898,8 @@ impl Drop for RdBackend {
 }
 
 impl Backend for RdBackend {
+    pipewater_core::gpu_backend_methods!();
+
     fn kind(&self) -> BackendKind {
         BackendKind::EngineGpu
     }
@@ -891,92 +909,30 @@ impl Backend for RdBackend {
     }
 
     fn load(&mut self, state: &State) -> Result<()> {
-        if state.grid != self.grid {
-            return Err(Error::invalid("state grid", format!("{:?}", state.grid), format!("{:?} (the RenderingDevice backend keeps its grid)", self.grid)));
+        if state.grid != self.host.grid {
+            // Another grid is another backend (the old one frees its resources as it goes), with
+            // this one's sleeping and detail layer.
+            let (sleeping, detail) = (self.host.sleep.enabled(), self.detail.as_ref().map(|d| d.layout()));
+            *self = RdBackend::new(state)?;
+            self.set_sleeping(sleeping);
+            return self.configure_detail(detail);
         }
         self.upload(state, Counters::default(), 0)
     }
 
-    fn restore(&mut self, state: &State, counters: Counters, frames: u64) -> Result<()> {
-        if state.grid != self.grid {
-            return Err(Error::invalid("restored grid", format!("{:?}", state.grid), format!("{:?}", self.grid)));
-        }
-        self.upload(state, counters, frames)
-    }
-
-    fn edit_water(&mut self, cells: &[CellWater]) -> Result<EditOutcome> {
-        self.edits.edit_water(cells);
-        Ok(EditOutcome::Queued)
-    }
-
-    fn edit_terrain(&mut self, cells: &[CellTerrain]) -> Result<()> {
-        self.edits.edit_terrain(cells);
-        Ok(())
-    }
-
     fn set_terrain(&mut self, terrain: &[f32]) -> Result<()> {
-        check_terrain(&self.grid, terrain)?;
         let mut rd = self.check_device()?;
-        self.edits.new_terrain();
-        self.sleep.wake_all();
+        self.host.new_terrain(terrain)?;
         update(&mut rd, self.terrain, bytemuck::cast_slice(terrain));
         update(&mut rd, self.step_terrain, bytemuck::cast_slice(terrain));
         Ok(())
     }
 
-    fn set_displacement(&mut self, cells: &[CellDisplacement]) -> Result<()> {
-        self.edits.set_displacement(cells)
-    }
-
-    fn nudge_pipes(&mut self, nudges: &[PipeNudge]) -> Result<()> {
-        if let Some(earlier) = self.edits.nudge(nudges)? {
-            self.submit_edits(earlier)?;
-        }
-        Ok(())
-    }
-
     fn advance(&mut self, plan: &FramePlan) -> Result<()> {
         self.check_device()?;
-        let g = self.grid;
-        if plan.constants.width != g.width || plan.constants.height != g.height {
-            return Err(Error::invalid("plan grid", format!("{}x{}", plan.constants.width, plan.constants.height), format!("{}x{}", g.width, g.height)));
-        }
+        self.host.check_plan(plan)?;
         self.harvest();
-        self.record_frame(&plan.constants, plan.substeps, plan.forcing)
-    }
-
-    fn snapshot(&mut self) -> Option<Arc<Snapshot>> {
-        self.harvest();
-        Some(self.reads.latest())
-    }
-
-    fn read_state(&mut self) -> Result<State> {
-        let n = self.grid.cell_count();
-        let (terrain, depth, flux) = (self.terrain, self.depth[self.current], self.flux[self.current]);
-        let terrain = self.read_buffer(terrain, n * 4)?;
-        let depth = self.read_buffer(depth, n * 4)?;
-        let flux = self.read_buffer(flux, n * 16)?;
-        Ok(State {
-            grid: self.grid,
-            terrain: bytemuck::pod_collect_to_vec(&terrain),
-            depth: bytemuck::pod_collect_to_vec(&depth),
-            flow: bytemuck::pod_collect_to_vec(&flux),
-        })
-    }
-
-    fn recovery_point(&mut self) -> Option<RecoveryPoint> {
-        self.harvest();
-        Some(self.recovery.newest(&self.reads))
-    }
-
-    fn read_counters(&mut self) -> Result<Counters> {
-        let counters = self.counters;
-        let bytes = self.read_buffer(counters, 32)?;
-        Ok(Counters::from_device_words(&bytemuck::pod_collect_to_vec::<u8, u32>(&bytes)))
-    }
-
-    fn want_cells(&mut self, cells: &[usize]) {
-        self.reads.want_cells(cells, self.frames);
+        self.record_frame(plan)
     }
 
     fn last_readback_bytes(&self) -> u64 {
@@ -989,23 +945,6 @@ impl Backend for RdBackend {
         true
     }
 
-    fn set_sleeping(&mut self, on: bool) {
-        self.sleep.set_enabled(on);
-    }
-
-    fn sleep_report(&self) -> Option<SleepReport> {
-        Some(self.sleep.report())
-    }
-
-    fn awake_tiles(&mut self) -> Option<AwakeTiles> {
-        if !self.sleep.stepped() {
-            return Some(self.sleep.awake_tiles(None));
-        }
-        // The flags of the last step, written from copy 1 − current: a read that waits.
-        let bytes = self.read_buffer(self.tile_flags[1 - self.current], 4 * self.sleep.tiles().count()).ok()?;
-        Some(self.sleep.awake_tiles(Some(&bytemuck::pod_collect_to_vec::<u8, u32>(&bytes))))
-    }
-
     // ---- Detail waves: everything in `detail.rs`. ----
 
     fn configure_detail(&mut self, layout: Option<DetailLayout>) -> Result<()> {
@@ -1016,24 +955,13 @@ impl Backend for RdBackend {
         Ok(())
     }
 
-    fn queue_detail(&mut self, frame: DetailFrame) -> Result<()> {
-        if let Some(detail) = &mut self.detail {
-            detail.queue(frame);
-        }
-        Ok(())
-    }
-
-    fn detail_heights(&mut self, cells: &[[i32; 2]]) -> Vec<f32> {
-        self.detail.as_mut().map_or_else(|| vec![0.0; cells.len()], |d| d.heights(cells))
-    }
-
     fn detail_device_texture(&self) -> Option<u64> {
         self.detail.as_ref().map(|d| d.texture().to_u64())
     }
 
     fn read_detail(&mut self) -> Result<Vec<[f32; 2]>> {
         self.check_device()?;
-        let queued = self.edits.take();
+        let queued = self.host.take_edits();
         self.submit_edits(queued)?;
         match &self.detail {
             Some(detail) => detail.read_fields(&mut device()?),

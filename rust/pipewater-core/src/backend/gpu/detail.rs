@@ -13,6 +13,7 @@
 //!   up by the next call (a frame or two later, as the backend's snapshots).
 //! * The pipelines are built once per process, like the backend's own ([`GpuContext`]).
 
+use super::list::{list_workgroups, DeviceList};
 use super::GpuContext;
 use super::shaders;
 use crate::detail::tiles::{DetailTiles, DETAIL_TILE_BYTES, MAX_DETAIL_TILES_PER_READ};
@@ -138,43 +139,6 @@ impl DetailPipelines {
         };
         ctx.check().map_err(|e| Error::Gpu(format!("the detail shaders failed to build: {e}")))?;
         Ok(pipelines)
-    }
-}
-
-/// A list on the device: `[count, pad…, items…]`, the header as large as an item (at least 8
-/// bytes), grown by powers of two.
-struct DeviceList {
-    buffer: wgpu::Buffer,
-    capacity: usize,
-    item_bytes: usize,
-}
-
-impl DeviceList {
-    fn new(device: &wgpu::Device, label: &str, capacity: usize, item_bytes: usize) -> Self {
-        let capacity = capacity.max(16).next_power_of_two();
-        let buffer = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(label),
-            size: (item_bytes.max(8) + item_bytes * capacity) as u64,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        DeviceList { buffer, capacity, item_bytes }
-    }
-
-    /// Uploads `items`; true when the buffer was replaced (bind groups that name it are stale).
-    fn upload(&mut self, device: &wgpu::Device, queue: &wgpu::Queue, label: &str, items: &[u8]) -> bool {
-        let count = items.len() / self.item_bytes;
-        let grown = count > self.capacity;
-        if grown {
-            *self = DeviceList::new(device, label, count, self.item_bytes);
-        }
-        let header = self.item_bytes.max(8);
-        let mut bytes = Vec::with_capacity(header + items.len());
-        bytes.extend_from_slice(&(count as u32).to_le_bytes());
-        bytes.resize(header, 0);
-        bytes.extend_from_slice(items);
-        queue.write_buffer(&self.buffer, 0, &bytes);
-        grown
     }
 }
 
@@ -529,5 +493,5 @@ impl GpuDetail {
 
 /// Workgroups for a list of `count` entries (the shader strides over the rest).
 fn list_groups(ctx: &GpuContext, count: usize) -> u32 {
-    (count as u32).div_ceil(DETAIL_LIST_WORKGROUP).clamp(1, ctx.limits.max_compute_workgroups_per_dimension.min(65535))
+    list_workgroups(count, DETAIL_LIST_WORKGROUP, ctx.limits.max_compute_workgroups_per_dimension)
 }

@@ -37,23 +37,26 @@
 
 mod context;
 pub mod detail;
+mod list;
 pub mod overrides;
 pub mod shaders;
 
 pub use context::{GpuContext, EDIT_WORKGROUP, TILES_WORKGROUP};
+pub use list::list_workgroups;
+use list::DeviceList;
 
-use super::sleep::{snapshot_slices, AwakeTiles, ConstantsChange, DeviceSleep, SleepReport, TileParams, AWAKE_LIST_HEADER, EMPTY_AWAKE_LIST};
+use super::frame::FramePass;
+use super::gpu_host::{DeviceField, GpuHost};
+use super::sleep::{snapshot_slices, ConstantsChange, TileGrid, TileParams, AWAKE_LIST_HEADER, EMPTY_AWAKE_LIST};
 use super::step_kernel::{ColumnKernel, StepMode};
-use super::pending::{list_bytes, list_header_bytes, water_by_cell, EditBatch, EditCounts, EditPass, PendingEdits};
-use super::readback::{Coverage, Read, Readbacks, TileRequests, HEADER_BYTES, MAX_TILES_PER_READ};
-use super::recovery::{recovery_read_bytes, RecoveryPoint, RecoveryRead, RecoveryReads, COUNTER_BYTES};
-use super::{Backend, BackendKind, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
-use crate::detail::{DetailFrame, DetailLayout, DetailTexels};
+use super::pending::{list_bytes, list_header_bytes, EditBatch, EditCounts, EditPass};
+use super::readback::{Coverage, Read, TileRequests, HEADER_BYTES, MAX_TILES_PER_READ};
+use super::recovery::{recovery_read_bytes, RecoveryRead, COUNTER_BYTES};
+use super::{Backend, BackendKind, CellWater, FramePlan};
+use crate::detail::{DetailLayout, DetailTexels};
 use crate::error::{Error, Result};
-use crate::grid::Grid;
-use crate::params::Params;
 use crate::pipes::StepConstants;
-use crate::state::{check_terrain, Counters, Snapshot, State};
+use crate::state::{Counters, State};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -88,9 +91,8 @@ pub const DEVICE_WAIT_LIMIT: Duration = Duration::from_secs(60);
 /// [`Backend::last_readback_bytes`] counts them.
 pub const SLEEP_REPORT_BYTES: usize = super::sleep::SLEEP_REPORT_BYTES;
 
-/// The wgpu backend's sleeping tiles: the host's side ([`DeviceSleep`]) and the device's buffers.
+/// The wgpu backend's sleeping tiles: the device's buffers (the host's side is [`GpuHost::sleep`]).
 struct Sleeping {
-    host: DeviceSleep,
     params: wgpu::Buffer,
     /// Flags per tile (`TILE_*` of common.wgsl), written by the step from copy k.
     flags: [wgpu::Buffer; 2],
@@ -110,10 +112,9 @@ struct Sleeping {
 }
 
 impl Sleeping {
-    fn new(ctx: &GpuContext, grid: Grid, uniforms: &wgpu::Buffer) -> Self {
+    fn new(ctx: &GpuContext, tiles: TileGrid, uniforms: &wgpu::Buffer) -> Self {
         use wgpu::BufferUsages as U;
         let device = &ctx.device;
-        let tiles = ctx.kernel.tiles(grid.width, grid.height);
         let n = tiles.count();
         let buffer = |label: &str, bytes: usize, usage: U| device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: bytes.max(16) as u64, usage, mapped_at_creation: false });
         let params = buffer("tile params", std::mem::size_of::<TileParams>(), U::UNIFORM | U::COPY_DST);
@@ -138,10 +139,9 @@ impl Sleeping {
             layout: &ctx.snapshot_tiles_layout,
             entries: &entries(&[(3, &params), (4, &stale), (5, &totals)]),
         });
-        let host = DeviceSleep::new(tiles, ColumnKernel::tiles_hold_the_step(&tiles));
         // The snapshot reads the tiles' shape before any step has set the parameters.
         ctx.queue.write_buffer(&params, 0, bytemuck::bytes_of(&TileParams::new(&tiles, false, ConstantsChange::Mode)));
-        let sleeping = Sleeping { host, params, flags, lists, wakes, stats, stale, plan_groups, snapshot_group };
+        let sleeping = Sleeping { params, flags, lists, wakes, stats, stale, plan_groups, snapshot_group };
         sleeping.reset_lists(ctx);
         sleeping
     }
@@ -155,8 +155,8 @@ impl Sleeping {
     }
 
     /// Before a frame of steps: the parameters and, when they changed, the marks on the device.
-    fn start_frame(&mut self, ctx: &GpuContext, c: &StepConstants, substeps: u32, forcing: &[CellWater]) {
-        if let Some((params, marks)) = self.host.start_frame(c, substeps, forcing) {
+    fn start_frame(&self, ctx: &GpuContext, start: Option<(TileParams, Option<&[u32]>)>) {
+        if let Some((params, marks)) = start {
             ctx.queue.write_buffer(&self.params, 0, bytemuck::bytes_of(&params));
             if let Some(marks) = marks {
                 ctx.queue.write_buffer(&self.wakes, 0, bytemuck::cast_slice(marks));
@@ -187,64 +187,31 @@ struct Slot {
 /// bounded rate into a staging buffer of its own (made on the first read), so that a lost device
 /// does not take the water with it.
 struct RecoveryCopy {
-    reads: RecoveryReads,
     buffer: Option<wgpu::Buffer>,
     state: Arc<AtomicU32>,
     /// The read the buffer carries while pending or ready.
     read: Option<RecoveryRead>,
 }
 
-/// A list of edits (or tiles) on the device in the [`list_bytes`] layout, grown by powers of two.
-struct EditList {
-    buffer: wgpu::Buffer,
-    capacity: usize,
-    /// Bytes per item.
-    item_bytes: usize,
-}
-
-impl EditList {
-    fn new(device: &wgpu::Device, label: &str, capacity: usize, item_bytes: usize) -> Self {
-        let capacity = capacity.max(16).next_power_of_two();
-        let buffer = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(label),
-            size: (list_header_bytes(item_bytes) + item_bytes * capacity) as u64,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        EditList { buffer, capacity, item_bytes }
-    }
-
-    /// Uploads `items` (records of `item_bytes`); true when the buffer had to be replaced.
-    fn upload(&mut self, ctx: &GpuContext, label: &str, items: &[u8]) -> bool {
-        let count = items.len() / self.item_bytes;
-        let grown = count > self.capacity;
-        if grown {
-            *self = EditList::new(&ctx.device, label, count, self.item_bytes);
-        }
-        ctx.queue.write_buffer(&self.buffer, 0, &list_bytes(items, self.item_bytes));
-        grown
-    }
-}
-
 /// The GPU backend.
 pub struct GpuBackend {
     ctx: Arc<GpuContext>,
-    grid: Grid,
-    constants: StepConstants,
+    /// What both GPU backends keep on the host: edits, reads, sleeping, recovery, the frame
+    /// count and the copy holding the state.
+    host: GpuHost,
     uniforms: wgpu::Buffer,
     terrain: wgpu::Buffer,
     /// The bed the step kernels read: terrain plus the displacement of bodies (bodies.wgsl).
     step_terrain: wgpu::Buffer,
     /// Pressure head of bodies per cell, m.
     displacement: wgpu::Buffer,
-    displaced_list: EditList,
-    nudge_list: EditList,
+    displaced_list: DeviceList,
+    nudge_list: DeviceList,
     /// Body passes' bind groups per current copy.
     body_groups: Option<[wgpu::BindGroup; 2]>,
-    /// Depth and flux, twice: `current` indexes the copy that holds the state.
+    /// Depth and flux, twice: `host.current` indexes the copy that holds the state.
     depth: [wgpu::Buffer; 2],
     flux: [wgpu::Buffer; 2],
-    current: usize,
     counters: wgpu::Buffer,
     stats: wgpu::Buffer,
     height_texels: wgpu::Buffer,
@@ -258,13 +225,12 @@ pub struct GpuBackend {
     snapshot_groups: [wgpu::BindGroup; 2],
     /// Per current copy: the flow as the detail waves read it (read only).
     detail_flow_groups: [wgpu::BindGroup; 2],
-    water_edits: EditList,
-    forcing: EditList,
-    terrain_edits: EditList,
+    water_edits: DeviceList,
+    forcing: DeviceList,
+    terrain_edits: DeviceList,
     /// Edit passes' bind groups per current copy: (user water edits, terrain edits) and
     /// (forcing, terrain edits).
     edit_groups: Option<[[wgpu::BindGroup; 2]; 2]>,
-    edits: PendingEdits,
     slots: Vec<Slot>,
     /// Frames submitted by `advance` and not yet waited for: (our sequence number, wgpu's index).
     in_flight: VecDeque<(u64, wgpu::SubmissionIndex)>,
@@ -272,8 +238,6 @@ pub struct GpuBackend {
     /// to the last one waited for: a queue runs its submissions in order).
     submissions: u64,
     finished: u64,
-    frames: u64,
-    reads: Readbacks,
     /// A readback that failed: every later call reports it.
     failure: Option<Error>,
     /// Bytes the last frame's readback copies to the host.
@@ -322,7 +286,8 @@ impl GpuBackend {
                 buffers.iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect();
             device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(label), layout, entries: &entries })
         };
-        let sleeping = Sleeping::new(&ctx, grid, &uniforms);
+        let tiles = ctx.kernel.tiles(grid.width, grid.height);
+        let sleeping = Sleeping::new(&ctx, tiles, &uniforms);
         let step_groups = [0, 1].map(|k| {
             group(
                 &ctx.step_layout,
@@ -335,24 +300,21 @@ impl GpuBackend {
         let detail_flow_groups = [0, 1].map(|k| group(&ctx.detail_flow_layout, "detail flow", &[&uniforms, &terrain, &depth[k], &flux[k]]));
         let gather_group = group(&ctx.gather_layout, "gather", &[&tile_list, &gathered, &counters]);
         let slots = (0..MAX_FRAMES_IN_FLIGHT).map(|_| Slot { buffer: None, state: Arc::new(AtomicU32::new(SLOT_FREE)), read: None, submitted: 0, steps: 0 }).collect();
-        let constants = StepConstants::new(&Params::default(), grid.width, grid.height, grid.cell_size, 0.0, [0; 4]);
         let mut backend = GpuBackend {
-            water_edits: EditList::new(device, "water edits", 16, 8),
-            forcing: EditList::new(device, "forcing", 16, 8),
-            terrain_edits: EditList::new(device, "terrain edits", 16, 8),
-            displaced_list: EditList::new(device, "displacement", 16, 8),
-            nudge_list: EditList::new(device, "nudges", 16, 16),
+            water_edits: DeviceList::new(device, "water edits", 16, 8),
+            forcing: DeviceList::new(device, "forcing", 16, 8),
+            terrain_edits: DeviceList::new(device, "terrain edits", 16, 8),
+            displaced_list: DeviceList::new(device, "displacement", 16, 8),
+            nudge_list: DeviceList::new(device, "nudges", 16, 16),
             step_terrain,
             displacement,
             body_groups: None,
             ctx: ctx.clone(),
-            grid,
-            constants,
+            host: GpuHost::new(state, tiles, ColumnKernel::tiles_hold_the_step(&tiles), true),
             uniforms,
             terrain,
             depth,
             flux,
-            current: 0,
             counters,
             stats,
             height_texels,
@@ -364,18 +326,15 @@ impl GpuBackend {
             snapshot_groups,
             detail_flow_groups,
             edit_groups: None,
-            edits: PendingEdits::new(grid.cell_count()),
             slots,
             in_flight: VecDeque::new(),
             submissions: 0,
             finished: 0,
-            frames: 0,
-            reads: Readbacks::new(state, true),
             failure: None,
             readback_bytes: 0,
             detail: None,
             sleeping,
-            recovery: RecoveryCopy { reads: RecoveryReads::new(state), buffer: None, state: Arc::new(AtomicU32::new(SLOT_FREE)), read: None },
+            recovery: RecoveryCopy { buffer: None, state: Arc::new(AtomicU32::new(SLOT_FREE)), read: None },
         };
         backend.upload(state, Counters::default(), 0)?;
         Ok(backend)
@@ -412,7 +371,7 @@ impl GpuBackend {
         self.settle_readbacks()?;
         self.harvest();
         self.check()?;
-        if self.reads.latest().sequence < self.frames {
+        if self.host.reads.latest().sequence < self.host.frames {
             self.read_back_now()?;
         }
         Ok(())
@@ -491,7 +450,7 @@ impl GpuBackend {
         if ready.is_empty() {
             return;
         }
-        let n = self.grid.cell_count();
+        let n = self.host.grid.cell_count();
         let mut views = Vec::new();
         for &k in &ready {
             let slot = &mut self.slots[k];
@@ -499,8 +458,8 @@ impl GpuBackend {
             match buffer.get_mapped_range(..(read.bytes(n) + SLEEP_REPORT_BYTES) as u64) {
                 Ok(view) => {
                     // A read of an earlier load reports on water that is gone.
-                    if read.generation == self.reads.generation() {
-                        self.sleeping.host.accept(read.frame, slot.steps, &view[read.bytes(n)..]);
+                    if read.generation == self.host.reads.generation() {
+                        self.host.sleep.accept(read.frame, slot.steps, &view[read.bytes(n)..]);
                     }
                     views.push((read, view))
                 }
@@ -510,7 +469,7 @@ impl GpuBackend {
             }
         }
         let arrived: Vec<(&Read, &[u8])> = views.iter().map(|(read, view)| (read, &view[..read.bytes(n)])).collect();
-        self.reads.accept(&arrived);
+        self.host.reads.accept(&arrived);
         drop(arrived);
         drop(views);
         for k in ready {
@@ -530,7 +489,7 @@ impl GpuBackend {
             .iter()
             .position(|s| s.state.load(Ordering::Acquire) == SLOT_FREE)
             .ok_or_else(|| Error::Gpu("no staging buffer is free after every finished readback was applied".into()))?;
-        let needed = (read.bytes(self.grid.cell_count()) + SLEEP_REPORT_BYTES) as u64;
+        let needed = (read.bytes(self.host.grid.cell_count()) + SLEEP_REPORT_BYTES) as u64;
         let slot = &mut self.slots[k];
         if slot.buffer.as_ref().is_none_or(|b| b.size() < needed) {
             // Tile reads grow with the tiles asked for: size for the most at once.
@@ -551,8 +510,8 @@ impl GpuBackend {
     /// What `read` needs before the frame's compute pass: every tile marked stale when the
     /// plans' marks do not cover what changed, the stats cleared for the reductions, and the
     /// list of tiles `gather` reads.
-    fn prepare_read(&mut self, encoder: &mut wgpu::CommandEncoder, read: &Read) {
-        if let Some(all) = self.sleeping.host.snapshot_all_stale(&self.constants) {
+    fn prepare_read(&mut self, encoder: &mut wgpu::CommandEncoder, read: &Read, all_stale: Option<Vec<u32>>) {
+        if let Some(all) = all_stale {
             self.ctx.queue.write_buffer(&self.sleeping.stale, 0, bytemuck::cast_slice(&all));
         }
         encoder.clear_buffer(&self.stats, 0, None);
@@ -561,23 +520,64 @@ impl GpuBackend {
         }
     }
 
-    /// Records the snapshot passes over the current fields (texels and shares of the reductions
-    /// of stale tiles, then the reductions) and, for a tile read, the gathering of its tiles
-    /// behind the header.
-    fn record_snapshot(&self, pass: &mut wgpu::ComputePass, read: &Read) {
-        let tiles = self.sleeping.host.tiles();
+    /// Records one compute pass of the frame's recipe into `pass`; `step` is the frame's step
+    /// pipeline and `detail` the detail waves' prepared frame. Reads are recorded on the encoder
+    /// after the pass ([`GpuBackend::record_read`]).
+    fn record_pass(&mut self, pass: &mut wgpu::ComputePass, frame_pass: FramePass, step: &wgpu::ComputePipeline, detail: Option<&detail::DetailRecording>) {
+        match frame_pass {
+            FramePass::Edit { pass: edit, count, copy } => self.record_edit(pass, edit, count, copy),
+            FramePass::Forcing { count, copy } => {
+                let Some(edit_groups) = &self.edit_groups else { return };
+                pass.set_pipeline(&self.ctx.apply_water);
+                pass.set_bind_group(0, &edit_groups[copy][1], &[]);
+                pass.dispatch_workgroups(self.edit_groups_for(count as u32), 1, 1);
+            }
+            FramePass::PlanTiles { first, copy } => {
+                pass.set_pipeline(if first { &self.ctx.plan_frame_start } else { &self.ctx.plan_next_step });
+                pass.set_bind_group(0, &self.sleeping.plan_groups[copy], &[]);
+                pass.dispatch_workgroups((self.host.sleep.tiles().count() as u32).div_ceil(TILES_WORKGROUP), 1, 1);
+            }
+            FramePass::Step { copy } => {
+                pass.set_pipeline(step);
+                pass.set_bind_group(0, &self.step_groups[copy], &[]);
+                pass.dispatch_workgroups_indirect(&self.sleeping.lists[copy], 0);
+            }
+            // Recorded right after the first step and only reading what it reads, the layer needs
+            // no barrier and runs beside the step instead of after it.
+            FramePass::Detail { copy } => {
+                if let (Some(layer), Some(frame)) = (&mut self.detail, detail) {
+                    layer.dispatch(pass, &self.detail_flow_groups[copy], frame);
+                }
+            }
+            FramePass::ReportAwake { copy } => {
+                pass.set_pipeline(&self.ctx.report_awake_tiles);
+                pass.set_bind_group(0, &self.sleeping.plan_groups[copy], &[]);
+                pass.dispatch_workgroups(1, 1, 1);
+            }
+            FramePass::Snapshot { copy } => self.record_snapshot(pass, copy),
+            FramePass::Gather { tiles, copy } => self.record_gather(pass, tiles, copy),
+            FramePass::ReadSnapshot | FramePass::ReadRecovery { .. } => {}
+        }
+    }
+
+    /// Records the snapshot passes over copy `copy` of the fields: texels and shares of the
+    /// reductions of stale tiles, then the reductions.
+    fn record_snapshot(&self, pass: &mut wgpu::ComputePass, copy: usize) {
+        let tiles = self.host.sleep.tiles();
         pass.set_pipeline(&self.ctx.tile_texels);
-        pass.set_bind_group(0, &self.snapshot_groups[self.current], &[]);
+        pass.set_bind_group(0, &self.snapshot_groups[copy], &[]);
         pass.set_bind_group(2, &self.sleeping.snapshot_group, &[]);
         pass.dispatch_workgroups(tiles.tiles[0], tiles.tiles[1], snapshot_slices(&tiles));
         pass.set_pipeline(&self.ctx.sum_tiles);
         pass.dispatch_workgroups(1, 1, 1);
-        if let Coverage::Tiles(tiles) = &read.coverage {
-            pass.set_pipeline(&self.ctx.gather);
-            pass.set_bind_group(0, &self.snapshot_groups[self.current], &[]);
-            pass.set_bind_group(2, &self.gather_group, &[]);
-            pass.dispatch_workgroups((tiles.len() as u32).max(1), 1, 1);
-        }
+    }
+
+    /// Records the gathering of a tile read's `tiles` tiles of copy `copy` behind the header.
+    fn record_gather(&self, pass: &mut wgpu::ComputePass, tiles: usize, copy: usize) {
+        pass.set_pipeline(&self.ctx.gather);
+        pass.set_bind_group(0, &self.snapshot_groups[copy], &[]);
+        pass.set_bind_group(2, &self.gather_group, &[]);
+        pass.dispatch_workgroups((tiles as u32).max(1), 1, 1);
     }
 
     /// Takes the recovery read if it has arrived, and frees its staging buffer.
@@ -585,13 +585,13 @@ impl GpuBackend {
         let copy = &mut self.recovery;
         match copy.state.load(Ordering::Acquire) {
             SLOT_READY => {
-                let n = self.grid.cell_count();
+                let n = self.host.grid.cell_count();
                 if let (Some(read), Some(buffer)) = (copy.read.take(), &copy.buffer) {
                     if let Ok(view) = buffer.get_mapped_range(..recovery_read_bytes(n) as u64) {
                         let (counters, fields) = view.split_at(COUNTER_BYTES);
                         let (terrain, rest) = fields.split_at(4 * n);
                         let (depth, flow) = rest.split_at(4 * n);
-                        copy.reads.accept(read, counters, terrain, depth, flow);
+                        self.host.recovery.accept(read, counters, terrain, depth, flow);
                     }
                     buffer.unmap();
                 }
@@ -606,15 +606,16 @@ impl GpuBackend {
         }
     }
 
-    /// Records the copy of the whole state into the recovery buffer when a recovery read is due
-    /// after frame `self.frames` and the buffer is free; returns the read to map once submitted.
-    fn record_recovery_copy(&mut self, encoder: &mut wgpu::CommandEncoder) -> Option<RecoveryRead> {
+    /// Records the copy of the whole state (copy `current` of the fields) into the recovery
+    /// buffer when a recovery read is due after frame `self.host.frames` and the buffer is free;
+    /// returns the read to map once submitted.
+    fn record_recovery_copy(&mut self, encoder: &mut wgpu::CommandEncoder, current: usize) -> Option<RecoveryRead> {
         let copy = &mut self.recovery;
         if copy.state.load(Ordering::Acquire) != SLOT_FREE {
             return None;
         }
-        let read = copy.reads.due(self.frames)?;
-        let n = self.grid.cell_count() as u64;
+        let read = self.host.recovery.due(self.host.frames)?;
+        let n = self.host.grid.cell_count() as u64;
         let buffer = copy.buffer.get_or_insert_with(|| {
             self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("recovery staging"),
@@ -626,9 +627,9 @@ impl GpuBackend {
         let c = COUNTER_BYTES as u64;
         encoder.copy_buffer_to_buffer(&self.counters, 0, buffer, 0, c);
         encoder.copy_buffer_to_buffer(&self.terrain, 0, buffer, c, 4 * n);
-        encoder.copy_buffer_to_buffer(&self.depth[self.current], 0, buffer, c + 4 * n, 4 * n);
-        encoder.copy_buffer_to_buffer(&self.flux[self.current], 0, buffer, c + 8 * n, 16 * n);
-        copy.reads.issued(read);
+        encoder.copy_buffer_to_buffer(&self.depth[current], 0, buffer, c + 4 * n, 4 * n);
+        encoder.copy_buffer_to_buffer(&self.flux[current], 0, buffer, c + 8 * n, 16 * n);
+        self.host.recovery.issued(read);
         Some(read)
     }
 
@@ -648,7 +649,7 @@ impl GpuBackend {
         let h = HEADER_BYTES as u64;
         match &read.coverage {
             Coverage::Texels => {
-                let n16 = self.grid.cell_count() as u64 * 16;
+                let n16 = self.host.grid.cell_count() as u64 * 16;
                 encoder.copy_buffer_to_buffer(&self.counters, 0, staging, 0, 32);
                 encoder.copy_buffer_to_buffer(&self.stats, 0, staging, 32, 16);
                 encoder.copy_buffer_to_buffer(&self.height_texels, 0, staging, h, n16);
@@ -659,17 +660,17 @@ impl GpuBackend {
             }
         }
         // The sleeping report behind it.
-        let behind = read.bytes(self.grid.cell_count()) as u64;
+        let behind = read.bytes(self.host.grid.cell_count()) as u64;
         encoder.copy_buffer_to_buffer(&self.sleeping.stats, 0, staging, behind, SLEEP_REPORT_BYTES as u64);
     }
 
     /// Maps staging buffer `k` once submission `submitted` (which fills it with `read`) is done.
     fn map_read(&mut self, k: usize, read: Read, submitted: u64) {
-        let bytes = (read.bytes(self.grid.cell_count()) + SLEEP_REPORT_BYTES) as u64;
+        let bytes = (read.bytes(self.host.grid.cell_count()) + SLEEP_REPORT_BYTES) as u64;
         let slot = &mut self.slots[k];
         slot.read = Some(read);
         slot.submitted = submitted;
-        slot.steps = self.sleeping.host.frame_steps();
+        slot.steps = self.host.sleep.frame_steps();
         slot.state.store(SLOT_PENDING, Ordering::Release);
         let flag = slot.state.clone();
         let buffer = slot.buffer.as_ref().expect("sized by free_slot");
@@ -686,14 +687,19 @@ impl GpuBackend {
     /// Reads the current state's snapshot back now and waits for it (for `sync`, when the last
     /// frame had no readback).
     fn read_back_now(&mut self) -> Result<()> {
-        self.reads.want_snapshot();
-        let read = self.reads.next_read(self.frames).expect("a snapshot was just asked for");
+        self.host.reads.want_snapshot();
+        let read = self.host.reads.next_read(self.host.frames).expect("a snapshot was just asked for");
         let k = self.free_slot(&read)?;
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("snapshot") });
-        self.prepare_read(&mut encoder, &read);
+        let all_stale = self.host.sleep.snapshot_all_stale(&self.host.constants);
+        self.prepare_read(&mut encoder, &read, all_stale);
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("snapshot"), timestamp_writes: None });
-            self.record_snapshot(&mut pass, &read);
+            let current = self.host.current;
+            self.record_snapshot(&mut pass, current);
+            if let Coverage::Tiles(tiles) = &read.coverage {
+                self.record_gather(&mut pass, tiles.len(), current);
+            }
         }
         self.record_read_copy(&mut encoder, &read, k);
         let (submitted, _) = self.submit(encoder);
@@ -702,7 +708,7 @@ impl GpuBackend {
         self.settle_readbacks()?;
         self.harvest();
         self.check()?;
-        match self.reads.latest().sequence == self.frames {
+        match self.host.reads.latest().sequence == self.host.frames {
             true => Ok(()),
             false => Err(Error::Gpu("the snapshot read back by sync did not arrive".into())),
         }
@@ -712,22 +718,17 @@ impl GpuBackend {
     /// `frames`: the one full upload.
     fn upload(&mut self, state: &State, counters: Counters, frames: u64) -> Result<()> {
         let q = &self.ctx.queue;
-        q.write_buffer(&self.uniforms, 0, bytemuck::bytes_of(&self.constants));
+        q.write_buffer(&self.uniforms, 0, bytemuck::bytes_of(&self.host.constants));
         q.write_buffer(&self.terrain, 0, bytemuck::cast_slice(&state.terrain));
         q.write_buffer(&self.step_terrain, 0, bytemuck::cast_slice(&state.terrain));
         q.write_buffer(&self.displacement, 0, bytemuck::cast_slice(&vec![0.0f32; state.terrain.len()]));
-        self.edits.clear();
-        self.current = 0;
         q.write_buffer(&self.depth[0], 0, bytemuck::cast_slice(&state.depth));
         q.write_buffer(&self.flux[0], 0, bytemuck::cast_slice(&state.flow));
         q.write_buffer(&self.counters, 0, bytemuck::cast_slice(&counters.to_device_words()));
-        self.frames = frames;
-        self.sleeping.host.loaded(frames);
-        self.sleeping.reset_lists(&self.ctx);
         // Reads in flight show the old state: they are discarded when they arrive, and the first
         // snapshot comes from the state itself, so queries work before any readback.
-        self.reads.load(state, counters, frames);
-        self.recovery.reads.load(state, counters, frames);
+        self.host.loaded(state, counters, frames);
+        self.sleeping.reset_lists(&self.ctx);
         if let Some(detail) = &mut self.detail {
             detail.clear();
         }
@@ -737,32 +738,30 @@ impl GpuBackend {
 
     /// Uploads the lists of `batch` and the step's `forcing`; returns what the next recorded
     /// edits apply ([`GpuBackend::record_edits`]).
-    fn upload_edits(&mut self, batch: EditBatch, forcing: &[CellWater]) -> EditCounts {
+    fn upload_edits(&mut self, batch: &EditBatch, forcing: &[CellWater]) -> EditCounts {
         let ctx = self.ctx.clone();
-        // Every cell an edit touches wakes its tile for the next step.
-        self.sleeping.host.mark_edits(&batch);
         let mut grown = self.edit_groups.is_none();
         let mut terrain_grown = false;
         if !batch.water.is_empty() {
-            grown |= self.water_edits.upload(&ctx, "water edits", bytemuck::cast_slice(&batch.water));
+            grown |= self.water_edits.upload(&ctx.device, &ctx.queue, "water edits", bytemuck::cast_slice(&batch.water));
         }
         if !batch.terrain.is_empty() {
-            terrain_grown = self.terrain_edits.upload(&ctx, "terrain edits", bytemuck::cast_slice(&batch.terrain));
+            terrain_grown = self.terrain_edits.upload(&ctx.device, &ctx.queue, "terrain edits", bytemuck::cast_slice(&batch.terrain));
             grown |= terrain_grown;
         }
         // The terrain edits' list also tells the body pass which cells' bed to refresh.
         let mut bodies_grown = terrain_grown;
         if !batch.displacement.is_empty() {
-            bodies_grown |= self.displaced_list.upload(&ctx, "displacement", bytemuck::cast_slice(&batch.displacement));
+            bodies_grown |= self.displaced_list.upload(&ctx.device, &ctx.queue, "displacement", bytemuck::cast_slice(&batch.displacement));
         }
         if !batch.nudges.is_empty() {
-            bodies_grown |= self.nudge_list.upload(&ctx, "nudges", bytemuck::cast_slice(&batch.nudges));
+            bodies_grown |= self.nudge_list.upload(&ctx.device, &ctx.queue, "nudges", bytemuck::cast_slice(&batch.nudges));
         }
         if bodies_grown {
             self.body_groups = None;
         }
         if !forcing.is_empty() {
-            grown |= self.forcing.upload(&ctx, "forcing", bytemuck::cast_slice(forcing));
+            grown |= self.forcing.upload(&ctx.device, &ctx.queue, "forcing", bytemuck::cast_slice(forcing));
         }
         if grown {
             let make = |k: usize, list: &wgpu::Buffer, label: &str| {
@@ -804,30 +803,24 @@ impl GpuBackend {
 
     /// Workgroups for an edit list of `count` entries (the shader strides over the rest).
     fn edit_groups_for(&self, count: u32) -> u32 {
-        count.div_ceil(EDIT_WORKGROUP).clamp(1, self.ctx.limits.max_compute_workgroups_per_dimension.min(65535))
+        list_workgroups(count as usize, EDIT_WORKGROUP, self.ctx.limits.max_compute_workgroups_per_dimension)
     }
 
-    /// Records the uploaded edits into `pass`, in [`EditCounts::passes`] order.
-    fn record_edits(&mut self, pass: &mut wgpu::ComputePass, counts: EditCounts) {
-        let passes = counts.passes();
-        if passes.is_empty() {
-            return;
-        }
+    /// Records edit pass `edit` over `count` entries of its uploaded list, on copy `copy`.
+    fn record_edit(&mut self, pass: &mut wgpu::ComputePass, edit: EditPass, count: usize, copy: usize) {
         self.body_groups();
         // Edit groups exist from the first upload on, body groups once `body_groups` made them.
         let (Some(edit_groups), Some(body_groups)) = (&self.edit_groups, &self.body_groups) else { return };
-        for (edit, count) in passes {
-            let (pipeline, group) = match edit {
-                EditPass::Terrain => (&self.ctx.apply_terrain, &edit_groups[self.current][0]),
-                EditPass::Water => (&self.ctx.apply_water, &edit_groups[self.current][0]),
-                EditPass::RefreshStepTerrain => (&self.ctx.refresh_step_terrain, &body_groups[self.current]),
-                EditPass::Displace => (&self.ctx.displace, &body_groups[self.current]),
-                EditPass::Nudge => (&self.ctx.nudge_pipes, &body_groups[self.current]),
-            };
-            pass.set_pipeline(pipeline);
-            pass.set_bind_group(0, group, &[]);
-            pass.dispatch_workgroups(self.edit_groups_for(count as u32), 1, 1);
-        }
+        let (pipeline, group) = match edit {
+            EditPass::Terrain => (&self.ctx.apply_terrain, &edit_groups[copy][0]),
+            EditPass::Water => (&self.ctx.apply_water, &edit_groups[copy][0]),
+            EditPass::RefreshStepTerrain => (&self.ctx.refresh_step_terrain, &body_groups[copy]),
+            EditPass::Displace => (&self.ctx.displace, &body_groups[copy]),
+            EditPass::Nudge => (&self.ctx.nudge_pipes, &body_groups[copy]),
+        };
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, group, &[]);
+        pass.dispatch_workgroups(self.edit_groups_for(count as u32), 1, 1);
     }
 
     /// Applies `batch` in a submission of its own (queued edits before a blocking read, or
@@ -836,21 +829,48 @@ impl GpuBackend {
         if batch.is_empty() {
             return Ok(());
         }
-        let counts = self.upload_edits(batch, &[]);
+        let counts = self.upload_edits(&batch, &[]);
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("edits") });
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("edits"), timestamp_writes: None });
-            self.record_edits(&mut pass, counts);
+            for (edit, count) in counts.passes() {
+                self.record_edit(&mut pass, edit, count, self.host.current);
+            }
         }
         self.submit(encoder);
         self.check()
+    }
+
+    /// Reads `fields` back whole, each as its bytes, after the queued edits, in one blocking read.
+    fn read_whole(&mut self, fields: &[DeviceField]) -> Result<Vec<Vec<u8>>> {
+        let (cells, tiles) = (self.host.grid.cell_count(), self.host.sleep.tiles().count());
+        let ranges: Vec<(wgpu::Buffer, u64)> = fields
+            .iter()
+            .map(|&field| {
+                let buffer = match field {
+                    DeviceField::Terrain => &self.terrain,
+                    DeviceField::Depth(k) => &self.depth[k],
+                    DeviceField::Flow(k) => &self.flux[k],
+                    DeviceField::Counters => &self.counters,
+                    DeviceField::TileFlags(k) => &self.sleeping.flags[k],
+                };
+                (buffer.clone(), field.bytes(cells, tiles) as u64)
+            })
+            .collect();
+        let ranges: Vec<(&wgpu::Buffer, u64)> = ranges.iter().map(|(b, size)| (b, *size)).collect();
+        let bytes = self.read_blocking(&ranges)?;
+        let mut at = 0;
+        Ok(ranges.iter().map(|&(_, size)| {
+            at += size as usize;
+            bytes[at - size as usize..at].to_vec()
+        }).collect())
     }
 
     /// Copies `ranges` of device buffers into one mapped buffer and waits for it, at most
     /// [`DEVICE_WAIT_LIMIT`] for the device and as long again for the callback: for the blocking
     /// reads only.
     fn read_blocking(&mut self, ranges: &[(&wgpu::Buffer, u64)]) -> Result<Vec<u8>> {
-        let queued = self.edits.take();
+        let queued = self.host.take_edits();
         self.submit_edits(queued)?;
         let total: u64 = ranges.iter().map(|r| r.1).sum();
         let device = &self.ctx.device;
@@ -884,6 +904,8 @@ impl GpuBackend {
 }
 
 impl Backend for GpuBackend {
+    crate::gpu_backend_methods!();
+
     fn kind(&self) -> BackendKind {
         BackendKind::Gpu
     }
@@ -893,58 +915,26 @@ impl Backend for GpuBackend {
     }
 
     fn load(&mut self, state: &State) -> Result<()> {
-        if state.grid != self.grid {
-            let sleeping = self.sleeping.host.enabled();
+        if state.grid != self.host.grid {
+            // Another grid is another backend, with this one's sleeping and detail layer.
+            let (sleeping, detail) = (self.host.sleep.enabled(), self.detail.as_ref().map(|d| d.layout()));
             *self = GpuBackend::new(state)?;
             self.set_sleeping(sleeping);
-            return Ok(());
+            return self.configure_detail(detail);
         }
         self.upload(state, Counters::default(), 0)
     }
 
-    fn restore(&mut self, state: &State, counters: Counters, frames: u64) -> Result<()> {
-        if state.grid != self.grid {
-            return Err(Error::invalid("restored grid", format!("{:?}", state.grid), format!("{:?}", self.grid)));
-        }
-        self.upload(state, counters, frames)
-    }
-
-    fn edit_water(&mut self, cells: &[CellWater]) -> Result<EditOutcome> {
-        self.edits.edit_water(cells);
-        Ok(EditOutcome::Queued)
-    }
-
-    fn edit_terrain(&mut self, cells: &[CellTerrain]) -> Result<()> {
-        self.edits.edit_terrain(cells);
-        Ok(())
-    }
-
     fn set_terrain(&mut self, terrain: &[f32]) -> Result<()> {
-        check_terrain(&self.grid, terrain)?;
-        self.edits.new_terrain();
-        self.sleeping.host.wake_all();
+        self.host.new_terrain(terrain)?;
         self.ctx.queue.write_buffer(&self.terrain, 0, bytemuck::cast_slice(terrain));
         self.ctx.queue.write_buffer(&self.step_terrain, 0, bytemuck::cast_slice(terrain));
         Ok(())
     }
 
-    fn set_displacement(&mut self, cells: &[CellDisplacement]) -> Result<()> {
-        self.edits.set_displacement(cells)
-    }
-
-    fn nudge_pipes(&mut self, nudges: &[PipeNudge]) -> Result<()> {
-        if let Some(earlier) = self.edits.nudge(nudges)? {
-            self.submit_edits(earlier)?;
-        }
-        Ok(())
-    }
-
     fn advance(&mut self, plan: &FramePlan) -> Result<()> {
         self.check()?;
-        let g = self.grid;
-        if plan.constants.width != g.width || plan.constants.height != g.height {
-            return Err(Error::invalid("plan grid", format!("{}x{}", plan.constants.width, plan.constants.height), format!("{}x{}", g.width, g.height)));
-        }
+        self.host.check_plan(plan)?;
         // Back-pressure: never more than MAX_FRAMES_IN_FLIGHT frames queued on the device.
         while self.in_flight.len() >= MAX_FRAMES_IN_FLIGHT {
             let (submitted, oldest) = self.in_flight.pop_front().expect("non-empty");
@@ -956,95 +946,61 @@ impl Backend for GpuBackend {
         self.settle_readbacks()?;
         self.harvest();
         self.check()?;
-        self.constants = plan.constants;
-        self.ctx.queue.write_buffer(&self.uniforms, 0, bytemuck::bytes_of(&self.constants));
-        let batch = self.edits.take();
-        let forcing_list = if plan.substeps > 0 { plan.forcing } else { &[] };
-        // A source and a drain on one cell apply in the order the CPU applies them.
-        let forcing_by_cell = water_by_cell(forcing_list);
-        let edits = self.upload_edits(batch, &forcing_by_cell);
-        let forcing = forcing_by_cell.len() as u32;
-        let read = self.reads.next_read(self.frames + 1);
-        let slot = match &read {
+        let start = self.host.start_frame(plan);
+        self.ctx.queue.write_buffer(&self.uniforms, 0, bytemuck::bytes_of(&plan.constants));
+        self.upload_edits(&start.edits, &start.forcing);
+        let slot = match &start.read {
             Some(read) => Some(self.free_slot(read)?),
             None => None,
         };
-
         // The detail waves' uploads, before the frame's pass that dispatches them.
         let detail_frame = match &mut self.detail {
             Some(detail) => detail.prepare()?,
             None => None,
         };
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("frame") });
-        // After the frame's start, which tells whether its plan marks the edits' tiles stale.
-        self.sleeping.start_frame(&self.ctx, &plan.constants, plan.substeps, forcing_list);
-        if let Some(read) = &read {
-            self.prepare_read(&mut encoder, read);
+        let (sleeping, ctx) = (&self.sleeping, &self.ctx);
+        let all_stale = self.host.start_tiles(plan, &start, |tiles| sleeping.start_frame(ctx, tiles));
+        if let Some(read) = &start.read {
+            self.prepare_read(&mut encoder, read, all_stale);
         }
         if plan.substeps > 0 {
             encoder.clear_buffer(&self.sleeping.stats, 0, None);
         }
+        let recovery = self.recovery.state.load(Ordering::Acquire) == SLOT_FREE && self.host.recovery.due(self.host.frames + 1).is_some();
+        self.host.recipe(plan, &start, detail_frame.is_some(), recovery);
+        let step = self.ctx.step_pipeline(StepMode::of(&plan.constants));
+        // The recipe's compute passes go into one pass; its reads follow on the encoder.
+        let mut at = 0;
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("frame"), timestamp_writes: None });
-            self.record_edits(&mut pass, edits);
-            let forcing_groups = self.edit_groups_for(forcing);
-            let step = self.ctx.step_pipeline(StepMode::of(&plan.constants));
-            let plan_groups = (self.sleeping.host.tiles().count() as u32).div_ceil(TILES_WORKGROUP);
-            for substep in 0..plan.substeps {
-                let k = self.current;
-                if forcing > 0 {
-                    pass.set_pipeline(&self.ctx.apply_water);
-                    pass.set_bind_group(0, &self.edit_groups.as_ref().expect("prepared")[k][1], &[]);
-                    pass.dispatch_workgroups(forcing_groups, 1, 1);
-                }
-                // The tiles this step runs, listed on the device as its dispatch.
-                pass.set_pipeline(if substep == 0 { &self.ctx.plan_frame_start } else { &self.ctx.plan_next_step });
-                pass.set_bind_group(0, &self.sleeping.plan_groups[k], &[]);
-                pass.dispatch_workgroups(plan_groups, 1, 1);
-                pass.set_pipeline(&step);
-                pass.set_bind_group(0, &self.step_groups[k], &[]);
-                pass.dispatch_workgroups_indirect(&self.sleeping.lists[k], 0);
-                self.current = 1 - k;
-                // The detail waves read the water this first step reads, from the copy it reads
-                // (Backend::queue_detail): recorded right after it and only reading what it reads,
-                // they need no barrier and run beside it instead of after it.
-                if substep == 0 {
-                    if let (Some(detail), Some(frame)) = (&mut self.detail, &detail_frame) {
-                        detail.dispatch(&mut pass, &self.detail_flow_groups[k], frame);
-                    }
-                }
-            }
-            if plan.substeps > 0 {
-                pass.set_pipeline(&self.ctx.report_awake_tiles);
-                pass.set_bind_group(0, &self.sleeping.plan_groups[1 - self.current], &[]);
-                pass.dispatch_workgroups(1, 1, 1);
-            }
-            if let Some(read) = &read {
-                self.record_snapshot(&mut pass, read);
-            }
-            // The detail waves of a frame without steps, over the water as it is.
-            if plan.substeps == 0 {
-                if let (Some(detail), Some(frame)) = (&mut self.detail, &detail_frame) {
-                    detail.dispatch(&mut pass, &self.detail_flow_groups[self.current], frame);
-                }
+            while let Some(frame_pass) = self.host.pass(at).filter(|p| !p.is_read()) {
+                self.record_pass(&mut pass, frame_pass, &step, detail_frame.as_ref());
+                at += 1;
             }
         }
+        self.host.current = self.host.current_after_recipe();
         let detail_read = match (&mut self.detail, detail_frame) {
             (Some(detail), Some(frame)) => detail.finish(&mut encoder, frame)?,
             _ => None,
         };
-        self.frames += 1;
-        self.readback_bytes = read.as_ref().map_or(0, |r| (r.bytes(g.cell_count()) + SLEEP_REPORT_BYTES) as u64);
-        if let (Some(read), Some(k)) = (&read, slot) {
-            self.record_read_copy(&mut encoder, read, k);
+        self.host.frames += 1;
+        self.readback_bytes = start.read.as_ref().map_or(0, |r| (r.bytes(self.host.grid.cell_count()) + SLEEP_REPORT_BYTES) as u64);
+        let mut recovery = None;
+        while let Some(frame_pass) = self.host.pass(at) {
+            match (frame_pass, &start.read, slot) {
+                (FramePass::ReadSnapshot, Some(read), Some(k)) => self.record_read_copy(&mut encoder, read, k),
+                (FramePass::ReadRecovery { copy }, _, _) => recovery = self.record_recovery_copy(&mut encoder, copy),
+                _ => {}
+            }
+            at += 1;
         }
-        let recovery = self.record_recovery_copy(&mut encoder);
         let (submitted, index) = self.submit(encoder);
         self.in_flight.push_back((submitted, index));
         if let Some(detail) = &mut self.detail {
             detail.submitted(detail_read);
         }
-        if let (Some(read), Some(k)) = (read, slot) {
+        if let (Some(read), Some(k)) = (start.read, slot) {
             self.map_read(k, read, submitted);
         }
         if let Some(recovery) = recovery {
@@ -1054,42 +1010,8 @@ impl Backend for GpuBackend {
         self.check()
     }
 
-    fn snapshot(&mut self) -> Option<Arc<Snapshot>> {
-        self.reads.want_snapshot();
-        self.harvest();
-        Some(self.reads.latest())
-    }
-
-    fn read_state(&mut self) -> Result<State> {
-        let n = self.grid.cell_count() as u64;
-        let (terrain, depth, flux) = (self.terrain.clone(), self.depth[self.current].clone(), self.flux[self.current].clone());
-        let bytes = self.read_blocking(&[(&terrain, n * 4), (&depth, n * 4), (&flux, n * 16)])?;
-        let n = n as usize;
-        Ok(State {
-            grid: self.grid,
-            terrain: bytemuck::pod_collect_to_vec(&bytes[..4 * n]),
-            depth: bytemuck::pod_collect_to_vec(&bytes[4 * n..8 * n]),
-            flow: bytemuck::pod_collect_to_vec(&bytes[8 * n..24 * n]),
-        })
-    }
-
-    fn recovery_point(&mut self) -> Option<RecoveryPoint> {
-        self.harvest();
-        Some(self.recovery.reads.newest(&self.reads))
-    }
-
-    fn read_counters(&mut self) -> Result<Counters> {
-        let counters = self.counters.clone();
-        let bytes = self.read_blocking(&[(&counters, 32)])?;
-        Ok(Counters::from_device_words(&bytemuck::pod_collect_to_vec::<u8, u32>(&bytes)))
-    }
-
-    fn want_cells(&mut self, cells: &[usize]) {
-        self.reads.want_cells(cells, self.frames);
-    }
-
     fn want_full_snapshots(&mut self, full: bool) {
-        self.reads.set_full(full);
+        self.host.reads.set_full(full);
     }
 
     fn last_readback_bytes(&self) -> u64 {
@@ -1101,40 +1023,11 @@ impl Backend for GpuBackend {
         true
     }
 
-    fn set_sleeping(&mut self, on: bool) {
-        self.sleeping.host.set_enabled(on);
-    }
-
-    fn sleep_report(&self) -> Option<SleepReport> {
-        Some(self.sleeping.host.report())
-    }
-
-    fn awake_tiles(&mut self) -> Option<AwakeTiles> {
-        if !self.sleeping.host.stepped() {
-            return Some(self.sleeping.host.awake_tiles(None));
-        }
-        // The flags of the last step, written from copy 1 − current: a small blocking read.
-        let flags = self.sleeping.flags[1 - self.current].clone();
-        let bytes = self.read_blocking(&[(&flags, 4 * self.sleeping.host.tiles().count() as u64)]).ok()?;
-        Some(self.sleeping.host.awake_tiles(Some(&bytemuck::pod_collect_to_vec::<u8, u32>(&bytes))))
-    }
-
     // ---- Detail waves: everything in `detail.rs`. ----
 
     fn configure_detail(&mut self, layout: Option<DetailLayout>) -> Result<()> {
         self.detail = layout.map(|l| detail::GpuDetail::new(&self.ctx, l)).transpose()?;
         Ok(())
-    }
-
-    fn queue_detail(&mut self, frame: DetailFrame) -> Result<()> {
-        if let Some(detail) = &mut self.detail {
-            detail.queue(frame);
-        }
-        Ok(())
-    }
-
-    fn detail_heights(&mut self, cells: &[[i32; 2]]) -> Vec<f32> {
-        self.detail.as_mut().map_or_else(|| vec![0.0; cells.len()], |d| d.heights(cells))
     }
 
     fn detail_texels(&mut self) -> Option<Arc<DetailTexels>> {
