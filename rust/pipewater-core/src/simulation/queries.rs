@@ -1,0 +1,100 @@
+//! What callers ask the water: snapshots, the ledger, totals, and heights, depths and flows at
+//! local points.
+
+use super::Simulation;
+use crate::error::Result;
+use crate::ledger::MassLedger;
+use crate::state::{Snapshot, State};
+use std::sync::Arc;
+
+impl Simulation {
+    /// The newest snapshot (never blocks on a device).
+    pub fn snapshot(&mut self) -> Option<Arc<Snapshot>> {
+        self.backend.snapshot()
+    }
+
+    /// A snapshot of every cell as of now, built from the whole current state (waiting for the
+    /// device on a GPU backend): for an engine that needs full texels at once after a backend
+    /// read back only the tiles queries touched ([`Simulation::want_full_snapshots`]). Not for
+    /// every frame.
+    pub fn read_snapshot(&mut self) -> Result<Snapshot> {
+        let state = self.on_backend(|b| b.read_state())?;
+        let counters = self.on_backend(|b| b.read_counters())?;
+        let fixed = crate::pipes::fixed_flux_per_stored(&self.step_constants(&self.params));
+        Ok(state.snapshot_reusing(self.frames, counters, None, fixed))
+    }
+
+    /// Reads the whole current state, waiting for the device if needed.
+    pub fn read_state(&mut self) -> Result<State> {
+        self.on_backend(|b| b.read_state())
+    }
+
+    /// The ledger as of the current state (waits for the device if needed).
+    pub fn ledger(&mut self) -> Result<MassLedger> {
+        let counters = self.on_backend(|b| b.read_counters())?;
+        Ok(MassLedger { initial: self.initial_total, counters })
+    }
+
+    /// The ledger and total that belong to the newest snapshot (no waiting).
+    pub fn snapshot_ledger(&mut self) -> Option<(MassLedger, i64)> {
+        let s = self.backend.snapshot()?;
+        Some((MassLedger { initial: self.initial_total, counters: s.counters }, s.total_quanta))
+    }
+
+    /// Total water in the newest snapshot, m³.
+    pub fn total_water(&mut self) -> f64 {
+        self.backend.snapshot().map_or(0.0, |s| s.total_quanta as f64) * self.quantum_volume()
+    }
+
+    /// Water surface height (local Y, m) at local `(x, z)`: bilinear over the wet cells around
+    /// the point, the terrain height where all four are dry. `None` off the grid.
+    pub fn surface_height(&mut self, x: f32, z: f32) -> Option<f32> {
+        let s = self.queried_snapshot(x, z)?;
+        sample_surface(&s, x, z)
+    }
+
+    /// Water depth (m) at local `(x, z)`, bilinear. `None` off the grid.
+    pub fn depth(&mut self, x: f32, z: f32) -> Option<f32> {
+        let s = self.queried_snapshot(x, z)?;
+        self.grid.sample_bilinear(x, z, |i| s.height[i][1], lerp)
+    }
+
+    /// Terrain height (local Y, m) at local `(x, z)`, bilinear. `None` off the grid.
+    pub fn terrain_height(&mut self, x: f32, z: f32) -> Option<f32> {
+        let s = self.queried_snapshot(x, z)?;
+        self.grid.sample_bilinear(x, z, |i| s.height[i][2], lerp)
+    }
+
+    /// Depth-averaged flow velocity (local X, local Z; m/s) at local `(x, z)`, bilinear. `None`
+    /// off the grid.
+    pub fn flow_velocity(&mut self, x: f32, z: f32) -> Option<[f32; 2]> {
+        let s = self.queried_snapshot(x, z)?;
+        self.grid.sample_bilinear(x, z, |i| [s.flow[i][0], s.flow[i][1]], |a, b, t| [lerp(a[0], b[0], t), lerp(a[1], b[1], t)])
+    }
+
+    /// The snapshot a query at local `(x, z)` reads, once the backend knows which cells it
+    /// needs. `None` off the grid or before any snapshot exists.
+    pub(super) fn queried_snapshot(&mut self, x: f32, z: f32) -> Option<Arc<Snapshot>> {
+        let (cells, _, _) = self.grid.bilinear_cells(x, z)?;
+        self.backend.want_cells(&cells);
+        self.backend.snapshot()
+    }
+}
+
+fn lerp(a: f32, b: f32, t: f32) -> f32 {
+    a + (b - a) * t
+}
+
+/// Surface height at a local point: bilinear weights over the four surrounding cells, dry cells
+/// left out so a shore does not lift the water; the terrain where all four are dry.
+pub fn sample_surface(s: &Snapshot, x: f32, z: f32) -> Option<f32> {
+    let g = s.grid;
+    let wet = g.sample_bilinear(x, z, |i| if s.height[i][3] > 0.0 { [s.height[i][0], 1.0] } else { [0.0, 0.0] }, |a, b, t| {
+        [lerp(a[0], b[0], t), lerp(a[1], b[1], t)]
+    })?;
+    if wet[1] > 1.0e-6 {
+        Some(wet[0] / wet[1])
+    } else {
+        g.sample_bilinear(x, z, |i| s.height[i][0], lerp)
+    }
+}
