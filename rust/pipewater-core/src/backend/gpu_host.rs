@@ -8,6 +8,7 @@ use super::frame::{FrameInputs, FramePass, FrameRecipe, SnapshotRead};
 use super::pending::{water_by_cell, EditBatch, PendingEdits};
 use super::readback::{Coverage, Read, Readbacks};
 use super::recovery::{RecoveryPoint, RecoveryReads};
+use super::step_kernel::ColumnKernel;
 use super::sleep::{AwakeTiles, DeviceSleep, SleepReport, TileGrid, TileParams};
 use super::{CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
 use crate::error::{Error, Result};
@@ -51,9 +52,10 @@ pub struct FrameStart {
 }
 
 impl GpuHost {
-    /// The host side of a backend loaded with `state` (frame 0), stepping over `tiles` (`exact`:
-    /// they hold the step's reach); `full_reads`: whether snapshots cover every cell.
-    pub fn new(state: &State, tiles: TileGrid, exact: bool, full_reads: bool) -> Self {
+    /// The host side of a backend loaded with `state` (frame 0), stepping over the step kernel's
+    /// `tiles`; `full_reads`: whether snapshots cover every cell.
+    pub fn new(state: &State, tiles: TileGrid, full_reads: bool) -> Self {
+        let exact = ColumnKernel::tiles_hold_the_step(&tiles);
         let grid = state.grid;
         GpuHost {
             grid,
@@ -257,12 +259,24 @@ impl DeviceField {
 
 /// The [`super::Backend`] methods whose logic is the same on every GPU backend, written once: put
 /// `pipewater_core::gpu_backend_methods!();` in the backend's `impl Backend` block. The backend
-/// has a `host: GpuHost` field, a `detail: Option<_>` layer with `queue` and `heights`, and the
-/// inherent methods `upload(state, counters, frames)`, `submit_edits(batch)`, `harvest()` and
+/// has a `host: GpuHost` field, a `detail: Option<_>` layer with `layout`, `queue` and `heights`,
+/// and the inherent methods `new(state)`, `upload(state, counters, frames)`, `submit_edits(batch)`, `harvest()` and
 /// `read_whole(&[DeviceField]) -> Result<Vec<Vec<u8>>>` (which applies the queued edits first).
 #[macro_export]
 macro_rules! gpu_backend_methods {
     () => {
+        fn load(&mut self, state: &$crate::state::State) -> $crate::Result<()> {
+            if state.grid != self.host.grid {
+                // Another grid is another backend (the old one frees its resources as it goes),
+                // with this one's sleeping and detail layer.
+                let (sleeping, detail) = (self.host.sleep.enabled(), self.detail.as_ref().map(|d| d.layout()));
+                *self = Self::new(state)?;
+                self.set_sleeping(sleeping);
+                return self.configure_detail(detail);
+            }
+            self.upload(state, $crate::state::Counters::default(), 0)
+        }
+
         fn restore(&mut self, state: &$crate::state::State, counters: $crate::state::Counters, frames: u64) -> $crate::Result<()> {
             self.host.check_grid(state, "restored grid")?;
             self.upload(state, counters, frames)

@@ -281,14 +281,14 @@ impl RdBackend {
         let description = format!("RenderingDevice: {} ({})", rd.get_device_name(), rd.get_device_vendor_name());
         let mut backend = RdBackend {
             // The textures are written on the GPU: reads are for queries, tile by tile.
-            host: GpuHost::new(state, tiles, ColumnKernel::tiles_hold_the_step(&tiles), false),
+            host: GpuHost::new(state, tiles, false),
+            height_texture,
             uniforms,
-            terrain,
             depth,
             flux,
-            counters,
+            terrain,
             stats,
-            height_texture,
+            counters,
             flow_texture,
             water_edits: DeviceList::new(&mut rd, 64, std::mem::size_of::<CellWater>()),
             forcing: DeviceList::new(&mut rd, 64, std::mem::size_of::<CellWater>()),
@@ -906,18 +906,6 @@ impl Backend for RdBackend {
 
     fn description(&self) -> String {
         self.description.clone()
-    }
-
-    fn load(&mut self, state: &State) -> Result<()> {
-        if state.grid != self.host.grid {
-            // Another grid is another backend (the old one frees its resources as it goes), with
-            // this one's sleeping and detail layer.
-            let (sleeping, detail) = (self.host.sleep.enabled(), self.detail.as_ref().map(|d| d.layout()));
-            *self = RdBackend::new(state)?;
-            self.set_sleeping(sleeping);
-            return self.configure_detail(detail);
-        }
-        self.upload(state, Counters::default(), 0)
     }
 
     fn set_terrain(&mut self, terrain: &[f32]) -> Result<()> {

@@ -48,7 +48,7 @@ use list::DeviceList;
 use super::frame::FramePass;
 use super::gpu_host::{DeviceField, GpuHost};
 use super::sleep::{snapshot_slices, ConstantsChange, TileGrid, TileParams, AWAKE_LIST_HEADER, EMPTY_AWAKE_LIST};
-use super::step_kernel::{ColumnKernel, StepMode};
+use super::step_kernel::StepMode;
 use super::pending::{list_bytes, list_header_bytes, EditBatch, EditCounts, EditPass};
 use super::readback::{Coverage, Read, TileRequests, HEADER_BYTES, MAX_TILES_PER_READ};
 use super::recovery::{recovery_read_bytes, RecoveryRead, COUNTER_BYTES};
@@ -310,7 +310,7 @@ impl GpuBackend {
             displacement,
             body_groups: None,
             ctx: ctx.clone(),
-            host: GpuHost::new(state, tiles, ColumnKernel::tiles_hold_the_step(&tiles), true),
+            host: GpuHost::new(state, tiles, true),
             uniforms,
             terrain,
             depth,
@@ -912,17 +912,6 @@ impl Backend for GpuBackend {
 
     fn description(&self) -> String {
         format!("GPU: {}", self.ctx.adapter_description())
-    }
-
-    fn load(&mut self, state: &State) -> Result<()> {
-        if state.grid != self.host.grid {
-            // Another grid is another backend, with this one's sleeping and detail layer.
-            let (sleeping, detail) = (self.host.sleep.enabled(), self.detail.as_ref().map(|d| d.layout()));
-            *self = GpuBackend::new(state)?;
-            self.set_sleeping(sleeping);
-            return self.configure_detail(detail);
-        }
-        self.upload(state, Counters::default(), 0)
     }
 
     fn set_terrain(&mut self, terrain: &[f32]) -> Result<()> {
