@@ -28,6 +28,16 @@ impl PipeWater {
 }
 
 impl PipeWater {
+    /// A Detail Waves property setter's work: when `checked` accepted the value, `store` sets the
+    /// property and the simulation takes the layer's settings before its next frame; a rejected
+    /// value is logged and the property keeps its value.
+    pub(super) fn set_detail_param<T>(&mut self, checked: Result<T, String>, store: impl FnOnce(&mut Self)) {
+        if self.errors.accept(checked).is_some() {
+            store(self);
+            self.detail_changed = true;
+        }
+    }
+
     /// The layer's settings from the properties; `None` with `detail_waves` off.
     fn detail_params(&self) -> Option<DetailParams> {
         self.detail_waves.then(|| DetailParams {

@@ -1,7 +1,49 @@
-//! The enums of the node's mode properties. Their values are also the node's `BACKEND_*`,
-//! `NEIGHBOURS_*`, `CROSS_SECTION_*` and `BOUNDARY_*` constants (a test checks they agree).
+//! The enums of the node's mode properties, and the node's `BACKEND_*`, `NEIGHBOURS_*`,
+//! `CROSS_SECTION_*` and `BOUNDARY_*` constants that share their values (a test checks they agree).
 
+use super::PipeWater;
 use godot::prelude::*;
+
+#[godot_api(secondary)]
+impl PipeWater {
+    /// `backend`: the GPU when an adapter exists, else the CPU.
+    #[constant]
+    const BACKEND_AUTO: i64 = 0;
+    /// `backend`: the GPU only (the CPU runs, with an error, when no adapter exists).
+    #[constant]
+    const BACKEND_GPU: i64 = 1;
+    /// `backend`: the CPU only.
+    #[constant]
+    const BACKEND_CPU: i64 = 2;
+    /// `backend`: Godot's own RenderingDevice (Forward+ and Mobile renderers); the textures stay
+    /// on the GPU.
+    #[constant]
+    const BACKEND_RENDERING_DEVICE: i64 = 3;
+    /// `neighbour_mode`: four orthogonal pipes.
+    #[constant]
+    const NEIGHBOURS_FOUR: i64 = 0;
+    /// `neighbour_mode`: eight pipes (orthogonal and diagonal).
+    #[constant]
+    const NEIGHBOURS_EIGHT: i64 = 1;
+    /// `cross_section`: constant pipe cross-section (`pipe_depth`).
+    #[constant]
+    const CROSS_SECTION_CLASSIC: i64 = 0;
+    /// `cross_section`: depth-dependent cross-section (shallow-water waves).
+    #[constant]
+    const CROSS_SECTION_DEPTH_DEPENDENT: i64 = 1;
+    /// `boundary_*`: a wall.
+    #[constant]
+    const BOUNDARY_WALL: i64 = 0;
+    /// `boundary_*`: free outfall.
+    #[constant]
+    const BOUNDARY_OPEN: i64 = 1;
+    /// `boundary_*`: inflow at the edge's `inflow_rate_*`.
+    #[constant]
+    const BOUNDARY_INFLOW: i64 = 2;
+    /// `boundary_*`: a water body beyond the edge held at the edge's `boundary_level_*`.
+    #[constant]
+    const BOUNDARY_LEVEL: i64 = 3;
+}
 
 /// Which simulation backend a `PipeWater` node runs.
 #[derive(GodotConvert, Var, Export, Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -61,4 +103,28 @@ pub enum WaterBoundary {
     /// m): water flows in or out until the edge cells' surface is at that level, and waves
     /// leave instead of reflecting (a sea, or a lake beyond the map).
     Level = 3,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn godot_enum_values_match_the_documented_constants() {
+        let values = [
+            (WaterBackend::Auto as i64, PipeWater::BACKEND_AUTO),
+            (WaterBackend::Gpu as i64, PipeWater::BACKEND_GPU),
+            (WaterBackend::Cpu as i64, PipeWater::BACKEND_CPU),
+            (WaterNeighbours::Four as i64, PipeWater::NEIGHBOURS_FOUR),
+            (WaterNeighbours::Eight as i64, PipeWater::NEIGHBOURS_EIGHT),
+            (WaterCrossSection::Classic as i64, PipeWater::CROSS_SECTION_CLASSIC),
+            (WaterCrossSection::DepthDependent as i64, PipeWater::CROSS_SECTION_DEPTH_DEPENDENT),
+            (WaterBoundary::Wall as i64, PipeWater::BOUNDARY_WALL),
+            (WaterBoundary::Open as i64, PipeWater::BOUNDARY_OPEN),
+            (WaterBoundary::Inflow as i64, PipeWater::BOUNDARY_INFLOW),
+            (WaterBoundary::Level as i64, PipeWater::BOUNDARY_LEVEL),
+        ];
+        println!("(enum value, constant): {values:?}");
+        assert!(values.iter().all(|(a, b)| a == b));
+    }
 }

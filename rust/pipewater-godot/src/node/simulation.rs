@@ -3,11 +3,12 @@
 
 use super::{PipeWater, WaterBackend};
 use super::build::{self, EdgeInputs, ParamInputs, Plan, TerrainInputs};
+use crate::saved_state::PipeWaterState;
 use crate::surface::SurfaceInputs;
 use crate::validate;
 use godot::classes::image::Format;
 use godot::classes::node::InternalMode;
-use godot::classes::Image;
+use godot::classes::{Engine, Image, Texture2D};
 use godot::global::godot_warn;
 use godot::prelude::*;
 use pipewater_core::{Grid, Params};
@@ -176,6 +177,88 @@ impl PipeWater {
 }
 
 impl PipeWater {
+    /// `set_heightmap`'s work: refuses a texture with no readable image.
+    pub(super) fn store_heightmap(&mut self, value: Option<Gd<Texture2D>>) {
+        if let Some(texture) = &value {
+            if let Err(why) = build::readable_image(texture) {
+                self.errors.reject(format!("heightmap: {why}"));
+                return;
+            }
+        }
+        self.heightmap = value;
+        self.pending.terrain();
+    }
+
+    /// `set_terrain_heights`'s work: refuses anything but `grid_size` finite heights or none.
+    pub(super) fn store_terrain_heights(&mut self, value: PackedFloat32Array) {
+        if !value.is_empty() {
+            let (w, h) = (self.grid_size.x as u32, self.grid_size.y as u32);
+            if self.errors.accept(validate::terrain_heights(value.as_slice(), w, h)).is_none() {
+                return;
+            }
+        }
+        self.terrain_heights = value;
+        self.pending.terrain();
+    }
+
+    /// `set_initial_water_level`'s work: refuses a level the terrain of a running simulation's
+    /// reset state cannot hold.
+    pub(super) fn store_initial_water_level(&mut self, value: f64) {
+        let Some(level) = self.errors.accept(validate::local_height("initial_water_level", value)) else { return };
+        // Checked against the terrain a running simulation resets to; a first build checks it.
+        if self.sim.is_some() && self.ensure_sim() {
+            if let Some(Err(e)) = self.sim.as_ref().map(|s| s.reset_state().check_fill_level(level)) {
+                self.errors.reject(crate::errors::property_message("initial_water_level", &e));
+                return;
+            }
+        }
+        self.initial_water_level = value;
+        self.pending.rebuild();
+    }
+
+    /// `set_initial_state`'s work: refuses a state saved for another grid, or unreadable.
+    pub(super) fn store_initial_state(&mut self, value: Option<Gd<PipeWaterState>>) {
+        if let Some(state) = &value {
+            let bytes = state.bind().bytes().clone();
+            if let Err(why) = build::baked_fields(bytes.as_slice(), self.grid_size, self.cell_size) {
+                self.errors.reject(format!("initial_state: {why}; the previous initial_state and the water are kept"));
+                return;
+            }
+        }
+        self.initial_state = value;
+        self.pending.rebuild();
+    }
+
+    /// A property setter's work: when `checked` accepted the value, `store` sets the property and
+    /// `mark` tells [`Pending`](build::Pending) what the simulation must take (a rebuild, the
+    /// terrain, the parameters); a rejected value is logged and the property keeps its value.
+    pub(super) fn set_checked<T>(&mut self, checked: Result<T, String>, store: impl FnOnce(&mut Self), mark: fn(&mut build::Pending)) {
+        if self.errors.accept(checked).is_some() {
+            store(self);
+            mark(&mut self.pending);
+        }
+    }
+
+    /// One physics frame: sources in step with their nodes, bodies coupled (not in the editor),
+    /// the detail window moved and the water advanced by `delta × time_scale` unless paused,
+    /// then the outputs.
+    pub(super) fn physics_frame(&mut self, delta: f64) {
+        if !self.ensure_sim() {
+            return;
+        }
+        self.sync_sources();
+        let in_editor = Engine::singleton().is_editor_hint();
+        if !self.paused && (!in_editor || self.simulate_in_editor) {
+            let frame = validate::scaled_frame_delta(delta, self.time_scale as f32);
+            if !in_editor {
+                self.couple_bodies(frame as f64);
+            }
+            self.follow_detail_focus();
+            self.advance(frame);
+        }
+        self.update_outputs();
+    }
+
     /// Builds or updates the simulation from the properties. False when none can run.
     pub(super) fn ensure_sim(&mut self) -> bool {
         self.report_device_losses();
