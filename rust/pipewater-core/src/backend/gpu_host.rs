@@ -139,8 +139,10 @@ impl GpuHost {
         self.reads.want_cells(cells, self.frames);
     }
 
-    /// [`super::Backend::recovery_point`], from what has arrived.
-    pub fn recovery_point(&self) -> RecoveryPoint {
+    /// [`super::Backend::recovery_point`], from what has arrived (waiting for reads being
+    /// decoded on other threads).
+    pub fn recovery_point(&mut self) -> RecoveryPoint {
+        self.recovery.settle();
         self.recovery.newest(&self.reads)
     }
 

@@ -19,7 +19,10 @@
 use super::readback::Readbacks;
 use crate::grid::Grid;
 use crate::state::{Counters, Snapshot, State};
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Fewest frames between two recovery reads (one second at 60 frames a second).
 pub const RECOVERY_MIN_INTERVAL_FRAMES: u64 = 60;
@@ -83,6 +86,17 @@ pub struct RecoveryRead {
     pub generation: u64,
 }
 
+/// Longest [`RecoveryReads::settle`] waits for reads being decoded.
+const DECODE_WAIT_LIMIT: Duration = Duration::from_secs(10);
+
+/// Reads decoded on worker threads, waiting to be taken on the backend's thread.
+#[derive(Debug, Default)]
+struct Decoded {
+    /// Decodes started and not yet delivered.
+    running: AtomicUsize,
+    points: Mutex<Vec<(RecoveryRead, ExactPoint)>>,
+}
+
 /// The host side of a GPU backend's recovery reads: when the next is due, and the newest point.
 #[derive(Debug)]
 pub struct RecoveryReads {
@@ -92,6 +106,7 @@ pub struct RecoveryReads {
     /// Frame of the last read issued (or of the last load).
     last_issued: u64,
     point: Arc<ExactPoint>,
+    decoded: Arc<Decoded>,
 }
 
 impl RecoveryReads {
@@ -99,7 +114,7 @@ impl RecoveryReads {
     /// state itself is the first point.
     pub fn new(state: &State) -> Self {
         let point = Arc::new(ExactPoint { state: state.clone(), counters: Counters::default(), frame: 0 });
-        RecoveryReads { grid: state.grid, interval: recovery_interval_frames(state.grid.cell_count()), generation: 0, last_issued: 0, point }
+        RecoveryReads { grid: state.grid, interval: recovery_interval_frames(state.grid.cell_count()), generation: 0, last_issued: 0, point, decoded: Arc::default() }
     }
 
     /// A new state was loaded (or restored) as of frame `frames` with `counters`: it is the point
@@ -136,25 +151,57 @@ impl RecoveryReads {
     /// little-endian as the device holds them) as the newest point, unless a load came after it
     /// was issued or the point is newer already. Returns whether it was taken.
     pub fn accept(&mut self, read: RecoveryRead, counters: &[u8], terrain: &[u8], depth: &[u8], flow: &[u8]) -> bool {
-        let n = self.grid.cell_count();
+        match decode_point(self.grid, read, counters, terrain, depth, flow) {
+            Some(point) => self.adopt(read, point),
+            None => false,
+        }
+    }
+
+    /// Takes `point`, decoded from `read`, as the newest point unless a load came after it was
+    /// issued or the point is newer already.
+    fn adopt(&mut self, read: RecoveryRead, point: ExactPoint) -> bool {
         if read.generation != self.generation || read.frame <= self.point.frame {
             return false;
         }
-        if counters.len() < COUNTER_BYTES || terrain.len() < 4 * n || depth.len() < 4 * n || flow.len() < 16 * n {
-            return false;
-        }
-        let words: Vec<u32> = bytemuck::pod_collect_to_vec(&counters[..COUNTER_BYTES]);
-        let state = State {
-            grid: self.grid,
-            terrain: bytemuck::pod_collect_to_vec(&terrain[..4 * n]),
-            depth: bytemuck::pod_collect_to_vec(&depth[..4 * n]),
-            flow: bytemuck::pod_collect_to_vec(&flow[..16 * n]),
-        };
-        self.point = Arc::new(ExactPoint { state, counters: Counters::from_device_words(&words), frame: read.frame });
+        self.point = Arc::new(point);
         true
     }
 
-    /// The newest exact point.
+    /// Decodes `read` on a thread of its own: `decode` turns what arrived into a point (copying
+    /// from a mapped buffer, say: 0.3 s for a 4096² grid on an H100's host, which the game's
+    /// frame must not wait for) and runs `done` when it has finished with the bytes (unmapping
+    /// them). [`RecoveryReads::take_decoded`] takes the result on the backend's thread.
+    pub fn decode_later(&self, read: RecoveryRead, decode: impl FnOnce(Grid) -> Option<ExactPoint> + Send + 'static) {
+        let (grid, decoded) = (self.grid, self.decoded.clone());
+        decoded.running.fetch_add(1, Ordering::AcqRel);
+        std::thread::spawn(move || {
+            if let Some(point) = decode(grid) {
+                decoded.points.lock().push((read, point));
+            }
+            decoded.running.fetch_sub(1, Ordering::AcqRel);
+        });
+    }
+
+    /// Takes the points decoded on other threads since the last call (the newest wins).
+    pub fn take_decoded(&mut self) {
+        let mut arrived = std::mem::take(&mut *self.decoded.points.lock());
+        arrived.sort_by_key(|(read, _)| read.frame);
+        for (read, point) in arrived {
+            self.adopt(read, point);
+        }
+    }
+
+    /// Waits (at most [`DECODE_WAIT_LIMIT`]) until every decode started has finished, then takes
+    /// them: before the point is used, after a lost device.
+    pub fn settle(&mut self) {
+        let start = Instant::now();
+        while self.decoded.running.load(Ordering::Acquire) > 0 && start.elapsed() < DECODE_WAIT_LIMIT {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        self.take_decoded();
+    }
+
+    /// The newest exact point taken so far.
     pub fn point(&self) -> Arc<ExactPoint> {
         self.point.clone()
     }
@@ -170,6 +217,34 @@ impl RecoveryReads {
             RecoveryPoint::Exact(self.point.clone())
         }
     }
+}
+
+impl Drop for RecoveryReads {
+    /// Waits for reads still being decoded: on wgpu a decode reads a mapped staging buffer, which
+    /// must not outlive the backend (a process that exits under it crashes in the driver).
+    fn drop(&mut self) {
+        let start = Instant::now();
+        while self.decoded.running.load(Ordering::Acquire) > 0 && start.elapsed() < DECODE_WAIT_LIMIT {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+/// The point that the bytes of `read` hold (counters, terrain, depth, flows, as
+/// [`RecoveryReads::accept`] takes them); `None` when one is too short.
+pub fn decode_point(grid: Grid, read: RecoveryRead, counters: &[u8], terrain: &[u8], depth: &[u8], flow: &[u8]) -> Option<ExactPoint> {
+    let n = grid.cell_count();
+    if counters.len() < COUNTER_BYTES || terrain.len() < 4 * n || depth.len() < 4 * n || flow.len() < 16 * n {
+        return None;
+    }
+    let words: Vec<u32> = bytemuck::pod_collect_to_vec(&counters[..COUNTER_BYTES]);
+    let state = State {
+        grid,
+        terrain: bytemuck::pod_collect_to_vec(&terrain[..4 * n]),
+        depth: bytemuck::pod_collect_to_vec(&depth[..4 * n]),
+        flow: bytemuck::pod_collect_to_vec(&flow[..16 * n]),
+    };
+    Some(ExactPoint { state, counters: Counters::from_device_words(&words), frame: read.frame })
 }
 
 #[cfg(test)]
@@ -225,5 +300,25 @@ mod tests {
         assert!(!reads.accept(stale, &c, &t, &d, &f), "a read issued before a load shows water that is gone");
         assert_eq!(reads.point().state.depth[0], 1);
         assert!(!reads.accept(reads.due(10 * interval).unwrap(), &c[..8], &t, &d, &f), "a short read is refused");
+    }
+
+    /// A read decoded on another thread becomes the point once taken, and `settle` waits for it.
+    #[test]
+    fn a_read_decoded_on_a_worker_thread_is_taken_after_settling() {
+        let grid = Grid::new(5, 3, 1.0).unwrap();
+        let mut reads = RecoveryReads::new(&state(grid, 2));
+        let read = reads.due(reads.interval()).unwrap();
+        reads.issued(read);
+        let later = state(grid, 11);
+        let (c, t, d, f) = read_bytes(&later, Counters { added: 4, ..Counters::default() });
+        reads.decode_later(read, move |grid| {
+            std::thread::sleep(Duration::from_millis(50));
+            decode_point(grid, read, &c, &t, &d, &f)
+        });
+        let before = reads.point().frame;
+        reads.settle();
+        println!("point frame before settling {before}, after {}", reads.point().frame);
+        assert_eq!(before, 0, "nothing is taken before the decode is");
+        assert_eq!((reads.point().frame, reads.point().state.depth[0], reads.point().counters.added), (read.frame, 11, 4));
     }
 }

@@ -48,7 +48,7 @@ use pipewater_core::backend::gpu_host::{DeviceField, GpuHost};
 use pipewater_core::backend::limits::DeviceLimits;
 use pipewater_core::backend::pending::{EditBatch, EditPass};
 use pipewater_core::backend::readback::{Coverage, Read, TileRequests, MAX_TILES_PER_READ};
-use pipewater_core::backend::recovery::{RecoveryRead, COUNTER_BYTES};
+use pipewater_core::backend::recovery::{decode_point, RecoveryRead, COUNTER_BYTES};
 use pipewater_core::backend::sleep::{snapshot_slices, ConstantsChange, TileParams, AWAKE_LIST_HEADER, EMPTY_AWAKE_LIST, SLEEP_REPORT_BYTES};
 use pipewater_core::backend::{Backend, BackendKind, CellDisplacement, CellTerrain, CellWater, FramePlan, PipeNudge};
 use pipewater_core::backend::step_kernel::{ColumnKernel, StepMode};
@@ -684,14 +684,15 @@ impl RdBackend {
                 rd.call("buffer_get_data_async", &[buffer.to_variant(), callable_variant(&callback), 0.to_variant(), (size as i64).to_variant()]);
             }
         } else {
-            let bytes = parts.map(|(buffer, size)| rd.buffer_get_data_ex(buffer).offset_bytes(0).size_bytes(size as u32).done().to_vec());
-            self.host.recovery.accept(read, &bytes[0], &bytes[1], &bytes[2], &bytes[3]);
+            let [c, t, d, f] = parts.map(|(buffer, size)| rd.buffer_get_data_ex(buffer).offset_bytes(0).size_bytes(size as u32).done().to_vec());
+            self.host.recovery.decode_later(read, move |grid| decode_point(grid, read, &c, &t, &d, &f));
         }
     }
 
     /// Takes the recovery reads whose four parts have all arrived; drops parts of reads that can
     /// no longer be taken (of an earlier load, or older than the point).
     fn harvest_recovery(&mut self) {
+        self.host.recovery.take_decoded();
         for (read, part, bytes) in std::mem::take(&mut *self.recovery_arrived.lock()) {
             let at = match self.recovery_parts.iter().position(|(r, _)| *r == read) {
                 Some(at) => at,
@@ -707,8 +708,9 @@ impl RdBackend {
         self.recovery_parts.sort_by_key(|(read, _)| read.frame);
         if let Some(at) = self.recovery_parts.iter().rposition(|(_, parts)| parts.iter().all(Option::is_some)) {
             let (read, parts) = self.recovery_parts.remove(at);
-            if let [Some(c), Some(t), Some(d), Some(f)] = &parts {
-                self.host.recovery.accept(read, c, t, d, f);
+            // Decoded on a thread of its own: a 4096² grid's 400 MB must not hold up the frame.
+            if let [Some(c), Some(t), Some(d), Some(f)] = parts {
+                self.host.recovery.decode_later(read, move |grid| decode_point(grid, read, &c, &t, &d, &f));
             }
             self.recovery_parts.retain(|(r, _)| r.frame > read.frame);
         }
