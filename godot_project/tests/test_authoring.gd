@@ -78,6 +78,7 @@ func _run() -> void:
 	await _test_a_bake_survives_saving_and_reloading_the_scene()
 	await _test_bad_values_are_refused_with_their_ranges()
 	await _test_the_source_gizmo()
+	await _test_a_stroke_pauses_the_water_the_editor_runs()
 	_remove_the_pond()
 	_finish()
 
@@ -234,6 +235,49 @@ func _differing(a: PackedInt32Array, b: PackedInt32Array) -> int:
 		if a[i] != b[i]:
 			count += 1
 	return count + absi(a.size() - b.size())
+
+
+## With simulate_in_editor on, a stroke pauses the water from press to release: what it records
+## (and what its undo takes back) is the brush's change alone, not all the water that moved.
+func _test_a_stroke_pauses_the_water_the_editor_runs() -> void:
+	print("-- a stroke while the editor runs the water (simulate_in_editor)")
+	EditorInterface.edit_node(_water)
+	await process_frame
+	var was_paused: bool = _water.paused
+	_water.simulate_in_editor = true
+	_water.paused = false
+	# A mound far from the brush that spreads whenever the water runs.
+	_water.add_water(_water.to_global(Vector3(10, 0, 6)), 40.0, 2.0)
+	for i in 3:
+		await process_frame
+	var radius := 3.0
+	(_plugin.get("toolbar") as Control).set("radius", radius)
+	var at := Vector3(-6, 0, -4)
+	var before: PackedInt32Array = _water.get_water_region(_whole())
+	_plugin.call("begin_stroke", _water, Stroke.Tool.ADD_WATER, _water.to_global(at))
+	var paused_during: bool = _water.paused
+	for i in 10:
+		_plugin.call("stroke_to", _water.to_global(at), 0.05)
+		await process_frame
+	_plugin.call("end_stroke")
+	var after: PackedInt32Array = _water.get_water_region(_whole())
+	var size: Vector2i = _water.grid_size
+	var outside := 0
+	for y in size.y:
+		for x in size.x:
+			var centre := Vector3((x + 0.5 - 0.5 * size.x) * _water.cell_size, 0,
+					(y + 0.5 - 0.5 * size.y) * _water.cell_size)
+			if centre.distance_to(at) > radius + _water.cell_size and before[y * size.x + x] != after[y * size.x + x]:
+				outside += 1
+	print("the stroke changed %d cells, %d of them farther than the brush's %.1f m" % [
+			_differing(before, after), outside, radius])
+	_check(paused_during, "the water is paused while the stroke is held")
+	_check(outside == 0, "no cell beyond the brush changed during the stroke (%d did)" % outside)
+	_check(not _water.paused, "the water runs again after the release")
+	_water.simulate_in_editor = false
+	_water.paused = was_paused
+	_history().undo()
+	await process_frame
 
 
 func _test_a_paint_stroke_and_its_undo_restore_the_water_bit_for_bit() -> void:

@@ -55,6 +55,7 @@ func _run() -> void:
 	await _test_a_wrong_size_state_is_refused_and_the_water_is_kept()
 	await _test_a_state_loaded_while_reads_are_in_flight_never_answers_with_old_water()
 	await _test_a_lost_rendering_device_moves_the_water_to_wgpu()
+	await _test_a_lost_rendering_device_gives_back_water_and_terrain_no_query_read()
 	await _test_detail_waves_run_on_the_gpu_into_a_texture2drd()
 	await _test_rebuilds_and_frees_leave_nothing_behind()
 	_finish()
@@ -586,7 +587,9 @@ func _test_a_lost_rendering_device_moves_the_water_to_wgpu() -> void:
 	var water: PipeWater = await _make_water(PipeWater.BACKEND_RENDERING_DEVICE, Vector2i(48, 32), 1.0)
 	var point := Vector3(-6.5, 0, 2.5)
 	water.add_water(point, 200.0, 8.0)
-	for i in QUERY_FRAMES:
+	# Past the first recovery point (60 frames on this grid, and the reads' latency): the water
+	# goes on from the newest one, so a loss loses at most the frames since.
+	for i in 75:
 		water.get_depth(point)
 		water.step(1.0 / 60.0)
 		await process_frame
@@ -603,7 +606,7 @@ func _test_a_lost_rendering_device_moves_the_water_to_wgpu() -> void:
 			"simulation_rebuilt is emitted once: %s" % [rebuilt])
 	_check(water.height_texture is ImageTexture, "the textures are filled on the CPU now (%s)" % [
 			water.height_texture.get_class()])
-	# The mound keeps slumping for the frames the snapshot lagged and the frame since; had the
+	# The mound stands as it stood at the recovery point, a few frames before the loss; had the
 	# water been lost, the point would stand at the loaded 1 m.
 	var depth_after: float = water.get_depth(point)
 	_check(depth_after > 1.0 + 0.5 * (depth_before - 1.0),
@@ -612,6 +615,35 @@ func _test_a_lost_rendering_device_moves_the_water_to_wgpu() -> void:
 	var ledger: Dictionary = water.get_water_ledger()
 	_near(ledger["total"], ledger["expected"], VOLUME_TOLERANCE,
 			"the mass identity holds across the loss")
+
+
+## The RenderingDevice backend reads back only the tiles queries touch; a lost device must still
+## give back the whole water of its last recovery point (a copy of every field, taken once every
+## 60 frames on a small grid), not the cells no query read as they were loaded.
+func _test_a_lost_rendering_device_gives_back_water_and_terrain_no_query_read() -> void:
+	print("-- a lost RenderingDevice gives back water added and terrain dug where no query looked")
+	var water: PipeWater = await _make_water(PipeWater.BACKEND_RENDERING_DEVICE, Vector2i(48, 32), 1.0)
+	var dug := Vector3(15.5, 0, -9.5)
+	var poured := Vector3(-14.5, 0, 8.5)
+	var total_before: float = water.get_total_water()
+	water.modify_terrain(dug, -0.5, 3.0)
+	water.add_water(poured, 100.0, 4.0)
+	# Past one recovery interval (60 frames on this grid) and the reads' latency.
+	for i in 75:
+		water.step(1.0 / 60.0)
+		await process_frame
+	water.simulate_device_loss()
+	water.step(1.0 / 60.0)
+	var ground: float = water.get_terrain_height(dug)
+	var total_after: float = water.get_total_water()
+	_check(ground < -0.3, "the dug ground comes back dug: %.3f m (0 m as loaded, -0.5 m at the centre of the dig)" % ground)
+	_near(total_after, total_before + 100.0, 0.5,
+			"the poured water comes back: %.3f m³ after the loss, %.3f m³ loaded + 100 m³" % [
+				total_after, total_before])
+	var ledger: Dictionary = water.get_water_ledger()
+	_near(ledger["total"], ledger["expected"], VOLUME_TOLERANCE, "the mass identity holds across the loss")
+	water.queue_free()
+	await process_frame
 
 
 func _test_detail_waves_run_on_the_gpu_into_a_texture2drd() -> void:
