@@ -77,7 +77,16 @@ var _awake_view := TextureRect.new()
 
 
 func _ready() -> void:
+	# In the HUD from the start, hidden: a TextureRect that no tree owns is never freed, and Godot
+	# reports it (a CanvasItem RID and an ObjectDB instance) as leaked at exit.
 	_awake_view.visible = false
+	_awake_view.texture_filter = CanvasItem.TEXTURE_FILTER_NEAREST
+	_awake_view.expand_mode = TextureRect.EXPAND_IGNORE_SIZE
+	_awake_view.stretch_mode = TextureRect.STRETCH_KEEP_ASPECT
+	_awake_view.set_anchors_and_offsets_preset(Control.PRESET_TOP_RIGHT)
+	_awake_view.custom_minimum_size = Vector2(256, 256)
+	_awake_view.position = Vector2(get_viewport().get_visible_rect().size.x - 268.0, 12.0)
+	$Hud.add_child(_awake_view)
 	if terrain_kind == TerrainKind.HILLS:
 		landscape.generate_hills(grid_size, cell_size, terrain_seed, roughness, relief)
 	else:
@@ -281,14 +290,6 @@ func _process(delta: float) -> void:
 func _update_awake_view() -> void:
 	if not _awake_view.visible:
 		return
-	if _awake_view.get_parent() == null:
-		_awake_view.texture_filter = CanvasItem.TEXTURE_FILTER_NEAREST
-		_awake_view.expand_mode = TextureRect.EXPAND_IGNORE_SIZE
-		_awake_view.stretch_mode = TextureRect.STRETCH_KEEP_ASPECT
-		_awake_view.set_anchors_and_offsets_preset(Control.PRESET_TOP_RIGHT)
-		_awake_view.custom_minimum_size = Vector2(256, 256)
-		_awake_view.position = Vector2(get_viewport().get_visible_rect().size.x - 268.0, 12.0)
-		$Hud.add_child(_awake_view)
 	var tiles: Image = water.get_awake_tiles()
 	if tiles == null:
 		_awake_view.texture = null

@@ -8,13 +8,15 @@
 pub const PASS_LINE: &str = "PIPEWATER TESTS PASSED";
 /// Output that means a test run went wrong even if Godot exited with 0: GDScript errors, Rust
 /// panics reported by godot-rust, and resources Godot found still allocated at exit.
-pub const FAILURE_MARKERS: [&str; 5] = ["SCRIPT ERROR", "[panic", "Parse Error", "leaked at exit", "RIDs of type"];
+pub const FAILURE_MARKERS: [&str; 6] = ["SCRIPT ERROR", "[panic", "Parse Error", "leaked at exit", "RIDs of type", "RID of type"];
 
 /// Printed by `godot_project/tests/test_demo_smoke.gd` when every check passed.
 pub const SMOKE_PASS_LINE: &str = "DEMO SMOKE TEST PASSED";
 /// Output that means the smoke test went wrong even if Godot exited with 0: GDScript errors,
-/// engine errors and Rust panics.
-pub const SMOKE_FAILURE_MARKERS: [&str; 4] = ["SCRIPT ERROR", "[panic", "Parse Error", "ERROR:"];
+/// engine errors, Rust panics, and what the demo left allocated at exit (Godot reports one
+/// orphan node as a warning: `1 RID of type "CanvasItem" was leaked`, `ObjectDB instances
+/// leaked at exit`).
+pub const SMOKE_FAILURE_MARKERS: [&str; 7] = ["SCRIPT ERROR", "[panic", "Parse Error", "ERROR:", "leaked at exit", "RIDs of type", "RID of type"];
 
 /// Whether `PIPEWATER_REQUIRE_GPU=1`: a GPU test that cannot run is then a failure.
 pub fn gpu_required() -> bool {
@@ -68,6 +70,20 @@ mod tests {
             println!("exit ok {exit_ok}, output {output:?} -> {got:?}");
             assert_eq!(got.is_ok(), expected);
         }
+    }
+
+    /// What the demo printed at exit while it kept a TextureRect out of the tree: the smoke test
+    /// passed its checks, and the run must still fail.
+    #[test]
+    fn a_smoke_run_that_leaks_a_node_at_exit_fails() {
+        let leaked = format!(
+            "11 checks passed\n{SMOKE_PASS_LINE}\nWARNING: 1 RID of type \"CanvasItem\" was leaked.\n     at: _free_rids (./servers/rendering/renderer_canvas_cull.cpp:2483)\nWARNING: ObjectDB instances leaked at exit (run with --verbose for details).\n"
+        );
+        let clean = format!("11 checks passed\n{SMOKE_PASS_LINE}\n");
+        let got = (verdict_with(true, &leaked, &SMOKE_FAILURE_MARKERS, SMOKE_PASS_LINE), verdict_with(true, &clean, &SMOKE_FAILURE_MARKERS, SMOKE_PASS_LINE));
+        println!("leaking run -> {:?}; clean run -> {:?}", got.0, got.1);
+        assert!(got.0.is_err() && got.1.is_ok());
+        assert!(verdict_with(true, &leaked.replace(SMOKE_PASS_LINE, PASS_LINE), &FAILURE_MARKERS, PASS_LINE).is_err(), "the other layers fail on a single leaked RID too");
     }
 
     #[test]
