@@ -1,6 +1,7 @@
 //! Shared by the GPU tests: finding the adapter (or skipping), and comparing two states.
 #![allow(dead_code)]
 
+#[cfg(feature = "gpu")]
 use pipewater_core::backend::gpu::GpuContext;
 use pipewater_core::{BackendPreference, Params, Simulation, State};
 
@@ -15,6 +16,7 @@ pub const TOTAL_DIFFERENCE: f64 = 1.0e-4;
 
 /// Whether a GPU adapter is there. Without one, prints a single `SKIP` line and returns false,
 /// unless `PIPEWATER_REQUIRE_GPU=1` (CI sets it), where a missing adapter fails the test.
+#[cfg(feature = "gpu")]
 pub fn gpu_or_skip(test: &str) -> bool {
     match GpuContext::shared() {
         Ok(ctx) => {
@@ -29,6 +31,14 @@ pub fn gpu_or_skip(test: &str) -> bool {
             false
         }
     }
+}
+
+/// Without the `gpu` feature (the CPU-only core a server or a web build uses) there is no GPU
+/// backend to test, whatever `PIPEWATER_REQUIRE_GPU` says: one `SKIP` line.
+#[cfg(not(feature = "gpu"))]
+pub fn gpu_or_skip(test: &str) -> bool {
+    println!("SKIP {test}: pipewater-core was built without the `gpu` feature");
+    false
 }
 
 /// The same state and parameters on the CPU and on the GPU.
