@@ -267,7 +267,8 @@ func _test_a_stroke_pauses_the_water_the_editor_runs() -> void:
 		for x in size.x:
 			var centre := Vector3((x + 0.5 - 0.5 * size.x) * _water.cell_size, 0,
 					(y + 0.5 - 0.5 * size.y) * _water.cell_size)
-			if centre.distance_to(at) > radius + _water.cell_size and before[y * size.x + x] != after[y * size.x + x]:
+			var i: int = y * size.x + x
+			if centre.distance_to(at) > radius + _water.cell_size and before[i] != after[i]:
 				outside += 1
 	print("the stroke changed %d cells, %d of them farther than the brush's %.1f m" % [
 			_differing(before, after), outside, radius])

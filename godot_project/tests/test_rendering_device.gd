@@ -636,12 +636,14 @@ func _test_a_lost_rendering_device_gives_back_water_and_terrain_no_query_read() 
 	water.step(1.0 / 60.0)
 	var ground: float = water.get_terrain_height(dug)
 	var total_after: float = water.get_total_water()
-	_check(ground < -0.3, "the dug ground comes back dug: %.3f m (0 m as loaded, -0.5 m at the centre of the dig)" % ground)
+	_check(ground < -0.3,
+			"the dug ground comes back dug: %.3f m (0 m as loaded, -0.5 m at the dig's centre)" % ground)
 	_near(total_after, total_before + 100.0, 0.5,
 			"the poured water comes back: %.3f m³ after the loss, %.3f m³ loaded + 100 m³" % [
 				total_after, total_before])
 	var ledger: Dictionary = water.get_water_ledger()
-	_near(ledger["total"], ledger["expected"], VOLUME_TOLERANCE, "the mass identity holds across the loss")
+	_near(ledger["total"], ledger["expected"], VOLUME_TOLERANCE,
+			"the mass identity holds across the loss")
 	water.queue_free()
 	await process_frame
 
