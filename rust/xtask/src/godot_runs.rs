@@ -62,8 +62,9 @@ const SHADER_RENDERERS: [(&str, &str, &str); 3] = [
 ];
 /// Parts of `ERROR`/`WARNING` lines in which the engine talks about the machine, not the shader:
 /// a build without fontconfig, a GL driver that cannot change V-Sync, an X server (Xvfb) that
-/// cannot keep the screen on (Godot 4.6).
-const MACHINE_NOISE: [&str; 4] = ["fontconfig", "system font", "V-Sync", "Keeping screen on"];
+/// cannot keep the screen on (Godot 4.6), and the node saying that the machine's only GPU adapter
+/// is a software rasteriser (lavapipe), so `BACKEND_AUTO` runs the water on the CPU.
+const MACHINE_NOISE: [&str; 5] = ["fontconfig", "system font", "V-Sync", "Keeping screen on", "the only GPU adapter is a software rasteriser"];
 /// Words that make an import `ERROR` line the addon's or the project's business.
 const ADDON_WORDS: [&str; 6] = ["pipe_water", "pipewater", "PipeWater", "res://", "[panic", "GDExtension"];
 
@@ -631,7 +632,7 @@ ok 1
 
     #[test]
     fn the_water_shader_layer_fails_on_shader_errors_and_warnings_but_not_on_the_machine() {
-        let clean = "ERROR: Godot was compiled without fontconfig, system font support is disabled.\nok   - a\nWARNING: Keeping screen on not supported by this display server.\n";
+        let clean = "ERROR: Godot was compiled without fontconfig, system font support is disabled.\nok   - a\nWARNING: Keeping screen on not supported by this display server.\nWARNING: PipeWater: no GPU backend, running on the CPU (no usable GPU adapter: the only GPU adapter is a software rasteriser, llvmpipe (LLVM 15.0.6, 256 bits) (Cpu, Vulkan, llvmpipe Mesa 22.3.6 (LLVM 15.0.6)), slower than the CPU backend; choose the GPU backend by name to run on it anyway)\n";
         assert!(shader_problems(clean).is_empty());
         let broken = "SHADER ERROR: Unknown identifier in expression: 'foo'.\n   at: (null) (:120)\nERROR: Shader compilation failed.\nWARNING: shader uniform unused\n";
         let problems = shader_problems(broken);
