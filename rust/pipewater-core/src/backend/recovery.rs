@@ -194,11 +194,16 @@ impl RecoveryReads {
     /// Waits (at most [`DECODE_WAIT_LIMIT`]) until every decode started has finished, then takes
     /// them: before the point is used, after a lost device.
     pub fn settle(&mut self) {
+        self.wait_for_decodes();
+        self.take_decoded();
+    }
+
+    /// Waits, at most [`DECODE_WAIT_LIMIT`], until no decode is running.
+    fn wait_for_decodes(&self) {
         let start = Instant::now();
         while self.decoded.running.load(Ordering::Acquire) > 0 && start.elapsed() < DECODE_WAIT_LIMIT {
             std::thread::sleep(Duration::from_millis(1));
         }
-        self.take_decoded();
     }
 
     /// The newest exact point taken so far.
@@ -223,10 +228,7 @@ impl Drop for RecoveryReads {
     /// Waits for reads still being decoded: on wgpu a decode reads a mapped staging buffer, which
     /// must not outlive the backend (a process that exits under it crashes in the driver).
     fn drop(&mut self) {
-        let start = Instant::now();
-        while self.decoded.running.load(Ordering::Acquire) > 0 && start.elapsed() < DECODE_WAIT_LIMIT {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        self.wait_for_decodes();
     }
 }
 

@@ -186,10 +186,10 @@ struct Slot {
 }
 
 /// The recovery reads ([`crate::backend::recovery`]): the whole state of a frame, copied at a
-/// bounded rate into a staging buffer of its own (made on the first read), so that a lost device
+/// bounded rate into a staging buffer of its own (made with the backend), so that a lost device
 /// does not take the water with it.
 struct RecoveryCopy {
-    buffer: Option<wgpu::Buffer>,
+    buffer: wgpu::Buffer,
     state: Arc<AtomicU32>,
     /// The read the buffer carries while pending or ready.
     read: Option<RecoveryRead>,
@@ -339,12 +339,12 @@ impl GpuBackend {
             // Made now, not at the first read: creating a 400 MB mappable buffer (4096²) takes a
             // frame 0.14 s on an H100's host.
             recovery: RecoveryCopy {
-                buffer: Some(device.create_buffer(&wgpu::BufferDescriptor {
+                buffer: device.create_buffer(&wgpu::BufferDescriptor {
                     label: Some("recovery staging"),
                     size: recovery_read_bytes(grid.cell_count()) as u64,
                     usage: U::MAP_READ | U::COPY_DST,
                     mapped_at_creation: false,
-                })),
+                }),
                 state: Arc::new(AtomicU32::new(SLOT_FREE)),
                 read: None,
             },
@@ -600,8 +600,9 @@ impl GpuBackend {
         self.host.recovery.take_decoded();
         let copy = &mut self.recovery;
         match copy.state.load(Ordering::Acquire) {
-            SLOT_READY => match (copy.read.take(), copy.buffer.clone()) {
-                (Some(read), Some(buffer)) => {
+            SLOT_READY => match copy.read.take() {
+                Some(read) => {
+                    let buffer = copy.buffer.clone();
                     copy.state.store(SLOT_DECODING, Ordering::Release);
                     let flag = copy.state.clone();
                     self.host.recovery.decode_later(read, move |grid| {
@@ -617,7 +618,7 @@ impl GpuBackend {
                         point
                     });
                 }
-                _ => copy.state.store(SLOT_FREE, Ordering::Release),
+                None => copy.state.store(SLOT_FREE, Ordering::Release),
             },
             // A failed map means a failed device, which every later call reports.
             SLOT_FAILED => {
@@ -638,14 +639,7 @@ impl GpuBackend {
         }
         let read = self.host.recovery.due(self.host.frames)?;
         let n = self.host.grid.cell_count() as u64;
-        let buffer = copy.buffer.get_or_insert_with(|| {
-            self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("recovery staging"),
-                size: recovery_read_bytes(n as usize) as u64,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            })
-        });
+        let buffer = &copy.buffer;
         let c = COUNTER_BYTES as u64;
         encoder.copy_buffer_to_buffer(&self.counters, 0, buffer, 0, c);
         encoder.copy_buffer_to_buffer(&self.terrain, 0, buffer, c, 4 * n);
@@ -661,8 +655,7 @@ impl GpuBackend {
         copy.read = Some(read);
         copy.state.store(SLOT_PENDING, Ordering::Release);
         let flag = copy.state.clone();
-        let buffer = copy.buffer.as_ref().expect("made by record_recovery_copy");
-        buffer.map_async(wgpu::MapMode::Read, .., move |r| flag.store(if r.is_ok() { SLOT_READY } else { SLOT_FAILED }, Ordering::Release));
+        copy.buffer.map_async(wgpu::MapMode::Read, .., move |r| flag.store(if r.is_ok() { SLOT_READY } else { SLOT_FAILED }, Ordering::Release));
     }
 
     /// Records the copy of `read`'s bytes into staging buffer `k`.
