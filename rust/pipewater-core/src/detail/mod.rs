@@ -52,6 +52,7 @@
 //! `detail/hulls.rs` what hulls do to the waves and `detail/tiles.rs` what queries read back.
 
 mod driver;
+pub mod host;
 pub mod hulls;
 mod kernel;
 pub mod tiles;

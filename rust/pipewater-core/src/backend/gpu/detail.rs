@@ -13,19 +13,17 @@
 //!   up by the next call (a frame or two later, as the backend's snapshots).
 //! * The pipelines are built once per process, like the backend's own ([`GpuContext`]).
 
-use super::list::{list_workgroups, DeviceList};
+use super::list::DeviceList;
 use super::GpuContext;
 use super::shaders;
-use crate::detail::tiles::{DetailTiles, DETAIL_TILE_BYTES, MAX_DETAIL_TILES_PER_READ};
+use crate::detail::host::{DetailEntry, DetailHost, DetailStart};
+use crate::detail::tiles::{DETAIL_TILE_BYTES, MAX_DETAIL_TILES_PER_READ};
 use crate::detail::{DetailConstants, DetailFrame, DetailLayout, DetailTexels};
 use crate::error::{Error, Result};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-/// Side of the square workgroup of the passes over the window (`DETAIL_WG`).
-pub const DETAIL_WORKGROUP: u32 = 16;
-/// Workgroup of the list passes (`DETAIL_LIST_WG`).
-pub const DETAIL_LIST_WORKGROUP: u32 = 64;
+pub use crate::detail::host::{DETAIL_LIST_WORKGROUP, DETAIL_WORKGROUP};
 
 /// The group the layer's own bindings are in (`@group(3)`).
 pub const DETAIL_GROUP: u32 = 3;
@@ -162,7 +160,7 @@ struct ReadSlot {
 /// A frame of the layer between [`GpuDetail::prepare`] and [`GpuDetail::finish`].
 pub struct DetailRecording {
     frame: DetailFrame,
-    /// The tiles whose heights the frame gathers.
+    /// The tiles whose heights the frame gathers (none when no staging buffer was free).
     tiles: Vec<[i32; 2]>,
     /// The staging buffer the frame's reads are copied into, if any.
     readback: Option<usize>,
@@ -172,11 +170,10 @@ pub struct DetailRecording {
 pub struct GpuDetail {
     ctx: Arc<GpuContext>,
     pipelines: Arc<DetailPipelines>,
-    layout: DetailLayout,
+    /// The frame queued, which of `fields` holds the state, the tiles asked for, the passes.
+    host: DetailHost,
     uniforms: wgpu::Buffer,
     fields: [wgpu::Buffer; 2],
-    /// Which of `fields` holds the state.
-    current: usize,
     pressure: wgpu::Buffer,
     ripples: DeviceList,
     pressed: DeviceList,
@@ -185,14 +182,10 @@ pub struct GpuDetail {
     texels: wgpu::Buffer,
     /// Group 3 reading `fields[k]` and writing the other, for k = 0, 1 ([`GpuDetail::bind_groups`]).
     groups: Option<[wgpu::BindGroup; 2]>,
-    queued: Option<DetailFrame>,
-    tiles: DetailTiles,
     slots: Vec<ReadSlot>,
     /// Texels were asked for since the last readback was issued.
     texels_wanted: bool,
     latest_texels: Option<Arc<DetailTexels>>,
-    frames: u64,
-    epoch: u64,
 }
 
 impl GpuDetail {
@@ -211,7 +204,6 @@ impl GpuDetail {
             ctx: ctx.clone(),
             uniforms: buffer("detail constants", std::mem::size_of::<DetailConstants>() as u64, U::UNIFORM | U::COPY_DST),
             fields: [buffer("detail fields 0", n * 8, U::STORAGE | U::COPY_SRC | U::COPY_DST), buffer("detail fields 1", n * 8, U::STORAGE | U::COPY_SRC | U::COPY_DST)],
-            current: 0,
             pressure: buffer("detail pressure", n * 4, U::STORAGE | U::COPY_DST),
             ripples: DeviceList::new(device, "detail ripples", 16, 16),
             pressed: DeviceList::new(device, "detail pressure list", 64, 8),
@@ -219,15 +211,11 @@ impl GpuDetail {
             gathered: buffer("detail gathered", (MAX_DETAIL_TILES_PER_READ * DETAIL_TILE_BYTES) as u64, U::STORAGE | U::COPY_SRC),
             texels: buffer("detail texels", n * 16, U::STORAGE | U::COPY_SRC),
             pipelines,
-            layout,
+            host: DetailHost::new(layout),
             groups: None,
-            queued: None,
-            tiles: DetailTiles::default(),
             slots: Vec::new(),
             texels_wanted: false,
             latest_texels: None,
-            frames: 0,
-            epoch: 0,
         };
         ctx.check()?;
         Ok(detail)
@@ -235,23 +223,20 @@ impl GpuDetail {
 
     /// The layout it was made for.
     pub fn layout(&self) -> DetailLayout {
-        self.layout
+        self.host.layout()
     }
 
     /// Puts every wave at rest (a new state was loaded); the hulls' pressure stays.
     pub fn clear(&mut self) {
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("detail clear") });
-        encoder.clear_buffer(&self.fields[self.current], 0, None);
+        encoder.clear_buffer(&self.fields[self.host.clear()], 0, None);
         self.ctx.queue.submit([encoder.finish()]);
-        self.queued = None;
-        self.tiles.clear();
         self.latest_texels = None;
-        self.epoch += 1;
     }
 
     /// Keeps `frame` for the next [`GpuDetail::prepare`].
     pub fn queue(&mut self, frame: DetailFrame) {
-        self.queued = Some(frame);
+        self.host.queue(frame);
     }
 
     /// Readies the queued frame, if any, for recording in the flow's frame: uploads its
@@ -261,7 +246,7 @@ impl GpuDetail {
     /// a pass's and a submission's fixed cost on the host a frame.
     pub fn prepare(&mut self) -> Result<Option<DetailRecording>> {
         self.harvest();
-        let Some(frame) = self.queued.take() else { return Ok(None) };
+        let Some(DetailStart { frame, tiles }) = self.host.start() else { return Ok(None) };
         let ctx = self.ctx.clone();
         let (device, queue) = (&ctx.device, &ctx.queue);
         queue.write_buffer(&self.uniforms, 0, bytemuck::bytes_of(&frame.constants));
@@ -272,7 +257,6 @@ impl GpuDetail {
         if !frame.pressure.is_empty() {
             stale |= self.pressed.upload(device, queue, "detail pressure list", bytemuck::cast_slice(&frame.pressure));
         }
-        let tiles = self.tiles.to_read();
         if !tiles.is_empty() {
             stale |= self.tile_list.upload(device, queue, "detail tiles", bytemuck::cast_slice(&tiles));
         }
@@ -280,6 +264,7 @@ impl GpuDetail {
             self.groups = Some(self.bind_groups());
         }
         let readback = if !tiles.is_empty() || self.texels_wanted { self.free_slot() } else { None };
+        let tiles = if readback.is_some() { tiles } else { Vec::new() };
         Ok(Some(DetailRecording { frame, tiles, readback }))
     }
 
@@ -287,47 +272,28 @@ impl GpuDetail {
     /// backend's read-only group of the fields the frame's first step reads).
     pub fn dispatch(&mut self, pass: &mut wgpu::ComputePass, flow_group: &wgpu::BindGroup, recording: &DetailRecording) {
         let Some(groups) = &self.groups else { return };
-        let (frame, pipelines) = (&recording.frame, &self.pipelines);
-        let c = frame.constants;
-        let window_groups = c.window.div_ceil(DETAIL_WORKGROUP);
+        let output = recording.readback.is_some_and(|slot| self.slots[slot].texels);
+        let max_workgroups = self.ctx.limits.max_compute_workgroups_per_dimension;
         // Group 0, the flow's fields, stays bound for every pass.
         pass.set_bind_group(0, flow_group, &[]);
-        // In-place passes update the state through the binding they write; the substeps read it
-        // and write the other field, which then holds it.
-        let mut current = self.current;
-        let mut run = |pipeline: &wgpu::ComputePipeline, group: &wgpu::BindGroup, groups: [u32; 2]| {
-            pass.set_pipeline(pipeline);
-            pass.set_bind_group(DETAIL_GROUP, group, &[]);
-            pass.dispatch_workgroups(groups[0].max(1), groups[1].max(1), 1);
-        };
-        if !frame.pressure.is_empty() {
-            run(&pipelines.press, &groups[current], [list_groups(&self.ctx, frame.pressure.len()), 1]);
+        for p in self.host.passes(&recording.frame, output, recording.tiles.len(), max_workgroups) {
+            let pipelines = &self.pipelines;
+            pass.set_pipeline(match p.entry {
+                DetailEntry::Press => &pipelines.press,
+                DetailEntry::Scroll => &pipelines.scroll,
+                DetailEntry::Force => &pipelines.force,
+                DetailEntry::Substep => &pipelines.substep,
+                DetailEntry::Output => &pipelines.texels,
+                DetailEntry::Gather => &pipelines.gather,
+            });
+            pass.set_bind_group(DETAIL_GROUP, &groups[p.reads], &[]);
+            pass.dispatch_workgroups(p.groups[0], p.groups[1], 1);
         }
-        if frame.scrolls() {
-            run(&pipelines.scroll, &groups[1 - current], [window_groups; 2]);
-        }
-        if frame.forces() {
-            run(&pipelines.force, &groups[1 - current], [window_groups; 2]);
-        }
-        for _ in 0..c.substeps {
-            run(&pipelines.substep, &groups[current], [window_groups; 2]);
-            current = 1 - current;
-        }
-        if let Some(slot) = recording.readback {
-            if self.slots[slot].texels {
-                run(&pipelines.texels, &groups[current], [window_groups; 2]);
-            }
-            if !recording.tiles.is_empty() {
-                run(&pipelines.gather, &groups[current], [recording.tiles.len() as u32, 1]);
-            }
-        }
-        self.current = current;
     }
 
     /// Records a dispatched frame's readback copies into `encoder`, after its pass. Returns the
     /// readback slot to hand to [`GpuDetail::submitted`] once `encoder` is submitted.
     pub fn finish(&mut self, encoder: &mut wgpu::CommandEncoder, recording: DetailRecording) -> Result<Option<usize>> {
-        self.frames += 1;
         if let Some(k) = recording.readback {
             let bytes = recording.tiles.len() * DETAIL_TILE_BYTES;
             let slot = &mut self.slots[k];
@@ -336,11 +302,11 @@ impl GpuDetail {
             }
             if slot.texels {
                 let at = (MAX_DETAIL_TILES_PER_READ * DETAIL_TILE_BYTES) as u64;
-                encoder.copy_buffer_to_buffer(&self.texels, 0, &slot.buffer, at, self.layout.cells() as u64 * 16);
+                encoder.copy_buffer_to_buffer(&self.texels, 0, &slot.buffer, at, self.host.layout().cells() as u64 * 16);
             }
             slot.tiles = recording.tiles;
-            slot.frame = self.frames;
-            slot.epoch = self.epoch;
+            slot.frame = self.host.frames();
+            slot.epoch = self.host.epoch();
         }
         self.ctx.check()?;
         Ok(recording.readback)
@@ -360,7 +326,7 @@ impl GpuDetail {
     /// Heights of world detail cells from the newest tiles that arrived ([`DetailTiles`]).
     pub fn heights(&mut self, cells: &[[i32; 2]]) -> Vec<f32> {
         self.harvest();
-        self.tiles.heights(cells)
+        self.host.heights(cells)
     }
 
     /// The newest texels that arrived; asks for them from the next frame on.
@@ -373,7 +339,7 @@ impl GpuDetail {
     /// The fields, `(h, v)` per storage cell, waiting for the device.
     pub fn read_fields(&mut self) -> Result<Vec<[f32; 2]>> {
         let device = &self.ctx.device;
-        let bytes = self.layout.cells() as u64 * 8;
+        let bytes = self.host.layout().cells() as u64 * 8;
         let staging = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("detail fields read"),
             size: bytes,
@@ -381,7 +347,7 @@ impl GpuDetail {
             mapped_at_creation: false,
         });
         let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("detail fields read") });
-        encoder.copy_buffer_to_buffer(&self.fields[self.current], 0, &staging, 0, bytes);
+        encoder.copy_buffer_to_buffer(&self.fields[self.host.current()], 0, &staging, 0, bytes);
         let index = self.ctx.queue.submit([encoder.finish()]);
         let state = Arc::new(AtomicU32::new(SLOT_PENDING));
         let flag = state.clone();
@@ -424,7 +390,7 @@ impl GpuDetail {
 
     /// A free staging buffer, sized for the texels when they are wanted; `None` when both are busy.
     fn free_slot(&mut self) -> Option<usize> {
-        let texel_bytes = if self.texels_wanted { self.layout.cells() * 16 } else { 0 };
+        let texel_bytes = if self.texels_wanted { self.host.layout().cells() * 16 } else { 0 };
         let size = (MAX_DETAIL_TILES_PER_READ * DETAIL_TILE_BYTES + texel_bytes) as u64;
         if let Some(k) = self.slots.iter().position(|s| s.state.load(Ordering::Acquire) == SLOT_FREE && s.buffer.size() >= size) {
             self.slots[k].texels = self.texels_wanted;
@@ -445,7 +411,7 @@ impl GpuDetail {
             tiles: Vec::new(),
             texels: self.texels_wanted,
             frame: 0,
-            epoch: self.epoch,
+            epoch: self.host.epoch(),
         };
         match replace {
             Some(k) => {
@@ -471,14 +437,11 @@ impl GpuDetail {
             let slot = &self.slots[k];
             match slot.state.load(Ordering::Acquire) {
                 SLOT_READY => {
-                    if slot.epoch == self.epoch {
-                        if let Ok(view) = slot.buffer.get_mapped_range(..) {
-                            self.tiles.apply(&slot.tiles, &view[..slot.tiles.len() * DETAIL_TILE_BYTES]);
-                            if slot.texels {
-                                let at = MAX_DETAIL_TILES_PER_READ * DETAIL_TILE_BYTES;
-                                let texels: DetailTexels = bytemuck::pod_collect_to_vec(&view[at..at + self.layout.cells() * 16]);
-                                self.latest_texels = Some(Arc::new(texels));
-                            }
+                    if let Ok(view) = slot.buffer.get_mapped_range(..) {
+                        if self.host.arrived(slot.epoch, &slot.tiles, &view[..slot.tiles.len() * DETAIL_TILE_BYTES]) && slot.texels {
+                            let at = MAX_DETAIL_TILES_PER_READ * DETAIL_TILE_BYTES;
+                            let texels: DetailTexels = bytemuck::pod_collect_to_vec(&view[at..at + self.host.layout().cells() * 16]);
+                            self.latest_texels = Some(Arc::new(texels));
                         }
                     }
                     slot.buffer.unmap();
@@ -489,9 +452,4 @@ impl GpuDetail {
             }
         }
     }
-}
-
-/// Workgroups for a list of `count` entries (the shader strides over the rest).
-fn list_groups(ctx: &GpuContext, count: usize) -> u32 {
-    list_workgroups(count, DETAIL_LIST_WORKGROUP, ctx.limits.max_compute_workgroups_per_dimension)
 }
