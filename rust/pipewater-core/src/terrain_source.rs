@@ -1,0 +1,571 @@
+//! Ground read from a terrain a game already has (a Terrain3D world, an HTerrain map, a height
+//! map shape, a bake by rays): where the water's cells fall on the source's grid of vertices,
+//! which vertices a run of cells needs, which cells a changed run of vertices touches, the
+//! resampling from one to the other with holes, and the grid that fits a source. Engine-agnostic:
+//! the engine side turns its transforms into a [`SourcePlacement`] and its maps into a
+//! [`HeightWindow`].
+//!
+//! Coordinates: the source's vertex `(u, v)` is its column and row (integers at vertices); the
+//! water's continuous cell coordinate `(cx, cy)` has cell `(x, y)` between `x ..= x + 1` and
+//! `y ..= y + 1`, so its centre is `(x + 0.5, y + 0.5)`.
+
+use crate::grid::{CellRect, Grid};
+use crate::quanta::MAX_TERRAIN_ABS;
+
+/// Most samples along each side of one cell when a cell covers several source vertices: a cell
+/// takes the mean of `n × n` bilinear samples of the source, `n` being the number of vertices
+/// its side spans (so one sample per vertex), at most this many.
+pub const MAX_SAMPLES_PER_SIDE: u32 = 8;
+
+/// What the water does where the source has no ground (a Terrain3D hole, a place outside every
+/// region, an HTerrain or shape pixel that is not finite, a ray that hit nothing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum HoleGround {
+    /// Ground the water cannot enter: the cell's ground stands at [`WALL_HEIGHT`], and a dry
+    /// face above higher ground carries nothing, so no water crosses into it and none is lost.
+    #[default]
+    Wall,
+    /// The hole swallows what reaches it: its cells next to ground keep the lowest height of
+    /// the ground around them and a drain takes the water that flows onto them (the ledger
+    /// counts it as removed); cells deeper inside the hole are walls, which nothing can reach.
+    Drain,
+}
+
+/// Height of a wall cell, local m: the highest ground the model accepts, far above any water
+/// (a cell holds at most 2048 m).
+pub const WALL_HEIGHT: f32 = MAX_TERRAIN_ABS;
+
+/// The affine map from the water's cell coordinates to a source's vertex coordinates, and from
+/// the source's height values to the water's local heights.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SourcePlacement {
+    /// Vertex coordinate `(u, v)` of cell coordinate `(0, 0)` (the grid's −X −Z corner).
+    pub origin: [f64; 2],
+    /// Change of `(u, v)` per cell along the water's x.
+    pub along_x: [f64; 2],
+    /// Change of `(u, v)` per cell along the water's y (local Z).
+    pub along_y: [f64; 2],
+    /// Local height = `height_scale × value + height_offset`.
+    pub height_scale: f64,
+    /// See `height_scale`, local m.
+    pub height_offset: f64,
+}
+
+/// A block of a source's heights: vertices `u0 .. u0 + width` by `v0 .. v0 + height`, row-major.
+/// NaN marks a vertex without ground (a hole, a gap between regions).
+#[derive(Clone, Debug, PartialEq)]
+pub struct HeightWindow {
+    /// First vertex column.
+    pub u0: i64,
+    /// First vertex row.
+    pub v0: i64,
+    /// Columns.
+    pub width: usize,
+    /// Rows.
+    pub height: usize,
+    /// `width × height` values, `index = (v − v0) × width + (u − u0)`.
+    pub values: Vec<f32>,
+}
+
+/// An inclusive range of source vertices: columns `u0 ..= u1`, rows `v0 ..= v1`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VertexRect {
+    /// First column.
+    pub u0: i64,
+    /// First row.
+    pub v0: i64,
+    /// Last column.
+    pub u1: i64,
+    /// Last row.
+    pub v1: i64,
+}
+
+impl VertexRect {
+    /// The part of `self` inside `other`; `None` when they do not meet.
+    pub fn intersect(&self, other: &VertexRect) -> Option<VertexRect> {
+        let r = VertexRect { u0: self.u0.max(other.u0), v0: self.v0.max(other.v0), u1: self.u1.min(other.u1), v1: self.v1.min(other.v1) };
+        (r.u0 <= r.u1 && r.v0 <= r.v1).then_some(r)
+    }
+
+    /// Vertices it holds.
+    pub fn count(&self) -> usize {
+        ((self.u1 - self.u0 + 1).max(0) * (self.v1 - self.v0 + 1).max(0)) as usize
+    }
+}
+
+impl HeightWindow {
+    /// A window of `rect` with no ground anywhere (all NaN), to fill from the source.
+    pub fn empty(rect: VertexRect) -> HeightWindow {
+        let (width, height) = ((rect.u1 - rect.u0 + 1).max(0) as usize, (rect.v1 - rect.v0 + 1).max(0) as usize);
+        HeightWindow { u0: rect.u0, v0: rect.v0, width, height, values: vec![f32::NAN; width * height] }
+    }
+
+    /// The value at vertex `(u, v)`, NaN outside the window.
+    pub fn at(&self, u: i64, v: i64) -> f32 {
+        let (x, y) = (u - self.u0, v - self.v0);
+        if x < 0 || y < 0 || x >= self.width as i64 || y >= self.height as i64 {
+            return f32::NAN;
+        }
+        self.values[y as usize * self.width + x as usize]
+    }
+
+    /// Copies `rows` (row-major, `rect`'s size) into the part of the window `rect` covers.
+    pub fn paste(&mut self, rect: VertexRect, rows: &[f32]) {
+        let w = (rect.u1 - rect.u0 + 1) as usize;
+        let mine = VertexRect { u0: self.u0, v0: self.v0, u1: self.u0 + self.width as i64 - 1, v1: self.v0 + self.height as i64 - 1 };
+        let Some(common) = rect.intersect(&mine) else { return };
+        for v in common.v0..=common.v1 {
+            let from = (v - rect.v0) as usize * w + (common.u0 - rect.u0) as usize;
+            let to = (v - self.v0) as usize * self.width + (common.u0 - self.u0) as usize;
+            let n = (common.u1 - common.u0 + 1) as usize;
+            self.values[to..to + n].copy_from_slice(&rows[from..from + n]);
+        }
+    }
+}
+
+impl SourcePlacement {
+    /// The placement of a water grid `grid` (centred on its node, cells of `grid.cell_size`
+    /// local m) over a source whose vertex `(u, h, v)` lands at the water node's local point
+    /// `origin + u·col_u + h·col_h + v·col_v` (the source's vertex transform composed with the
+    /// inverse of the water node's global transform). Refused when either is tilted (the source's
+    /// rows or columns climb, or its heights lean sideways) or its vertex axes are degenerate:
+    /// the water's ground must be a height over its own XZ plane.
+    pub fn from_local_affine(grid: &Grid, origin: [f64; 3], col_u: [f64; 3], col_h: [f64; 3], col_v: [f64; 3]) -> Result<SourcePlacement, String> {
+        let all = [origin, col_u, col_h, col_v];
+        if all.iter().flatten().any(|c| !c.is_finite()) {
+            return Err("the source's transform is not finite".into());
+        }
+        let spacing = (col_u[0].hypot(col_u[2])).max(col_v[0].hypot(col_v[2]));
+        const TILT: f64 = 1.0e-4;
+        if col_u[1].abs() > TILT * spacing || col_v[1].abs() > TILT * spacing || col_h[0].abs() > TILT * col_h[1].abs() || col_h[2].abs() > TILT * col_h[1].abs() {
+            return Err("the source is tilted against the water node (valid: both upright, turned only about Y)".into());
+        }
+        let det = col_u[0] * col_v[2] - col_v[0] * col_u[2];
+        if det.abs() < 1.0e-12 || col_h[1] == 0.0 {
+            return Err("the source's vertex spacing or height scale is zero".into());
+        }
+        // (x, z) = o + u·a + v·b, solved for (u, v) at the local points of cell coordinates.
+        let inverse = |x: f64, z: f64| {
+            let (dx, dz) = (x - origin[0], z - origin[2]);
+            [(dx * col_v[2] - col_v[0] * dz) / det, (col_u[0] * dz - dx * col_u[2]) / det]
+        };
+        let cell = grid.cell_size as f64;
+        let corner = [-(grid.width as f64) * cell / 2.0, -(grid.height as f64) * cell / 2.0];
+        let o = inverse(corner[0], corner[1]);
+        let ex = inverse(corner[0] + cell, corner[1]);
+        let ey = inverse(corner[0], corner[1] + cell);
+        Ok(SourcePlacement {
+            origin: o,
+            along_x: [ex[0] - o[0], ex[1] - o[1]],
+            along_y: [ey[0] - o[0], ey[1] - o[1]],
+            height_scale: col_h[1],
+            height_offset: origin[1],
+        })
+    }
+
+    /// The vertex coordinate of continuous cell coordinate `(cx, cy)`.
+    pub fn vertex_at(&self, cx: f64, cy: f64) -> [f64; 2] {
+        [self.origin[0] + cx * self.along_x[0] + cy * self.along_y[0], self.origin[1] + cx * self.along_x[1] + cy * self.along_y[1]]
+    }
+
+    /// Samples along each side of a cell: one per source vertex its side spans, `1 ..=`
+    /// [`MAX_SAMPLES_PER_SIDE`].
+    pub fn samples_per_side(&self) -> u32 {
+        let span = self.along_x[0].hypot(self.along_x[1]).max(self.along_y[0].hypot(self.along_y[1]));
+        // A cell one vertex wide (within rounding) takes the one vertex under its centre.
+        (span - 1.0e-6).ceil().clamp(1.0, MAX_SAMPLES_PER_SIDE as f64) as u32
+    }
+
+    /// The vertices the cells of `rect` read: every vertex that a bilinear sample inside them
+    /// weighs.
+    pub fn vertices_for(&self, rect: CellRect) -> VertexRect {
+        let corners = [(rect.x, rect.y), (rect.x + rect.width, rect.y), (rect.x, rect.y + rect.height), (rect.x + rect.width, rect.y + rect.height)];
+        let points = corners.map(|(x, y)| self.vertex_at(x as f64, y as f64));
+        let (mut lo, mut hi) = ([f64::INFINITY; 2], [f64::NEG_INFINITY; 2]);
+        for p in points {
+            for a in 0..2 {
+                lo[a] = lo[a].min(p[a]);
+                hi[a] = hi[a].max(p[a]);
+            }
+        }
+        VertexRect { u0: lo[0].floor() as i64, v0: lo[1].floor() as i64, u1: hi[0].ceil() as i64, v1: hi[1].ceil() as i64 }
+    }
+
+    /// The cells of `grid` whose ground changes when the vertices of `changed` change: those whose
+    /// samples weigh any of them (the changed vertices grown by one for the bilinear reach), or
+    /// `None` when none lies on the grid.
+    pub fn cells_touched(&self, grid: &Grid, changed: VertexRect) -> Option<CellRect> {
+        let det = self.along_x[0] * self.along_y[1] - self.along_y[0] * self.along_x[1];
+        if det == 0.0 || !det.is_finite() {
+            return None;
+        }
+        let to_cell = |u: f64, v: f64| {
+            let (du, dv) = (u - self.origin[0], v - self.origin[1]);
+            [(du * self.along_y[1] - self.along_y[0] * dv) / det, (self.along_x[0] * dv - du * self.along_x[1]) / det]
+        };
+        let (u0, v0, u1, v1) = ((changed.u0 - 1) as f64, (changed.v0 - 1) as f64, (changed.u1 + 1) as f64, (changed.v1 + 1) as f64);
+        let points = [to_cell(u0, v0), to_cell(u1, v0), to_cell(u0, v1), to_cell(u1, v1)];
+        let (mut lo, mut hi) = ([f64::INFINITY; 2], [f64::NEG_INFINITY; 2]);
+        for p in points {
+            for a in 0..2 {
+                lo[a] = lo[a].min(p[a]);
+                hi[a] = hi[a].max(p[a]);
+            }
+        }
+        let x0 = lo[0].floor().max(0.0);
+        let y0 = lo[1].floor().max(0.0);
+        let x1 = hi[0].ceil().min(grid.width as f64);
+        let y1 = hi[1].ceil().min(grid.height as f64);
+        if x1 <= x0 || y1 <= y0 {
+            return None;
+        }
+        Some(CellRect { x: x0 as u32, y: y0 as u32, width: (x1 - x0) as u32, height: (y1 - y0) as u32 })
+    }
+}
+
+/// The bilinear sample of `window` at vertex coordinate `(u, v)`; NaN when a vertex it weighs
+/// has no ground. A sample on a vertex (within rounding) weighs that vertex alone, so a hole next
+/// to it does not spread.
+fn bilinear(window: &HeightWindow, u: f64, v: f64) -> f32 {
+    const ON_VERTEX: f64 = 1.0e-6;
+    let (fu, fv) = (u.floor(), v.floor());
+    let (mut tu, mut tv) = (u - fu, v - fv);
+    let (mut iu, mut iv) = (fu as i64, fv as i64);
+    if tu > 1.0 - ON_VERTEX {
+        iu += 1;
+        tu = 0.0;
+    }
+    if tv > 1.0 - ON_VERTEX {
+        iv += 1;
+        tv = 0.0;
+    }
+    let mut sum = 0.0f64;
+    for (du, wu) in [(0, 1.0 - tu), (1, tu)] {
+        for (dv, wv) in [(0, 1.0 - tv), (1, tv)] {
+            let w = wu * wv;
+            if w <= ON_VERTEX {
+                continue;
+            }
+            let h = window.at(iu + du, iv + dv);
+            if !h.is_finite() {
+                return f32::NAN;
+            }
+            sum += w * h as f64;
+        }
+    }
+    sum as f32
+}
+
+/// The ground of the cells of `rect`, read from `window` (which must hold
+/// [`SourcePlacement::vertices_for`] of `rect`; vertices it lacks count as holes): local m,
+/// row-major over `rect`. A cell is the mean of its samples ([`SourcePlacement::samples_per_side`]
+/// per side); when fewer than half of them find ground it is a hole, and NaN here (see
+/// [`resolve_holes`]). Heights past ±[`MAX_TERRAIN_ABS`] are clamped to it.
+pub fn sample_cells(placement: &SourcePlacement, window: &HeightWindow, rect: CellRect) -> Vec<f32> {
+    let n = placement.samples_per_side();
+    let step = 1.0 / n as f64;
+    let mut out = Vec::with_capacity(rect.cell_count());
+    for y in rect.y..rect.y + rect.height {
+        for x in rect.x..rect.x + rect.width {
+            let (mut sum, mut found) = (0.0f64, 0u32);
+            for j in 0..n {
+                for i in 0..n {
+                    let [u, v] = placement.vertex_at(x as f64 + (i as f64 + 0.5) * step, y as f64 + (j as f64 + 0.5) * step);
+                    let h = bilinear(window, u, v);
+                    if h.is_finite() {
+                        sum += h as f64;
+                        found += 1;
+                    }
+                }
+            }
+            if found * 2 < n * n || found == 0 {
+                out.push(f32::NAN);
+                continue;
+            }
+            let local = placement.height_scale * (sum / found as f64) + placement.height_offset;
+            out.push(local.clamp(-MAX_TERRAIN_ABS as f64, MAX_TERRAIN_ABS as f64) as f32);
+        }
+    }
+    out
+}
+
+/// A hole's cells after [`resolve_holes`]: where drains go (cells, row-major in the rect, that
+/// border ground), empty for [`HoleGround::Wall`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HoleCells {
+    /// Cells that were holes.
+    pub holes: usize,
+    /// Hole cells next to ground that take a drain (`HoleGround::Drain`), as `(x, y)` of the grid.
+    pub drains: Vec<(u32, u32)>,
+}
+
+/// Gives the NaN cells of `heights` (the cells of `rect`, from [`sample_cells`]) their ground as
+/// `holes` says: all [`WALL_HEIGHT`] for a wall; for a drain the hole cells with ground among
+/// their eight neighbours (inside `rect`) take the lowest of it and are listed as drains, the
+/// rest are walls.
+pub fn resolve_holes(heights: &mut [f32], rect: CellRect, holes: HoleGround) -> HoleCells {
+    let (w, h) = (rect.width as i64, rect.height as i64);
+    let original: Vec<f32> = heights.to_vec();
+    let mut cells = HoleCells::default();
+    for y in 0..h {
+        for x in 0..w {
+            let i = (y * w + x) as usize;
+            if original[i].is_finite() {
+                continue;
+            }
+            cells.holes += 1;
+            heights[i] = WALL_HEIGHT;
+            if holes == HoleGround::Wall {
+                continue;
+            }
+            let mut lowest = f32::INFINITY;
+            for (dx, dy) in [(-1, -1), (0, -1), (1, -1), (-1, 0), (1, 0), (-1, 1), (0, 1), (1, 1)] {
+                let (nx, ny) = (x + dx, y + dy);
+                if nx >= 0 && ny >= 0 && nx < w && ny < h {
+                    let g = original[(ny * w + nx) as usize];
+                    if g.is_finite() {
+                        lowest = lowest.min(g);
+                    }
+                }
+            }
+            if lowest.is_finite() {
+                heights[i] = lowest;
+                cells.drains.push((rect.x + x as u32, rect.y + y as u32));
+            }
+        }
+    }
+    cells
+}
+
+/// A grid that fits a source: one cell per `multiple` vertices along each side, centred on the
+/// source's vertices.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FittedGrid {
+    /// Cells along the source's u and v.
+    pub cells: [u32; 2],
+    /// Vertex coordinate `(u, v)` of the grid's centre.
+    pub centre: [f64; 2],
+    /// Cell side in vertex spacings (`multiple`).
+    pub vertices_per_cell: u32,
+}
+
+/// The grid for source vertices `vertices` (inclusive) with one cell per `multiple` vertices
+/// (`1 ..= 64`): `ceil(count / multiple)` cells along each side, whose centres fall on vertex
+/// `u0 + multiple·x + (multiple − 1)/2` (on the vertices themselves for 1). Refused, with the
+/// smallest multiple that fits, when a side would pass `max_side` cells, and when the source has
+/// fewer than 2 cells a side.
+pub fn fit_grid(vertices: VertexRect, multiple: u32, max_side: u32) -> Result<FittedGrid, String> {
+    if !(1..=64).contains(&multiple) {
+        return Err(format!("cells_per_vertex multiple = {multiple}: valid are 1 ..= 64 vertices per cell"));
+    }
+    let counts = [(vertices.u1 - vertices.u0 + 1).max(0) as u64, (vertices.v1 - vertices.v0 + 1).max(0) as u64];
+    let m = multiple as u64;
+    let cells = counts.map(|c| c.div_ceil(m));
+    let longest = counts[0].max(counts[1]);
+    if cells.iter().any(|&c| c > max_side as u64) {
+        let fits = longest.div_ceil(max_side as u64);
+        return Err(format!("the source has {}×{} vertices: {multiple} vertices per cell gives {}×{} cells, past the {max_side} a side the grid holds (valid: {fits} or more vertices per cell)", counts[0], counts[1], cells[0], cells[1]));
+    }
+    if cells.iter().any(|&c| c < 2) {
+        return Err(format!("the source has {}×{} vertices: {multiple} vertices per cell gives fewer than 2 cells a side", counts[0], counts[1]));
+    }
+    let centre = [vertices.u0 as f64 + (m * cells[0] - 1) as f64 / 2.0, vertices.v0 as f64 + (m * cells[1] - 1) as f64 / 2.0];
+    Ok(FittedGrid { cells: [cells[0] as u32, cells[1] as u32], centre, vertices_per_cell: multiple })
+}
+
+/// The smallest rectangle of vertices where `before` and `after` (both `width × height`,
+/// row-major) differ bit for bit, as a [`VertexRect`] from `(0, 0)`; `None` when they agree.
+/// For sources that tell only that they changed (a shape's new data, a new bake).
+pub fn changed_vertices(before: &[f32], after: &[f32], width: usize) -> Option<VertexRect> {
+    if before.len() != after.len() || width == 0 {
+        let rows = after.len().div_ceil(width.max(1));
+        return Some(VertexRect { u0: 0, v0: 0, u1: width as i64 - 1, v1: rows as i64 - 1 });
+    }
+    let mut rect: Option<VertexRect> = None;
+    for (i, (a, b)) in before.iter().zip(after).enumerate() {
+        if a.to_bits() == b.to_bits() {
+            continue;
+        }
+        let (u, v) = ((i % width) as i64, (i / width) as i64);
+        rect = Some(match rect {
+            None => VertexRect { u0: u, v0: v, u1: u, v1: v },
+            Some(r) => VertexRect { u0: r.u0.min(u), v0: r.v0.min(v), u1: r.u1.max(u), v1: r.v1.max(v) },
+        });
+    }
+    rect
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Heights within this of the expected value count as equal: the samples are sums of a few
+    /// f32 values in f64, so they agree to an f32 rounding.
+    const SAME_HEIGHT: f32 = 1.0e-4;
+
+    fn grid(w: u32, h: u32, cell: f32) -> Grid {
+        Grid::new(w, h, cell).unwrap()
+    }
+
+    /// A source whose vertex `(u, v)` lies at local `(u·spacing + ox, v·spacing + oz)`.
+    fn placed(g: &Grid, spacing: f64, ox: f64, oz: f64) -> SourcePlacement {
+        SourcePlacement::from_local_affine(g, [ox, 0.0, oz], [spacing, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, spacing]).unwrap()
+    }
+
+    /// With one cell per vertex and the grid fitted on the source, cell `(x, y)` takes exactly
+    /// vertex `(u0 + x, v0 + y)`: a bump on one vertex lands under one cell and nowhere else.
+    #[test]
+    fn a_bump_on_one_vertex_lands_under_the_cell_over_it() {
+        let g = grid(8, 6, 2.0);
+        // Vertices every 2 m; vertex (0, 0) at the centre of cell (0, 0): local (-7, -5).
+        let p = placed(&g, 2.0, -7.0, -5.0);
+        let rect = VertexRect { u0: -2, v0: -2, u1: 10, v1: 10 };
+        let mut window = HeightWindow::empty(rect);
+        window.values.fill(1.0);
+        let bump = (5i64, 3i64);
+        window.values[((bump.1 - rect.v0) as usize) * window.width + (bump.0 - rect.u0) as usize] = 9.0;
+        let heights = sample_cells(&p, &window, g.whole());
+        let raised: Vec<usize> = (0..heights.len()).filter(|&i| heights[i] > 1.0 + SAME_HEIGHT).collect();
+        println!("samples per side {}, raised cells {raised:?}, value {}", p.samples_per_side(), heights[3 * 8 + 5]);
+        assert_eq!(p.samples_per_side(), 1);
+        assert_eq!(raised, vec![3 * 8 + 5]);
+        assert!((heights[3 * 8 + 5] - 9.0).abs() < SAME_HEIGHT);
+    }
+
+    /// A cell twice the vertex spacing takes the mean of the four samples over its footprint, so
+    /// a sloping plane keeps its height at the cell centre.
+    #[test]
+    fn a_coarse_cell_takes_the_mean_over_its_footprint() {
+        let g = grid(4, 4, 2.0);
+        let p = placed(&g, 1.0, -4.0, -4.0);
+        let rect = p.vertices_for(g.whole());
+        let mut window = HeightWindow::empty(rect);
+        for v in 0..window.height {
+            for u in 0..window.width {
+                window.values[v * window.width + u] = 0.5 * (rect.u0 + u as i64) as f32;
+            }
+        }
+        let heights = sample_cells(&p, &window, g.whole());
+        // Cell x's centre is at vertex u = 2x + 1, height 0.5 u.
+        let expected: Vec<f32> = (0..4).map(|x| 0.5 * (2 * x + 1) as f32).collect();
+        println!("samples per side {}, row 0 {:?}, expected {expected:?}", p.samples_per_side(), &heights[0..4]);
+        assert_eq!(p.samples_per_side(), 2);
+        for x in 0..4 {
+            assert!((heights[x] - expected[x]).abs() < SAME_HEIGHT);
+        }
+    }
+
+    /// A source turned a quarter turn and scaled: its heights arrive rotated, scaled and offset
+    /// as the transform says.
+    #[test]
+    fn a_turned_scaled_source_maps_through_its_transform() {
+        let g = grid(4, 4, 1.0);
+        // Source u runs along local +Z, v along local −X; heights doubled and raised by 3 m.
+        let p = SourcePlacement::from_local_affine(&g, [1.5, 3.0, -1.5], [0.0, 0.0, 1.0], [0.0, 2.0, 0.0], [-1.0, 0.0, 0.0]).unwrap();
+        let rect = p.vertices_for(g.whole());
+        let mut window = HeightWindow::empty(rect);
+        window.values.fill(0.0);
+        // Vertex (u, v) = (1, 2): local x = 1.5 − 2 = −0.5, z = −1.5 + 1 = −0.5: cell (1, 1).
+        window.values[((2 - rect.v0) as usize) * window.width + (1 - rect.u0) as usize] = 1.0;
+        let heights = sample_cells(&p, &window, g.whole());
+        println!("cell (1,1) {}, others max {}", heights[5], heights.iter().enumerate().filter(|(i, _)| *i != 5).map(|(_, h)| *h).fold(f32::MIN, f32::max));
+        assert!((heights[5] - 5.0).abs() < SAME_HEIGHT);
+        assert!(heights.iter().enumerate().all(|(i, h)| i == 5 || (h - 3.0).abs() < SAME_HEIGHT));
+    }
+
+    /// A tilted source is refused with an error naming the reason.
+    #[test]
+    fn a_tilted_source_is_refused() {
+        let g = grid(4, 4, 1.0);
+        let err = SourcePlacement::from_local_affine(&g, [0.0; 3], [1.0, 0.5, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]).unwrap_err();
+        println!("{err}");
+        assert!(err.contains("tilted"));
+    }
+
+    /// Holes become walls by default; as drains, the cells beside ground take its lowest height
+    /// and are listed, and the inner ones stay walls.
+    #[test]
+    fn holes_become_walls_or_drains_at_their_rim() {
+        let rect = CellRect { x: 10, y: 20, width: 4, height: 3 };
+        let n = f32::NAN;
+        let cells = [1.0, 2.0, n, n, 1.0, n, n, n, 3.0, n, n, n];
+        let mut walls = cells;
+        let w = resolve_holes(&mut walls, rect, HoleGround::Wall);
+        println!("wall: {walls:?} {w:?}");
+        assert_eq!(w.holes, 8);
+        assert!(w.drains.is_empty());
+        assert!(walls.iter().zip(&cells).all(|(a, b)| if b.is_nan() { *a == WALL_HEIGHT } else { a == b }));
+        let mut drains = cells;
+        let d = resolve_holes(&mut drains, rect, HoleGround::Drain);
+        println!("drain: {drains:?} {d:?}");
+        // (2,0) borders only the 2.0 at (1,0); (1,1) borders 1, 2, 1 and 3: it takes the lowest.
+        assert_eq!(drains[2], 2.0);
+        assert_eq!(drains[5], 1.0);
+        assert_eq!(drains[7], WALL_HEIGHT, "cell (3,1) has no ground among its neighbours");
+        assert_eq!(d.drains, vec![(12, 20), (11, 21), (12, 21), (11, 22)]);
+    }
+
+    /// A vertex range that changed reaches exactly the cells whose samples weigh it, and a change
+    /// off the grid reaches none.
+    #[test]
+    fn a_changed_vertex_rect_touches_the_cells_over_it() {
+        let g = grid(16, 16, 1.0);
+        let p = placed(&g, 1.0, -7.5, -7.5);
+        let touched = p.cells_touched(&g, VertexRect { u0: 4, v0: 5, u1: 6, v1: 5 }).unwrap();
+        println!("touched {touched:?}");
+        assert_eq!(touched, CellRect { x: 3, y: 4, width: 5, height: 3 });
+        // Every cell outside keeps its ground when those vertices change.
+        let rect = p.vertices_for(g.whole());
+        let mut a = HeightWindow::empty(rect);
+        a.values.fill(0.0);
+        let mut b = a.clone();
+        for v in 5..=5i64 {
+            for u in 4..=6i64 {
+                b.values[((v - rect.v0) as usize) * b.width + (u - rect.u0) as usize] = 7.0;
+            }
+        }
+        let (ha, hb) = (sample_cells(&p, &a, g.whole()), sample_cells(&p, &b, g.whole()));
+        for y in 0..16u32 {
+            for x in 0..16u32 {
+                let inside = x >= touched.x && x < touched.x + touched.width && y >= touched.y && y < touched.y + touched.height;
+                let i = (y * 16 + x) as usize;
+                assert!(inside || ha[i] == hb[i], "cell ({x},{y}) changed outside the touched rect");
+            }
+        }
+        assert_eq!(p.cells_touched(&g, VertexRect { u0: 100, v0: 100, u1: 120, v1: 130 }), None);
+    }
+
+    /// A fitted grid holds one cell per vertex (or per `multiple`), is centred on the vertices,
+    /// and a source past the grid's limit is refused naming the multiple that fits.
+    #[test]
+    fn fitting_gives_one_cell_per_vertex_or_names_the_multiple_that_fits() {
+        let v = VertexRect { u0: -512, v0: 0, u1: 511, v1: 255 };
+        let one = fit_grid(v, 1, 4096).unwrap();
+        println!("{one:?}");
+        assert_eq!(one.cells, [1024, 256]);
+        assert_eq!(one.centre, [-0.5, 127.5]);
+        let four = fit_grid(v, 4, 4096).unwrap();
+        println!("{four:?}");
+        assert_eq!(four.cells, [256, 64]);
+        // 256 cells of 4 vertices cover the 1024 exactly: the same centre.
+        assert_eq!(four.centre, [-0.5, 127.5]);
+        let big = VertexRect { u0: 0, v0: 0, u1: 8191, v1: 8191 };
+        let err = fit_grid(big, 1, 4096).unwrap_err();
+        println!("{err}");
+        assert!(err.contains("2 or more vertices per cell"));
+        assert!(fit_grid(v, 0, 4096).is_err());
+    }
+
+    /// The rectangle of differences between two copies of a map covers every change and no more.
+    #[test]
+    fn changed_vertices_bound_the_differences() {
+        let before = vec![0.0f32; 6 * 4];
+        let mut after = before.clone();
+        after[6 + 2] = 1.0;
+        after[2 * 6 + 4] = -1.0;
+        let r = changed_vertices(&before, &after, 6);
+        println!("{r:?}");
+        assert_eq!(r, Some(VertexRect { u0: 2, v0: 1, u1: 4, v1: 2 }));
+        assert_eq!(changed_vertices(&before, &before, 6), None);
+    }
+}
