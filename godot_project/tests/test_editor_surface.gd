@@ -20,6 +20,7 @@ const PROBE_SCRIPT_PATH := "res://addons/pipe_water/buoyancy_probe.gd"
 const PIPE_WATER_GROUPS := {
 	"grid_size": "Grid", "cell_size": "Grid",
 	"heightmap": "Terrain", "height_scale": "Terrain", "height_offset": "Terrain",
+	"terrain_source": "Terrain", "terrain_holes": "Terrain",
 	"initial_water_level": "Water", "initial_state": "Water", "gravity": "Water",
 	"damping": "Water",
 	"neighbour_mode": "Water", "cross_section": "Water", "momentum_advection": "Water",
@@ -44,6 +45,7 @@ const PIPE_WATER_GROUPS := {
 ## The class constants each enum property's values must match.
 const ENUM_CONSTANT_PREFIXES := {
 	"neighbour_mode": "NEIGHBOURS_", "cross_section": "CROSS_SECTION_", "backend": "BACKEND_",
+	"terrain_holes": "TERRAIN_HOLES_",
 	"boundary_north": "BOUNDARY_", "boundary_east": "BOUNDARY_", "boundary_south": "BOUNDARY_",
 	"boundary_west": "BOUNDARY_",
 }

@@ -60,6 +60,7 @@ func _enter_tree() -> void:
 	toolbar = Toolbar.new()
 	toolbar.bake_pressed.connect(func() -> void: bake(water))
 	toolbar.clear_pressed.connect(func() -> void: clear_bake(water))
+	toolbar.fit_pressed.connect(func() -> void: fit_to_terrain(water))
 	add_control_to_container(CONTAINER_SPATIAL_EDITOR_MENU, toolbar)
 	toolbar.hide()
 
@@ -228,6 +229,26 @@ func clear_bake(target: PipeWater) -> void:
 	undo_redo.add_undo_property(target, &"initial_state", target.initial_state)
 	undo_redo.commit_action()
 	_show_bake_status()
+
+
+## Fits [param target] to its [member PipeWater.terrain_source] (one cell per vertex) as one
+## undoable action: grid_size, cell_size and the transform before and after.
+func fit_to_terrain(target: PipeWater) -> void:
+	if target == null:
+		return
+	var before := [target.grid_size, target.cell_size, target.transform]
+	if not target.fit_to_terrain_source(1):
+		toolbar.show_status(target.get_last_error(), true)
+		return
+	var after := [target.grid_size, target.cell_size, target.transform]
+	var undo_redo := get_undo_redo()
+	undo_redo.create_action("PipeWater: fit to the terrain", UndoRedo.MERGE_DISABLE, target)
+	for i in 3:
+		var property: StringName = [&"grid_size", &"cell_size", &"transform"][i]
+		undo_redo.add_do_property(target, property, after[i])
+		undo_redo.add_undo_property(target, property, before[i])
+	undo_redo.commit_action(false)
+	toolbar.show_status("Fitted: %d × %d cells of %.3f m" % [after[0].x, after[0].y, after[1]])
 
 
 ## Sets [param state] as [param target]'s baked water, saved to [param path] first when it has

@@ -1,12 +1,14 @@
 @tool
 extends HBoxContainer
 ## The PipeWater tools above the 3D viewport while a PipeWater is selected: the brushes, their
-## radius and strength, and Bake / Clear for the water stored in the scene.
+## radius and strength, Bake / Clear for the water stored in the scene, and Fit to terrain.
 
 ## The "Bake" button was pressed.
 signal bake_pressed
 ## The "Clear" button was pressed.
 signal clear_pressed
+## The "Fit to terrain" button was pressed.
+signal fit_pressed
 
 const Stroke := preload("res://addons/pipe_water/editor/stroke.gd")
 ## Each brush's button: tool, label, tooltip.
@@ -68,6 +70,12 @@ func _init() -> void:
 	clear.tooltip_text = "Empty initial_state: the water starts from initial_water_level again."
 	clear.pressed.connect(clear_pressed.emit)
 	add_child(clear)
+	var fit := Button.new()
+	fit.text = "Fit to terrain"
+	fit.tooltip_text = ("Set grid_size, cell_size and the node's placement from terrain_source: "
+			+ "one cell per terrain vertex, lined up with them. Undoable.")
+	fit.pressed.connect(fit_pressed.emit)
+	add_child(fit)
 	add_child(_status)
 
 

@@ -6,7 +6,7 @@
 //! `node/detail.rs`), and the mode constants sit beside their enums in `node/modes.rs`. The rest of its API lives by job in
 //! `node/queries.rs` (heights, depth, flow, totals), `node/edits.rs` (water, sources, terrain),
 //! `node/authoring.rs` (the editor's brushes, picking and exact regions for undo),
-//! `node/simulation.rs` (building, stepping, resetting, initial currents) and `node/persistence.rs`
+//! `node/simulation.rs` (building, stepping, resetting, initial currents), `node/terrain_source.rs` (the ground from images and from `terrain_source`) and `node/persistence.rs`
 //! (saving and loading the water as a [`crate::saved_state::PipeWaterState`]), as secondary `#[godot_api]` blocks
 //! of the same class; `node/sources.rs` keeps the simulation's sources in step with the
 //! [`crate::water_source::PipeWaterSource`] nodes. Its parts are components of their own: [`WaterOutputs`] (the textures),
@@ -24,6 +24,7 @@ mod persistence;
 mod queries;
 mod simulation;
 mod sources;
+mod terrain_source;
 
 pub use modes::{WaterBackend, WaterBoundary, WaterCrossSection, WaterNeighbours};
 
@@ -177,6 +178,14 @@ pub struct PipeWater {
     /// Reading it returns the current terrain, digging and raising included.
     #[var(get, set)]
     terrain_heights: PackedFloat32Array,
+    /// The terrain the ground comes from, followed live by the changed rectangle (water kept): a Terrain3D, an HTerrain, a `CollisionShape3D` holding a `HeightMapShape3D`, or static geometry read by rays (`bake_terrain()`); docs/TERRAIN_SOURCES.md. Takes precedence over `terrain_heights` and `heightmap`. Empty: none.
+    #[export]
+    #[var(set)]
+    terrain_source: NodePath,
+    /// Where `terrain_source` has no ground (holes, gaps between regions, rays that miss): `TERRAIN_HOLES_WALL` (the default: nothing enters, nothing is lost) or `TERRAIN_HOLES_DRAIN` (the hole's rim cells drain what reaches them; the ledger counts it as removed).
+    #[export]
+    #[var]
+    terrain_holes: terrain_source::TerrainHoles,
 
     /// Water surface (local Y, m) that every cell below it is filled to when the simulation
     /// starts or is reset, `-1000000 ..= 1000000` and at most 2048 m above the lowest ground (the
@@ -480,6 +489,7 @@ pub struct PipeWater {
     had_bodies: bool,
     /// The sources of the `PipeWaterSource` nodes, by node.
     source_placements: SourcePlacements,
+    terrain_link: terrain_source::TerrainLink,
     base: Base<Node3D>,
 }
 
@@ -562,25 +572,18 @@ impl PipeWater {
         self.store_terrain_heights(value);
     }
 
-    /// Sets `terrain_heights` from an image: its red channel (or luminance) × `height_scale` +
-    /// `height_offset` (m), resampled (bilinear) to `grid_size`. Works where textures keep no
-    /// image (headless servers). Returns false, keeping the terrain, when the image is empty,
-    /// cannot be decompressed, or gives heights outside ±1e6 m.
-    #[func]
-    fn set_terrain_from_image(&mut self, image: Option<Gd<Image>>, height_scale: f64, height_offset: f64) -> bool {
-        let heights = build::terrain_from_image(image, self.grid_size, self.cell_size, height_scale, height_offset, &mut self.errors);
-        let Some(heights) = heights else { return false };
-        self.terrain_heights = PackedFloat32Array::from(heights.as_slice());
-        self.pending.terrain();
-        true
-    }
-
     /// The current terrain heights (local m, row-major), edits included: the terrain of the
     /// snapshot the textures show (updated each physics frame, and by `step()`, edits and
     /// `rebuild()`).
     #[func]
     fn get_terrain_heights(&self) -> PackedFloat32Array {
         self.outputs.shown_terrain().unwrap_or_else(|| self.terrain_heights.clone())
+    }
+
+    /// Sets `terrain_source`: the ground is read from it at the next frame or query.
+    #[func]
+    fn set_terrain_source(&mut self, value: NodePath) {
+        self.store_terrain_source(value);
     }
 
     /// Sets `initial_water_level` (local m, `-1000000 ..= ` the lowest ground + 2048: a cell holds

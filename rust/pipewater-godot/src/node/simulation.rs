@@ -262,6 +262,7 @@ impl PipeWater {
     /// Builds or updates the simulation from the properties. False when none can run.
     pub(super) fn ensure_sim(&mut self) -> bool {
         self.report_device_losses();
+        self.take_terrain_source_edits();
         match self.pending.take(self.sim.is_some()) {
             Plan::Build => {
                 self.backend_changed = false;
@@ -269,6 +270,7 @@ impl PipeWater {
                 self.pending.built(self.sim.is_some());
                 if self.sim.is_some() {
                     self.apply_detail();
+                    self.terrain_source_built();
                 }
                 self.sim.is_some()
             }
@@ -469,6 +471,9 @@ impl PipeWater {
     }
 
     fn terrain_for(&mut self, grid: Grid) -> Vec<f32> {
+        if let Some(heights) = self.terrain_from_source(grid) {
+            return heights;
+        }
         let inputs = TerrainInputs {
             heights: &mut self.terrain_heights,
             heightmap: self.heightmap.as_ref(),
