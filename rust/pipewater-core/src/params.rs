@@ -118,8 +118,87 @@ pub const INFLOW_RATE_RANGE: ParamRange = ParamRange { name: "inflow_rate", min:
 /// Valid level of a [`Boundary::Level`] edge.
 pub const BOUNDARY_LEVEL_RANGE: ParamRange = ParamRange { name: "boundary_level", min: -MAX_TERRAIN_ABS, max: MAX_TERRAIN_ABS, unit: "m" };
 
+/// Valid [`ErosionParams::capacity`].
+pub const EROSION_CAPACITY_RANGE: ParamRange = ParamRange { name: "erosion_capacity", min: 0.0, max: 10.0, unit: "s" };
+/// Valid [`ErosionParams::dissolve_rate`].
+pub const EROSION_DISSOLVE_RATE_RANGE: ParamRange = ParamRange { name: "erosion_dissolve_rate", min: 0.0, max: 1000.0, unit: "per second" };
+/// Valid [`ErosionParams::deposit_rate`].
+pub const EROSION_DEPOSIT_RATE_RANGE: ParamRange = ParamRange { name: "erosion_deposit_rate", min: 0.0, max: 1000.0, unit: "per second" };
+/// Valid [`ErosionParams::min_tilt`].
+pub const EROSION_MIN_TILT_RANGE: ParamRange = ParamRange { name: "erosion_min_tilt", min: 0.0, max: 1.0, unit: "" };
+/// Valid [`ErosionParams::talus_angle`].
+pub const EROSION_TALUS_ANGLE_RANGE: ParamRange = ParamRange { name: "erosion_talus_angle", min: 1.0, max: 89.0, unit: "°" };
+/// Valid [`ErosionParams::thermal_rate`].
+pub const EROSION_THERMAL_RATE_RANGE: ParamRange = ParamRange { name: "erosion_thermal_rate", min: 0.0, max: 1000.0, unit: "per second" };
+
 /// Every parameter's valid range, by name.
-pub const PARAM_RANGES: [ParamRange; 8] = [GRAVITY_RANGE, DAMPING_RANGE, PIPE_DEPTH_RANGE, CFL_RANGE, MAX_STEP_RANGE, MAX_SUBSTEPS_RANGE, INFLOW_RATE_RANGE, BOUNDARY_LEVEL_RANGE];
+pub const PARAM_RANGES: [ParamRange; 14] = [
+    GRAVITY_RANGE,
+    DAMPING_RANGE,
+    PIPE_DEPTH_RANGE,
+    CFL_RANGE,
+    MAX_STEP_RANGE,
+    MAX_SUBSTEPS_RANGE,
+    INFLOW_RATE_RANGE,
+    BOUNDARY_LEVEL_RANGE,
+    EROSION_CAPACITY_RANGE,
+    EROSION_DISSOLVE_RATE_RANGE,
+    EROSION_DEPOSIT_RATE_RANGE,
+    EROSION_MIN_TILT_RANGE,
+    EROSION_TALUS_ANGLE_RANGE,
+    EROSION_THERMAL_RATE_RANGE,
+];
+
+/// Hydraulic and thermal erosion ([`crate::erosion`]), after Mei, Decaudin and Hu (2007): the
+/// water dissolves ground where it runs fast over a slope, carries it as sediment and lets it
+/// settle where it slows; slopes steeper than the talus angle slide. Off by default; while off
+/// the step is exactly what it is without erosion. Runs on the CPU backend only (GPU backends
+/// refuse it with an error).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ErosionParams {
+    /// Whether erosion runs. Default off.
+    pub enabled: bool,
+    /// `Kc`, seconds, `0 ..= 10`: the sediment (m of ground per cell) water can carry is
+    /// `Kc · max(sin α, min_tilt) · |v|`, with `α` the local tilt of the ground and `|v|` the
+    /// water's speed. Default 0.05 (5 cm at 1 m/s down a sine-1 slope).
+    pub capacity: f32,
+    /// `Ks`, per second, `0 ..= 1000`: where water carries less than it can, ground dissolves
+    /// at `Ks · (C − s)` m/s. Default 0.5.
+    pub dissolve_rate: f32,
+    /// `Kd`, per second, `0 ..= 1000`: where water carries more than it can, sediment settles
+    /// at `Kd · (s − C)` m/s. Default 1.
+    pub deposit_rate: f32,
+    /// Smallest tilt (a sine, `0 ..= 1`) the capacity uses, so that water running over flat ground
+    /// still carries and digs a little (the paper's implementations keep one). Default 0.05.
+    pub min_tilt: f32,
+    /// Talus angle, degrees, `1 ..= 89`: ground steeper than this between neighbours slides down.
+    /// Default 45.
+    pub talus_angle: f32,
+    /// Rate of the slide, per second, `0 ..= 1000` (0: no thermal erosion): each step a cell
+    /// sheds `min(1, rate·dt)/16` of its excess over the talus slope towards each lower
+    /// neighbour. Default 1.
+    pub thermal_rate: f32,
+}
+
+impl Default for ErosionParams {
+    fn default() -> Self {
+        ErosionParams { enabled: false, capacity: 0.05, dissolve_rate: 0.5, deposit_rate: 1.0, min_tilt: 0.05, talus_angle: 45.0, thermal_rate: 1.0 }
+    }
+}
+
+impl ErosionParams {
+    /// Checks every field against its documented range.
+    pub fn validate(&self) -> Result<()> {
+        EROSION_CAPACITY_RANGE.check(self.capacity)?;
+        EROSION_DISSOLVE_RATE_RANGE.check(self.dissolve_rate)?;
+        EROSION_DEPOSIT_RATE_RANGE.check(self.deposit_rate)?;
+        EROSION_MIN_TILT_RANGE.check(self.min_tilt)?;
+        EROSION_TALUS_ANGLE_RANGE.check(self.talus_angle)?;
+        EROSION_THERMAL_RATE_RANGE.check(self.thermal_rate)?;
+        Ok(())
+    }
+}
+
 
 /// Parameters of the model. Validated by [`Params::validate`]; every backend reads the same set.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -152,6 +231,8 @@ pub struct Params {
     /// Most steps one `advance` may take, `1 ..= 100000`. When a frame needs more, the
     /// simulation falls behind real time instead of becoming unstable. Default 256.
     pub max_substeps: u32,
+    /// Erosion and deposition of the ground by the water ([`ErosionParams`]). Default off.
+    pub erosion: ErosionParams,
 }
 
 impl Default for Params {
@@ -167,6 +248,7 @@ impl Default for Params {
             cfl: 0.5,
             max_step: 0.1,
             max_substeps: 256,
+            erosion: ErosionParams::default(),
         }
     }
 }
@@ -179,6 +261,7 @@ impl Params {
         PIPE_DEPTH_RANGE.check(self.pipe_depth)?;
         CFL_RANGE.check(self.cfl)?;
         MAX_STEP_RANGE.check(self.max_step)?;
+        self.erosion.validate()?;
         let substeps = MAX_SUBSTEPS_RANGE;
         if !(substeps.min as u32..=substeps.max as u32).contains(&self.max_substeps) {
             return Err(Error::invalid(substeps.name, self.max_substeps, format!("{} ..= {}", substeps.min, substeps.max)));
@@ -237,6 +320,12 @@ mod tests {
             "max_substeps" => p.max_substeps = value as u32,
             "inflow_rate" => p.boundaries = [Boundary::Inflow { rate: value }; 4],
             "boundary_level" => p.boundaries = [Boundary::Level { level: value }; 4],
+            "erosion_capacity" => p.erosion.capacity = value,
+            "erosion_dissolve_rate" => p.erosion.dissolve_rate = value,
+            "erosion_deposit_rate" => p.erosion.deposit_rate = value,
+            "erosion_min_tilt" => p.erosion.min_tilt = value,
+            "erosion_talus_angle" => p.erosion.talus_angle = value,
+            "erosion_thermal_rate" => p.erosion.thermal_rate = value,
             other => panic!("no field for the range of {other}"),
         }
         p

@@ -395,6 +395,9 @@ impl Reader<'_> {
             max_step: self.f32("max step")?,
             max_substeps: self.u32("max substeps")?,
             momentum_advection: false,
+            // Saves hold the water, not the game's settings of the ground: erosion goes on as
+            // the caller's parameters say (`Simulation::set_params`).
+            erosion: crate::params::ErosionParams::default(),
         };
         // Version 1 states come from builds without advection: they go on as they ran.
         let momentum_advection = self.version >= 2

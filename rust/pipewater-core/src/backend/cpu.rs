@@ -5,7 +5,9 @@ use super::sleep::{constants_change, AwakeTiles, ConstantsChange, SleepReport, T
 use super::tile_snapshot::TileSnapshots;
 use super::{check_displacement, check_nudges, displacement_changes, Backend, BackendKind, CellDisplacement, CellTerrain, CellWater, EditOutcome, FramePlan, PipeNudge};
 use crate::detail::{CpuDetail, DetailFrame, DetailLayout, DetailTexels};
+use crate::erosion::{Erosion, ErosionFields};
 use crate::error::{Error, Result};
+use crate::params::ErosionParams;
 use crate::pipes::{
     accelerate_advecting, accelerate_carried, advect_held, advect_weighted, advection_weights, carried_depth, held_water, cell_limits, discharge, edge_outflow, fixed_flux_per_stored,
     flux_per_stored, inflow_for_cell, kept_flow, level_edge_inflow_quanta, nudged_pipe, pipe_class, pipe_quanta, pipe_width, transfer_limit, upstream_split,
@@ -57,6 +59,10 @@ pub struct CpuBackend {
     queued_detail: Option<DetailFrame>,
     detail_texels: Option<Arc<DetailTexels>>,
     sleeping: Sleeping,
+    /// The erosion pass and its fields, when erosion is on ([`crate::erosion`]).
+    erosion: Option<Erosion>,
+    /// Cells whose ground the last erosion pass changed (scratch).
+    eroded: Vec<u32>,
 }
 
 /// Cells per side of the CPU backend's sleeping tiles: wider than the step's reach (five
@@ -176,6 +182,8 @@ impl CpuBackend {
             queued_detail: None,
             detail_texels: None,
             sleeping: Sleeping::new(state.grid.width, state.grid.height, true),
+            erosion: None,
+            eroded: Vec::new(),
         }
     }
 
@@ -187,6 +195,7 @@ impl CpuBackend {
             d.clear();
             d
         });
+        fresh.erosion = self.erosion.as_ref().map(|e| Erosion::new(*e.params(), state));
         fresh
     }
 
@@ -853,7 +862,12 @@ impl Backend for CpuBackend {
         for c in cells {
             let i = c.cell as usize;
             if let Some(b) = self.state.terrain.get_mut(i) {
-                *b = (*b + c.delta).clamp(-MAX_TERRAIN_ABS, MAX_TERRAIN_ABS);
+                // With erosion on, the edit acts on the uneroded ground and the terrain is
+                // composed again from it (`crate::erosion::compose`).
+                *b = match self.erosion.as_mut().and_then(|e| e.edit_ground(i, c.delta)) {
+                    Some(eroded) => eroded,
+                    None => (*b + c.delta).clamp(-MAX_TERRAIN_ABS, MAX_TERRAIN_ABS),
+                };
                 self.step_terrain[i] = *b + self.displacement[i];
                 self.sleeping.mark(c.cell);
                 self.snapshots.mark_around(c.cell);
@@ -865,6 +879,9 @@ impl Backend for CpuBackend {
 
     fn set_terrain(&mut self, terrain: &[f32]) -> Result<()> {
         check_terrain(&self.state.grid, terrain)?;
+        if let Some(erosion) = &mut self.erosion {
+            erosion.replace_ground(terrain)?;
+        }
         self.state.terrain.copy_from_slice(terrain);
         for ((step, &bed), &head) in self.step_terrain.iter_mut().zip(terrain).zip(&self.displacement) {
             *step = bed + head;
@@ -910,7 +927,13 @@ impl Backend for CpuBackend {
             if substep == 0 {
                 self.advance_detail(fixed)?;
             }
+            if let Some(erosion) = &mut self.erosion {
+                erosion.record.depth_before.copy_from_slice(&self.state.depth);
+            }
             self.step(&plan.constants);
+            if self.erosion.is_some() {
+                self.erode(&plan.constants, fixed);
+            }
         }
         if fixed.map(f32::to_bits) != self.fixed_flux_per_stored.map(f32::to_bits) {
             // What every cell's flow texels show changed.
@@ -982,6 +1005,83 @@ impl Backend for CpuBackend {
         match &self.detail {
             Some(d) => Ok(d.fields().to_vec()),
             None => Err(Error::invalid("detail waves", "off", "on (configure_detail)")),
+        }
+    }
+
+    fn configure_erosion(&mut self, params: Option<ErosionParams>) -> Result<()> {
+        match (params, &mut self.erosion) {
+            (None, _) => self.erosion = None,
+            (Some(p), Some(erosion)) => erosion.set_params(p)?,
+            (Some(p), None) => {
+                p.validate()?;
+                self.erosion = Some(Erosion::new(p, &self.state));
+            }
+        }
+        Ok(())
+    }
+
+    fn read_erosion(&mut self) -> Result<Option<ErosionFields>> {
+        Ok(self.erosion.as_ref().map(Erosion::fields))
+    }
+}
+
+impl CpuBackend {
+    /// The erosion pass after a step of constants `c` ([`crate::erosion`]): records the whole
+    /// quanta the step moved through each pipe and across the edges (the same integers phase 3
+    /// applied, from the same fluxes and limit factors; zero in sleeping tiles, which moved
+    /// none), runs the pass, and treats the ground it changed as a terrain edit (the step's bed,
+    /// the sleeping tiles and the snapshot follow).
+    fn erode(&mut self, c: &StepConstants, fixed: Option<f32>) {
+        let Some(erosion) = self.erosion.as_mut() else { return };
+        let (w, h) = (c.width as usize, c.height as usize);
+        let offsets = pipe_index_offsets(w);
+        let (accelerated, limits, terrain) = (&self.accelerated, &self.limits, &self.step_terrain);
+        let exchange = c.has_edge_exchange();
+        let inflow = c.boundary.contains(&crate::pipes::BOUNDARY_INFLOW);
+        let runs = &self.sleeping.runs;
+        let tile = CPU_TILE as usize;
+        let record = &mut erosion.record;
+        record
+            .transfers
+            .par_chunks_mut(w)
+            .zip(record.edge_out.par_chunks_mut(w))
+            .zip(record.depth_before.par_chunks_mut(w))
+            .enumerate()
+            .for_each(|(y, ((transfer_row, edge_row), depth_row))| {
+                transfer_row.fill([0; 4]);
+                edge_row.fill(0);
+                for run in &runs[y / tile] {
+                    for x in run.clone() {
+                        let i = y * w + x;
+                        // The water phase 3 moved: the step added the edges' inflow first.
+                        if inflow {
+                            depth_row[x] = (depth_row[x] as i64 + inflow_for_cell(c, x as u32, y as u32).max(0) as i64).min(MAX_DEPTH_QUANTA as i64) as i32;
+                        }
+                        for p in 0..4 {
+                            let f = accelerated[i][p];
+                            if f != 0.0 {
+                                let j = (i as isize + offsets[p]) as usize;
+                                transfer_row[x][p] = pipe_quanta(c.flux_to_quanta, f, transfer_limit(f, limits[i], limits[j]));
+                            }
+                        }
+                        if exchange {
+                            let edge = edge_outflow(c, x as u32, y as u32, terrain[i], depth_row[x]);
+                            if edge > 0.0 {
+                                edge_row[x] = pipe_quanta(c.flux_to_quanta, edge, limits[i].outflow);
+                            }
+                        }
+                    }
+                }
+            });
+        debug_assert!(h == self.state.grid.height as usize);
+        let eroded = &mut self.eroded;
+        eroded.clear();
+        erosion.step(&mut self.state, fixed, c.dt, c.eight_neighbours != 0, |i| eroded.push(i as u32));
+        for &cell in &self.eroded {
+            let i = cell as usize;
+            self.step_terrain[i] = self.state.terrain[i] + self.displacement[i];
+            self.sleeping.mark(cell);
+            self.snapshots.mark_around(cell);
         }
     }
 }

@@ -15,8 +15,10 @@ pub mod step_kernel;
 pub mod tile_snapshot;
 
 use crate::detail::{DetailFrame, DetailLayout, DetailTexels};
+use crate::erosion::ErosionFields;
 use crate::error::{Error, Result};
 use crate::quanta::MAX_TERRAIN_ABS;
+use crate::params::ErosionParams;
 use crate::pipes::StepConstants;
 use crate::state::{Counters, Snapshot, State};
 use bytemuck::{Pod, Zeroable};
@@ -293,6 +295,23 @@ pub trait Backend: Send {
     /// benchmarks.
     fn read_detail(&mut self) -> Result<Vec<[f32; 2]>> {
         Err(Error::invalid("detail waves", "off", "on (configure_detail)"))
+    }
+
+    // ---- Erosion ([`crate::erosion`]): a pass of its own after each step. ----
+
+    /// Turns erosion on with `params` (keeping its fields when it was on already) or off
+    /// (`None`), dropping its fields. `load` and `restore` keep it on, starting over the new
+    /// state's ground. Backends without the pass refuse to turn it on.
+    fn configure_erosion(&mut self, params: Option<ErosionParams>) -> Result<()> {
+        match params {
+            None => Ok(()),
+            Some(_) => Err(Error::invalid("erosion", "on", format!("off: the {:?} backend has no erosion pass (erosion runs on the CPU backend)", self.kind()))),
+        }
+    }
+    /// The erosion fields and their ledger, waiting for the device if needed; `None` while
+    /// erosion is off.
+    fn read_erosion(&mut self) -> Result<Option<ErosionFields>> {
+        Ok(None)
     }
 }
 

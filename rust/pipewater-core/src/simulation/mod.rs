@@ -14,6 +14,7 @@
 mod bodies;
 mod detail;
 mod edits;
+mod erosion;
 mod persistence;
 mod queries;
 mod recovery;
@@ -110,7 +111,12 @@ impl Simulation {
     /// Creates a simulation of `state` with `params` on the preferred backend.
     pub fn new(state: State, params: Params, preference: BackendPreference) -> Result<Self> {
         check_state(&state, &params)?;
-        let (backend, gpu_unavailable) = create_backend(&state, preference)?;
+        let (mut backend, gpu_unavailable) = match (preference, params.erosion.enabled) {
+            // Erosion runs on the CPU backend only: Auto takes it, and says why.
+            (BackendPreference::Auto, true) => (Box::new(CpuBackend::new(&state)) as Box<dyn Backend>, Some(erosion::gpu_refusal())),
+            _ => create_backend(&state, preference)?,
+        };
+        backend.configure_erosion(erosion::config(&params))?;
         Ok(Simulation::assemble(state, params, backend, gpu_unavailable))
     }
 
@@ -118,7 +124,8 @@ impl Simulation {
     /// state: for backends that live outside this crate (a game engine's own GPU device).
     pub fn with_backend(state: State, params: Params, make: impl FnOnce(&State) -> Result<Box<dyn Backend>>) -> Result<Self> {
         check_state(&state, &params)?;
-        let backend = make(&state)?;
+        let mut backend = make(&state)?;
+        backend.configure_erosion(erosion::config(&params))?;
         Ok(Simulation::assemble(state, params, backend, None))
     }
 
@@ -156,6 +163,7 @@ impl Simulation {
         let counters = self.on_backend(|b| b.read_counters())?;
         let mut backend = make(&state)?;
         backend.restore(&state, counters, self.frames)?;
+        backend.configure_erosion(erosion::config(&self.params))?;
         backend.set_sleeping(self.sleeping);
         if let Some(detail) = &mut self.detail {
             backend.configure_detail(Some(detail.layout()))?;
@@ -224,6 +232,10 @@ impl Simulation {
     pub fn set_params(&mut self, params: Params) -> Result<()> {
         params.validate()?;
         check_edge_limits(&params, self.grid, &self.initial.terrain)?;
+        if params.erosion != self.params.erosion {
+            // First, so that a backend that refuses erosion leaves everything as it was.
+            self.on_backend(|b| b.configure_erosion(erosion::config(&params)))?;
+        }
         if pipe_storage(&self.params) != pipe_storage(&params) {
             // What the pipes keep changes meaning (flux or flow, over which depth): convert the
             // running fields and the reset point so that every pipe carries the same flux.

@@ -147,7 +147,8 @@ impl Simulation {
         if let Some(detail) = &mut self.detail {
             detail.restart();
         }
-        self.params = saved.params;
+        // Saves hold no erosion settings: erosion goes on as this simulation had it.
+        self.params = crate::params::Params { erosion: self.params.erosion, ..saved.params };
         self.initial_total = saved.initial_total;
         self.sources = saved.sources;
         self.next_source_id = saved.next_source_id;
