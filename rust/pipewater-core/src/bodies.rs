@@ -24,7 +24,7 @@
 //! it makes under itself nor by the heap it raises beside itself. Cost grows with the
 //! bodies' footprints (each cell sampled at 2×2 to 4×4 points), never with the grid.
 
-use crate::backend::{CellDisplacement, PipeNudge};
+use crate::cell_edits::{CellDisplacement, PipeNudge};
 use crate::error::{Error, Result};
 use crate::grid::Grid;
 use crate::quanta::MAX_TERRAIN_ABS;

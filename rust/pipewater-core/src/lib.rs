@@ -16,7 +16,9 @@
 pub mod authoring;
 pub mod backend;
 pub mod bodies;
+pub mod cell_edits;
 pub mod detail;
+pub mod dispatch;
 pub mod erosion;
 pub mod error;
 pub mod frame;

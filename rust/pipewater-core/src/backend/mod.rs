@@ -15,13 +15,13 @@ pub mod step_kernel;
 pub mod tile_snapshot;
 
 use crate::detail::{DetailFrame, DetailLayout, DetailTexels};
+pub use crate::cell_edits::{CellDisplacement, CellTerrain, CellWater, PipeNudge};
 use crate::erosion::ErosionFields;
 use crate::error::{Error, Result};
 use crate::quanta::MAX_TERRAIN_ABS;
 use crate::params::ErosionParams;
 use crate::pipes::StepConstants;
 use crate::state::{Counters, Snapshot, State};
-use bytemuck::{Pod, Zeroable};
 use std::sync::Arc;
 
 /// Which backend runs a simulation.
@@ -34,56 +34,6 @@ pub enum BackendKind {
     /// The same compute shaders on the host engine's own GPU device (Godot's RenderingDevice),
     /// supplied by the engine's crate through [`crate::Simulation::with_backend`].
     EngineGpu,
-}
-
-/// A change of water in one cell, in quanta. Positive adds (up to the cell's maximum depth),
-/// negative removes (never more than the cell holds). The ledger counts what really happened.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Pod, Zeroable)]
-pub struct CellWater {
-    /// Linear cell index.
-    pub cell: u32,
-    /// Quanta to add (positive) or remove (negative).
-    pub quanta: i32,
-}
-
-/// A change of terrain height in one cell, metres. Water depth is kept, so the surface moves with
-/// the ground.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
-pub struct CellTerrain {
-    /// Linear cell index.
-    pub cell: u32,
-    /// Height change, m.
-    pub delta: f32,
-}
-
-/// The pressure head a floating or sunk body puts on the water of one cell: the thickness (m) of
-/// body below the water surface there. The step sees the cell's bed raised by it, so water flows
-/// out from under a body and back when it leaves; the water itself is never touched, so the
-/// ledger stays exact. Queries and textures keep showing the real bed and surface.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
-pub struct CellDisplacement {
-    /// Linear cell index.
-    pub cell: u32,
-    /// Pressure head, m (0 ..= [`crate::quanta::MAX_TERRAIN_ABS`]).
-    pub head: f32,
-}
-
-/// A drag on the pipes a cell owns towards a velocity: what a moving body or a scripted push
-/// does to the water's momentum ([`crate::pipes::nudged_pipe`]).
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
-pub struct PipeNudge {
-    /// Linear cell index.
-    pub cell: u32,
-    /// Velocity the water is dragged towards, m/s along the grid's x (local X).
-    pub velocity_x: f32,
-    /// Velocity the water is dragged towards, m/s along the grid's y (local Z).
-    pub velocity_y: f32,
-    /// Share of the way there, 0..1.
-    pub weight: f32,
 }
 
 /// The entries that turn the displacement of the cells in `displaced` into `cells` (each cell

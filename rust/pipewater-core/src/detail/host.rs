@@ -6,7 +6,7 @@
 
 use super::tiles::DetailTiles;
 use super::{DetailFrame, DetailLayout};
-use crate::backend::frame::list_workgroups;
+use crate::dispatch::list_workgroups;
 
 /// Side of the square workgroup of the passes over the window (`DETAIL_WG`).
 pub const DETAIL_WORKGROUP: u32 = 16;

@@ -12,9 +12,8 @@ use godot::classes::rendering_device::{DataFormat, ShaderStage, TextureType, Tex
 use godot::classes::{RdShaderSpirv, RdTextureFormat, RdTextureView, RenderingDevice};
 use godot::prelude::*;
 use parking_lot::Mutex;
-use pipewater_core::backend::gpu::detail::{DETAIL_LIST_WORKGROUP, DETAIL_WORKGROUP};
-use pipewater_core::backend::gpu::list_workgroups;
 use pipewater_core::backend::gpu::shaders;
+use pipewater_core::detail::host::{DetailEntry, DetailHost, DetailStart};
 use pipewater_core::detail::tiles::{DetailTiles, DETAIL_TILE_BYTES, MAX_DETAIL_TILES_PER_READ};
 use pipewater_core::detail::{DetailConstants, DetailFrame, DetailLayout};
 use pipewater_core::{Error, Result};
@@ -32,6 +31,20 @@ enum Entry {
     Substep,
     Image,
     Gather,
+}
+
+impl Entry {
+    /// The entry point that runs `pass` here: the rendering output is the storage image.
+    fn of(pass: DetailEntry) -> Entry {
+        match pass {
+            DetailEntry::Press => Entry::Press,
+            DetailEntry::Scroll => Entry::Scroll,
+            DetailEntry::Force => Entry::Force,
+            DetailEntry::Substep => Entry::Substep,
+            DetailEntry::Output => Entry::Image,
+            DetailEntry::Gather => Entry::Gather,
+        }
+    }
 }
 
 /// Which of the two field buffers a pass reads and which it writes: `Forward` reads 0 and
@@ -53,10 +66,6 @@ impl Direction {
         }
     }
 
-    /// The direction that writes field `k`.
-    fn writing(k: usize) -> Direction {
-        Direction::reading(1 - k)
-    }
 }
 
 /// The flow's resources the passes read (`@group(0)` of snapshot.wgsl), and which of the
@@ -77,12 +86,11 @@ pub struct FlowFields {
 
 /// The layer on one RenderingDevice simulation.
 pub struct RdDetail {
-    layout: DetailLayout,
+    /// The frame queued, which of `fields` holds the state, the tiles asked for, the passes.
+    host: DetailHost,
     pipelines: Vec<(Program, Rid, Rid)>,
     uniforms: Rid,
     fields: [Rid; 2],
-    /// Which of `fields` holds the state.
-    current: usize,
     pressure: Rid,
     ripples: DeviceList,
     pressed: DeviceList,
@@ -93,15 +101,11 @@ pub struct RdDetail {
     texture: Rid,
     /// Uniform sets by (entry point, set, direction, flow copy).
     sets: HashMap<(Entry, u32, Direction, usize), Rid>,
-    queued: Option<DetailFrame>,
-    tiles: DetailTiles,
     /// `buffer_get_data_async` exists (Godot 4.4+).
     async_reads: bool,
     /// Tile reads issued and not yet arrived: (frame, epoch, tiles).
     in_flight: VecDeque<(u64, u64, Vec<[i32; 2]>)>,
     arrived: Arc<Mutex<Vec<(u64, Vec<u8>)>>>,
-    frames: u64,
-    epoch: u64,
 }
 
 impl RdDetail {
@@ -145,10 +149,9 @@ impl RdDetail {
         format.set_usage_bits(TextureUsageBits::SAMPLING_BIT | TextureUsageBits::STORAGE_BIT | TextureUsageBits::CAN_COPY_FROM_BIT | TextureUsageBits::CAN_COPY_TO_BIT);
         let texture = rd.texture_create(&format, &RdTextureView::new_gd());
         let detail = RdDetail {
-            layout,
+            host: DetailHost::new(layout),
             uniforms: rd.uniform_buffer_create(std::mem::size_of::<DetailConstants>() as u32),
             fields: [storage(rd, n * 8), storage(rd, n * 8)],
-            current: 0,
             pressure: storage(rd, n * 4),
             ripples: DeviceList::new(rd, 16, 16),
             pressed: DeviceList::new(rd, 64, 8),
@@ -158,13 +161,9 @@ impl RdDetail {
             texture,
             pipelines,
             sets: HashMap::new(),
-            queued: None,
-            tiles: DetailTiles::default(),
             async_reads: rd.has_method("buffer_get_data_async"),
             in_flight: VecDeque::new(),
             arrived: Arc::new(Mutex::new(Vec::new())),
-            frames: 0,
-            epoch: 0,
         };
         let made = [detail.uniforms, detail.fields[0], detail.fields[1], detail.pressure, detail.gathered, detail.texture];
         if made.iter().any(|r| !r.is_valid()) {
@@ -181,7 +180,7 @@ impl RdDetail {
 
     /// The layout it was made for.
     pub fn layout(&self) -> DetailLayout {
-        self.layout
+        self.host.layout()
     }
 
     /// The RD texture the image pass writes (`RGBA16F`, the window in storage order).
@@ -191,18 +190,16 @@ impl RdDetail {
 
     /// Puts every wave at rest (a new state was loaded); the hulls' pressure stays.
     pub fn clear(&mut self, rd: &mut Gd<RenderingDevice>) {
-        rd.buffer_clear(self.fields[self.current], 0, (self.layout.cells() * 8) as u32);
+        let cleared = self.host.clear();
+        rd.buffer_clear(self.fields[cleared], 0, (self.host.layout().cells() * 8) as u32);
         rd.texture_clear(self.texture, Color::from_rgba(0.0, 0.0, 0.0, 0.0), 0, 1, 0, 1);
-        self.queued = None;
-        self.tiles.clear();
         self.in_flight.clear();
         self.arrived.lock().clear();
-        self.epoch += 1;
     }
 
     /// Keeps `frame` for the next [`RdDetail::run`].
     pub fn queue(&mut self, frame: DetailFrame) {
-        self.queued = Some(frame);
+        self.host.queue(frame);
     }
 
     /// Records the queued frame, if any, in a compute list of its own, reading the flow of `flow`
@@ -210,9 +207,8 @@ impl RdDetail {
     /// asked for.
     pub fn run(&mut self, rd: &mut Gd<RenderingDevice>, flow: FlowFields) -> Result<()> {
         self.harvest();
-        let Some(frame) = self.queued.take() else { return Ok(()) };
-        let c = frame.constants;
-        update(rd, self.uniforms, bytemuck::bytes_of(&c));
+        let Some(DetailStart { frame, tiles }) = self.host.start() else { return Ok(()) };
+        update(rd, self.uniforms, bytemuck::bytes_of(&frame.constants));
         let mut stale = false;
         if !frame.ripples.is_empty() {
             stale |= self.ripples.fill(rd, bytemuck::cast_slice(&frame.ripples));
@@ -220,40 +216,18 @@ impl RdDetail {
         if !frame.pressure.is_empty() {
             stale |= self.pressed.fill(rd, bytemuck::cast_slice(&frame.pressure));
         }
-        let tiles = self.tiles.to_read();
         if !tiles.is_empty() {
             stale |= self.tile_list.fill(rd, bytemuck::cast_slice(&tiles));
         }
         if stale {
             self.drop_sets(rd);
         }
-        let window = c.window.div_ceil(DETAIL_WORKGROUP);
+        // The image pass runs every frame: the node shows the texture it writes.
+        let passes = self.host.passes(&frame, true, tiles.len(), self.max_workgroups).to_vec();
         let list = rd.compute_list_begin();
-        let recorded = (|| -> Result<()> {
-            let current = self.current;
-            if !frame.pressure.is_empty() {
-                let groups = list_workgroups(frame.pressure.len(), DETAIL_LIST_WORKGROUP, self.max_workgroups);
-                self.dispatch(rd, list, Entry::Press, Direction::reading(current), &flow, [groups, 1])?;
-            }
-            if frame.scrolls() {
-                self.dispatch(rd, list, Entry::Scroll, Direction::writing(current), &flow, [window, window])?;
-            }
-            if frame.forces() {
-                self.dispatch(rd, list, Entry::Force, Direction::writing(current), &flow, [window, window])?;
-            }
-            for _ in 0..c.substeps {
-                self.dispatch(rd, list, Entry::Substep, Direction::reading(self.current), &flow, [window, window])?;
-                self.current = 1 - self.current;
-            }
-            self.dispatch(rd, list, Entry::Image, Direction::reading(self.current), &flow, [window, window])?;
-            if !tiles.is_empty() {
-                self.dispatch(rd, list, Entry::Gather, Direction::reading(self.current), &flow, [tiles.len() as u32, 1])?;
-            }
-            Ok(())
-        })();
+        let recorded = passes.iter().try_for_each(|p| self.dispatch(rd, list, Entry::of(p.entry), Direction::reading(p.reads), &flow, p.groups));
         rd.compute_list_end();
         recorded?;
-        self.frames += 1;
         if !tiles.is_empty() {
             self.read_tiles(rd, tiles);
         }
@@ -263,13 +237,13 @@ impl RdDetail {
     /// Heights of world detail cells from the newest tiles that arrived ([`DetailTiles`]).
     pub fn heights(&mut self, cells: &[[i32; 2]]) -> Vec<f32> {
         self.harvest();
-        self.tiles.heights(cells)
+        self.host.heights(cells)
     }
 
     /// The fields, `(h, v)` per storage cell, waiting for the GPU.
     pub fn read_fields(&self, rd: &mut Gd<RenderingDevice>) -> Result<Vec<[f32; 2]>> {
-        let bytes = self.layout.cells() * 8;
-        let data = rd.buffer_get_data_ex(self.fields[self.current]).offset_bytes(0).size_bytes(bytes as u32).done();
+        let bytes = self.host.layout().cells() * 8;
+        let data = rd.buffer_get_data_ex(self.fields[self.host.current()]).offset_bytes(0).size_bytes(bytes as u32).done();
         if data.len() != bytes {
             return Err(Error::Gpu(format!("reading the {bytes}-byte detail fields back returned {} bytes", data.len())));
         }
@@ -340,7 +314,7 @@ impl RdDetail {
     /// Reads the tiles the frame just recorded gathered: asynchronously where Godot can.
     fn read_tiles(&mut self, rd: &mut Gd<RenderingDevice>, tiles: Vec<[i32; 2]>) {
         let size = DetailTiles::readback_bytes(tiles.len());
-        let (frame, epoch) = (self.frames, self.epoch);
+        let (frame, epoch) = (self.host.frames(), self.host.epoch());
         if self.async_reads {
             let arrived = self.arrived.clone();
             let callback = Callable::from_fn("pipewater_detail_readback", move |args: &[&Variant]| {
@@ -369,8 +343,8 @@ impl RdDetail {
                 self.in_flight.pop_front();
             }
             let Some((f, epoch, tiles)) = self.in_flight.pop_front() else { continue };
-            if f == frame && epoch == self.epoch {
-                self.tiles.apply(&tiles, &bytes);
+            if f == frame {
+                self.host.arrived(epoch, &tiles, &bytes);
             }
         }
     }

@@ -42,7 +42,7 @@ pub mod overrides;
 pub mod shaders;
 
 pub use context::{GpuContext, EDIT_WORKGROUP, TILES_WORKGROUP};
-pub use super::frame::list_workgroups;
+pub use crate::dispatch::list_workgroups;
 use list::DeviceList;
 
 use super::frame::FramePass;
