@@ -20,7 +20,7 @@ const PROBE_SCRIPT_PATH := "res://addons/pipe_water/buoyancy_probe.gd"
 const PIPE_WATER_GROUPS := {
 	"grid_size": "Grid", "cell_size": "Grid",
 	"heightmap": "Terrain", "height_scale": "Terrain", "height_offset": "Terrain",
-	"terrain_source": "Terrain", "terrain_holes": "Terrain",
+	"terrain_source": "Terrain", "terrain_holes": "Terrain", "terrain_write_back": "Terrain",
 	"initial_water_level": "Water", "initial_state": "Water", "gravity": "Water",
 	"damping": "Water",
 	"neighbour_mode": "Water", "cross_section": "Water", "momentum_advection": "Water",

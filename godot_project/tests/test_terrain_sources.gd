@@ -29,6 +29,7 @@ func _run() -> void:
 	await _test_hterrain_moved_and_scaled()
 	await _test_height_map_shape_and_its_changes()
 	await _test_static_geometry_baked_by_rays()
+	await _test_writing_back()
 	await _test_bad_sources_are_refused()
 	_finish()
 
@@ -252,6 +253,67 @@ func _test_static_geometry_baked_by_rays() -> void:
 	_near(_cell(water, 0, 0), WALL, 1.0, "a cell the rays miss is a wall")
 	water.free()
 	body.free()
+
+
+## With terrain_write_back off (the default) digging leaves the source alone; on, the dug
+## vertices of a Terrain3D and of an HTerrain take the water's new ground (Terrain3D through
+## set_height and update_maps of the edited region only, HTerrain through its image and
+## notify_region_change), and the water keeps that ground when the source's signal comes back.
+func _test_writing_back() -> void:
+	print("-- writing back")
+	var terrain: Node3D = Terrain3DStandIn.new(16, 1.0)
+	terrain.data.add_flat_region(Vector2i(0, 0), 1.0)
+	terrain.data.add_flat_region(Vector2i(1, 0), 1.0)
+	root.add_child(terrain)
+	var water := _new_water()
+	root.add_child(water)
+	water.terrain_source = water.get_path_to(terrain)
+	water.fit_to_terrain_source(1)
+	_check(not water.terrain_write_back, "terrain_write_back is off by default")
+	water.modify_terrain(Vector3(5.0, 0.0, 5.0), -2.0, 2.0)
+	var untouched: float = terrain.data.get_height(Vector3(5.0, 0.0, 5.0))
+	water.terrain_write_back = true
+	water.modify_terrain(Vector3(5.0, 0.0, 5.0), -2.0, 2.0)
+	var cell := _cell(water, 5, 5)
+	var source: float = terrain.data.get_height(Vector3(5.0, 0.0, 5.0))
+	var far: float = terrain.data.get_height(Vector3(12.0, 0.0, 12.0))
+	print("   Terrain3D: off %.4f; on: cell (5, 5) %.4f, vertex (5, 5) %.4f, far %.4f" % [
+			untouched, cell, source, far])
+	print("   update_maps: %d call(s) over %d region(s)" % [terrain.data.updates,
+			terrain.data.regions_updated])
+	_near(untouched, 1.0, SAME_HEIGHT, "off, the Terrain3D keeps its ground")
+	_check(cell < 1.0 - 1.0, "the water's ground was dug twice (%.4f m)" % cell)
+	_near(source, cell, SAME_HEIGHT,
+			"on, the dug vertex (5, 5) of the Terrain3D takes the cell's ground")
+	_near(far, 1.0, SAME_HEIGHT, "a vertex outside the brush is untouched")
+	_check(terrain.data.updates == 1 and terrain.data.regions_updated == 1,
+			"update_maps ran once, for the one region edited")
+	water.free()
+	terrain.free()
+
+	var data: Resource = HTerrainDataStandIn.new(17, 0.0)
+	var hterrain: Node3D = HTerrainStandIn.new(data)
+	root.add_child(hterrain)
+	water = _new_water()
+	root.add_child(water)
+	water.terrain_source = water.get_path_to(hterrain)
+	water.fit_to_terrain_source(1)
+	water.terrain_write_back = true
+	var signalled: Array[Rect2i] = []
+	data.region_changed.connect(
+			func(rect: Rect2i, _c: int, _i: int) -> void: signalled.append(rect))
+	water.modify_terrain(Vector3(8.0, 0.0, 8.0), 1.5, 2.0)
+	cell = _cell(water, 8, 8)
+	var pixel: float = data.get_image(0).get_pixel(8, 8).r
+	print("   HTerrain: cell (8, 8) %.4f, pixel %.4f, region_changed %s" % [cell, pixel, signalled])
+	_check(cell > 1.0, "the water's ground was raised (%.4f m)" % cell)
+	_near(pixel, cell, SAME_HEIGHT, "the HTerrain's pixel (8, 8) takes the cell's ground")
+	_check(signalled.size() == 1 and signalled[0].has_point(Vector2i(8, 8))
+			and signalled[0].get_area() < 17 * 17,
+			"notify_region_change names the rectangle written")
+	_near(_cell(water, 8, 8), cell, SAME_HEIGHT, "the water keeps that ground after re-reading it")
+	water.free()
+	hterrain.free()
 
 
 ## Nodes that are none of the sources, a Terrain3D whose data lacks a method, and a path to

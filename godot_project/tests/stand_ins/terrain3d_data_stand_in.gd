@@ -10,6 +10,9 @@ const HOLE_BIT := 1 << 2
 
 var region_size: int
 var vertex_spacing: float
+## update_maps calls, and regions they updated (for the tests).
+var updates := 0
+var regions_updated := 0
 var _regions: Array = []
 
 
@@ -66,6 +69,12 @@ func get_height(global_position: Vector3) -> float:
 	return at[0].height_map.get_pixelv(at[1]).r
 
 
+## The region holding [param global_position], or null.
+func get_regionp(global_position: Vector3) -> Resource:
+	var at := _region_and_pixel(global_position)
+	return null if at.is_empty() else at[0]
+
+
 func set_height(global_position: Vector3, height: float) -> void:
 	var at := _region_and_pixel(global_position)
 	if not at.is_empty():
@@ -89,5 +98,10 @@ func _is_hole(region: Resource, pixel: Vector2i) -> bool:
 	return bits.decode_u32(0) & HOLE_BIT != 0
 
 
-func update_maps(_map_type := 3, _all_regions := true, _generate_mipmaps := false) -> void:
+## Counts the calls, and the regions marked edited when [param all_regions] is false.
+func update_maps(_map_type := 3, all_regions := true, _generate_mipmaps := false) -> void:
+	updates += 1
+	for region: Resource in _regions:
+		if all_regions or region.edited:
+			regions_updated += 1
 	maps_changed.emit()

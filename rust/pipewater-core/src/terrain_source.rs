@@ -191,6 +191,42 @@ impl SourcePlacement {
         VertexRect { u0: lo[0].floor() as i64, v0: lo[1].floor() as i64, u1: hi[0].ceil() as i64, v1: hi[1].ceil() as i64 }
     }
 
+    /// The water's ground at source vertex `(u, v)`, bilinear between the centres of the four
+    /// cells around it, from `ground` (the cells of `rect`, row-major); `None` when those cells
+    /// are not all inside `rect` or one is a wall ([`WALL_HEIGHT`]). The inverse of sampling, for
+    /// writing an edit of the water's ground back to its source.
+    pub fn ground_at_vertex(&self, ground: &[f32], rect: CellRect, u: i64, v: i64) -> Option<f32> {
+        let det = self.along_x[0] * self.along_y[1] - self.along_y[0] * self.along_x[1];
+        if det == 0.0 || !det.is_finite() {
+            return None;
+        }
+        let (du, dv) = (u as f64 - self.origin[0], v as f64 - self.origin[1]);
+        // Cell coordinates of the vertex, less a half: the frame whose integers are cell centres.
+        let cx = (du * self.along_y[1] - self.along_y[0] * dv) / det - 0.5;
+        let cy = (self.along_x[0] * dv - du * self.along_x[1]) / det - 0.5;
+        let (fx, fy) = (cx.floor(), cy.floor());
+        let (tx, ty) = (cx - fx, cy - fy);
+        let mut sum = 0.0f64;
+        for (dx, wx) in [(0.0, 1.0 - tx), (1.0, tx)] {
+            for (dy, wy) in [(0.0, 1.0 - ty), (1.0, ty)] {
+                let w = wx * wy;
+                if w <= 1.0e-9 {
+                    continue;
+                }
+                let (x, y) = (fx + dx - rect.x as f64, fy + dy - rect.y as f64);
+                if x < 0.0 || y < 0.0 || x >= rect.width as f64 || y >= rect.height as f64 {
+                    return None;
+                }
+                let h = ground[y as usize * rect.width as usize + x as usize];
+                if h >= WALL_HEIGHT {
+                    return None;
+                }
+                sum += w * h as f64;
+            }
+        }
+        Some(sum as f32)
+    }
+
     /// The cells of `grid` whose ground changes when the vertices of `changed` change: those whose
     /// samples weigh any of them (the changed vertices grown by one for the bilinear reach), or
     /// `None` when none lies on the grid.
@@ -471,6 +507,23 @@ mod tests {
         println!("cell (1,1) {}, others max {}", heights[5], heights.iter().enumerate().filter(|(i, _)| *i != 5).map(|(_, h)| *h).fold(f32::MIN, f32::max));
         assert!((heights[5] - 5.0).abs() < SAME_HEIGHT);
         assert!(heights.iter().enumerate().all(|(i, h)| i == 5 || (h - 3.0).abs() < SAME_HEIGHT));
+    }
+
+    /// Writing back inverts sampling: with one cell per vertex, the ground at a vertex is the
+    /// cell over it, and a vertex whose cells reach outside the edited rect is left alone.
+    #[test]
+    fn the_ground_at_a_vertex_is_the_cell_over_it_when_fitted() {
+        let g = grid(8, 6, 2.0);
+        let p = placed(&g, 2.0, -7.0, -5.0);
+        let rect = CellRect { x: 2, y: 1, width: 3, height: 3 };
+        let ground: Vec<f32> = (0..9).map(|i| i as f32).collect();
+        let inside = p.ground_at_vertex(&ground, rect, 3, 2);
+        println!("vertex (3,2): {inside:?}; vertex (5,2), whose cells reach past the rect: {:?}", p.ground_at_vertex(&ground, rect, 5, 2));
+        assert_eq!(inside, Some(4.0), "vertex (3, 2) is the centre of cell (3, 2), the rect's middle");
+        assert_eq!(p.ground_at_vertex(&ground, rect, 5, 2), None);
+        let mut walled = ground.clone();
+        walled[4] = WALL_HEIGHT;
+        assert_eq!(p.ground_at_vertex(&walled, rect, 3, 2), None);
     }
 
     /// A tilted source is refused with an error naming the reason.

@@ -120,13 +120,17 @@ impl PipeWater {
     /// The smoothing brush: moves the terrain within `radius` m of `global_position` towards the
     /// mean height of each cell's 3 × 3 neighbourhood by `strength` (`0 ..= 1`) of the way at
     /// the centre, less towards `radius`. Water depth is kept. Reads the whole state (waiting for
-    /// the GPU): for an editor's brush, not every frame of a game. False when rejected.
+    /// the GPU): for an editor's brush, not every frame of a game. With `terrain_write_back` the
+    /// edit reaches `terrain_source` too. False when rejected.
     #[func]
     fn smooth_terrain(&mut self, global_position: Vector3, strength: f64, radius: f64) -> bool {
         let Some(strength) = self.errors.accept(validate::smooth_strength(strength)) else { return false };
         let Some((xz, _, radius)) = self.edit_args("smooth_terrain", global_position, 0.0, radius) else { return false };
         let result = self.sim.as_mut().map(|s| s.smooth_terrain(xz[0], xz[1], strength, radius));
         let ok = self.errors.core_result("smooth_terrain", result).is_some();
+        if ok {
+            self.write_back_terrain(xz[0], xz[1], radius);
+        }
         self.show_edit();
         ok
     }

@@ -154,7 +154,8 @@ impl PipeWater {
 
     /// Raises (positive) or digs (negative) the terrain by up to `delta_height` m
     /// (`-10000 ..= 10000`) around `global_position`, falling smoothly to zero at `radius` m.
-    /// Water depth is kept, so the water responds at the next step. False when rejected.
+    /// Water depth is kept, so the water responds at the next step. With `terrain_write_back`
+    /// the edit reaches `terrain_source` too. False when rejected.
     #[func]
     fn modify_terrain(&mut self, global_position: Vector3, delta_height: f64, radius: f64) -> bool {
         let Some(delta) = self.errors.accept(validate::delta_height(delta_height)) else {
@@ -165,6 +166,9 @@ impl PipeWater {
         };
         let result = self.sim.as_mut().map(|s| s.modify_terrain(xz[0], xz[1], delta, radius));
         let ok = self.errors.core_result("modify_terrain", result).is_some();
+        if ok {
+            self.write_back_terrain(xz[0], xz[1], radius);
+        }
         // Shown at once, so that a game's terrain material follows the digging this frame.
         self.show_edit();
         self.update_outputs();

@@ -633,6 +633,91 @@ impl PipeWater {
         }
     }
 
+    /// With `terrain_write_back`, gives the ground of the cells of the local footprint of an edit
+    /// at `(x, z)` within `radius` back to `terrain_source` (Terrain3D: `set_height` on each vertex
+    /// and `update_maps` of the regions touched; HTerrain: the height image and
+    /// `notify_region_change`; a `HeightMapShape3D`: its `map_data`), so that the game digs one
+    /// ground. Each source vertex under the footprint takes the water's ground bilinear between
+    /// the cell centres around it; vertices near the footprint's edge (whose cells reach past it)
+    /// and walls (holes) are left alone. Reads the whole state, as the editor's brushes do.
+    pub(super) fn write_back_terrain(&mut self, x: f32, z: f32, radius: f32) {
+        if !self.terrain_write_back || self.terrain_source.is_empty() || !self.resolve_terrain_source() {
+            return;
+        }
+        let Some(grid) = self.sim.as_ref().map(|s| s.grid()) else { return };
+        let Some(rect) = grid.footprint_rect(x, z, radius) else { return };
+        if matches!(self.terrain_link.kind, Some(Kind::Baked { .. }) | None) {
+            return;
+        }
+        let water = self.base().get_global_transform();
+        let Some(kind) = &self.terrain_link.kind else { return };
+        let to_global = kind.vertex_transform(&water, &grid);
+        let to_local = water.affine_inverse() * to_global;
+        let b = to_local.basis;
+        let col = |v: Vector3| [v.x as f64, v.y as f64, v.z as f64];
+        let Ok(placement) = SourcePlacement::from_local_affine(&grid, col(to_local.origin), col(b.col_a()), col(b.col_b()), col(b.col_c())) else { return };
+        let Ok(bounds) = kind.bounds(&grid) else { return };
+        let Some(vertices) = placement.vertices_for(rect).intersect(&bounds) else { return };
+        let result = self.sim.as_mut().map(|s| s.terrain_region(rect));
+        let Some(cells) = self.errors.core_result("terrain_write_back", result) else { return };
+        let mut written: Vec<(i64, i64, f32)> = Vec::new();
+        for v in vertices.v0..=vertices.v1 {
+            for u in vertices.u0..=vertices.u1 {
+                let Some(local) = placement.ground_at_vertex(&cells, rect, u, v) else { continue };
+                written.push((u, v, ((local as f64 - placement.height_offset) / placement.height_scale) as f32));
+            }
+        }
+        if written.is_empty() {
+            return;
+        }
+        let (u0, v0) = (written.iter().map(|w| w.0).min().unwrap_or(0), written.iter().map(|w| w.1).min().unwrap_or(0));
+        let (u1, v1) = (written.iter().map(|w| w.0).max().unwrap_or(0), written.iter().map(|w| w.1).max().unwrap_or(0));
+        match kind {
+            Kind::Terrain3D { data, spacing, .. } => {
+                let mut data = data.clone();
+                let mut regions: Vec<Gd<Object>> = Vec::new();
+                for &(u, v, h) in &written {
+                    let at = Vector3::new((u as f64 * spacing) as f32, 0.0, (v as f64 * spacing) as f32);
+                    data.call("set_height", &[at.to_variant(), h.to_variant()]);
+                    if let Ok(region) = data.call("get_regionp", &[at.to_variant()]).try_to::<Gd<Object>>() {
+                        if !regions.contains(&region) {
+                            regions.push(region);
+                        }
+                    }
+                }
+                for region in regions.iter_mut() {
+                    region.set("edited", &true.to_variant());
+                }
+                data.call("update_maps", &[0.to_variant(), false.to_variant(), false.to_variant()]);
+                for region in regions.iter_mut() {
+                    region.set("edited", &false.to_variant());
+                }
+            }
+            Kind::HTerrain { data, .. } => {
+                let mut data = data.clone();
+                let Ok(mut image) = data.call("get_image", &[HTERRAIN_CHANNEL_HEIGHT.to_variant()]).try_to::<Gd<Image>>() else {
+                    self.errors.reject("terrain_write_back: HTerrainData.get_image(CHANNEL_HEIGHT) gave no Image".into());
+                    return;
+                };
+                for &(u, v, h) in &written {
+                    image.set_pixel(u as i32, v as i32, Color::from_rgb(h, 0.0, 0.0));
+                }
+                let changed = Rect2i::new(Vector2i::new(u0 as i32, v0 as i32), Vector2i::new((u1 - u0 + 1) as i32, (v1 - v0 + 1) as i32));
+                data.call("notify_region_change", &[changed.to_variant(), HTERRAIN_CHANNEL_HEIGHT.to_variant()]);
+            }
+            Kind::Shape { shape, .. } => {
+                let mut shape = shape.clone();
+                let width = shape.get_map_width() as i64;
+                let mut map = shape.get_map_data().to_vec();
+                for &(u, v, h) in &written {
+                    map[(v * width + u) as usize] = h;
+                }
+                shape.set_map_data(&PackedFloat32Array::from(map.as_slice()));
+            }
+            Kind::Baked { .. } => {}
+        }
+    }
+
     /// Global Y of the source under every cell centre of `grid` by rays (NaN where none hits it).
     fn bake_rays(&mut self, grid: &Grid) -> Option<Vec<f32>> {
         let Some(Kind::Baked { node }) = &self.terrain_link.kind else { return None };
