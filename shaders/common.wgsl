@@ -26,7 +26,7 @@ struct StepConstants {
     flux_decay: f32,
     pipe_depth: f32,
     flux_to_quanta: f32,
-    // dt * 3 * FILM_VISCOSITY, m².
+    // dt * 3 * viscosity (Params::viscosity), m².
     film: f32,
     // 1 when the step advects momentum.
     advection: u32,
@@ -92,8 +92,6 @@ const BOUNDARY_INFLOW: u32 = 2u;
 const BOUNDARY_LEVEL: u32 = 3u;
 // pipes.rs VELOCITY_DEPTH_FLOOR, m.
 const VELOCITY_DEPTH_FLOOR: f32 = 0.001;
-// pipes.rs FILM_VISCOSITY, m²/s.
-const FILM_VISCOSITY: f32 = 1.0e-6;
 // state.rs WET_DEPTH, m.
 const WET_DEPTH: f32 = 1.0e-3;
 // quanta.rs MAX_TERRAIN_ABS, m.

@@ -1,4 +1,4 @@
-//! Mass bookkeeping: `total = initial + added − removed + boundary_in − boundary_out`.
+//! Mass bookkeeping: `total = initial + added − removed + boundary_in − boundary_out − solidified`.
 
 use crate::state::Counters;
 
@@ -9,6 +9,10 @@ pub struct MassLedger {
     pub initial: i64,
     /// What crossed the domain's limits since.
     pub counters: Counters,
+    /// Fluid that cooled into ground since, quanta ([`crate::cooling`]): it left the water and
+    /// raised the terrain by as many quanta. Counted by the simulation rather than the device,
+    /// since only the CPU backend cools.
+    pub solidified: u64,
 }
 
 impl MassLedger {
@@ -16,7 +20,7 @@ impl MassLedger {
     /// ([`Counters::net`]): exact whenever the identity holds, since the total is then what a
     /// grid holds, and never an overflow, whatever a restored save's counters say.
     pub fn expected_total(&self) -> i64 {
-        self.initial.wrapping_add(self.counters.net())
+        self.initial.wrapping_add(self.counters.net()).wrapping_sub(self.solidified as i64)
     }
 
     /// `actual − expected`, quanta: zero when the identity holds (modulo 2⁶⁴, like
@@ -48,7 +52,7 @@ mod tests {
         // 2⁶³ more added and entered (2⁶⁴ in all), and 10 000 quanta fewer removed (wrapping below
         // zero) and added.
         let wrapped = Counters { added: small.added.wrapping_add(1 << 63).wrapping_sub(10_000), removed: small.removed.wrapping_sub(10_000), boundary_in: small.boundary_in.wrapping_add(1 << 63), boundary_out: small.boundary_out };
-        let (a, b) = (MassLedger { initial: 1_000_000, counters: small }, MassLedger { initial: 1_000_000, counters: wrapped });
+        let (a, b) = (MassLedger { initial: 1_000_000, counters: small, solidified: 0 }, MassLedger { initial: 1_000_000, counters: wrapped, solidified: 0 });
         println!("net {} and {}; expected totals {} and {}", small.net(), wrapped.net(), a.expected_total(), b.expected_total());
         assert_eq!(small.net(), 4_000);
         assert_eq!(wrapped.net(), small.net());

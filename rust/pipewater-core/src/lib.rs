@@ -17,6 +17,7 @@ pub mod authoring;
 pub mod backend;
 pub mod bodies;
 pub mod cell_edits;
+pub mod cooling;
 pub mod detail;
 pub mod dispatch;
 pub mod erosion;

@@ -118,6 +118,15 @@ pub const INFLOW_RATE_RANGE: ParamRange = ParamRange { name: "inflow_rate", min:
 /// Valid level of a [`Boundary::Level`] edge.
 pub const BOUNDARY_LEVEL_RANGE: ParamRange = ParamRange { name: "boundary_level", min: -MAX_TERRAIN_ABS, max: MAX_TERRAIN_ABS, unit: "m" };
 
+/// Valid [`Params::viscosity`]: from none through water (10⁻⁶) and mud to lava (10² ..= 10⁴).
+pub const VISCOSITY_RANGE: ParamRange = ParamRange { name: "viscosity", min: 0.0, max: 1.0e4, unit: "m²/s" };
+/// Valid [`Params::solidify_rate`]: 0 (off) up to a metre of still fluid a second.
+pub const SOLIDIFY_RATE_RANGE: ParamRange = ParamRange { name: "solidify_rate", min: 0.0, max: 1.0, unit: "m/s" };
+
+/// Kinematic viscosity of water at 20 °C, m²/s: the default [`Params::viscosity`]. It is the
+/// constant the step's thin-film drag always used, so water runs as it did before the parameter.
+pub const WATER_VISCOSITY: f32 = 1.0e-6;
+
 /// Valid [`ErosionParams::capacity`].
 pub const EROSION_CAPACITY_RANGE: ParamRange = ParamRange { name: "erosion_capacity", min: 0.0, max: 10.0, unit: "s" };
 /// Valid [`ErosionParams::dissolve_rate`].
@@ -132,7 +141,7 @@ pub const EROSION_TALUS_ANGLE_RANGE: ParamRange = ParamRange { name: "erosion_ta
 pub const EROSION_THERMAL_RATE_RANGE: ParamRange = ParamRange { name: "erosion_thermal_rate", min: 0.0, max: 1000.0, unit: "per second" };
 
 /// Every parameter's valid range, by name.
-pub const PARAM_RANGES: [ParamRange; 14] = [
+pub const PARAM_RANGES: [ParamRange; 16] = [
     GRAVITY_RANGE,
     DAMPING_RANGE,
     PIPE_DEPTH_RANGE,
@@ -141,6 +150,8 @@ pub const PARAM_RANGES: [ParamRange; 14] = [
     MAX_SUBSTEPS_RANGE,
     INFLOW_RATE_RANGE,
     BOUNDARY_LEVEL_RANGE,
+    VISCOSITY_RANGE,
+    SOLIDIFY_RATE_RANGE,
     EROSION_CAPACITY_RANGE,
     EROSION_DISSOLVE_RATE_RANGE,
     EROSION_DEPOSIT_RATE_RANGE,
@@ -199,7 +210,6 @@ impl ErosionParams {
     }
 }
 
-
 /// Parameters of the model. Validated by [`Params::validate`]; every backend reads the same set.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Params {
@@ -231,6 +241,17 @@ pub struct Params {
     /// Most steps one `advance` may take, `1 ..= 100000`. When a frame needs more, the
     /// simulation falls behind real time instead of becoming unstable. Default 256.
     pub max_substeps: u32,
+    /// Kinematic viscosity of the fluid, m²/s, `0 ..= 10⁴`: 10⁻⁶ water ([`WATER_VISCOSITY`], the
+    /// default), about 1 for mud, 10² ..= 10⁴ for lava. Each step every pipe's flow is slowed as
+    /// a laminar film's, `flow · H²/(H² + 3·dt·ν)` with `H` its face depth
+    /// ([`crate::pipes::film_drag`]); only in [`CrossSection::DepthDependent`] mode (classic
+    /// pipes have no depth for it to act on).
+    pub viscosity: f32,
+    /// Rate at which still fluid (slower than [`crate::cooling::SOLIDIFY_SPEED`]) turns into
+    /// ground, metres of depth per second, `0 ..= 1`; 0 (the default) is off. Cooling lava: the
+    /// depth leaves the water, is counted in the ledger as solidified, and raises the terrain by
+    /// the same quanta. Runs on the CPU backend only (see `docs/MODEL.md`).
+    pub solidify_rate: f32,
     /// Erosion and deposition of the ground by the water ([`ErosionParams`]). Default off.
     pub erosion: ErosionParams,
 }
@@ -248,6 +269,8 @@ impl Default for Params {
             cfl: 0.5,
             max_step: 0.1,
             max_substeps: 256,
+            viscosity: WATER_VISCOSITY,
+            solidify_rate: 0.0,
             erosion: ErosionParams::default(),
         }
     }
@@ -261,6 +284,8 @@ impl Params {
         PIPE_DEPTH_RANGE.check(self.pipe_depth)?;
         CFL_RANGE.check(self.cfl)?;
         MAX_STEP_RANGE.check(self.max_step)?;
+        VISCOSITY_RANGE.check(self.viscosity)?;
+        SOLIDIFY_RATE_RANGE.check(self.solidify_rate)?;
         self.erosion.validate()?;
         let substeps = MAX_SUBSTEPS_RANGE;
         if !(substeps.min as u32..=substeps.max as u32).contains(&self.max_substeps) {
@@ -320,6 +345,8 @@ mod tests {
             "max_substeps" => p.max_substeps = value as u32,
             "inflow_rate" => p.boundaries = [Boundary::Inflow { rate: value }; 4],
             "boundary_level" => p.boundaries = [Boundary::Level { level: value }; 4],
+            "viscosity" => p.viscosity = value,
+            "solidify_rate" => p.solidify_rate = value,
             "erosion_capacity" => p.erosion.capacity = value,
             "erosion_dissolve_rate" => p.erosion.dissolve_rate = value,
             "erosion_deposit_rate" => p.erosion.deposit_rate = value,

@@ -107,7 +107,7 @@ pub struct StepConstants {
     pub pipe_depth: f32,
     /// `dt / (cell_area · DEPTH_QUANTUM)`: converts a flux in m³/s into quanta per step.
     pub flux_to_quanta: f32,
-    /// `dt · 3ν` (m²): the thin film's drag per step ([`film_drag`]).
+    /// `dt · 3ν` (m²), ν the [`Params::viscosity`]: the viscous drag per step ([`film_drag`]).
     pub film: f32,
     /// 1 when the step advects momentum ([`advect`]: depth-dependent mode with
     /// [`Params::momentum_advection`]), else 0.
@@ -162,7 +162,7 @@ impl StepConstants {
             flux_decay: params.flux_decay(dt),
             pipe_depth: params.pipe_depth,
             flux_to_quanta: (dt as f64 / (cell_size as f64 * cell_size as f64 * DEPTH_QUANTUM as f64)) as f32,
-            film: dt * (3.0 * FILM_VISCOSITY),
+            film: dt * (3.0 * params.viscosity),
             advection: params.advects() as u32,
             boundary,
             inflow_quanta,
@@ -273,15 +273,20 @@ pub fn pipe_length(c: &StepConstants, p: usize) -> f32 {
     }
 }
 
-/// Kinematic viscosity of water, m²/s: sets the drag of [`film_drag`].
-pub const FILM_VISCOSITY: f32 = 1.0e-6;
-
-/// Phase 1, thin water (depth-dependent mode): the viscous drag of a laminar film,
-/// `∂u/∂t = −3ν·u/h²`, taken implicitly: `flow · h²/(h² + dt·3ν)` for face depth `h` m
-/// (`dt·3ν` is [`StepConstants::film`]), and no flow at all through a dry face. Its time scale
-/// `h²/(3ν)` is 0.3 s at 1 mm, 3 ms at 0.1 mm and 30 s at 1 cm: velocities in water thinner than
-/// about a millimetre fade to zero instead of carrying a large flux through a film, while deeper
-/// water is left as it is.
+/// Phase 1 (depth-dependent mode): the viscous drag of a laminar film, `∂u/∂t = −3ν·u/h²`, taken
+/// implicitly: `flow · h²/(h² + dt·3ν)` for face depth `h` m (`dt·3ν` is [`StepConstants::film`],
+/// ν the [`Params::viscosity`]), and no flow at all through a dry face (`h = 0`: the fluid stops
+/// where there is none, rather than dividing by zero). This is the virtual-pipes article's
+/// viscosity term `Q·H²/(H² + 3·dt·ν)`; its `H`, the depth of the cell the flow leaves, is here
+/// the face depth, the fluid above the higher bed that actually crosses the face, which is that
+/// cell's depth wherever the beds are level or the flow runs downhill. Its steady state on a
+/// uniform incline is Nusselt's film, `h = (3νq/(g·S))^(1/3)`.
+///
+/// For water (ν = 10⁻⁶, the default) it is the thin-film drag the model always had: the time
+/// scale `h²/(3ν)` is 0.3 s at 1 mm, 3 ms at 0.1 mm and 30 s at 1 cm, so velocities in water
+/// thinner than about a millimetre fade to zero instead of carrying a large flux through a film,
+/// while deeper water is left as it is. For lava (ν = 10³) it is 3 ms at 10 cm: the flow is the
+/// viscous balance of gravity and drag, whatever the inertia.
 #[inline]
 pub fn film_drag(c: &StepConstants, flow: f32, depth: f32) -> f32 {
     if depth <= 0.0 {

@@ -12,17 +12,21 @@
 //! | 4 | CRC-32 (IEEE) of the payload, `u32` |
 //! | … | payload |
 //!
-//! Payload, version 2:
+//! Payload, version 3:
 //! 1. grid: width `u32`, height `u32`, cell size `f32` (m);
 //! 2. params: gravity `f32`, damping `f32`, neighbours `u8` (4 or 8), cross-section `u8`
 //!    (0 classic, 1 depth-dependent), pipe depth `f32`, four boundaries (N, E, S, W) as kind `u8`
 //!    (0 wall, 1 open, 2 inflow, 3 fixed level) and its inflow rate or level `f32`, cfl `f32`, max step `f32`, max substeps
 //!    `u32`, and from version 2 on momentum advection `u8` (0 off, 1 on; version 1 states were
-//!    saved by builds without it and load with it off, so they go on as they ran);
+//!    saved by builds without it and load with it off, so they go on as they ran), and from
+//!    version 3 on viscosity `f32` (m²/s) and solidify rate `f32` (m/s) (older states were saved
+//!    by builds whose fluid was water: they load with water's viscosity and no cooling);
 //! 3. clock: frames `u64`, simulated seconds `f64`, the last frame's report (substeps `u32`,
 //!    step, simulated and dropped seconds `f32`), the recent depth gains that enter the step
 //!    estimate (3 × `f32`, m);
-//! 4. ledger: initial total `i64`, added, removed, boundary in, boundary out (`u64`), quanta;
+//! 4. ledger: initial total `i64`, added, removed, boundary in, boundary out (`u64`), quanta, and
+//!    from version 3 on solidified `u64` (quanta) and the cooling remainder `f64` (quanta per
+//!    cell; 0 and 0 for older states);
 //! 5. inflow remainders of the four edges (4 × `f64`, quanta);
 //! 6. sources and drains: next id `u32`, count `u32`, then each: id `u32`, rate `f32` (m³/s),
 //!    remainder `f64` (quanta), cell count `u32`, and per cell its index `u32` and share `f64`;
@@ -47,7 +51,7 @@ use crate::state::{check_pipes, check_terrain, Counters, State};
 /// The first eight bytes of every saved state.
 pub const SAVE_MAGIC: [u8; 8] = *b"PIPEWATR";
 /// The format version this build writes, and the newest it reads.
-pub const SAVE_FORMAT_VERSION: u32 = 2;
+pub const SAVE_FORMAT_VERSION: u32 = 3;
 /// Bytes before the payload: magic, version, payload length, checksum.
 pub const SAVE_HEADER_BYTES: usize = 24;
 /// Bytes per cell in the fields: terrain, depth and four fluxes.
@@ -85,6 +89,10 @@ pub(crate) struct SavedState {
     pub recent_gain: [f32; 3],
     pub initial_total: i64,
     pub counters: Counters,
+    /// Quanta of fluid that cooled into ground ([`crate::MassLedger::solidified`]).
+    pub solidified: u64,
+    /// Quanta per cell that cooling owes from earlier frames ([`crate::cooling::quanta_per_cell`]).
+    pub cooling_carry: f64,
     pub inflow_carry: [f64; 4],
     pub next_source_id: u32,
     pub sources: Vec<Source>,
@@ -164,6 +172,8 @@ impl SavedState {
         f32_(&mut p, pr.max_step);
         u32_(&mut p, pr.max_substeps);
         u8_(&mut p, pr.momentum_advection as u8);
+        f32_(&mut p, pr.viscosity);
+        f32_(&mut p, pr.solidify_rate);
         u64_(&mut p, self.frames);
         f64_(&mut p, self.elapsed);
         u32_(&mut p, self.last_report.substeps);
@@ -174,6 +184,8 @@ impl SavedState {
         u64_(&mut p, self.initial_total as u64);
         let c = self.counters;
         [c.added, c.removed, c.boundary_in, c.boundary_out].iter().for_each(|&v| u64_(&mut p, v));
+        u64_(&mut p, self.solidified);
+        f64_(&mut p, self.cooling_carry);
         self.inflow_carry.iter().for_each(|&v| f64_(&mut p, v));
         u32_(&mut p, self.next_source_id);
         u32_(&mut p, self.sources.len() as u32);
@@ -268,6 +280,9 @@ impl SavedState {
         if let Some(e) = self.inflow_carry.iter().position(|v| !(v.is_finite() && v.abs() <= MAX_CARRY_PER_CELL * MAX_GRID_SIDE as f64)) {
             return Err(invalid(format!("the inflow remainder of edge {e} is {} quanta (at most {} in magnitude)", self.inflow_carry[e], MAX_CARRY_PER_CELL * MAX_GRID_SIDE as f64)));
         }
+        if !(self.cooling_carry.is_finite() && (0.0..1.0).contains(&self.cooling_carry)) {
+            return Err(invalid(format!("the cooling remainder is {} quanta (0 ..< 1)", self.cooling_carry)));
+        }
         if !(-MAX_SAVED_TOTAL..=MAX_SAVED_TOTAL).contains(&self.initial_total) {
             return Err(invalid(format!("initial total {} quanta is past ±{MAX_SAVED_TOTAL}", self.initial_total)));
         }
@@ -293,12 +308,13 @@ impl SavedState {
         let total = s.total_quanta();
         // The net of the counters is exact modulo 2⁶⁴ (`Counters::net`), and a balancing
         // ledger's initial total plus it is the total the fields hold: no overflow.
-        let expected = self.initial_total.checked_add(self.counters.net());
+        let expected = self.initial_total.checked_add(self.counters.net()).and_then(|e| e.checked_sub(i64::try_from(self.solidified).ok()?));
         if expected != Some(total) {
             return Err(invalid(format!(
-                "the ledger does not balance: the fields hold {total} quanta, initial {} + counters {:?} say {}",
+                "the ledger does not balance: the fields hold {total} quanta, initial {} + counters {:?} − solidified {} say {}",
                 self.initial_total,
                 self.counters,
+                self.solidified,
                 expected.map_or("more than 64 bits hold".to_string(), |e| e.to_string())
             )));
         }
@@ -395,6 +411,8 @@ impl Reader<'_> {
             max_step: self.f32("max step")?,
             max_substeps: self.u32("max substeps")?,
             momentum_advection: false,
+            viscosity: crate::params::WATER_VISCOSITY,
+            solidify_rate: 0.0,
             // Saves hold the water, not the game's settings of the ground: erosion goes on as
             // the caller's parameters say (`Simulation::set_params`).
             erosion: crate::params::ErosionParams::default(),
@@ -406,7 +424,9 @@ impl Reader<'_> {
                 1 => true,
                 other => return Err(invalid(format!("momentum advection flag {other} (0 or 1)"))),
             };
-        let params = Params { momentum_advection, ..params };
+        // Version 3 adds the fluid; older states were water that did not cool.
+        let (viscosity, solidify_rate) = if self.version >= 3 { (self.f32("viscosity")?, self.f32("solidify rate")?) } else { (crate::params::WATER_VISCOSITY, 0.0) };
+        let params = Params { momentum_advection, viscosity, solidify_rate, ..params };
         let frames = self.u64("frame count")?;
         let elapsed = self.f64("simulated time")?;
         let last_report = FrameReport {
@@ -423,6 +443,7 @@ impl Reader<'_> {
             boundary_in: self.u64("boundary inflow")?,
             boundary_out: self.u64("boundary outflow")?,
         };
+        let (solidified, cooling_carry) = if self.version >= 3 { (self.u64("solidified")?, self.f64("cooling remainder")?) } else { (0, 0.0) };
         let inflow_carry = [self.f64("inflow remainder")?, self.f64("inflow remainder")?, self.f64("inflow remainder")?, self.f64("inflow remainder")?];
         let next_source_id = self.u32("next source id")?;
         let source_count = self.count(20, "source count")?;
@@ -460,6 +481,8 @@ impl Reader<'_> {
             recent_gain,
             initial_total,
             counters,
+            solidified,
+            cooling_carry,
             inflow_carry,
             next_source_id,
             sources,

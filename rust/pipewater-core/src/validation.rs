@@ -205,3 +205,121 @@ pub fn stoker_case(dx: f32, advection: bool) -> DamBreak {
     let stoker = Stoker::new(1.0, 0.1);
     dam_break(dx, 20.0, 30.0, 1.0, 0.1, 4.0, advection, move |x, t| stoker.depth(x, t))
 }
+
+/// Nusselt's steady film of a Newtonian fluid of kinematic viscosity `viscosity` (m²/s) running
+/// down an incline whose slope has sine `sin_slope`, carrying `discharge` m²/s per metre of
+/// width under gravity `gravity` m/s²: its thickness, `h = (3νq/(g·sin θ))^(1/3)` m.
+pub fn nusselt_depth(viscosity: f64, discharge: f64, gravity: f64, sin_slope: f64) -> f64 {
+    (3.0 * viscosity * discharge / (gravity * sin_slope)).cbrt()
+}
+
+/// A viscous film on an incline: a channel `rows` cells wide (walls at its sides) and `length`
+/// cells long of `cell_size` m whose bed falls by `slope` (rise over run) towards +x, fed at its
+/// upper (west) edge with `discharge` m²/s per metre of width and draining over its lower (east)
+/// edge, in depth-dependent mode with no damping, so that only the viscosity slows it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FilmCase {
+    /// Kinematic viscosity, m²/s.
+    pub viscosity: f32,
+    /// Discharge per metre of width, m²/s.
+    pub discharge: f32,
+    /// Fall of the bed per metre (the tangent of the incline).
+    pub slope: f32,
+    /// Cell size, m.
+    pub cell_size: f32,
+    /// Cells along the slope.
+    pub length: u32,
+    /// Cells across it.
+    pub rows: u32,
+    /// Fixed step, s.
+    pub step: f32,
+}
+
+/// The film `tests/viscosity.rs` and `tests/gpu_viscosity.rs` compare with Nusselt: mud-like
+/// (ν = 1 m²/s) at q = 0.02 m²/s down a 5 % slope, h ≈ 0.50 m, u ≈ 4 cm/s. Its Reynolds number
+/// q/ν is 0.02 and its Froude number u/√(g·h) about 0.018: the viscous term `3νu/h²` outweighs
+/// the inertia `u·∂u/∂x` (about `u²·S/h`) by more than 10⁵, so the steady film is the viscous
+/// balance the formula describes. On this slope sin θ and tan θ differ by 0.12 %, h by 0.04 %.
+/// Fed onto a dry bed, the film's front needs about 12 minutes to cross the channel, and the
+/// film is steady to 10⁻⁵ after 20: [`FILM_DURATION`] is 25.
+pub const MUD_FILM: FilmCase = FilmCase { viscosity: 1.0, discharge: 0.02, slope: 0.05, cell_size: 1.0, length: 32, rows: 4, step: 0.1 };
+
+/// How long the tests run a [`FilmCase`] from a dry bed, s.
+pub const FILM_DURATION: f32 = 1500.0;
+
+/// What a [`FilmCase`] run left: the film's depth over the second quarter of the channel against
+/// Nusselt's, and how steady it was. The second quarter is past the inlet and well above the
+/// free overfall at the lower edge, whose critical outflow draws the film down over its last
+/// third (as a real film thins before a drop).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FilmFigures {
+    /// Nusselt's thickness for the case, m ([`nusselt_depth`] with the slope's sine).
+    pub exact: f64,
+    /// Mean depth over the second quarter of the channel (every row), m.
+    pub mean: f64,
+    /// Shallowest and deepest cell of that quarter, m.
+    pub range: (f64, f64),
+    /// `|mean − exact| / exact`.
+    pub relative_error: f64,
+    /// Relative change of the mean over the last tenth of the run: how steady the film is.
+    pub drift: f64,
+    /// Water in the channel minus what the ledger expects, quanta (0: mass exact).
+    pub mass_error: i64,
+}
+
+impl FilmCase {
+    /// Nusselt's thickness for this case, m, with the sine of the incline (the model's slope is
+    /// its tangent).
+    pub fn exact(&self) -> f64 {
+        let slope = self.slope as f64;
+        nusselt_depth(self.viscosity as f64, self.discharge as f64, GRAVITY, slope / (1.0 + slope * slope).sqrt())
+    }
+
+    /// The dry incline and the parameters of the case.
+    pub fn setup(&self) -> (State, Params) {
+        let grid = Grid::new(self.length, self.rows, self.cell_size).expect("a valid channel");
+        let mut state = State::new(grid);
+        for y in 0..self.rows {
+            for x in 0..self.length {
+                state.terrain[grid.index(x, y)] = self.slope * self.cell_size * (self.length - 1 - x) as f32;
+            }
+        }
+        let mut params = Params { damping: 0.0, neighbours: NeighbourMode::Eight, viscosity: self.viscosity, max_substeps: 100_000, ..Params::default() };
+        params.boundaries[crate::Edge::West as usize] = crate::Boundary::Inflow { rate: self.discharge * self.rows as f32 * self.cell_size };
+        params.boundaries[crate::Edge::East as usize] = crate::Boundary::Open;
+        (state, params)
+    }
+
+    /// Runs `sim` (built from [`FilmCase::setup`]) for `duration` s in frames of 50 fixed steps
+    /// and measures the film.
+    pub fn run(&self, sim: &mut Simulation, duration: f32) -> FilmFigures {
+        let frames = (duration / (50.0 * self.step)).round() as u32;
+        let mut before = 0.0;
+        for frame in 0..frames {
+            sim.run_steps(self.step, 50).expect("a film frame");
+            if frame + 1 == frames - frames / 10 {
+                before = self.middle(&sim.read_state().expect("the state")).0;
+            }
+        }
+        let state = sim.read_state().expect("the final state");
+        let (mean, range) = self.middle(&state);
+        let exact = self.exact();
+        let mass_error = state.total_quanta() - sim.ledger().expect("the ledger").expected_total();
+        FilmFigures { exact, mean, range, relative_error: (mean - exact).abs() / exact, drift: (mean - before).abs() / mean, mass_error }
+    }
+
+    /// Mean, shallowest and deepest depth (m) of the cells of the second quarter of the channel.
+    fn middle(&self, state: &State) -> (f64, (f64, f64)) {
+        let (mut sum, mut count, mut low, mut high) = (0.0, 0, f64::INFINITY, 0.0f64);
+        for y in 0..self.rows {
+            for x in self.length / 4..self.length / 2 {
+                let d = state.depth_m(state.grid.index(x, y)) as f64;
+                sum += d;
+                count += 1;
+                low = low.min(d);
+                high = high.max(d);
+            }
+        }
+        (sum / count as f64, (low, high))
+    }
+}

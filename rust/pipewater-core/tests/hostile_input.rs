@@ -15,13 +15,14 @@ use std::sync::OnceLock;
 /// Bytes of the header: magic (8), version (4), payload length (8), CRC-32 (4).
 const HEADER: usize = 24;
 /// Where fields of the payload's head lie in a saved file (header included), as `save.rs`
-/// documents the layout: frames `u64`, the initial total `i64`, the four counters `u64`, the next
-/// source id `u32`.
-const FRAMES_AT: usize = HEADER + 59;
-const INITIAL_TOTAL_AT: usize = HEADER + 103;
-const ADDED_AT: usize = HEADER + 111;
-const BOUNDARY_IN_AT: usize = HEADER + 127;
-const NEXT_SOURCE_ID_AT: usize = HEADER + 175;
+/// documents the layout (version 3: the fluid's 8 bytes after the advection flag, the cooling
+/// ledger's 16 after the counters): frames `u64`, the initial total `i64`, the four counters
+/// `u64`, the next source id `u32`.
+const FRAMES_AT: usize = HEADER + 67;
+const INITIAL_TOTAL_AT: usize = HEADER + 111;
+const ADDED_AT: usize = HEADER + 119;
+const BOUNDARY_IN_AT: usize = HEADER + 135;
+const NEXT_SOURCE_ID_AT: usize = HEADER + 199;
 /// Frames of the busy valley before it saves: enough for its sources, edges and edits to move
 /// water through every counter.
 const SAVE_AT: u32 = 120;

@@ -188,7 +188,8 @@ fn a_version_1_state_loads_with_advection_off() {
     const ADVECTION_FLAG_AT: usize = 58;
     let (mut sim, _) = saved_busy_valley();
     sim.set_params(Params { momentum_advection: false, ..*sim.params() }).unwrap();
-    let v2 = sim.save_state().unwrap();
+    let current = sim.save_state().unwrap();
+    let v2 = as_version_2(&current);
     assert_eq!(v2[HEADER + ADVECTION_FLAG_AT], 0, "the flag sits where the format says");
     let mut v1 = v2.clone();
     v1.remove(HEADER + ADVECTION_FLAG_AT);
@@ -212,5 +213,57 @@ fn a_version_1_state_loads_with_advection_off() {
     assert_eq!(a.depth, b.depth);
     assert_eq!(a.flow, b.flow);
     assert_eq!(la, lb);
-    assert_eq!(restored.save_state().unwrap(), v2, "saving it again writes the version 2 state");
+    assert_eq!(restored.save_state().unwrap(), current, "saving it again writes the current version's state");
+}
+
+/// Payload offsets of what version 3 added: viscosity and solidify rate (8 bytes) after the
+/// advection flag (byte 58), and the solidified count and cooling remainder (16 bytes) after the
+/// ledger's four counters (clock 44 bytes, initial total 8, counters 32).
+const FLUID_AT: usize = 59;
+const COOLING_LEDGER_AT: usize = FLUID_AT + 8 + 44 + 8 + 32;
+
+/// A version 3 state as version 2 wrote it: without the fluid and the cooling ledger.
+fn as_version_2(v3: &[u8]) -> Vec<u8> {
+    assert_eq!(u32::from_le_bytes(v3[8..12].try_into().unwrap()), 3, "a version 3 state");
+    let mut v2 = v3.to_vec();
+    v2.drain(HEADER + COOLING_LEDGER_AT..HEADER + COOLING_LEDGER_AT + 16);
+    v2.drain(HEADER + FLUID_AT..HEADER + FLUID_AT + 8);
+    v2[8..12].copy_from_slice(&2u32.to_le_bytes());
+    let length = (v2.len() - HEADER) as u64;
+    v2[12..20].copy_from_slice(&length.to_le_bytes());
+    reseal(&mut v2);
+    v2
+}
+
+/// A state in format version 2 (saved before the fluid had a viscosity or cooled) loads as water
+/// that does not cool: viscosity 10⁻⁶ m²/s, solidify rate 0, nothing solidified; its fields,
+/// pipes and ledger come back as saved, and saving it again writes the version 3 state.
+#[test]
+fn a_version_2_state_loads_as_water_that_does_not_cool() {
+    let (mut sim, _) = saved_busy_valley();
+    let current = sim.save_state().unwrap();
+    let f32_at = |at: usize| f32::from_le_bytes(current[HEADER + at..HEADER + at + 4].try_into().unwrap());
+    assert_eq!((f32_at(FLUID_AT), f32_at(FLUID_AT + 4)), (sim.params().viscosity, sim.params().solidify_rate), "the fluid sits where the format says");
+    let v2 = as_version_2(&current);
+    let mut restored = blank(sim.grid());
+    restored.set_params(Params { viscosity: 1.0e3, solidify_rate: 0.5, ..*restored.params() }).unwrap();
+    restored.restore_state(&v2).unwrap();
+    let (a, b) = (sim.read_state().unwrap(), restored.read_state().unwrap());
+    let (la, lb) = (sim.ledger().unwrap(), restored.ledger().unwrap());
+    println!(
+        "version 2 state of {} bytes (version 3: {}) loaded: viscosity {} m²/s, solidify rate {} m/s, solidified {}; depth equal {}, pipes equal {}, ledger equal {}",
+        v2.len(),
+        current.len(),
+        restored.params().viscosity,
+        restored.params().solidify_rate,
+        lb.solidified,
+        a.depth == b.depth,
+        a.flow == b.flow,
+        la == lb
+    );
+    assert_eq!((restored.params().viscosity, restored.params().solidify_rate), (pipewater_core::params::WATER_VISCOSITY, 0.0));
+    assert_eq!(a.depth, b.depth);
+    assert_eq!(a.flow, b.flow);
+    assert_eq!(la, lb);
+    assert_eq!(restored.save_state().unwrap(), current, "saving it again writes the version 3 state");
 }

@@ -945,6 +945,22 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
+    fn solidify(&mut self, c: &StepConstants, quanta: i32) -> Result<Option<u64>> {
+        // Still cells sleep, and cooling must reach them: every cell is judged, and a cell that
+        // changes wakes its tile (its surface stays where it was, but its bed does not).
+        let (turned, changed) = crate::cooling::solidify(c, &mut self.state, &self.step_terrain, quanta);
+        for &cell in &changed {
+            let i = cell as usize;
+            self.step_terrain[i] = self.state.terrain[i] + self.displacement[i];
+            self.sleeping.mark(cell);
+            self.snapshots.mark_around(cell);
+        }
+        if !changed.is_empty() {
+            self.invalidate_snapshot();
+        }
+        Ok(Some(turned))
+    }
+
     fn snapshot(&mut self) -> Option<Arc<Snapshot>> {
         Some(self.snapshots.get(&self.state, self.frames, self.counters, self.fixed_flux_per_stored))
     }

@@ -152,6 +152,14 @@ pub trait Backend: Send {
     fn set_terrain(&mut self, terrain: &[f32]) -> Result<()>;
     /// Runs one frame of steps.
     fn advance(&mut self, plan: &FramePlan) -> Result<()>;
+    /// Cooling after a frame ([`crate::cooling::solidify`]): turns up to `quanta` quanta of every
+    /// still cell's depth into its ground, judged with the step constants `c`. Returns the quanta
+    /// turned, or `None` where this backend does not cool (the GPU backends, whose fluid then
+    /// stays fluid). Nothing here enters the ledger's counters: the caller counts it.
+    fn solidify(&mut self, c: &StepConstants, quanta: i32) -> Result<Option<u64>> {
+        let _ = (c, quanta);
+        Ok(None)
+    }
     /// The newest complete snapshot, if one exists yet. Never blocks on the device.
     fn snapshot(&mut self) -> Option<Arc<Snapshot>>;
     /// Reads the whole current state, waiting for the device if needed. For tests, saving and

@@ -12,6 +12,7 @@
 //! flow, load, save and restore) and `recovery.rs` (device losses).
 
 mod bodies;
+mod cooling;
 mod detail;
 mod edits;
 mod erosion;
@@ -105,6 +106,11 @@ pub struct Simulation {
     detail: Option<DetailDriver>,
     /// Whether tiles at rest may sleep ([`Simulation::set_sleeping`]).
     sleeping: bool,
+    /// Quanta of fluid that cooled into ground since the ledger was last zeroed
+    /// ([`crate::MassLedger::solidified`]).
+    solidified: u64,
+    /// Quanta per cell that cooling owes from earlier frames ([`crate::cooling::quanta_per_cell`]).
+    cooling_carry: f64,
 }
 
 impl Simulation {
@@ -151,6 +157,8 @@ impl Simulation {
             device_losses: Vec::new(),
             detail: None,
             sleeping: true,
+            solidified: 0,
+            cooling_carry: 0.0,
         }
     }
 
@@ -396,6 +404,7 @@ impl Simulation {
         }
         let plan = FramePlan { constants, substeps, forcing: &forcing };
         self.on_backend(|b| b.advance(&plan))?;
+        self.cool(&constants, frame_time)?;
         self.frames += 1;
         self.elapsed += frame_time;
         let per_step_gain = forcing.iter().map(|f| f.quanta.max(0)).max().unwrap_or(0) as f32 + inflow_quanta.iter().map(|&q| q as f32).sum::<f32>();

@@ -67,6 +67,9 @@ pub fn core_params(p: &ParamInputs) -> Params {
         cfl: p.courant as f32,
         max_step: p.max_step as f32,
         max_substeps: p.max_substeps.clamp(MAX_SUBSTEPS_RANGE.min as i64, MAX_SUBSTEPS_RANGE.max as i64) as u32,
+        // The node's `fluid` resource comes with the next commit: water, as before.
+        viscosity: pipewater_core::params::WATER_VISCOSITY,
+        solidify_rate: 0.0,
     }
 }
 
