@@ -29,6 +29,7 @@ pub mod params;
 pub mod pipes;
 pub mod quanta;
 pub mod save;
+pub mod save_tiles;
 pub mod scenarios;
 pub mod simulation;
 pub mod sources;

@@ -12,7 +12,7 @@
 //! | 4 | CRC-32 (IEEE) of the payload, `u32` |
 //! | … | payload |
 //!
-//! Payload, version 3:
+//! Payload, version 4 (older versions differ where said):
 //! 1. grid: width `u32`, height `u32`, cell size `f32` (m);
 //! 2. params: gravity `f32`, damping `f32`, neighbours `u8` (4 or 8), cross-section `u8`
 //!    (0 classic, 1 depth-dependent), pipe depth `f32`, four boundaries (N, E, S, W) as kind `u8`
@@ -30,10 +30,13 @@
 //! 5. inflow remainders of the four edges (4 × `f64`, quanta);
 //! 6. sources and drains: next id `u32`, count `u32`, then each: id `u32`, rate `f32` (m³/s),
 //!    remainder `f64` (quanta), cell count `u32`, and per cell its index `u32` and share `f64`;
-//! 7. fields, one value per cell in row-major order: terrain `f32` (m, as edited), depth `i32`
+//! 7. fields, from version 4 on: the terrain of every cell and the water (depth and pipes) of
+//!    the tiles that hold any, compressed band by band ([`crate::save_tiles`]): dry land costs its
+//!    compressed terrain, a few bytes a cell or less. Versions 1 ..= 3 ([`DENSE_FORMAT_VERSION`]):
+//!    dense, one value per cell in row-major order: terrain `f32` (m, as edited), depth `i32`
 //!    (quanta), then what the four owned pipes keep (E, S, SE, SW) `f32` ([`State::flow`]:
 //!    their flow in m²/s, or their flux in m³/s without momentum advection, which is how
-//!    version 1 states, loaded with advection off, stored them).
+//!    version 1 states, loaded with advection off, stored them); 24 bytes a cell.
 //!
 //! The payload length tells a truncated file from a corrupt one; the checksum catches corruption;
 //! a newer version is refused rather than misread. A decoded state is validated like any other
@@ -51,10 +54,13 @@ use crate::state::{check_pipes, check_terrain, Counters, State};
 /// The first eight bytes of every saved state.
 pub const SAVE_MAGIC: [u8; 8] = *b"PIPEWATR";
 /// The format version this build writes, and the newest it reads.
-pub const SAVE_FORMAT_VERSION: u32 = 3;
+pub const SAVE_FORMAT_VERSION: u32 = 4;
+/// The last format version whose fields are dense (24 bytes a cell, uncompressed): saves of
+/// versions 1 ..= 3 load as they are.
+pub const DENSE_FORMAT_VERSION: u32 = 3;
 /// Bytes before the payload: magic, version, payload length, checksum.
 pub const SAVE_HEADER_BYTES: usize = 24;
-/// Bytes per cell in the fields: terrain, depth and four fluxes.
+/// Bytes per cell in the dense fields (versions 1 ..= 3): terrain, depth and four fluxes.
 const CELL_BYTES: usize = 4 + 4 + 16;
 
 // Bounds on what a decoded state holds besides its fields: what runs of the model produce, so
@@ -118,6 +124,14 @@ pub fn saved_fields(bytes: &[u8]) -> Result<SavedFields> {
     Ok(SavedFields { state: saved.state, params: saved.params })
 }
 
+/// A saved state (any version this build reads) rewritten in the dense layout of
+/// [`DENSE_FORMAT_VERSION`]: every field at a fixed offset, 24 bytes a cell, uncompressed. For
+/// tools that read or patch a save's fields in place (and tests that do); it loads like any
+/// other. Validates `bytes` as [`crate::Simulation::restore_state`] does.
+pub fn dense_state(bytes: &[u8]) -> Result<Vec<u8>> {
+    Ok(SavedState::decode(bytes)?.encode_as(DENSE_FORMAT_VERSION))
+}
+
 fn invalid(why: impl Into<String>) -> Error {
     Error::InvalidSave(why.into())
 }
@@ -125,9 +139,15 @@ fn invalid(why: impl Into<String>) -> Error {
 impl SavedState {
     /// The saved state as bytes (header and payload).
     pub fn encode(&self) -> Vec<u8> {
+        self.encode_as(SAVE_FORMAT_VERSION)
+    }
+
+    /// The saved state as bytes in format `version`: [`SAVE_FORMAT_VERSION`] or
+    /// [`DENSE_FORMAT_VERSION`] (the same but for its dense fields).
+    fn encode_as(&self, version: u32) -> Vec<u8> {
         let g = self.state.grid;
         let cells: usize = self.sources.iter().map(|s| s.cells.len()).sum();
-        let mut p = Vec::with_capacity(256 + 20 * self.sources.len() + 12 * cells + CELL_BYTES * g.cell_count());
+        let mut p = Vec::with_capacity(256 + 20 * self.sources.len() + 12 * cells + g.cell_count());
         fn u8_(p: &mut Vec<u8>, v: u8) {
             p.push(v)
         }
@@ -199,13 +219,18 @@ impl SavedState {
                 f64_(&mut p, share);
             }
         }
-        self.state.terrain.iter().for_each(|&v| f32_(&mut p, v));
-        self.state.depth.iter().for_each(|&v| u32_(&mut p, v as u32));
-        self.state.flow.iter().flatten().for_each(|&v| f32_(&mut p, v));
+        if version > DENSE_FORMAT_VERSION {
+            crate::save_tiles::encode_fields(&self.state, crate::save_tiles::SAVE_TILE, &mut p);
+        } else {
+            p.reserve(CELL_BYTES * g.cell_count());
+            self.state.terrain.iter().for_each(|&v| f32_(&mut p, v));
+            self.state.depth.iter().for_each(|&v| u32_(&mut p, v as u32));
+            self.state.flow.iter().flatten().for_each(|&v| f32_(&mut p, v));
+        }
 
         let mut bytes = Vec::with_capacity(SAVE_HEADER_BYTES + p.len());
         bytes.extend_from_slice(&SAVE_MAGIC);
-        bytes.extend_from_slice(&SAVE_FORMAT_VERSION.to_le_bytes());
+        bytes.extend_from_slice(&version.to_le_bytes());
         bytes.extend_from_slice(&(p.len() as u64).to_le_bytes());
         bytes.extend_from_slice(&crc32fast::hash(&p).to_le_bytes());
         bytes.extend_from_slice(&p);
@@ -461,6 +486,10 @@ impl Reader<'_> {
         }
         let n = grid.cell_count();
         let left = self.bytes.len() - self.at;
+        if self.version > DENSE_FORMAT_VERSION {
+            let state = crate::save_tiles::decode_fields(grid, &self.bytes[self.at..])?;
+            return Ok(SavedState { params, frames, elapsed, last_report, recent_gain, initial_total, counters, solidified, cooling_carry, inflow_carry, next_source_id, sources, state });
+        }
         if left != CELL_BYTES * n {
             return Err(invalid(format!(
                 "the fields of a {width}x{height} grid take {} bytes, the payload has {left} left",

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{busy_valley, drive_busy_valley, grid, mass_identity, Stepping};
-use pipewater_core::save::saved_fields;
+use pipewater_core::save::{dense_state, saved_fields};
 use pipewater_core::simulation::MAX_EDIT_VOLUME;
 use pipewater_core::{BackendPreference, CellRect, Error, Params, Simulation, State, MAX_DEPTH, MAX_DEPTH_QUANTA};
 use proptest::prelude::*;
@@ -34,8 +34,15 @@ fn blank(g: pipewater_core::Grid) -> Simulation {
     Simulation::cpu(State::new(g), Params::default()).unwrap()
 }
 
-/// The busy valley's save at [`SAVE_AT`], made once.
+/// The busy valley's save at [`SAVE_AT`] in the dense layout ([`dense_state`], format version
+/// 3), whose fields lie at fixed offsets: the tests that edit a field in place use it.
 fn busy_save() -> &'static [u8] {
+    static SAVE: OnceLock<Vec<u8>> = OnceLock::new();
+    SAVE.get_or_init(|| dense_state(compressed_busy_save()).unwrap())
+}
+
+/// The busy valley's save at [`SAVE_AT`] as this build writes it (compressed tiles), made once.
+fn compressed_busy_save() -> &'static [u8] {
     static SAVE: OnceLock<Vec<u8>> = OnceLock::new();
     SAVE.get_or_init(|| {
         let mut sim = busy_valley(BackendPreference::Cpu);
@@ -323,4 +330,57 @@ proptest! {
             }
         }
     }
+
+    /// The same for a save as this build writes it, whose fields are LZ4 blocks of tiles: a
+    /// flipped, cut or overwritten byte in a block's length, its wet-tile bits or its compressed
+    /// bytes (resealed, so the decoder itself must catch it) is refused or gives a finite,
+    /// balanced state; decompression never writes past the size the grid fixes.
+    #[test]
+    fn a_mutated_compressed_save_is_refused_or_gives_a_finite_balanced_state(m in mutation(compressed_busy_save().len())) {
+        let bytes = mutated(compressed_busy_save(), &m);
+        let mut sim = busy_valley(BackendPreference::Cpu);
+        match sim.restore_state(&bytes) {
+            Ok(()) => {
+                assert_sound(&format!("restored {m:?}"), &mut sim);
+            }
+            Err(e) => prop_assert!(matches!(e, Error::InvalidSave(_)), "{m:?}: {e:?}"),
+        }
+        if let Ok(fields) = saved_fields(&bytes) {
+            if let Ok(mut baked) = Simulation::cpu(fields.state, fields.params) {
+                assert_sound(&format!("baked {m:?}"), &mut baked);
+            }
+        }
+    }
+}
+
+/// Every single byte of a compressed save's fields flipped in turn, resealed: each is refused or
+/// loads a finite state whose ledger balances. Prints how many were refused and by what.
+#[test]
+fn every_byte_of_the_compressed_fields_flipped_is_refused_or_harmless() {
+    let save = compressed_busy_save();
+    let fields_at = save.len().saturating_sub(6000);
+    let (mut refused, mut accepted) = (0, 0);
+    let mut reasons = std::collections::BTreeMap::<String, usize>::new();
+    for at in fields_at..save.len() {
+        let mut bytes = save.to_vec();
+        bytes[at] ^= 0x5a;
+        reseal(&mut bytes);
+        let mut sim = blank(pipewater_core::Grid::new(72, 48, 1.0).unwrap());
+        match sim.restore_state(&bytes) {
+            Ok(()) => {
+                accepted += 1;
+                let (total, expected) = mass_identity(&mut sim);
+                assert_eq!(total, expected, "byte {at}: the ledger");
+                assert!(sim.read_state().unwrap().flow.iter().flatten().all(|v| v.is_finite()), "byte {at}: a pipe is not finite");
+            }
+            Err(Error::InvalidSave(why)) => {
+                refused += 1;
+                let reason = why.split(':').next().unwrap_or("").chars().filter(|c| !c.is_ascii_digit()).collect::<String>();
+                *reasons.entry(reason).or_default() += 1;
+            }
+            Err(other) => panic!("byte {at}: {other:?}"),
+        }
+    }
+    println!("{} bytes flipped at the end of a {}-byte save: {refused} refused, {accepted} loaded; refusals by reason: {reasons:?}", save.len() - fields_at, save.len());
+    assert!(refused > 0, "flipping bytes of the fields is noticed");
 }

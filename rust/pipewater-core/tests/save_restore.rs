@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use pipewater_core::save::{dense_state, DENSE_FORMAT_VERSION};
 use pipewater_core::{BackendPreference, Error, Grid, Params, Simulation, State, SAVE_FORMAT_VERSION};
 
 /// Frame at which the interrupted run saves, and the frame both runs are compared at.
@@ -150,7 +151,9 @@ fn a_corrupt_state_is_refused_and_the_water_is_kept() {
 
 #[test]
 fn a_state_with_a_good_checksum_but_impossible_values_is_refused() {
-    let (mut sim, bytes) = saved_busy_valley();
+    let (mut sim, compressed) = saved_busy_valley();
+    // The dense layout puts every field at a fixed offset to edit.
+    let bytes = dense_state(&compressed).unwrap();
     let cells = sim.grid().cell_count();
     // Depth is the second of the three per-cell fields at the end: terrain, depth, flux.
     let depth_at = bytes.len() - 20 * cells;
@@ -188,7 +191,7 @@ fn a_version_1_state_loads_with_advection_off() {
     const ADVECTION_FLAG_AT: usize = 58;
     let (mut sim, _) = saved_busy_valley();
     sim.set_params(Params { momentum_advection: false, ..*sim.params() }).unwrap();
-    let current = sim.save_state().unwrap();
+    let current = dense_state(&sim.save_state().unwrap()).unwrap();
     let v2 = as_version_2(&current);
     assert_eq!(v2[HEADER + ADVECTION_FLAG_AT], 0, "the flag sits where the format says");
     let mut v1 = v2.clone();
@@ -213,7 +216,7 @@ fn a_version_1_state_loads_with_advection_off() {
     assert_eq!(a.depth, b.depth);
     assert_eq!(a.flow, b.flow);
     assert_eq!(la, lb);
-    assert_eq!(restored.save_state().unwrap(), current, "saving it again writes the current version's state");
+    assert_eq!(dense_state(&restored.save_state().unwrap()).unwrap(), current, "saving it again writes the same state");
 }
 
 /// Payload offsets of what version 3 added: viscosity and solidify rate (8 bytes) after the
@@ -224,7 +227,7 @@ const COOLING_LEDGER_AT: usize = FLUID_AT + 8 + 44 + 8 + 32;
 
 /// A version 3 state as version 2 wrote it: without the fluid and the cooling ledger.
 fn as_version_2(v3: &[u8]) -> Vec<u8> {
-    assert_eq!(u32::from_le_bytes(v3[8..12].try_into().unwrap()), 3, "a version 3 state");
+    assert_eq!(u32::from_le_bytes(v3[8..12].try_into().unwrap()), DENSE_FORMAT_VERSION, "a version 3 state");
     let mut v2 = v3.to_vec();
     v2.drain(HEADER + COOLING_LEDGER_AT..HEADER + COOLING_LEDGER_AT + 16);
     v2.drain(HEADER + FLUID_AT..HEADER + FLUID_AT + 8);
@@ -241,7 +244,7 @@ fn as_version_2(v3: &[u8]) -> Vec<u8> {
 #[test]
 fn a_version_2_state_loads_as_water_that_does_not_cool() {
     let (mut sim, _) = saved_busy_valley();
-    let current = sim.save_state().unwrap();
+    let current = dense_state(&sim.save_state().unwrap()).unwrap();
     let f32_at = |at: usize| f32::from_le_bytes(current[HEADER + at..HEADER + at + 4].try_into().unwrap());
     assert_eq!((f32_at(FLUID_AT), f32_at(FLUID_AT + 4)), (sim.params().viscosity, sim.params().solidify_rate), "the fluid sits where the format says");
     let v2 = as_version_2(&current);
@@ -265,5 +268,109 @@ fn a_version_2_state_loads_as_water_that_does_not_cool() {
     assert_eq!(a.depth, b.depth);
     assert_eq!(a.flow, b.flow);
     assert_eq!(la, lb);
-    assert_eq!(restored.save_state().unwrap(), current, "saving it again writes the version 3 state");
+    assert_eq!(dense_state(&restored.save_state().unwrap()).unwrap(), current, "saving it again writes the version 3 state");
+}
+
+/// A version 2 save written by the build before compressed saves (commit 1a76e12, see
+/// `tests/fixtures/README.md`): the busy valley at frame 120.
+const VERSION_2_FIXTURE: &[u8] = include_bytes!("fixtures/busy_valley_v2_frame120.pwstate");
+
+/// A save written by an earlier build, not one this build imitates, loads: its fields are the ones
+/// that build recorded (their fingerprint and total, written down when it was made), its ledger
+/// and clock too, and they are bit for bit what this build's own run of the same frames gives.
+/// Saved again, it is a version 4 save that loads to the same state.
+#[test]
+fn a_version_2_save_from_the_build_before_compression_loads_exactly() {
+    let mut loaded = blank(Grid::new(72, 48, 1.0).unwrap());
+    loaded.restore_state(VERSION_2_FIXTURE).unwrap();
+    let (state, ledger) = (loaded.read_state().unwrap(), loaded.ledger().unwrap());
+    let mut rerun = busy_valley(BackendPreference::Cpu);
+    drive_busy_valley(&mut rerun, 0, 120, Stepping::Advance);
+    let (again, again_ledger) = (rerun.read_state().unwrap(), rerun.ledger().unwrap());
+    println!(
+        "fixture: {} bytes, version {}; loaded fields {:016x}, {} quanta, ledger {:?}, {} s; this build's run to frame 120: {:016x}, ledger {:?}, {} cells differ",
+        VERSION_2_FIXTURE.len(),
+        u32::from_le_bytes(VERSION_2_FIXTURE[8..12].try_into().unwrap()),
+        fingerprint(&state),
+        state.total_quanta(),
+        ledger.counters,
+        loaded.elapsed(),
+        fingerprint(&again),
+        again_ledger.counters,
+        differing_cells(&state, &again)
+    );
+    assert_eq!(fingerprint(&state), 0x7e91_8ba0_a5ff_c879, "the fields the earlier build saved");
+    assert_eq!(state.total_quanta(), 114_243_662);
+    assert_eq!((ledger.initial, ledger.counters.added, ledger.counters.removed, ledger.counters.boundary_in, ledger.counters.boundary_out), (113_993_175, 10_066_325, 1_415_645, 775_920, 9_176_113));
+    assert_eq!(loaded.elapsed().to_bits(), 2.0000001043081284f64.to_bits());
+    assert_eq!(differing_cells(&state, &again), 0, "the old save holds what this build computes for the same frames");
+    assert_eq!(ledger, again_ledger);
+    let resaved = loaded.save_state().unwrap();
+    let mut reloaded = blank(loaded.grid());
+    reloaded.restore_state(&resaved).unwrap();
+    println!("saved again: {} bytes in version {SAVE_FORMAT_VERSION}", resaved.len());
+    assert_eq!(differing_cells(&reloaded.read_state().unwrap(), &state), 0);
+    assert_eq!(reloaded.ledger().unwrap(), ledger);
+}
+
+/// Every field of a save comes back to the bit, and the ledger exactly, whatever share of the grid
+/// is wet: all dry (terrain only), a lake in one corner, a river across tiles, half wet, all wet
+/// (every tile stores its water), with sources, remainders and a clock. Prints the bytes against
+/// the dense 24 a cell.
+#[test]
+fn saves_of_dry_partly_wet_and_all_wet_grids_come_back_bit_for_bit() {
+    let g = Grid::new(150, 97, 0.75).unwrap();
+    let terrain: Vec<f32> = (0..g.cell_count()).map(|i| ((i % 150) as f32 * 0.05).sin() * 2.0 + (i / 150) as f32 * 0.013).collect();
+    type Water = fn(&mut Simulation);
+    let cases: [(&str, Water); 5] = [
+        ("all dry", |_| {}),
+        ("a lake in a corner", |sim| {
+            sim.add_water(-40.0, -25.0, 30.0, 6.0).unwrap();
+        }),
+        ("a river across tiles", |sim| {
+            for k in 0..12 {
+                sim.add_water(-50.0 + 9.0 * k as f32, -30.0 + 5.0 * k as f32, 4.0, 2.0).unwrap();
+            }
+        }),
+        ("half wet", |sim| {
+            sim.fill_basin(0.0, 0.0, 1.2).unwrap();
+        }),
+        ("all wet", |sim| {
+            sim.fill_basin(0.0, 0.0, 8.0).unwrap();
+        }),
+    ];
+    for (case, water) in cases {
+        let mut sim = Simulation::cpu(State::with_terrain(g, terrain.clone()).unwrap(), Params::default()).unwrap();
+        water(&mut sim);
+        // A drain over dry ground takes nothing, but its id and remainder are saved all the same.
+        sim.add_source(10.0, 5.0, if case == "all dry" { -0.4 } else { 0.4 }, 3.0).unwrap();
+        for _ in 0..20 {
+            sim.advance(1.0 / 30.0).unwrap();
+        }
+        let bytes = sim.save_state().unwrap();
+        let mut restored = blank(g);
+        restored.restore_state(&bytes).unwrap();
+        let (a, b) = (sim.read_state().unwrap(), restored.read_state().unwrap());
+        let (la, lb) = (sim.ledger().unwrap(), restored.ledger().unwrap());
+        let wet = a.depth.iter().filter(|&&d| d > 0).count() as f64 / g.cell_count() as f64;
+        println!(
+            "{case}: {:.0} % of cells wet; {} bytes, {:.2} a cell ({:.1} % of dense); {} cells differ; ledgers {:?} / {:?}",
+            100.0 * wet,
+            bytes.len(),
+            bytes.len() as f64 / g.cell_count() as f64,
+            100.0 * bytes.len() as f64 / (24 * g.cell_count()) as f64,
+            differing_cells(&a, &b),
+            la,
+            lb
+        );
+        assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), SAVE_FORMAT_VERSION);
+        assert_eq!(differing_cells(&a, &b), 0, "{case}: a field differs");
+        assert_eq!((la, restored.elapsed().to_bits(), restored.source_ids()), (lb, sim.elapsed().to_bits(), sim.source_ids()), "{case}: ledger, clock or sources differ");
+        assert_eq!(restored.save_state().unwrap(), bytes, "{case}: everything the format holds comes back");
+        match case {
+            "all dry" => assert_eq!(wet, 0.0, "{case} has no water"),
+            "all wet" => assert_eq!(wet, 1.0, "{case} has water in every cell"),
+            _ => assert!(wet > 0.0 && wet < 1.0),
+        }
+    }
 }

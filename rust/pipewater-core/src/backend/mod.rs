@@ -167,6 +167,15 @@ pub trait Backend: Send {
     fn read_state(&mut self) -> Result<State>;
     /// Counters as of the current state, waiting for the device if needed.
     fn read_counters(&mut self) -> Result<Counters>;
+    /// Starts reading the whole current state and its counters without waiting for the device:
+    /// what [`crate::Simulation::begin_save`] takes. The reader it returns runs on a worker
+    /// thread and waits there (for the device, for a copy out of mapped memory), so the caller
+    /// only records the read. Edits queued so far are applied first. The default reads now, on
+    /// the caller's thread ([`Backend::read_state`]), for backends without an asynchronous read.
+    fn begin_state_read(&mut self) -> Result<StateReader> {
+        let (state, counters) = (self.read_state()?, self.read_counters()?);
+        Ok(Box::new(move || Ok((state, counters))))
+    }
     /// What the water goes on from if this backend's device is lost: the newest state of every
     /// cell of one frame that the host holds without asking the device (which may be gone). The
     /// default, for backends whose snapshot always covers every cell, is the snapshot; the GPU
@@ -272,6 +281,10 @@ pub trait Backend: Send {
         Ok(None)
     }
 }
+
+/// The rest of a [`Backend::begin_state_read`]: run on a worker thread, it gives the state and
+/// counters of the frame the read began on.
+pub type StateReader = Box<dyn FnOnce() -> Result<(State, Counters)> + Send>;
 
 /// Frames between a GPU `advance` and the snapshot that shows it; 0 on the CPU.
 pub const CPU_SNAPSHOT_LATENCY: u32 = 0;

@@ -19,11 +19,13 @@ mod erosion;
 mod persistence;
 mod queries;
 mod recovery;
+mod save_jobs;
 mod sources;
 
 pub use edits::basin_fill;
 pub use queries::sample_surface;
 pub use recovery::DeviceLoss;
+pub use save_jobs::{RestoreJob, SaveJob};
 
 use crate::backend::cpu::CpuBackend;
 use crate::backend::{Backend, BackendKind, CellWater, FramePlan, PipeNudge};

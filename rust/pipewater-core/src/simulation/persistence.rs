@@ -101,11 +101,19 @@ impl Simulation {
     /// the other way round. The reset point ([`Simulation::reset`]) is not part of it.
     ///
     /// Reads the current state, waiting for the device on a GPU backend (edits queued so far are
-    /// applied first): meant for saving a game, not for every frame. About 24 bytes per cell.
+    /// applied first), and encodes it on the caller's thread: a large grid holds the caller for
+    /// its whole read and compression (a second for a 4096² grid on the GPU). A game saves with
+    /// [`Simulation::begin_save`] instead, which does both on a worker thread. Only tiles with
+    /// water store their depth and pipes ([`crate::save_tiles`]).
     pub fn save_state(&mut self) -> Result<Vec<u8>> {
         let state = self.on_backend(|b| b.read_state())?;
         let counters = self.on_backend(|b| b.read_counters())?;
-        let saved = SavedState {
+        Ok(self.saved_state(state, counters).encode())
+    }
+
+    /// Everything a save holds besides the fields and the counters, as of now, with those.
+    pub(super) fn saved_state(&self, state: State, counters: crate::state::Counters) -> SavedState {
+        SavedState {
             params: self.params,
             frames: self.frames,
             elapsed: self.elapsed,
@@ -119,8 +127,7 @@ impl Simulation {
             next_source_id: self.next_source_id,
             sources: self.sources.clone(),
             state,
-        };
-        Ok(saved.encode())
+        }
     }
 
     /// Replaces the water state with one from [`Simulation::save_state`]: the run goes on
@@ -137,6 +144,11 @@ impl Simulation {
     /// values out of range, or was saved for another grid (size or cell size).
     pub fn restore_state(&mut self, bytes: &[u8]) -> Result<()> {
         let saved = SavedState::decode(bytes)?;
+        self.apply_saved(saved)
+    }
+
+    /// Goes on from a decoded save: checks it against this simulation, then replaces the state.
+    pub(super) fn apply_saved(&mut self, saved: SavedState) -> Result<()> {
         let g = saved.state.grid;
         if g != self.grid {
             return Err(Error::InvalidSave(format!(

@@ -918,8 +918,69 @@ impl GpuBackend {
 
 }
 
+impl GpuBackend {
+    /// Records the copy of the whole state and its counters (the current copy of the fields,
+    /// edits queued so far applied first) into a buffer of its own, submits it and returns the
+    /// reader that waits for it on a worker thread, copies it out and frees the buffer: a save's
+    /// read, which holds the caller for the recording only.
+    fn begin_whole_read(&mut self) -> Result<super::StateReader> {
+        let queued = self.host.take_edits();
+        self.submit_edits(queued)?;
+        let (grid, current) = (self.host.grid, self.host.current);
+        let n = grid.cell_count() as u64;
+        let c = COUNTER_BYTES as u64;
+        let device = self.ctx.device.clone();
+        let staging = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("save read"),
+            size: recovery_read_bytes(grid.cell_count()) as u64,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("save read") });
+        encoder.copy_buffer_to_buffer(&self.counters, 0, &staging, 0, c);
+        encoder.copy_buffer_to_buffer(&self.terrain, 0, &staging, c, 4 * n);
+        encoder.copy_buffer_to_buffer(&self.depth[current], 0, &staging, c + 4 * n, 4 * n);
+        encoder.copy_buffer_to_buffer(&self.flux[current], 0, &staging, c + 8 * n, 16 * n);
+        let (_, index) = self.submit(encoder);
+        let mapped = Arc::new(AtomicU32::new(SLOT_PENDING));
+        let flag = mapped.clone();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| flag.store(if r.is_ok() { SLOT_READY } else { SLOT_FAILED }, Ordering::Release));
+        let frame = self.host.frames;
+        Ok(Box::new(move || {
+            match device.poll(wgpu::PollType::Wait { submission_index: Some(index), timeout: Some(DEVICE_WAIT_LIMIT) }) {
+                Ok(_) => {}
+                Err(wgpu::PollError::Timeout) => return Err(Error::DeviceLost(format!("a save's read did not finish within {} s", DEVICE_WAIT_LIMIT.as_secs()))),
+                Err(e) => return Err(Error::Gpu(e.to_string())),
+            }
+            let start = Instant::now();
+            while mapped.load(Ordering::Acquire) == SLOT_PENDING && start.elapsed() < DEVICE_WAIT_LIMIT {
+                let _ = device.poll(wgpu::PollType::Poll);
+                std::thread::yield_now();
+            }
+            if mapped.load(Ordering::Acquire) != SLOT_READY {
+                return Err(Error::Gpu("mapping a save's read failed".into()));
+            }
+            let read = RecoveryRead { frame, generation: 0 };
+            let point = {
+                let view = staging.get_mapped_range(..).map_err(|e| Error::Gpu(e.to_string()))?;
+                let (counters, fields) = view.split_at(COUNTER_BYTES);
+                let (terrain, rest) = fields.split_at(4 * n as usize);
+                let (depth, flow) = rest.split_at(4 * n as usize);
+                decode_point(grid, read, counters, terrain, depth, flow)
+            };
+            staging.unmap();
+            let point = point.ok_or_else(|| Error::Gpu("a save's read came back short".into()))?;
+            Ok((point.state, point.counters))
+        }))
+    }
+}
+
 impl Backend for GpuBackend {
     crate::gpu_backend_methods!();
+
+    fn begin_state_read(&mut self) -> Result<super::StateReader> {
+        self.begin_whole_read()
+    }
 
     fn kind(&self) -> BackendKind {
         BackendKind::Gpu
