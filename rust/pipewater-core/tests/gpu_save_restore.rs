@@ -89,3 +89,33 @@ fn a_state_saved_on_the_gpu_restores_on_the_cpu_to_the_same_bytes() {
     assert!(from_cpu == from_gpu, "the CPU holds the GPU's saved state bit for bit");
     assert!(from_gpu_again == from_gpu, "the GPU holds the CPU's saved state bit for bit");
 }
+
+/// On wgpu a save begun at a frame (its copy recorded on the device, then mapped and decoded on a
+/// worker thread) holds that frame while the simulation runs on for 30 more: its bytes are those
+/// of `save_state` at that frame.
+#[test]
+fn a_gpu_save_begun_at_a_frame_holds_that_frame_while_the_simulation_runs_on() {
+    if !gpu_or_skip("a_gpu_save_begun_at_a_frame_holds_that_frame_while_the_simulation_runs_on") {
+        return;
+    }
+    let mut sim = busy_valley(BackendPreference::Gpu);
+    drive_busy_valley(&mut sim, 0, 100, Stepping::Fixed);
+    let at_begin = sim.save_state().unwrap();
+    let begun = std::time::Instant::now();
+    let mut job = sim.begin_save().unwrap();
+    let held = begun.elapsed();
+    let (mut result, mut frames) = (None, 0);
+    for frame in 100..130 {
+        drive_busy_valley(&mut sim, frame, frame + 1, Stepping::Fixed);
+        if result.is_none() {
+            frames += 1;
+            result = job.poll();
+        }
+    }
+    let bytes = match result {
+        Some(bytes) => bytes.unwrap(),
+        None => job.wait().unwrap(),
+    };
+    println!("begin_save held the caller {:.3} ms; the save of frame 100 arrived within {frames} frames, {} bytes, equal to save_state then: {}", held.as_secs_f64() * 1e3, bytes.len(), bytes == at_begin);
+    assert_eq!(bytes, at_begin, "the save holds the frame it began on");
+}
