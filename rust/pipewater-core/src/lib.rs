@@ -34,6 +34,7 @@ pub mod scenarios;
 pub mod simulation;
 pub mod sources;
 pub mod state;
+pub mod sync;
 pub mod terrain_source;
 pub mod validation;
 

@@ -1,0 +1,451 @@
+//! The server's side: the versions of each tile, and per client what it acknowledged, what is
+//! in flight, where it looks and how much of its budget is left.
+
+use super::codec::{encode_tile, Packet, TileChecksum, TileChunk, Welcome, MAX_CHECKSUMS_PER_PACKET, MAX_CHUNK_DATA};
+use super::{gather_tile, tile_hash, tile_rect, Edit, Outgoing, SyncConfig, PACKET_OVERHEAD_BYTES, SERVER_PEER};
+use crate::backend::sleep::TileGrid;
+use crate::error::{Error, Result};
+use crate::grid::Grid;
+use rayon::prelude::*;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+/// Most versions of one tile the server keeps as bases for deltas. A client whose acknowledged
+/// version fell out gets the tile whole.
+const MAX_VERSIONS_PER_TILE: usize = 16;
+/// Most replayed edits kept for late joiners (terrain and sources).
+const MAX_EDIT_LOG: usize = 65_536;
+/// Seconds of budget a client may save up (a burst).
+const BURST_SECONDS: f64 = 0.1;
+/// Priority of a tile that the client has never received: above any change count, so a
+/// keyframe goes before updates (nearest first).
+const KEYFRAME_PRIORITY: f64 = 1.0e15;
+
+/// One version of a tile's depths.
+#[derive(Debug, Clone)]
+struct TileVersion {
+    version: u32,
+    /// Sum over captures up to this version of the quanta that changed (|Δ| per cell): the
+    /// difference of two versions' `change` says how much moved between them.
+    change: u64,
+    total: i64,
+    hash: u32,
+    depths: Arc<[i32]>,
+}
+
+/// A client as the server sees it.
+#[derive(Debug)]
+struct Client {
+    /// Per tile, the version the client acknowledged (0: none).
+    acked: Vec<u32>,
+    /// Per tile, the version last sent and when (s).
+    sent: Vec<(u32, f64)>,
+    focus: Vec<[f32; 2]>,
+    /// Bytes the client may still be sent now; negative after a packet that went past it.
+    tokens: f64,
+    last_poll: Option<f64>,
+    seq: u32,
+    reliable: VecDeque<Packet>,
+    checksum_cursor: usize,
+    checksum_credit: f64,
+    keyframe_complete: bool,
+    joined_at: f64,
+    /// Seconds from the join to the last tile of the keyframe acknowledged.
+    join_seconds: Option<f64>,
+    bytes_sent: u64,
+}
+
+/// What a client's packet asks of the game.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerEvent {
+    /// A new client said hello (or a known one asked to start over).
+    Joined(i32),
+    /// A client asks for an edit: answer with [`SyncServer::accept_edit`] or
+    /// [`SyncServer::refuse_edit`].
+    EditRequested {
+        /// The client's peer id.
+        peer: i32,
+        /// The client's id of the request.
+        request: u32,
+        /// The edit.
+        edit: Edit,
+    },
+}
+
+/// Figures about one client.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClientStats {
+    /// Bytes sent, overhead included.
+    pub bytes_sent: u64,
+    /// Tiles whose acknowledged version is the server's latest.
+    pub tiles_current: usize,
+    /// Seconds from its hello until every tile was acknowledged once, when that happened.
+    pub join_seconds: Option<f64>,
+}
+
+/// The server's side of water sync.
+#[derive(Debug)]
+pub struct SyncServer {
+    config: SyncConfig,
+    grid: Grid,
+    tiles: TileGrid,
+    terrain_hash: u32,
+    /// Per tile, its versions, oldest first; the last is the current one.
+    history: Vec<Vec<TileVersion>>,
+    clients: BTreeMap<i32, Client>,
+    next_edit_seq: u32,
+    edit_log: Vec<(u32, i32, Edit)>,
+    captures: u64,
+}
+
+impl SyncServer {
+    /// A server for water on `grid`, whose terrain at the start hashes to `terrain_hash`
+    /// ([`super::terrain_hash`]), holding `depth` (quanta, row-major) now.
+    pub fn new(config: SyncConfig, grid: Grid, terrain_hash: u32, depth: &[i32]) -> Result<Self> {
+        config.check()?;
+        if depth.len() != grid.cell_count() {
+            return Err(Error::WrongLength { name: "depth", expected: grid.cell_count(), actual: depth.len() });
+        }
+        let tiles = TileGrid::new(grid.width, grid.height, [config.tile_size; 2]);
+        let mut server = SyncServer { config, grid, tiles, terrain_hash, history: vec![Vec::new(); tiles.count()], clients: BTreeMap::new(), next_edit_seq: 1, edit_log: Vec::new(), captures: 0 };
+        server.capture(depth, None)?;
+        Ok(server)
+    }
+
+    /// The tiles.
+    pub fn tiles(&self) -> TileGrid {
+        self.tiles
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &SyncConfig {
+        &self.config
+    }
+
+    /// Changes the budgets, radius and rates (not the tile size, which the clients were told).
+    pub fn set_config(&mut self, config: SyncConfig) -> Result<()> {
+        config.check()?;
+        if config.tile_size != self.config.tile_size {
+            return Err(Error::invalid("tile_size", config.tile_size, format!("{} (fixed when the server starts)", self.config.tile_size)));
+        }
+        self.config = config;
+        Ok(())
+    }
+
+    /// Takes the water as it is now (`depth`, quanta, row-major): each tile that differs from
+    /// its current version gets a new one. `candidates`, when given (one flag per tile), limits
+    /// the comparison to those tiles, e.g. the tiles the backend stepped or edited since the
+    /// last capture; a tile outside them must not have changed. Returns how many tiles changed.
+    pub fn capture(&mut self, depth: &[i32], candidates: Option<&[bool]>) -> Result<usize> {
+        if depth.len() != self.grid.cell_count() {
+            return Err(Error::WrongLength { name: "depth", expected: self.grid.cell_count(), actual: depth.len() });
+        }
+        if let Some(c) = candidates {
+            if c.len() != self.tiles.count() {
+                return Err(Error::WrongLength { name: "candidates", expected: self.tiles.count(), actual: c.len() });
+            }
+        }
+        self.captures += 1;
+        let tiles = self.tiles;
+        let captures = self.captures.min(u32::MAX as u64 - 1) as u32;
+        let changed: Vec<(usize, TileVersion)> = (0..tiles.count())
+            .into_par_iter()
+            .filter(|&t| candidates.is_none_or(|c| c[t]))
+            .map_init(Vec::new, |scratch, t| {
+                gather_tile(&tiles, depth, t, scratch);
+                let last = self.history[t].last();
+                if last.is_some_and(|v| *v.depths == **scratch) {
+                    return None;
+                }
+                let moved: u64 = match last {
+                    Some(v) => v.depths.iter().zip(scratch.iter()).map(|(&a, &b)| (a as i64 - b as i64).unsigned_abs()).sum(),
+                    None => scratch.iter().map(|&d| d.unsigned_abs() as u64).sum(),
+                };
+                let version = TileVersion {
+                    // Versions follow the capture count, so a tile's versions grow with time
+                    // and a version names one capture.
+                    version: captures,
+                    change: last.map_or(0, |v| v.change).saturating_add(moved.max(1)),
+                    total: scratch.iter().map(|&d| d as i64).sum(),
+                    hash: tile_hash(scratch),
+                    depths: Arc::from(scratch.as_slice()),
+                };
+                Some((t, version))
+            })
+            .flatten()
+            .collect();
+        let n = changed.len();
+        for (t, version) in changed {
+            let history = &mut self.history[t];
+            history.push(version);
+            // Keep the newest few (a client may acknowledge one it was sent) and every version
+            // from the oldest a client acknowledged on (its base), within a hard bound: a
+            // client whose base falls out gets the tile whole.
+            let oldest_needed = self.clients.values().map(|c| c.acked[t]).filter(|&v| v != 0).min().unwrap_or(u32::MAX);
+            let newest_from = history.len().saturating_sub(MAX_VERSIONS_PER_TILE);
+            let mut i = 0;
+            history.retain(|v| {
+                let keep = i >= newest_from || v.version >= oldest_needed;
+                i += 1;
+                keep
+            });
+            let excess = history.len().saturating_sub(4 * MAX_VERSIONS_PER_TILE);
+            history.drain(..excess);
+        }
+        Ok(n)
+    }
+
+    /// A client's packet: its effect on the server's view of the client, and what the game must
+    /// answer. Refuses (with the reason, changing nothing) a packet that does not decode, a kind
+    /// only the server sends, a peer that has not said hello, and tiles or versions the server
+    /// never had.
+    pub fn receive(&mut self, peer: i32, bytes: &[u8], now: f64) -> Result<Option<ServerEvent>> {
+        let (packet, _seq) = Packet::decode(bytes)?;
+        if packet.from_server() {
+            return Err(Error::invalid("packet kind", packet.name(), format!("a client's packet (hello, ack, edit request, resync, focus): peer {peer} sent one only the server sends")));
+        }
+        if peer == SERVER_PEER || peer <= 0 {
+            return Err(Error::invalid("peer", peer, "a client's id (≥ 2)"));
+        }
+        if !matches!(packet, Packet::Hello) && !self.clients.contains_key(&peer) {
+            return Err(Error::invalid("peer", peer, "a client that said hello"));
+        }
+        match packet {
+            Packet::Hello => {
+                if !self.clients.contains_key(&peer) && self.clients.len() >= self.config.max_clients as usize {
+                    return Err(Error::invalid("clients", self.clients.len() + 1, format!("1 ..= {} (max_clients)", self.config.max_clients)));
+                }
+                self.join(peer, now);
+                Ok(Some(ServerEvent::Joined(peer)))
+            }
+            Packet::Ack(entries) => {
+                // Every entry is checked before any is taken, so a bad packet changes nothing.
+                for &(t, v) in &entries {
+                    self.check_tile(t)?;
+                    let current = self.current_version(t as usize);
+                    if v > current {
+                        return Err(Error::invalid("ack version", v, format!("0 ..= {current} (tile {t}'s newest)")));
+                    }
+                }
+                let client = self.clients.get_mut(&peer).expect("checked above");
+                for (t, v) in entries {
+                    let t = t as usize;
+                    // An acknowledgement older than one already taken is a late packet.
+                    if v > client.acked[t] && self.history[t].iter().any(|h| h.version == v) {
+                        client.acked[t] = v;
+                    }
+                }
+                if !client.keyframe_complete && client.acked.iter().all(|&v| v != 0) {
+                    client.keyframe_complete = true;
+                    client.join_seconds = Some(now - client.joined_at);
+                }
+                Ok(None)
+            }
+            Packet::EditRequest { request, edit } => Ok(Some(ServerEvent::EditRequested { peer, request, edit })),
+            Packet::Resync(tiles) => {
+                for &t in &tiles {
+                    self.check_tile(t)?;
+                }
+                let client = self.clients.get_mut(&peer).expect("checked above");
+                if tiles.is_empty() {
+                    client.acked.fill(0);
+                    client.keyframe_complete = false;
+                } else {
+                    for t in tiles {
+                        client.acked[t as usize] = 0;
+                        client.sent[t as usize] = (0, f64::NEG_INFINITY);
+                    }
+                }
+                Ok(None)
+            }
+            Packet::Focus(points) => {
+                let half = self.grid.extent().map(|e| e * 0.5 + self.config.focus_radius);
+                if let Some(p) = points.iter().find(|p| p[0].abs() > half[0] || p[1].abs() > half[1]) {
+                    return Err(Error::invalid("focus", format!("({}, {})", p[0], p[1]), format!("within ±{} m, ±{} m (the grid and the focus radius)", half[0], half[1])));
+                }
+                self.clients.get_mut(&peer).expect("checked above").focus = points;
+                Ok(None)
+            }
+            Packet::Welcome(_) | Packet::TileChunk(_) | Packet::Checksums(_) | Packet::EditApplied { .. } | Packet::EditRefused { .. } => unreachable!("refused above"),
+        }
+    }
+
+    fn check_tile(&self, t: u32) -> Result<()> {
+        if t as usize >= self.tiles.count() {
+            return Err(Error::invalid("tile", t, format!("0 ..= {} (tiles of this grid)", self.tiles.count() - 1)));
+        }
+        Ok(())
+    }
+
+    fn current_version(&self, t: usize) -> u32 {
+        self.history[t].last().map_or(0, |v| v.version)
+    }
+
+    fn join(&mut self, peer: i32, now: f64) {
+        let n = self.tiles.count();
+        let mut reliable = VecDeque::new();
+        let replay: Vec<_> = self.edit_log.iter().map(|&(seq, peer, edit)| Packet::EditApplied { seq, peer, edit }).collect();
+        reliable.push_back(Packet::Welcome(Welcome {
+            cells: self.tiles.cells,
+            tile_size: self.config.tile_size,
+            terrain_hash: self.terrain_hash,
+            next_edit_seq: self.next_edit_seq,
+            replay_count: replay.len() as u32,
+        }));
+        reliable.extend(replay);
+        let client = Client {
+            acked: vec![0; n],
+            sent: vec![(0, f64::NEG_INFINITY); n],
+            focus: Vec::new(),
+            tokens: 0.0,
+            last_poll: None,
+            seq: self.clients.get(&peer).map_or(0, |c| c.seq),
+            reliable,
+            checksum_cursor: 0,
+            checksum_credit: 0.0,
+            keyframe_complete: false,
+            joined_at: now,
+            join_seconds: None,
+            bytes_sent: self.clients.get(&peer).map_or(0, |c| c.bytes_sent),
+        };
+        self.clients.insert(peer, client);
+    }
+
+    /// Forgets a client (it disconnected): whatever was in flight to it is dropped.
+    pub fn remove_client(&mut self, peer: i32) -> bool {
+        self.clients.remove(&peer).is_some()
+    }
+
+    /// The clients' peer ids.
+    pub fn clients(&self) -> Vec<i32> {
+        self.clients.keys().copied().collect()
+    }
+
+    /// Figures about a client.
+    pub fn client_stats(&self, peer: i32) -> Option<ClientStats> {
+        let c = self.clients.get(&peer)?;
+        let tiles_current = (0..self.tiles.count()).filter(|&t| c.acked[t] == self.current_version(t)).count();
+        Some(ClientStats { bytes_sent: c.bytes_sent, tiles_current, join_seconds: c.join_seconds })
+    }
+
+    /// Accepts an edit (from a client's request, or the server's own with peer
+    /// [`SERVER_PEER`]): every client gets it with the returned sequence number. The caller
+    /// applies it to the simulation before its next step, in the order of the sequence numbers.
+    pub fn accept_edit(&mut self, peer: i32, edit: Edit) -> u32 {
+        let seq = self.next_edit_seq;
+        self.next_edit_seq = self.next_edit_seq.wrapping_add(1).max(1);
+        if edit.replayed_on_join() && self.edit_log.len() < MAX_EDIT_LOG {
+            self.edit_log.push((seq, peer, edit));
+        }
+        for client in self.clients.values_mut() {
+            client.reliable.push_back(Packet::EditApplied { seq, peer, edit });
+        }
+        seq
+    }
+
+    /// Refuses a client's edit request, telling the client why.
+    pub fn refuse_edit(&mut self, peer: i32, request: u32, reason: &str) -> Result<()> {
+        let client = self.clients.get_mut(&peer).ok_or_else(|| Error::invalid("peer", peer, "a client that said hello"))?;
+        client.reliable.push_back(Packet::EditRefused { request, reason: reason.to_string() });
+        Ok(())
+    }
+
+    /// The packets for client `peer` at time `now` (s): reliable ones first, then checksums
+    /// and tile updates within the client's budget, nearest and most changed tiles first.
+    pub fn poll(&mut self, peer: i32, now: f64) -> Result<Vec<Outgoing>> {
+        let tiles = self.tiles;
+        let config = self.config.clone();
+        let grid = self.grid;
+        let history = &self.history;
+        let client = self.clients.get_mut(&peer).ok_or_else(|| Error::invalid("peer", peer, "a client that said hello"))?;
+        let kbps = if client.keyframe_complete { config.budget_kbps } else { config.join_budget_kbps };
+        let rate = kbps as f64 * 1000.0 / 8.0;
+        let dt = client.last_poll.map_or(0.0, |t| (now - t).clamp(0.0, 1.0));
+        client.last_poll = Some(now);
+        let cap = (rate * BURST_SECONDS).max((super::MAX_PACKET_BYTES + PACKET_OVERHEAD_BYTES) as f64);
+        client.tokens = (client.tokens + rate * dt).min(cap);
+        let mut out = Vec::new();
+        let mut send = |client: &mut Client, packet: &Packet, reliable: bool| -> Result<()> {
+            let bytes = packet.encode(client.seq)?;
+            client.seq = client.seq.wrapping_add(1);
+            let cost = (bytes.len() + PACKET_OVERHEAD_BYTES) as f64;
+            client.tokens -= cost;
+            client.bytes_sent += cost as u64;
+            out.push(Outgoing { bytes, reliable });
+            Ok(())
+        };
+        while let Some(packet) = client.reliable.pop_front() {
+            send(client, &packet, true)?;
+        }
+        // Checksums: each tile the client should hold exactly, once per checksum interval.
+        client.checksum_credit = (client.checksum_credit + dt * tiles.count() as f64 / config.checksum_interval as f64).min(tiles.count() as f64);
+        // A full packet's worth at a time (or every tile, on a small grid).
+        let batch = MAX_CHECKSUMS_PER_PACKET.min(tiles.count()) as f64;
+        while client.tokens > 0.0 && client.checksum_credit >= batch {
+            let mut entries = Vec::new();
+            let mut looked = 0;
+            while entries.len() < MAX_CHECKSUMS_PER_PACKET && looked < tiles.count() {
+                let t = client.checksum_cursor;
+                client.checksum_cursor = (t + 1) % tiles.count();
+                looked += 1;
+                let Some(v) = history[t].last() else { continue };
+                if client.acked[t] == v.version {
+                    entries.push(TileChecksum { tile: t as u32, version: v.version, total: v.total, hash: v.hash });
+                }
+            }
+            client.checksum_credit -= looked as f64;
+            if entries.is_empty() {
+                break;
+            }
+            send(client, &Packet::Checksums(entries), false)?;
+        }
+        if client.tokens <= 0.0 {
+            return Ok(out);
+        }
+        // Tile updates, by priority.
+        let focus: Vec<[f32; 2]> = client.focus.clone();
+        let tile_side = config.tile_size as f32 * grid.cell_size;
+        let mut queue: Vec<(f64, usize)> = Vec::new();
+        for (t, versions) in history.iter().enumerate() {
+            let Some(current) = versions.last() else { continue };
+            let acked = client.acked[t];
+            if acked == current.version {
+                continue;
+            }
+            let (sent_version, sent_at) = client.sent[t];
+            if sent_version == current.version && now - sent_at < config.resend_after as f64 {
+                continue;
+            }
+            let base = versions.iter().find(|v| v.version == acked);
+            let weight = match base {
+                _ if acked == 0 => KEYFRAME_PRIORITY,
+                Some(b) => (current.change - b.change) as f64,
+                None => current.change as f64,
+            };
+            let r = tile_rect(&tiles, t);
+            let centre = grid.cell_centre(r.x + r.width / 2, r.y + r.height / 2);
+            let distance = focus.iter().map(|f| (f[0] - centre[0]).hypot(f[1] - centre[1])).fold(f32::INFINITY, f32::min);
+            let distance = if distance.is_finite() { distance } else { 0.0 };
+            let far = if config.focus_radius > 0.0 && distance > config.focus_radius { 1.0 / 16.0 } else { 1.0 };
+            let in_tiles = (distance / tile_side) as f64;
+            queue.push((weight * far / (1.0 + in_tiles * in_tiles), t));
+        }
+        queue.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        for (_, t) in queue {
+            if client.tokens <= 0.0 {
+                break;
+            }
+            let versions = &history[t];
+            let current = versions.last().expect("queued tiles have a version");
+            let base = versions.iter().find(|v| v.version == client.acked[t] && v.version != 0);
+            let (raw_len, compressed) = encode_tile(&current.depths, base.map(|b| &*b.depths), tile_rect(&tiles, t).width as usize);
+            let count = compressed.len().div_ceil(MAX_CHUNK_DATA).max(1);
+            for (index, data) in compressed.chunks(MAX_CHUNK_DATA).enumerate() {
+                let chunk = TileChunk { tile: t as u32, base: base.map_or(0, |b| b.version), version: current.version, raw_len: raw_len as u32, index: index as u16, count: count as u16, data: data.to_vec() };
+                send(client, &Packet::TileChunk(chunk), false)?;
+            }
+            client.sent[t] = (current.version, now);
+        }
+        Ok(out)
+    }
+}
