@@ -5,9 +5,6 @@ use super::PipeWater;
 use crate::water_body::{PipeWaterBody, BODY_GROUP};
 use godot::prelude::*;
 
-/// Density of the water bodies float in, kg/m³.
-pub const WATER_DENSITY: f32 = 1000.0;
-
 #[godot_api(secondary)]
 impl PipeWater {
     /// Drags the water within `radius` m (`0 ..= 2 × grid extent`) of `global_position` towards
@@ -63,7 +60,8 @@ impl PipeWater {
             return;
         }
         self.had_bodies = !bodies.is_empty();
-        let result = self.sim.as_mut().map(|s| s.couple_bodies(&bodies, delta as f32, WATER_DENSITY));
+        let density = self.fluid_density();
+        let result = self.sim.as_mut().map(|s| s.couple_bodies(&bodies, delta as f32, density));
         let Some(forces) = self.errors.core_result("bodies", result) else { return };
         for (mut hull, force) in members.into_iter().zip(forces) {
             match force {

@@ -246,6 +246,7 @@ impl PipeWater {
         if !self.ensure_sim() {
             return;
         }
+        self.sync_fluid();
         self.sync_sources();
         let in_editor = Engine::singleton().is_editor_hint();
         if !self.paused && (!in_editor || self.simulate_in_editor) {
@@ -467,6 +468,7 @@ impl PipeWater {
             courant: self.courant,
             max_step: self.max_step,
             max_substeps: self.max_substeps,
+            fluid: self.fluid_model(),
         })
     }
 

@@ -1,0 +1,68 @@
+//! What a viscous fluid and cooling cost a step on the CPU backend: the same river valley stepped
+//! as water (ν = 10⁻⁶ m²/s, the default), as lava (ν = 100 m²/s) and as lava that sets
+//! (solidify rate 1 mm/s, judged and applied once per frame of `--steps` steps), in interleaved
+//! rounds (water, lava, cooling lava, water, …) so that all three see the same machine.
+//!
+//! `cargo run --release -p pipewater-core --example viscosity_cost -- [--size 256] [--steps 100]
+//! [--rounds 5] [--no-sleep]`: `--no-sleep` steps every cell (sleeping tiles are on otherwise, as
+//! in a game, and then the slower lava leaves more of the grid asleep). Prints ns per cell-step
+//! over every cell of the grid, for each round and the median.
+
+use pipewater_core::{scenarios, Boundary, Edge, Grid, Params, Simulation};
+use std::time::Instant;
+
+fn arg<T: std::str::FromStr>(args: &[String], name: &str) -> Option<T> {
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok())
+}
+
+/// The river valley of `side`² cells of 1 m with its spring, an inflow edge and an open edge,
+/// with viscosity `viscosity` m²/s and solidify rate `solidify_rate` m/s, after 200 steps of
+/// 0.02 s so that it runs.
+fn valley(side: u32, viscosity: f32, solidify_rate: f32, sleeping: bool) -> Simulation {
+    let grid = Grid::new(side, side, 1.0).expect("grid");
+    let (mut state, spring) = scenarios::river_valley(grid, 7, 3.0);
+    state.fill_to_level(0.4).expect("level");
+    let mut params = Params { viscosity, solidify_rate, ..Params::default() };
+    params.boundaries[Edge::West as usize] = Boundary::Inflow { rate: 2.0 };
+    params.boundaries[Edge::East as usize] = Boundary::Open;
+    let mut sim = Simulation::cpu(state, params).expect("simulation");
+    sim.set_sleeping(sleeping);
+    sim.add_source(spring.x, spring.z, spring.rate, spring.radius).expect("spring");
+    sim.run_steps(0.02, 200).expect("warm-up");
+    sim
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let side: u32 = arg(&args, "--size").unwrap_or(256);
+    let steps: u32 = arg(&args, "--steps").unwrap_or(100);
+    let rounds: u32 = arg(&args, "--rounds").unwrap_or(5);
+    let sleeping = !args.iter().any(|a| a == "--no-sleep");
+    let names = ["water", "lava", "cooling lava"];
+    let mut sims = [valley(side, 1.0e-6, 0.0, sleeping), valley(side, 100.0, 0.0, sleeping), valley(side, 100.0, 1.0e-3, sleeping)];
+    let mut ns = [Vec::new(), Vec::new(), Vec::new()];
+    for round in 0..rounds {
+        for (k, sim) in sims.iter_mut().enumerate() {
+            let start = Instant::now();
+            sim.run_steps(0.02, steps).expect("steps");
+            let per = start.elapsed().as_secs_f64() * 1e9 / (side as f64 * side as f64 * steps as f64);
+            ns[k].push(per);
+            println!("round {round}: {:>12}: {per:.2} ns per cell-step", names[k]);
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let m: Vec<f64> = ns.iter_mut().map(median).collect();
+    let solidified = sims[2].ledger().expect("ledger").solidified as f64 * sims[2].quantum_volume();
+    println!(
+        "{side}², {steps} steps × {rounds} rounds, sleeping {sleeping}, {} threads: median ns per cell-step: water {:.2}, lava {:.2} ({:+.0} %), cooling lava {:.2} ({:+.0} % over lava); {solidified:.2} m³ set",
+        rayon::current_num_threads(),
+        m[0],
+        m[1],
+        100.0 * (m[1] / m[0] - 1.0),
+        m[2],
+        100.0 * (m[2] / m[1] - 1.0)
+    );
+}
