@@ -6,8 +6,8 @@
 //! properties), [`errors`] (errors and `get_last_error()`) and [`detail_texture`] (the detail
 //! waves' texture). [`saved_state`] is the `PipeWaterState` resource that `save_state()` returns
 //! (and `initial_state` holds); [`water_body`] is `PipeWaterBody`, a hull that pushes water;
-//! [`fluid_settings`] is `PipeWaterFluid`, the fluid (`PipeWater.fluid`: viscosity, cooling,
-//! density, colour); [`water_source`] is `PipeWaterSource`, a spring or drain placed in the scene. Argument checks
+//! [`water_source`] is `PipeWaterSource`, a spring or drain placed in the scene; [`erosion_settings`]
+//! is `PipeWaterErosion`, the settings of erosion (`PipeWater.erosion`). Argument checks
 //! live in
 //! [`validate`], coordinate mapping in [`mapping`], texture packing in [`texels`], the surface
 //! mesh's vertices (a grid or a camera-centred clipmap) in [`mesh_layout`]; they, and the pure
@@ -17,8 +17,8 @@
 use godot::prelude::*;
 
 pub mod detail_texture;
+pub mod erosion_settings;
 pub mod errors;
-pub mod fluid_settings;
 pub mod mapping;
 pub mod mesh_layout;
 pub mod node;

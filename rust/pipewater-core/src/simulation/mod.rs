@@ -188,8 +188,12 @@ impl Simulation {
     /// [`Simulation::switch_backend`].
     pub fn switch_to(&mut self, preference: BackendPreference) -> Result<()> {
         let mut fallback = None;
+        let eroding = self.params.erosion.enabled;
         self.switch_backend(|state| {
-            let (backend, why) = create_backend(state, preference)?;
+            let (backend, why) = match (preference, eroding) {
+                (BackendPreference::Auto, true) => (Box::new(CpuBackend::new(state)) as Box<dyn Backend>, Some(erosion::gpu_refusal())),
+                _ => create_backend(state, preference)?,
+            };
             fallback = why;
             Ok(backend)
         })?;

@@ -32,9 +32,8 @@ pub struct ParamInputs {
     pub courant: f64,
     pub max_step: f64,
     pub max_substeps: i64,
-    /// Viscosity (m²/s) and solidify rate (m/s) from the `fluid` resource
-    /// ([`crate::fluid_settings::PipeWaterFluid`]); water's without one.
-    pub fluid: (f32, f32),
+    /// From the `erosion` resource ([`crate::erosion_settings::PipeWaterErosion`]); off without one.
+    pub erosion: pipewater_core::ErosionParams,
 }
 
 /// One edge's properties: `boundary_*`, `inflow_rate_*` (m³/s) and `boundary_level_*` (local m).
@@ -70,8 +69,10 @@ pub fn core_params(p: &ParamInputs) -> Params {
         cfl: p.courant as f32,
         max_step: p.max_step as f32,
         max_substeps: p.max_substeps.clamp(MAX_SUBSTEPS_RANGE.min as i64, MAX_SUBSTEPS_RANGE.max as i64) as u32,
-        viscosity: p.fluid.0,
-        solidify_rate: p.fluid.1,
+        erosion: p.erosion,
+        // The node's `fluid` resource comes with the next commit: water, as before.
+        viscosity: pipewater_core::params::WATER_VISCOSITY,
+        solidify_rate: 0.0,
     }
 }
 
@@ -266,7 +267,9 @@ pub fn simulation(start: Start, params: Params, backend: WaterBackend, errors: &
 
 /// [`simulation`] with the parameters the state's pipes are expressed in.
 fn started(state: State, params: Params, backend: WaterBackend, errors: &mut ErrorLog) -> Option<(Simulation, Option<(Rid, Rid)>)> {
-    if wants_rendering_device(backend) {
+    // Erosion runs on the CPU only: BACKEND_AUTO leaves the RenderingDevice to Simulation::new,
+    // which takes the CPU and says why.
+    if wants_rendering_device(backend) && !(params.erosion.enabled && backend == WaterBackend::Auto) {
         let mut textures = None;
         let started = Simulation::with_backend(state.clone(), params, |state| rendering_device_backend(state, &mut textures));
         match started {
@@ -408,7 +411,7 @@ mod tests {
             courant: p.cfl as f64,
             max_step: p.max_step as f64,
             max_substeps: p.max_substeps as i64,
-            fluid: (p.viscosity, p.solidify_rate),
+            erosion: p.erosion,
         }
     }
 

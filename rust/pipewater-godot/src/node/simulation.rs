@@ -246,7 +246,6 @@ impl PipeWater {
         if !self.ensure_sim() {
             return;
         }
-        self.sync_fluid();
         self.sync_sources();
         let in_editor = Engine::singleton().is_editor_hint();
         if !self.paused && (!in_editor || self.simulate_in_editor) {
@@ -290,6 +289,7 @@ impl PipeWater {
                 }
                 if params {
                     let params = self.params();
+                    self.erosion_to_cpu(&params);
                     let result = self.sim.as_mut().map(|s| s.set_params(params));
                     self.errors.core_result("parameters", result);
                 }
@@ -343,11 +343,16 @@ impl PipeWater {
 
     /// Moves the running water to the backend `backend` now asks for (see [`build::switch`]).
     fn switch_backend(&mut self) {
+        self.switch_backend_to(self.backend);
+    }
+
+    /// Moves the running water to `backend` (see [`build::switch`]).
+    pub(super) fn switch_backend_to(&mut self, backend: WaterBackend) {
         let Some(mut sim) = self.sim.take() else { return };
         let old = self.outputs.release_rendering_device();
         self.detail_output.release();
         let was = build::active_backend(&sim);
-        let rd_textures = build::switch(&mut sim, self.backend, &mut self.errors);
+        let rd_textures = build::switch(&mut sim, backend, &mut self.errors);
         let now = build::active_backend(&sim);
         self.sim = Some(sim);
         // A failed switch keeps the RenderingDevice backend: show its textures again.
@@ -468,7 +473,7 @@ impl PipeWater {
             courant: self.courant,
             max_step: self.max_step,
             max_substeps: self.max_substeps,
-            fluid: self.fluid_model(),
+            erosion: self.erosion_params(),
         })
     }
 
