@@ -7,7 +7,8 @@
 //! waves' texture). [`saved_state`] is the `PipeWaterState` resource that `save_state()` returns
 //! (and `initial_state` holds); [`water_body`] is `PipeWaterBody`, a hull that pushes water;
 //! [`water_source`] is `PipeWaterSource`, a spring or drain placed in the scene; [`erosion_settings`]
-//! is `PipeWaterErosion`, the settings of erosion (`PipeWater.erosion`). Argument checks
+//! is `PipeWaterErosion`, the settings of erosion (`PipeWater.erosion`). [`fluid_settings`] is `PipeWaterFluid`, the fluid
+//! (`PipeWater.fluid`: viscosity, cooling, density, colour). Argument checks
 //! live in
 //! [`validate`], coordinate mapping in [`mapping`], texture packing in [`texels`], the surface
 //! mesh's vertices (a grid or a camera-centred clipmap) in [`mesh_layout`]; they, and the pure
@@ -19,6 +20,7 @@ use godot::prelude::*;
 pub mod detail_texture;
 pub mod erosion_settings;
 pub mod errors;
+pub mod fluid_settings;
 pub mod mapping;
 pub mod mesh_layout;
 pub mod node;

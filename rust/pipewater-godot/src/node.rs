@@ -1,17 +1,11 @@
 //! The `PipeWater` node: the Godot-facing facade over [`pipewater_core::Simulation`].
 //!
-//! This file is the node's table of contents: its properties (with their defaults), signals,
-//! property accessors and the engine callbacks; each setter hands its work to the job's file
-//! (`set_checked` and the `store_*` setters' work in `node/simulation.rs`, `set_detail_param` in
-//! `node/detail.rs`), and the mode constants sit beside their enums in `node/modes.rs`. The rest of its API lives by job in
-//! `node/queries.rs` (heights, depth, flow, totals), `node/edits.rs` (water, sources, terrain),
-//! `node/authoring.rs` (the editor's brushes, picking and exact regions for undo),
-//! `node/simulation.rs` (building, stepping, resetting, initial currents), `node/terrain_source.rs` (the ground from images and from `terrain_source`), `node/erosion.rs` (the `erosion` resource and the sediment ledger) and `node/persistence.rs` (saving and loading the water as a [`crate::saved_state::PipeWaterState`]), as secondary `#[godot_api]` blocks
-//! of the same class; `node/sources.rs` keeps the simulation's sources in step with the
-//! [`crate::water_source::PipeWaterSource`] nodes. Its parts are components of their own: [`WaterOutputs`] (the textures),
-//! [`WaterSurface`] (the helper mesh), [`Pending`] and [`build`] (the simulation from the
-//! properties), [`ErrorLog`] (errors and `get_last_error()`). Setters stay here because gdext
-//! only finds a `#[var]` field's accessors in the primary block.
+//! This file is the node's table of contents: its properties (with their defaults), signals, property accessors and the engine callbacks; each setter hands its work to the job's file
+//! (`set_checked` and the `store_*` setters' work in `node/simulation.rs`, `set_detail_param` in `node/detail.rs`), and the mode constants sit beside their enums in `node/modes.rs`. The rest of its API lives by job in
+//! `node/queries.rs` (heights, depth, flow, totals), `node/edits.rs` (water, sources, terrain), `node/authoring.rs` (the editor's brushes, picking and exact regions for undo), `node/simulation.rs` (building, stepping, resetting, initial currents),
+//! `node/terrain_source.rs` (the ground from images and from `terrain_source`), `node/erosion.rs` (the `erosion` resource and the sediment ledger), `node/fluid.rs` (the `fluid` resource: viscosity, cooling, density, colour) and `node/persistence.rs` (saving and loading the water as a [`crate::saved_state::PipeWaterState`]), as secondary `#[godot_api]` blocks
+//! of the same class; `node/sources.rs` keeps the simulation's sources in step with the [`crate::water_source::PipeWaterSource`] nodes. Its parts are components of their own: [`WaterOutputs`] (the textures), [`WaterSurface`] (the helper mesh), [`Pending`] and [`build`] (the simulation from the
+//! properties), [`ErrorLog`] (errors and `get_last_error()`). Setters stay here because gdext only finds a `#[var]` field's accessors in the primary block.
 
 mod authoring;
 mod bodies;
@@ -19,6 +13,7 @@ pub mod build;
 mod detail;
 mod edits;
 mod erosion;
+mod fluid;
 mod modes;
 mod persistence;
 mod queries;
@@ -38,8 +33,7 @@ use crate::validate;
 use godot::classes::notify::Node3DNotification;
 use godot::classes::{INode3D, Image, Material, Node3D, Texture2D};
 use godot::prelude::*;
-use pipewater_core::params::{CFL_RANGE, DAMPING_RANGE, GRAVITY_RANGE, INFLOW_RATE_RANGE, MAX_STEP_RANGE, MAX_SUBSTEPS_RANGE, PIPE_DEPTH_RANGE};
-use pipewater_core::{Params, Simulation};
+use pipewater_core::{params::{CFL_RANGE, DAMPING_RANGE, GRAVITY_RANGE, INFLOW_RATE_RANGE, MAX_STEP_RANGE, MAX_SUBSTEPS_RANGE, PIPE_DEPTH_RANGE}, Params, Simulation};
 use sources::SourcePlacements;
 
 /// Group every `PipeWater` joins, where a `PipeWaterSource` without a `water` finds one.
@@ -248,6 +242,8 @@ pub struct PipeWater {
     pipe_depth: f64,
     /// Erosion and deposition of the ground by the water: a `PipeWaterErosion` (its settings; CPU backend only, see its class). Null: none.
     #[export] #[var(set)] erosion: Option<Gd<crate::erosion_settings::PipeWaterErosion>>,
+    /// The fluid: a `PipeWaterFluid` (viscosity, cooling into ground, density for bodies, colour for the material; presets water, mud, lava). Null: water. Its changes apply at the next frame.
+    #[export] #[var] fluid: Option<Gd<crate::fluid_settings::PipeWaterFluid>>,
 
     /// Simulated seconds per real second, `0 ..= 100`.
     #[export_group(name = "Time")]

@@ -34,6 +34,9 @@ pub struct ParamInputs {
     pub max_substeps: i64,
     /// From the `erosion` resource ([`crate::erosion_settings::PipeWaterErosion`]); off without one.
     pub erosion: pipewater_core::ErosionParams,
+    /// Viscosity (m²/s) and solidify rate (m/s) from the `fluid` resource
+    /// ([`crate::fluid_settings::PipeWaterFluid`]); water's without one.
+    pub fluid: (f32, f32),
 }
 
 /// One edge's properties: `boundary_*`, `inflow_rate_*` (m³/s) and `boundary_level_*` (local m).
@@ -70,9 +73,8 @@ pub fn core_params(p: &ParamInputs) -> Params {
         max_step: p.max_step as f32,
         max_substeps: p.max_substeps.clamp(MAX_SUBSTEPS_RANGE.min as i64, MAX_SUBSTEPS_RANGE.max as i64) as u32,
         erosion: p.erosion,
-        // The node's `fluid` resource comes with the next commit: water, as before.
-        viscosity: pipewater_core::params::WATER_VISCOSITY,
-        solidify_rate: 0.0,
+        viscosity: p.fluid.0,
+        solidify_rate: p.fluid.1,
     }
 }
 
@@ -412,6 +414,7 @@ mod tests {
             max_step: p.max_step as f64,
             max_substeps: p.max_substeps as i64,
             erosion: p.erosion,
+            fluid: (p.viscosity, p.solidify_rate),
         }
     }
 

@@ -246,6 +246,7 @@ impl PipeWater {
         if !self.ensure_sim() {
             return;
         }
+        self.sync_fluid();
         self.sync_sources();
         let in_editor = Engine::singleton().is_editor_hint();
         if !self.paused && (!in_editor || self.simulate_in_editor) {
@@ -474,6 +475,7 @@ impl PipeWater {
             max_step: self.max_step,
             max_substeps: self.max_substeps,
             erosion: self.erosion_params(),
+            fluid: self.fluid_model(),
         })
     }
 
