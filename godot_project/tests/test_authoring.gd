@@ -79,8 +79,39 @@ func _run() -> void:
 	await _test_bad_values_are_refused_with_their_ranges()
 	await _test_the_source_gizmo()
 	await _test_a_stroke_pauses_the_water_the_editor_runs()
+	await _test_fit_to_terrain_is_one_undo_step()
 	_remove_the_pond()
 	_finish()
+
+
+## The toolbar's Fit to terrain over a HeightMapShape3D source sets grid_size, cell_size and the
+## placement in one undoable step; undo gives the pond's grid and place back, redo the fit.
+func _test_fit_to_terrain_is_one_undo_step() -> void:
+	print("-- Fit to terrain")
+	var shape := HeightMapShape3D.new()
+	shape.map_width = 21
+	shape.map_depth = 13
+	var holder := CollisionShape3D.new()
+	holder.shape = shape
+	holder.position = Vector3(5.0, 0.0, 3.0)
+	_root.add_child(holder)
+	_water.terrain_source = _water.get_path_to(holder)
+	var before := [_water.grid_size, _water.cell_size, _water.position]
+	_plugin.fit_to_terrain(_water)
+	var fitted := [_water.grid_size, _water.cell_size, _water.position]
+	var history := _history()
+	history.undo()
+	var undone := [_water.grid_size, _water.cell_size, _water.position]
+	history.redo()
+	var redone := [_water.grid_size, _water.cell_size, _water.position]
+	print("   before %s, fitted %s, undone %s, redone %s" % [before, fitted, undone, redone])
+	_check(fitted == [Vector2i(21, 13), 1.0, Vector3(5.0, 0.0, 3.0)],
+			"the water is fitted to the shape: 21 × 13 cells of 1 m centred on it")
+	_check(undone == before, "undo gives the pond's grid and place back")
+	_check(redone == fitted, "redo fits it again")
+	history.undo()
+	_water.terrain_source = NodePath()
+	holder.free()
 
 
 ## Removes the pond's folder, so that the run leaves the project as it found it.
