@@ -920,22 +920,40 @@ impl GpuBackend {
 
 impl GpuBackend {
     /// Records the copy of the whole state and its counters (the current copy of the fields,
-    /// edits queued so far applied first) into a buffer of its own, submits it and returns the
-    /// reader that waits for it on a worker thread, copies it out and frees the buffer: a save's
-    /// read, which holds the caller for the recording only.
+    /// edits queued so far applied first) into the recovery reads' staging buffer, submits it and
+    /// returns the reader that waits for it on a worker thread, copies it out and frees the
+    /// buffer: a save's read, which holds the caller for the recording only. The recovery buffer
+    /// is borrowed (no recovery read starts until the reader is done with it) because making a
+    /// mappable buffer of a large grid's size holds the caller itself (0.1 s at 4096² on an H200's
+    /// host); only while a recovery read has it is a buffer made for the save.
     fn begin_whole_read(&mut self) -> Result<super::StateReader> {
+        /// Gives the borrowed recovery buffer back when the reader is done, whatever happened.
+        struct Borrowed(Option<Arc<AtomicU32>>);
+        impl Drop for Borrowed {
+            fn drop(&mut self) {
+                if let Some(flag) = &self.0 {
+                    flag.store(SLOT_FREE, Ordering::Release);
+                }
+            }
+        }
         let queued = self.host.take_edits();
         self.submit_edits(queued)?;
         let (grid, current) = (self.host.grid, self.host.current);
         let n = grid.cell_count() as u64;
         let c = COUNTER_BYTES as u64;
         let device = self.ctx.device.clone();
-        let staging = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("save read"),
-            size: recovery_read_bytes(grid.cell_count()) as u64,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let free = self.recovery.state.compare_exchange(SLOT_FREE, SLOT_DECODING, Ordering::AcqRel, Ordering::Acquire).is_ok();
+        let (staging, borrowed) = if free {
+            (self.recovery.buffer.clone(), Borrowed(Some(self.recovery.state.clone())))
+        } else {
+            let made = device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("save read"),
+                size: recovery_read_bytes(grid.cell_count()) as u64,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            (made, Borrowed(None))
+        };
         let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("save read") });
         encoder.copy_buffer_to_buffer(&self.counters, 0, &staging, 0, c);
         encoder.copy_buffer_to_buffer(&self.terrain, 0, &staging, c, 4 * n);
@@ -947,6 +965,7 @@ impl GpuBackend {
         staging.map_async(wgpu::MapMode::Read, .., move |r| flag.store(if r.is_ok() { SLOT_READY } else { SLOT_FAILED }, Ordering::Release));
         let frame = self.host.frames;
         Ok(Box::new(move || {
+            let _give_back = borrowed;
             match device.poll(wgpu::PollType::Wait { submission_index: Some(index), timeout: Some(DEVICE_WAIT_LIMIT) }) {
                 Ok(_) => {}
                 Err(wgpu::PollError::Timeout) => return Err(Error::DeviceLost(format!("a save's read did not finish within {} s", DEVICE_WAIT_LIMIT.as_secs()))),
