@@ -440,6 +440,12 @@ impl SyncServer {
             let base = versions.iter().find(|v| v.version == client.acked[t] && v.version != 0);
             let (raw_len, compressed) = encode_tile(&current.depths, base.map(|b| &*b.depths), tile_rect(&tiles, t).width as usize);
             let count = compressed.len().div_ceil(MAX_CHUNK_DATA).max(1);
+            // Only what the budget holds now: a tile larger than the whole bucket waits for a
+            // full one (and then leaves a debt), so the average stays at the budget.
+            let cost = (compressed.len() + count * (super::codec::HEADER_BYTES + super::codec::CHUNK_HEADER_BYTES + PACKET_OVERHEAD_BYTES)) as f64;
+            if cost > client.tokens && client.tokens < cap {
+                break;
+            }
             for (index, data) in compressed.chunks(MAX_CHUNK_DATA).enumerate() {
                 let chunk = TileChunk { tile: t as u32, base: base.map_or(0, |b| b.version), version: current.version, raw_len: raw_len as u32, index: index as u16, count: count as u16, data: data.to_vec() };
                 send(client, &Packet::TileChunk(chunk), false)?;
