@@ -121,6 +121,64 @@ fn a_terrain_stroke_and_its_undo_restore_the_heights_bit_for_bit_on_the_gpu() {
     }
 }
 
+/// A terrain source re-sculpted under the water: `move_terrain_region` moves a rectangle of
+/// ground from what it was to new heights as queued edits. The ground lands on the new heights
+/// (to one f32 addition's rounding), every other cell keeps its bits, a cell dug since keeps
+/// the dig on top, every depth is kept and the ledger stays exact.
+fn moved_terrain_lands_on_the_new_heights(preference: BackendPreference, label: &str) {
+    let mut sim = valley(preference);
+    let g = sim.grid();
+    let whole = g.whole();
+    let before = sim.terrain_region(whole).unwrap();
+    let water_before = depths(&mut sim);
+    let rect = CellRect { x: 5, y: 4, width: 9, height: 7 };
+    let previous = crop(&g, &before, rect);
+    let heights: Vec<f32> = previous.iter().enumerate().map(|(k, h)| h + 0.37 * ((k % 5) as f32 - 2.0)).collect();
+    // A dig made in the rectangle after `previous` was read: it stays on top of the move.
+    sim.modify_terrain(-14.0, -8.0, -0.5, 2.0).unwrap();
+    sim.apply_edits().unwrap();
+    let dug = sim.terrain_region(whole).unwrap();
+    let dug_cells = before.iter().zip(&dug).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+    assert!(dug_cells > 0, "the dig changed the ground");
+    sim.move_terrain_region(rect, &previous, &heights).unwrap();
+    sim.apply_edits().unwrap();
+    let after = sim.terrain_region(whole).unwrap();
+    let mut worst = 0.0f32;
+    let mut outside_changed = 0;
+    for y in 0..g.height {
+        for x in 0..g.width {
+            let i = g.index(x, y);
+            let inside = x >= rect.x && y >= rect.y && x < rect.x + rect.width && y < rect.y + rect.height;
+            if inside {
+                let k = ((y - rect.y) * rect.width + (x - rect.x)) as usize;
+                worst = worst.max((after[i] - (heights[k] + (dug[i] - before[i]))).abs());
+            } else if after[i].to_bits() != dug[i].to_bits() {
+                outside_changed += 1;
+            }
+        }
+    }
+    let water_now = depths(&mut sim);
+    let (total, expected) = mass_identity(&mut sim);
+    println!("{label}: {} cells moved, {dug_cells} dug first, largest miss {worst:e} m, {outside_changed} cells outside changed, {} depths changed, ledger {total} of {expected} quanta", rect.cell_count(), changed(&water_before, &water_now));
+    assert_eq!(total, expected, "{label}: the ledger stays exact");
+    assert!(worst <= 1e-6, "{label}: the ground lands on the new heights");
+    assert_eq!(outside_changed, 0, "{label}: nothing outside the rectangle moves");
+    assert_eq!(water_now, water_before, "{label}: every depth is kept");
+}
+
+#[test]
+fn a_moved_terrain_region_lands_on_its_new_heights_on_the_cpu() {
+    moved_terrain_lands_on_the_new_heights(BackendPreference::Cpu, "CPU");
+}
+
+#[cfg(feature = "gpu")]
+#[test]
+fn a_moved_terrain_region_lands_on_its_new_heights_on_the_gpu() {
+    if gpu_support::gpu_or_skip("a_moved_terrain_region_lands_on_its_new_heights_on_the_gpu") {
+        moved_terrain_lands_on_the_new_heights(BackendPreference::Gpu, "GPU");
+    }
+}
+
 #[test]
 fn regions_outside_the_grid_or_of_the_wrong_length_are_refused_and_nothing_changes() {
     let mut sim = valley(BackendPreference::Cpu);

@@ -4,6 +4,7 @@
 use super::{EXACT_EDIT_DEPTH, MAX_EDIT_VOLUME, MAX_TERRAIN_DELTA, MIN_STEP, check_edge_limits, Simulation};
 use crate::backend::{BackendKind, CellTerrain, CellWater, EditOutcome, FramePlan};
 use crate::error::{check_range, Error, Result};
+use crate::grid::CellRect;
 use crate::params::NeighbourMode;
 use crate::pipes::StepConstants;
 use crate::quanta::{DEPTH_QUANTUM, MAX_DEPTH, MAX_DEPTH_QUANTA, MAX_TERRAIN_ABS};
@@ -260,6 +261,38 @@ impl Simulation {
         self.check_edit(0.0, radius)?;
         let cells: Vec<CellTerrain> =
             self.grid.footprint(x, z, radius).into_iter().map(|(cell, w)| CellTerrain { cell, delta: delta_height * w }).collect();
+        self.on_backend(|b| b.edit_terrain(&cells))
+    }
+
+    /// Moves the ground of `rect` from `previous` to `heights` (row-major, local m, finite,
+    /// within ±[`MAX_TERRAIN_ABS`]) as queued terrain edits, keeping the water depth and the
+    /// ledger, as [`Simulation::modify_terrain`] does: it costs the rectangle, not the grid (a
+    /// game's terrain tool re-sculpting a few vertices of a large world). Each cell moves by
+    /// `heights − previous`, so a cell whose ground is still `previous` lands on `heights` (to
+    /// the rounding of one `f32` addition), and changes made since (digging, erosion) stay on
+    /// top; [`Simulation::set_terrain_region`] sets exact values instead, reading the whole
+    /// state. Cells that do not move cost nothing.
+    pub fn move_terrain_region(&mut self, rect: CellRect, previous: &[f32], heights: &[f32]) -> Result<()> {
+        self.grid.check_rect(rect)?;
+        for (name, values) in [("previous", previous), ("heights", heights)] {
+            if values.len() != rect.cell_count() {
+                return Err(Error::WrongLength { name, expected: rect.cell_count(), actual: values.len() });
+            }
+            if let Some(i) = values.iter().position(|h| !(h.is_finite() && h.abs() <= MAX_TERRAIN_ABS)) {
+                return Err(Error::invalid(name, format!("{} m at index {i}", values[i]), format!("finite, -{MAX_TERRAIN_ABS} ..= {MAX_TERRAIN_ABS} m")));
+            }
+        }
+        let width = rect.width as usize;
+        let cells: Vec<CellTerrain> = previous
+            .iter()
+            .zip(heights)
+            .enumerate()
+            .filter(|(_, (from, to))| from.to_bits() != to.to_bits())
+            .map(|(k, (from, to))| CellTerrain { cell: self.grid.index(rect.x + (k % width) as u32, rect.y + (k / width) as u32) as u32, delta: to - from })
+            .collect();
+        if cells.is_empty() {
+            return Ok(());
+        }
         self.on_backend(|b| b.edit_terrain(&cells))
     }
 

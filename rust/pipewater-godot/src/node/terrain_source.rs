@@ -2,7 +2,7 @@
 //! HTerrain, a `CollisionShape3D` holding a `HeightMapShape3D`, or other static geometry baked by
 //! physics rays — in bulk, by method name (no build dependency on either addon), fitted to, and
 //! followed live by the changed rectangle through the exact terrain-edit path
-//! (`Simulation::set_terrain_region`: water kept, ledger exact). The arithmetic (placement,
+//! (`Simulation::move_terrain_region`: water kept, ledger exact). The arithmetic (placement,
 //! resampling, holes, the rectangle an edit touches, fitting) is plain Rust in
 //! [`pipewater_core::terrain_source`].
 
@@ -592,11 +592,19 @@ impl PipeWater {
         let context = CellRect { x: x0, y: y0, width: (cells.x + cells.width + 1).min(grid.width) - x0, height: (cells.y + cells.height + 1).min(grid.height) - y0 };
         let read = self.source_cells(grid, context, cells);
         let Some((heights, drains)) = self.errors.accept(read) else { return };
-        let result = self.sim.as_mut().map(|s| s.set_terrain_region(cells, &heights));
+        // The ground the source gave last is known here, so the change reaches the water as
+        // edits of the rectangle (its cost, not the grid's); without it, exact values through
+        // a read of the whole state.
+        let whole = self.terrain_heights.len() == grid.cell_count();
+        let result = match self.sim.as_mut() {
+            Some(sim) if whole => Some(sim.move_terrain_region(cells, &pipewater_core::authoring::crop(grid, self.terrain_heights.as_slice(), cells), &heights)),
+            Some(sim) => Some(sim.set_terrain_region(cells, &heights)),
+            None => None,
+        };
         if self.errors.core_result("terrain_source", result).is_none() {
             return;
         }
-        if self.terrain_heights.len() == grid.cell_count() {
+        if whole {
             let mut all = self.terrain_heights.to_vec();
             pipewater_core::authoring::paste(grid, &mut all, cells, &heights);
             self.terrain_heights = PackedFloat32Array::from(all.as_slice());
@@ -660,6 +668,13 @@ impl PipeWater {
         let Some(vertices) = placement.vertices_for(rect).intersect(&bounds) else { return };
         let result = self.sim.as_mut().map(|s| s.terrain_region(rect));
         let Some(cells) = self.errors.core_result("terrain_write_back", result) else { return };
+        // The source will give this ground back (its change signal): the ground it gave last is
+        // now the water's own, so the re-read moves the cells by what the sampling changes only.
+        if self.terrain_heights.len() == grid.cell_count() {
+            let mut all = self.terrain_heights.to_vec();
+            pipewater_core::authoring::paste(&grid, &mut all, rect, &cells);
+            self.terrain_heights = PackedFloat32Array::from(all.as_slice());
+        }
         let mut written: Vec<(i64, i64, f32)> = Vec::new();
         for v in vertices.v0..=vertices.v1 {
             for u in vertices.u0..=vertices.u1 {
