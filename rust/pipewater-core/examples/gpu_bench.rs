@@ -116,8 +116,10 @@ mod bench {
     }
 
     /// Cell-steps per second on a `side²` grid: frames of `steps` substeps until `seconds` passed.
-    /// Also returns the share of the grid's cells the last frame stepped.
-    fn measure(side: u32, params: Params, current: f32, steps: u32, seconds: f64, check: bool, sleeping: bool) -> Result<(f64, f64, f64), String> {
+    /// Also returns the share of the grid's cells the last frame stepped and the host's time in
+    /// `advance` per frame (median and longest, ms): where the host records slower than the
+    /// device runs, the figure is the host's.
+    fn measure(side: u32, params: Params, current: f32, steps: u32, seconds: f64, check: bool, sleeping: bool) -> Result<(f64, f64, f64, [f64; 2]), String> {
         let grid = Grid::new(side, side, 1.0).map_err(|e| e.to_string())?;
         let mut state = scenarios::benchmark_lake(grid);
         if current != 0.0 {
@@ -131,10 +133,15 @@ mod bench {
         gpu.wait_idle().map_err(|e| e.to_string())?;
         let start = Instant::now();
         let mut total = 0u64;
+        let mut host_ms = Vec::with_capacity(4096);
         while start.elapsed().as_secs_f64() < seconds || total < 2 * steps as u64 {
+            let frame = Instant::now();
             gpu.advance(&plan).map_err(|e| e.to_string())?;
+            host_ms.push(frame.elapsed().as_secs_f64() * 1e3);
             total += steps as u64;
         }
+        host_ms.sort_by(f64::total_cmp);
+        let host = [host_ms[host_ms.len() / 2], host_ms[host_ms.len() - 1]];
         gpu.wait_idle().map_err(|e| e.to_string())?;
         let elapsed = start.elapsed().as_secs_f64();
         let after = gpu.read_state().map_err(|e| e.to_string())?;
@@ -144,7 +151,7 @@ mod bench {
         // The sleeping report arrives with a snapshot: read the last frame's.
         gpu.sync().map_err(|e| e.to_string())?;
         let stepped = gpu.sleep_report().map_or(1.0, |r| r.cells_stepped as f64 / (grid.cell_count() as f64 * steps as f64));
-        Ok((total as f64 * grid.cell_count() as f64 / elapsed, elapsed * 1e3 / total as f64, stepped))
+        Ok((total as f64 * grid.cell_count() as f64 / elapsed, elapsed * 1e3 / total as f64, stepped, host))
     }
 
     pub fn main() {
@@ -185,24 +192,26 @@ mod bench {
         println!("bytes per cell-step (model): {BYTES_PER_CELL_STEP}");
         println!();
         println!("momentum advection: {}, initial current: {current} m/s, sleeping tiles: {}", if momentum_advection { "on" } else { "off" }, if sleeping { "on" } else { "off" });
-        println!("| grid | neighbours | advection | G cell-steps/s | ms/step | effective GB/s | of measured copy bandwidth | cells stepped (last frame) |");
-        println!("|---|---|---|---|---|---|---|---|");
+        println!("| grid | neighbours | advection | G cell-steps/s | ms/step | effective GB/s | of measured copy bandwidth | cells stepped (last frame) | host ms in advance (median / max) |");
+        println!("|---|---|---|---|---|---|---|---|---|");
         for side in sizes {
             match measure(side, params, current, steps, seconds, check, sleeping) {
-                Ok((rate, ms, stepped)) => {
+                Ok((rate, ms, stepped, host)) => {
                     let bytes = rate * BYTES_PER_CELL_STEP as f64;
                     println!(
-                        "| {side}² | {} | {} | {:.3} | {:.4} | {:.0} | {:.0}% | {:.1}% |",
+                        "| {side}² | {} | {} | {:.3} | {:.4} | {:.0} | {:.0}% | {:.1}% | {:.2} / {:.2} |",
                         if mode == NeighbourMode::Eight { 8 } else { 4 },
                         if momentum_advection { "on" } else { "off" },
                         rate / 1e9,
                         ms,
                         bytes / 1e9,
                         100.0 * bytes / bandwidth,
-                        100.0 * stepped
+                        100.0 * stepped,
+                        host[0],
+                        host[1]
                     );
                 }
-                Err(e) => println!("| {side}² | – | – | failed: {e} | | | | |"),
+                Err(e) => println!("| {side}² | – | – | failed: {e} | | | | | |"),
             }
         }
     }
