@@ -31,7 +31,7 @@ pub mod surface;
 pub mod texels;
 pub mod validate;
 pub mod water_body;
-pub mod water_source;
+pub use node::water_source;
 
 /// The extension's entry point (`gdext_rust_init` in the `.gdextension` file).
 struct PipeWaterExtension;

@@ -4,7 +4,7 @@
 //! (`set_checked` and the `store_*` setters' work in `node/simulation.rs`, `set_detail_param` in `node/detail.rs`), and the mode constants sit beside their enums in `node/modes.rs`. The rest of its API lives by job in
 //! `node/queries.rs` (heights, depth, flow, totals), `node/edits.rs` (water, sources, terrain), `node/authoring.rs` (the editor's brushes, picking and exact regions for undo), `node/simulation.rs` (building, stepping, resetting, initial currents),
 //! `node/terrain_source.rs` (the ground from images and from `terrain_source`), `node/erosion.rs` (the `erosion` resource and the sediment ledger), `node/fluid.rs` (the `fluid` resource: viscosity, cooling, density, colour) and `node/persistence.rs` (saving and loading the water as a [`crate::saved_state::PipeWaterState`]), as secondary `#[godot_api]` blocks
-//! of the same class; `node/sources.rs` keeps the simulation's sources in step with the [`crate::water_source::PipeWaterSource`] nodes. Its parts are components of their own: [`WaterOutputs`] (the textures), [`WaterSurface`] (the helper mesh), [`Pending`] and [`build`] (the simulation from the
+//! of the same class; `node/sources.rs` keeps the simulation's sources in step with the [`water_source::PipeWaterSource`] nodes (a class of its own, kept beside the node it pours into: each names the other). Its parts are components of their own: [`WaterOutputs`] (the textures), [`WaterSurface`] (the helper mesh), [`Pending`] and [`build`] (the simulation from the
 //! properties), [`ErrorLog`] (errors and `get_last_error()`). Setters stay here because gdext only finds a `#[var]` field's accessors in the primary block.
 
 mod authoring;
@@ -20,16 +20,12 @@ mod queries;
 mod simulation;
 mod sources;
 mod terrain_source;
+pub mod water_source;
 
 pub use modes::{WaterBackend, WaterBoundary, WaterCrossSection, WaterNeighbours};
 
 use build::Pending;
-use crate::detail_texture::DetailTexture;
-use crate::errors::ErrorLog;
-use crate::outputs::WaterOutputs;
-use crate::saved_state::PipeWaterState;
-use crate::surface::WaterSurface;
-use crate::validate;
+use crate::{detail_texture::DetailTexture, errors::ErrorLog, outputs::WaterOutputs, saved_state::PipeWaterState, surface::WaterSurface, validate};
 use godot::classes::notify::Node3DNotification;
 use godot::classes::{INode3D, Image, Material, Node3D, Texture2D};
 use godot::prelude::*;

@@ -1,8 +1,8 @@
 //! The `PipeWaterSource` nodes that pour into this water: the simulation's sources kept in step
-//! with them (see [`crate::water_source`]).
+//! with them (see [`super::water_source`]).
 
 use super::PipeWater;
-use crate::water_source::{PipeWaterSource, SourceSpec, SOURCE_GROUP};
+use super::water_source::{PipeWaterSource, SourceSpec, SOURCE_GROUP};
 use godot::prelude::*;
 use pipewater_core::{Result as CoreResult, Simulation, SourceId};
 use std::collections::{HashMap, HashSet};

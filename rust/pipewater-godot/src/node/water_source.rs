@@ -13,7 +13,7 @@
 //! of its radius, blue for a spring, orange for a drain, grey when disabled.
 
 use crate::errors::ErrorLog;
-use crate::node::{PipeWater, WATER_GROUP};
+use super::{PipeWater, WATER_GROUP};
 use crate::validate;
 use godot::classes::{INode3D, Node, Node3D};
 use godot::prelude::*;
