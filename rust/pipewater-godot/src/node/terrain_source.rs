@@ -605,9 +605,8 @@ impl PipeWater {
             return;
         }
         if whole {
-            let mut all = self.terrain_heights.to_vec();
-            pipewater_core::authoring::paste(grid, &mut all, cells, &heights);
-            self.terrain_heights = PackedFloat32Array::from(all.as_slice());
+            // In place: a copy of a 4096² grid's heights costs more than the dab.
+            pipewater_core::authoring::paste(grid, self.terrain_heights.as_mut_slice(), cells, &heights);
         }
         let old: Vec<(u32, u32)> = self.terrain_link.drains.keys().copied().filter(|&(x, y)| x >= cells.x && y >= cells.y && x < cells.x + cells.width && y < cells.y + cells.height).collect();
         self.replace_drains(grid, &old, drains);
@@ -671,9 +670,7 @@ impl PipeWater {
         // The source will give this ground back (its change signal): the ground it gave last is
         // now the water's own, so the re-read moves the cells by what the sampling changes only.
         if self.terrain_heights.len() == grid.cell_count() {
-            let mut all = self.terrain_heights.to_vec();
-            pipewater_core::authoring::paste(&grid, &mut all, rect, &cells);
-            self.terrain_heights = PackedFloat32Array::from(all.as_slice());
+            pipewater_core::authoring::paste(&grid, self.terrain_heights.as_mut_slice(), rect, &cells);
         }
         let mut written: Vec<(i64, i64, f32)> = Vec::new();
         for v in vertices.v0..=vertices.v1 {
