@@ -24,7 +24,7 @@ const PIPE_WATER_GROUPS := {
 	"initial_water_level": "Water", "initial_state": "Water", "gravity": "Water",
 	"damping": "Water",
 	"neighbour_mode": "Water", "cross_section": "Water", "momentum_advection": "Water",
-	"pipe_depth": "Water",
+	"pipe_depth": "Water", "erosion": "Water", "fluid": "Water",
 	"time_scale": "Time", "max_substeps": "Time", "max_step": "Time", "courant": "Time",
 	"paused": "Time", "simulate_in_editor": "Time",
 	"boundary_north": "Boundaries", "boundary_east": "Boundaries",

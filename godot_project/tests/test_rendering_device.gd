@@ -435,7 +435,9 @@ func _test_load_state_replays_the_same_frames_on_the_rendering_device() -> void:
 			"the node runs on the RenderingDevice (%d)" % water.active_backend)
 	var saved_ledger: Dictionary = water.get_water_ledger()
 	var state: PipeWaterState = water.save_state()
-	_check(state != null and state.data.size() > 64 * 48 * 20,
+	# Format 4 compresses the terrain and keeps the water of wet tiles only: a few bytes a cell,
+	# more than the header alone.
+	_check(state != null and state.data.size() > 64 * 48,
 			"save_state returns %d bytes for 64×48 cells" % [state.data.size() if state else 0])
 	if state == null:
 		water.queue_free()
