@@ -62,6 +62,18 @@ pub fn paste<T: Copy>(grid: &Grid, field: &mut [T], rect: CellRect, values: &[T]
     }
 }
 
+/// Refuses `values` (named `name`) as terrain heights of `rect`: a length other than the
+/// rectangle's cell count, or a value not finite or beyond ±[`MAX_TERRAIN_ABS`].
+pub(crate) fn check_region_heights(name: &'static str, values: &[f32], rect: CellRect) -> Result<()> {
+    if values.len() != rect.cell_count() {
+        return Err(Error::WrongLength { name, expected: rect.cell_count(), actual: values.len() });
+    }
+    if let Some(i) = values.iter().position(|h| !(h.is_finite() && h.abs() <= MAX_TERRAIN_ABS)) {
+        return Err(Error::invalid(name, format!("{} m at index {i}", values[i]), format!("finite, -{MAX_TERRAIN_ABS} ..= {MAX_TERRAIN_ABS} m")));
+    }
+    Ok(())
+}
+
 /// The smallest rectangle holding every cell where the whole-grid fields `before` and `after`
 /// differ (as `same` judges); `None` when nothing changed.
 pub fn changed_rect<T>(grid: &Grid, before: &[T], after: &[T], same: impl Fn(&T, &T) -> bool) -> Option<CellRect> {
@@ -284,12 +296,7 @@ impl Simulation {
     /// ground) and the reset point, as [`Simulation::modify_terrain`] does. Reads the whole state.
     pub fn set_terrain_region(&mut self, rect: CellRect, heights: &[f32]) -> Result<()> {
         self.grid().check_rect(rect)?;
-        if heights.len() != rect.cell_count() {
-            return Err(Error::WrongLength { name: "heights", expected: rect.cell_count(), actual: heights.len() });
-        }
-        if let Some(i) = heights.iter().position(|h| !(h.is_finite() && h.abs() <= MAX_TERRAIN_ABS)) {
-            return Err(Error::invalid("heights", format!("{} m at index {i}", heights[i]), format!("finite, -{MAX_TERRAIN_ABS} ..= {MAX_TERRAIN_ABS} m")));
-        }
+        check_region_heights("heights", heights, rect)?;
         let mut terrain = self.read_state()?.terrain;
         paste(&self.grid(), &mut terrain, rect, heights);
         self.replace_terrain(&terrain)

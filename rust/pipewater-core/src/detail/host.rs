@@ -146,6 +146,12 @@ impl DetailHost {
         &self.passes
     }
 
+    /// Pass `at` of the last [`DetailHost::passes`] (a backend that needs itself mutably while it
+    /// records takes them by index, with no copy of the list).
+    pub fn pass(&self, at: usize) -> Option<DetailPass> {
+        self.passes.get(at).copied()
+    }
+
     /// Takes a read of `tiles` recorded in epoch `epoch` (the bytes [`DetailTiles::apply`]
     /// expects); one from before the last clear is dropped. Reads are handed in the order their
     /// frames were recorded.

@@ -274,14 +274,8 @@ impl Simulation {
     /// state. Cells that do not move cost nothing.
     pub fn move_terrain_region(&mut self, rect: CellRect, previous: &[f32], heights: &[f32]) -> Result<()> {
         self.grid.check_rect(rect)?;
-        for (name, values) in [("previous", previous), ("heights", heights)] {
-            if values.len() != rect.cell_count() {
-                return Err(Error::WrongLength { name, expected: rect.cell_count(), actual: values.len() });
-            }
-            if let Some(i) = values.iter().position(|h| !(h.is_finite() && h.abs() <= MAX_TERRAIN_ABS)) {
-                return Err(Error::invalid(name, format!("{} m at index {i}", values[i]), format!("finite, -{MAX_TERRAIN_ABS} ..= {MAX_TERRAIN_ABS} m")));
-            }
-        }
+        crate::authoring::check_region_heights("previous", previous, rect)?;
+        crate::authoring::check_region_heights("heights", heights, rect)?;
         let width = rect.width as usize;
         let cells: Vec<CellTerrain> = previous
             .iter()

@@ -223,9 +223,12 @@ impl RdDetail {
             self.drop_sets(rd);
         }
         // The image pass runs every frame: the node shows the texture it writes.
-        let passes = self.host.passes(&frame, true, tiles.len(), self.max_workgroups).to_vec();
+        let count = self.host.passes(&frame, true, tiles.len(), self.max_workgroups).len();
         let list = rd.compute_list_begin();
-        let recorded = passes.iter().try_for_each(|p| self.dispatch(rd, list, Entry::of(p.entry), Direction::reading(p.reads), &flow, p.groups));
+        let recorded = (0..count).try_for_each(|at| match self.host.pass(at) {
+            Some(p) => self.dispatch(rd, list, Entry::of(p.entry), Direction::reading(p.reads), &flow, p.groups),
+            None => Ok(()),
+        });
         rd.compute_list_end();
         recorded?;
         if !tiles.is_empty() {
