@@ -510,10 +510,17 @@ const TILES_CHANGE_STEP_LENGTH: u32 = 1u;
 const TILES_CHANGE_MODE: u32 = 2u;
 
 // Bits of a tile's flags word, per step: whether a bit of its depth or pipes changed (or it
-// moved a ledger counter), whether a pipe of it carries flow, whether the step stepped it.
+// moved a ledger counter), whether a pipe of it carries flow, whether the step stepped it, and
+// in a world of pages whether a cell of it holds water, and which of its eight neighbours a wet
+// cell of it touches (cells_paged.wgsl wet_edges: the north, east, south and west rows and
+// columns, then the four corner cells).
 const TILE_CHANGED: u32 = 1u;
 const TILE_MOVING: u32 = 2u;
 const TILE_AWAKE: u32 = 4u;
+const TILE_WET: u32 = 8u;
+const TILE_WET_NORTH: u32 = 16u;
+// What a tile the step skips keeps of its flags: its pipes and water are as they were.
+const TILE_KEPT: u32 = 0xffau;
 
 // Words in front of the awake tiles in an awake list: the indirect dispatch's (x, y, z) and one
 // spare, so that the list is the dispatch's argument buffer too.

@@ -189,7 +189,7 @@ fn load(cell: vec2<i32>) -> Loaded {
     l.depth = 0;
     l.flow = vec4<f32>(0.0);
     if cell_in_grid(c, cell) {
-        let i = u32(cell.y) * c.width + u32(cell.x);
+        let i = cell_slot(cell);
         l.bed = step_terrain[i];
         l.depth = with_inflow(c, cell, depth_in[i]);
         l.flow = flux_in[i];
@@ -467,7 +467,7 @@ fn move_pipe(limits: vec2<f32>, f: f32, stored: f32, far: vec2<f32>, g: f32, own
 // TILE_CHANGED and TILE_MOVING bits: whether a bit of its depth or pipes changed or it moved a
 // ledger counter, and whether a pipe it keeps carries flow.
 fn transfer(cell: vec2<i32>, lanes: Lanes, own: Loaded, fluxes: vec4<f32>, stored: vec4<f32>, incoming: vec4<f32>, above: LimitsRow, row: LimitsRow, below: LimitsRow) -> u32 {
-    let i = u32(cell.y) * c.width + u32(cell.x);
+    let i = cell_slot(cell);
     let d = own.depth;
     let limits = row.here;
     let e = move_pipe(limits, fluxes.x, stored.x, row.right, incoming.x, row.left);
@@ -504,7 +504,12 @@ fn transfer(cell: vec2<i32>, lanes: Lanes, own: Loaded, fluxes: vec4<f32>, store
     flux_out[i] = kept;
     // Bits, not values: -0.0 and 0.0 differ, as they do for the CPU backend's comparison.
     let changed = exchanged || new_depth != d || any(bitcast<vec4<u32>>(kept) != bitcast<vec4<u32>>(own_flows(cell.y, own, lanes)));
-    return select(0u, TILE_CHANGED, changed) | select(0u, TILE_MOVING, any(kept != vec4<f32>(0.0)));
+    var flags = select(0u, TILE_CHANGED, changed) | select(0u, TILE_MOVING, any(kept != vec4<f32>(0.0)));
+    if PAGED && new_depth > 0 {
+        // A world in pages learns from these which pages hold water, and where (cells_paged.wgsl).
+        flags |= wet_edges(cell);
+    }
+    return flags;
 }
 
 // One column's state as its invocation walks down the band: its own cells, and what it read of

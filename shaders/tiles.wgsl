@@ -25,7 +25,8 @@
 @group(0) @binding(5) var<storage, read_write> awake_list: array<atomic<u32>>;
 @group(0) @binding(6) var<storage, read_write> next_awake_list: array<atomic<u32>>;
 // The frame's sleeping report, read back behind the snapshot: cells stepped over the frame (low
-// and high words), the awake tiles of its last step, a spare word. The host clears it before a
+// and high words), the awake tiles of its last step, and in a world of pages the faults (tiles
+// with water nearby that could not step, cells_paged.wgsl). The host clears it before a
 // frame with steps.
 @group(0) @binding(7) var<storage, read_write> sleep_stats: array<atomic<u32>, 4>;
 // Tiles whose snapshot texels are stale (snapshot.wgsl, which clears them): those the step runs.
@@ -52,6 +53,30 @@ fn on_exchanging_edge(x: u32, y: u32) -> bool {
     let b = c.boundary;
     return (y == 0u && b.x != BOUNDARY_WALL) || (x + 1u == tiles.tiles.x && b.y != BOUNDARY_WALL) || (y + 1u == tiles.tiles.y && b.z != BOUNDARY_WALL)
         || (x == 0u && b.w != BOUNDARY_WALL);
+}
+
+// Whether water lies beside tile (x, y) in a neighbouring page of a world (cells_paged.wgsl): a wet cell of that page on the
+// border it shares with this one, which the next step may move here.
+fn water_at_the_border(x: u32, y: u32) -> bool {
+    if !PAGED {
+        return false;
+    }
+    // For each neighbour (dx, dy): the wet_edges bit (before TILE_WET_NORTH) of its border
+    // towards this tile.
+    let towards = array<u32, 9>(32u, 4u, 64u, 2u, 0u, 8u, 16u, 1u, 128u);
+    for (var dy = -1; dy <= 1; dy++) {
+        for (var dx = -1; dx <= 1; dx++) {
+            let nx = i32(x) + dx;
+            let ny = i32(y) + dy;
+            if (dx != 0 || dy != 0) && nx >= 0 && ny >= 0 && nx < i32(tiles.tiles.x) && ny < i32(tiles.tiles.y) {
+                let flags = tile_flags_before[u32(ny) * tiles.tiles.x + u32(nx)];
+                if (flags & (towards[(dy + 1) * 3 + dx + 1] * TILE_WET_NORTH)) != 0u {
+                    return true;
+                }
+            }
+        }
+    }
+    return false;
 }
 
 fn plan(t: u32, first_step: bool) {
@@ -83,6 +108,16 @@ fn plan(t: u32, first_step: bool) {
             }
         }
     }
+    if awake && !tile_steppable(x, y) {
+        // A page of a world whose neighbourhood does not hold its fields yet: stepping it would
+        // read pages that hold none. The host keeps the pages around water resident far enough
+        // ahead that this finds no water nearby (world.rs); water beside it would be a fault,
+        // counted in the report's last word.
+        awake = false;
+        if water_at_the_border(x, y) {
+            atomicAdd(&sleep_stats[3], 1u);
+        }
+    }
     if awake {
         let slot = atomicAdd(&awake_list[0], 1u);
         atomicStore(&awake_list[AWAKE_LIST_HEADER + slot], t);
@@ -95,8 +130,8 @@ fn plan(t: u32, first_step: bool) {
             atomicAdd(&sleep_stats[1], 1u);
         }
     } else {
-        // A skipped tile's pipes are as they were: it keeps its moving bit.
-        tile_flags[t] = tile_flags_before[t] & TILE_MOVING;
+        // A skipped tile's pipes and water are as they were: it keeps its moving and wet bits.
+        tile_flags[t] = tile_flags_before[t] & TILE_KEPT;
     }
 }
 

@@ -5,6 +5,10 @@ use std::path::PathBuf;
 
 /// The shared fragment with the ledger's `count`.
 const LEDGER_COUNTERS: &str = "ledger_counters.wgsl";
+/// Where a cell's fields lie: a dense grid's buffers, or a world's pages (the world's step and
+/// plan compile their families with this fragment in place of the dense one).
+const CELLS_DENSE: &str = "cells_dense.wgsl";
+const CELLS_PAGED: &str = "cells_paged.wgsl";
 
 /// The files a pass family's own file is compiled after, in order, as backend/gpu/shaders.rs
 /// lists them (`the_backend_compiles_exactly_the_files_in_shaders` checks the two agree); `None`
@@ -12,8 +16,10 @@ const LEDGER_COUNTERS: &str = "ledger_counters.wgsl";
 fn fragments_in_front(file: &str) -> Option<Vec<&'static str>> {
     match file {
         "common.wgsl" => Some(vec![]),
-        LEDGER_COUNTERS => None,
-        "step_columns.wgsl" | "edits.wgsl" => Some(vec!["common.wgsl", LEDGER_COUNTERS]),
+        LEDGER_COUNTERS | CELLS_DENSE | CELLS_PAGED => None,
+        "step_columns.wgsl" => Some(vec!["common.wgsl", LEDGER_COUNTERS, CELLS_DENSE]),
+        "edits.wgsl" => Some(vec!["common.wgsl", LEDGER_COUNTERS]),
+        "tiles.wgsl" => Some(vec!["common.wgsl", CELLS_DENSE]),
         // The detail layer reads the flow through snapshot.wgsl's `cell_texels`.
         "detail.wgsl" => Some(vec!["common.wgsl", "snapshot.wgsl"]),
         _ => Some(vec!["common.wgsl"]),
@@ -70,6 +76,15 @@ fn the_backend_compiles_exactly_the_files_in_shaders() {
         assert_eq!(family.source(), on_disk.join("\n"), "{} differs from the files on disk", family.file());
         assert_eq!(fragments_in_front(family.file()), Some(files[..files.len() - 1].to_vec()), "{}: the fragments in front", family.file());
         validate(family.file(), &family.source()).unwrap();
+        used.extend(files);
+    }
+    // A world's step and plan: the dense families with the paged cells in place of the dense.
+    for (world, dense) in [(shaders::WORLD_STEP, shaders::STEP), (shaders::WORLD_TILES, shaders::TILES)] {
+        let files: Vec<&str> = world.fragments.iter().map(|f| f.file).collect();
+        let swapped: Vec<&str> = dense.fragments.iter().map(|f| if f.file == CELLS_DENSE { CELLS_PAGED } else { f.file }).collect();
+        println!("world {}: {}", world.file(), files.join(" + "));
+        assert_eq!(files, swapped, "the world's {} differs from the dense family by more than its cells", world.file());
+        validate(&format!("world {}", world.file()), &world.source()).unwrap();
         used.extend(files);
     }
     let on_disk: std::collections::BTreeSet<String> =
@@ -404,6 +419,13 @@ fn each_wgsl_function_is_written_once() {
         .map(|p| (p.file_name().unwrap().to_string_lossy().to_string(), std::fs::read_to_string(&p).expect("readable")))
         .collect();
     files.sort();
+    // The two cells fragments are alternatives, never compiled together: each defines the same
+    // functions (checked here), and together they count as one file.
+    let of = |name: &str| files.iter().find(|(f, _)| f == name).map(|(_, text)| wgsl_functions(text).into_iter().map(|(n, _)| n).collect::<std::collections::BTreeSet<_>>()).expect(name);
+    let (dense, paged) = (of(CELLS_DENSE), of(CELLS_PAGED));
+    println!("{CELLS_DENSE} defines {dense:?}; {CELLS_PAGED} defines {paged:?}");
+    assert!(dense.iter().all(|f| paged.contains(f)), "{CELLS_PAGED} lacks some of {CELLS_DENSE}'s functions");
+    files.retain(|(f, _)| f != CELLS_PAGED);
     let twice = functions_written_more_than_once(&files);
     assert!(twice.is_empty(), "functions written more than once: {}", twice.join("; "));
 }

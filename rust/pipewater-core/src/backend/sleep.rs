@@ -217,6 +217,8 @@ pub const WAKE_EVERY_STEP: u32 = 1;
 pub const WAKE_FIRST_STEP: u32 = 2;
 /// `TILE_AWAKE` of a tile's flags word (`common.wgsl`).
 pub const TILE_AWAKE: u32 = 4;
+/// `TILE_WET` of a tile's flags word: in a world of pages, a cell of the tile holds water.
+pub const TILE_WET: u32 = 8;
 /// Words in front of the tiles of an awake list: the indirect dispatch's arguments and a spare.
 pub const AWAKE_LIST_HEADER: usize = 4;
 /// An empty awake list's header: no tile, and the dispatch's y and z.

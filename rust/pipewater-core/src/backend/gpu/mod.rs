@@ -40,6 +40,7 @@ pub mod detail;
 mod list;
 pub mod overrides;
 pub mod shaders;
+pub mod world;
 
 pub use context::{GpuContext, EDIT_WORKGROUP, TILES_WORKGROUP};
 pub use crate::dispatch::list_workgroups;

@@ -56,14 +56,28 @@ impl Family {
     }
 }
 
+/// Where a cell's fields lie in a dense grid's buffers, for the step and the plan.
+pub const CELLS_DENSE: Fragment = fragment!("cells_dense.wgsl");
+/// Where a cell's fields lie in a world's pages ([`super::world`]), for the step and the plan.
+pub const CELLS_PAGED: Fragment = fragment!("cells_paged.wgsl");
+/// The step kernel's own file.
+pub const STEP_FILE: Fragment = fragment!("step_columns.wgsl");
+/// The sleeping tiles' own file.
+pub const TILES_FILE: Fragment = fragment!("tiles.wgsl");
+
 /// The step of [`crate::pipes`] in one pass, streamed down strips of columns.
-pub const STEP: Family = Family { fragments: &[COMMON, LEDGER_COUNTERS, fragment!("step_columns.wgsl")] };
+pub const STEP: Family = Family { fragments: &[COMMON, LEDGER_COUNTERS, CELLS_DENSE, STEP_FILE] };
+/// The step over a world stored in pages.
+pub const WORLD_STEP: Family = Family { fragments: &[COMMON, LEDGER_COUNTERS, CELLS_PAGED, STEP_FILE] };
 /// Water and terrain edits, sources and drains.
 pub const EDITS: Family = Family { fragments: &[COMMON, LEDGER_COUNTERS, fragment!("edits.wgsl")] };
 /// Bodies: their displacement of the step's bed and their drag on the pipes.
 pub const BODIES: Family = Family { fragments: &[COMMON, fragment!("bodies.wgsl")] };
 /// Sleeping tiles: the list of tiles each step runs.
-pub const TILES: Family = Family { fragments: &[COMMON, fragment!("tiles.wgsl")] };
+pub const TILES: Family = Family { fragments: &[COMMON, CELLS_DENSE, TILES_FILE] };
+/// The sleeping tiles of a world stored in pages: a page steps only when its neighbours hold
+/// their fields.
+pub const WORLD_TILES: Family = Family { fragments: &[COMMON, CELLS_PAGED, TILES_FILE] };
 /// Snapshot texels and the reductions (total water, largest depth and speed).
 pub const SNAPSHOT: Family = Family { fragments: &[COMMON, SNAPSHOT_FILE] };
 /// The detail wave layer ([`crate::detail`]), with `snapshot.wgsl` in front: it reads each flow

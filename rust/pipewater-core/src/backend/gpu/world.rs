@@ -1,0 +1,920 @@
+//! A world stored in pages: one logical grid, far larger than a dense grid's buffers allow,
+//! whose fields exist on the device only where water is or can arrive.
+//!
+//! * A page is a sleeping tile of the step kernel made square (`side` = the strip's own
+//!   columns, 56 cells with the 64-column kernel). A resident page holds its terrain, depth and
+//!   pipes in one slot of the device's buffers (44 bytes a cell: terrain, two depth and two pipe
+//!   copies); `page_slots` names each page's slot, or [`NO_PAGE`]. The step and the plan of the
+//!   sleeping tiles are the dense grid's WGSL compiled with `cells_paged.wgsl`
+//!   ([`shaders::WORLD_STEP`], [`shaders::WORLD_TILES`]): the plan steps a page only when it and
+//!   its eight neighbours are resident, so what the step reads of a page's cells (four columns
+//!   and three rows around them) lies in resident pages and the step is the dense grid's, bit
+//!   for bit.
+//! * Which pages are resident is the host's decision, from the pages' wet flags the device
+//!   reports after each frame ([`TILE_WET`] and the edges a wet cell touches) and the pages
+//!   edits put water in: every page within [`RESIDENT_RINGS`] pages of a wet one (and of an edge
+//!   that exchanges water). Water moves at most one cell a step, so from what the host last saw
+//!   it needs `side` steps to come beside a page outside the first ring, which could not step:
+//!   the host never runs more than [`World::margin_steps`] steps past what it last saw, and waits
+//!   for the flags when a frame would. The plan counts any page it had to skip with water beside
+//!   it ([`WorldReport::faults`]): zero by construction, and tests hold it so.
+//! * Terrain of pages that are not resident stays on the host ([`World::set_terrain_region`]
+//!   writes both), uploaded with the page when it comes in; a page that leaves was dry (no water
+//!   near it), so nothing of it needs reading back. The ledger is the dense grid's: edits and
+//!   edges count on the device, and a page that leaves holds no water.
+
+use super::context::{GpuContext, EDIT_WORKGROUP, TILES_WORKGROUP};
+use super::list::DeviceList;
+use super::shaders;
+use crate::backend::gpu_host::GpuHost;
+use crate::backend::sleep::{constants_change, TileGrid, TileParams, AWAKE_LIST_HEADER, EMPTY_AWAKE_LIST, TILE_WET, WAKE_FIRST_STEP};
+use crate::backend::step_kernel::{StepMode, COLUMN_HALO};
+use crate::error::{Error, Result};
+use crate::pipes::StepConstants;
+use crate::quanta::MAX_TERRAIN_ABS;
+use crate::state::Counters;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// `page_slots` of a page that holds no fields (`cells_paged.wgsl`).
+pub const NO_PAGE: u32 = u32::MAX;
+/// Rings of pages kept resident around a wet page: the first may step (its neighbours are
+/// resident), the second holds the first's neighbours.
+pub const RESIDENT_RINGS: i64 = 2;
+/// Bytes a resident cell holds on the device: terrain (4), depth twice (8), pipes twice (32).
+pub const BYTES_PER_RESIDENT_CELL: u64 = 44;
+/// Bytes a page costs on the device whether resident or not: its slot entry, flags twice, an
+/// entry in each awake list, its wake and stale marks, and its flags' staging copies.
+pub const BYTES_PER_PAGE: u64 = 4 + 8 + 8 + 4 + 4 + 8;
+/// Longest the host waits for the device.
+const DEVICE_WAIT_LIMIT: Duration = Duration::from_secs(60);
+
+const READ_FREE: u32 = 0;
+const READ_PENDING: u32 = 1;
+const READ_READY: u32 = 2;
+const READ_FAILED: u32 = 3;
+
+/// What the world did, for tests and benchmarks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorldReport {
+    /// Pages in the world.
+    pub pages: usize,
+    /// Pages resident now.
+    pub resident: usize,
+    /// Pages the flags last read back hold water in.
+    pub wet: usize,
+    /// Slots the buffers have room for.
+    pub capacity: usize,
+    /// Pages brought in since the world was made.
+    pub allocated: u64,
+    /// Pages sent out since the world was made.
+    pub freed: u64,
+    /// Plans that found water beside a page that could not step (zero by construction).
+    pub faults: u64,
+    /// Times the host waited for the flags before a frame, to keep within the margin.
+    pub waits: u64,
+    /// Steps run.
+    pub steps: u64,
+}
+
+/// A water edit waiting for its page to be resident.
+#[derive(Debug, Clone, Copy)]
+struct PendingWater {
+    page: usize,
+    /// Cell within the page, row-major.
+    within: u32,
+    quanta: i32,
+}
+
+/// One readback of the pages' flags and the frame's report.
+struct FlagRead {
+    buffer: wgpu::Buffer,
+    state: Arc<AtomicU32>,
+    /// World step count the flags hold.
+    step: u64,
+}
+
+/// The device fields of the resident pages, `capacity` slots of `side²` cells each.
+struct Fields {
+    capacity: usize,
+    terrain: wgpu::Buffer,
+    depth: [wgpu::Buffer; 2],
+    flux: [wgpu::Buffer; 2],
+}
+
+impl Fields {
+    fn new(device: &wgpu::Device, capacity: usize, page_cells: u64) -> Fields {
+        use wgpu::BufferUsages as U;
+        let cells = capacity as u64 * page_cells;
+        let field = |label: &str, bytes: u64| device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: bytes.max(16), usage: U::STORAGE | U::COPY_DST | U::COPY_SRC, mapped_at_creation: false });
+        Fields {
+            capacity,
+            terrain: field("world terrain", cells * 4),
+            depth: [field("world depth 0", cells * 4), field("world depth 1", cells * 4)],
+            flux: [field("world flux 0", cells * 16), field("world flux 1", cells * 16)],
+        }
+    }
+
+    fn bytes(&self, page_cells: u64) -> u64 {
+        self.capacity as u64 * page_cells * BYTES_PER_RESIDENT_CELL
+    }
+}
+
+/// A world of `width × height` cells stored in pages on the wgpu device (module docs).
+pub struct World {
+    ctx: Arc<GpuContext>,
+    width: u32,
+    height: u32,
+    /// The pages: tiles of `side × side` cells.
+    pages: TileGrid,
+    side: u32,
+    /// Terrain of each page on the host (`side²` cells, the world's edge pages padded), m; a
+    /// page whose terrain was never set lies at `ground` and holds nothing here.
+    terrain: Vec<Option<Box<[f32]>>>,
+    ground: f32,
+    /// Slot of each page, or [`NO_PAGE`].
+    slots: Vec<u32>,
+    free: Vec<u32>,
+    /// Pages the flags last read back hold water in, and the step they hold.
+    wet: Vec<bool>,
+    observed_step: u64,
+    /// Pages edits put water in since, with the step of the edit.
+    wetted: Vec<(usize, u64)>,
+    fields: Fields,
+    page_slots: wgpu::Buffer,
+    uniforms: wgpu::Buffer,
+    counters: wgpu::Buffer,
+    tile_params: wgpu::Buffer,
+    flags: [wgpu::Buffer; 2],
+    lists: [wgpu::Buffer; 2],
+    wakes: wgpu::Buffer,
+    stats: wgpu::Buffer,
+    water_edits: DeviceList,
+    terrain_edits: DeviceList,
+    step_groups: [wgpu::BindGroup; 2],
+    plan_groups: [wgpu::BindGroup; 2],
+    edit_groups: [wgpu::BindGroup; 2],
+    page_group: wgpu::BindGroup,
+    pipelines: WorldPipelines,
+    step_pipeline: Option<(StepMode, wgpu::ComputePipeline)>,
+    /// Water edits not yet applied, in the order made.
+    pending_water: Vec<PendingWater>,
+    marks: Vec<u32>,
+    marked: bool,
+    reads: Vec<FlagRead>,
+    current: usize,
+    last_constants: Option<StepConstants>,
+    report: WorldReport,
+    /// Tests only: residency follows edits alone and never the water (`hold_residency`).
+    residency_held: bool,
+}
+
+struct WorldPipelines {
+    module: wgpu::ShaderModule,
+    layout: wgpu::PipelineLayout,
+    plan_frame_start: wgpu::ComputePipeline,
+    plan_next_step: wgpu::ComputePipeline,
+    report_awake_tiles: wgpu::ComputePipeline,
+    page_layout: wgpu::BindGroupLayout,
+}
+
+impl WorldPipelines {
+    fn new(ctx: &GpuContext) -> WorldPipelines {
+        let device = &ctx.device;
+        let page_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("world pages"),
+            entries: &[wgpu::BindGroupLayoutEntry {
+                binding: 0,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer { ty: wgpu::BufferBindingType::Storage { read_only: true }, has_dynamic_offset: false, min_binding_size: None },
+                count: None,
+            }],
+        });
+        let tiles_module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("world tiles"),
+            source: wgpu::ShaderSource::Wgsl(shaders::WORLD_TILES.source().into()),
+        });
+        let tiles_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("world tiles"),
+            bind_group_layouts: &[Some(&ctx.tiles_layout), Some(&page_layout)],
+            immediate_size: 0,
+        });
+        let pipeline = |entry: &str| {
+            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(entry),
+                layout: Some(&tiles_layout),
+                module: &tiles_module,
+                entry_point: Some(entry),
+                compilation_options: wgpu::PipelineCompilationOptions::default(),
+                cache: None,
+            })
+        };
+        let plan_frame_start = pipeline("plan_frame_start");
+        let plan_next_step = pipeline("plan_next_step");
+        let report_awake_tiles = pipeline("report_awake_tiles");
+        let desc = wgpu::ShaderModuleDescriptor { label: Some("world step"), source: wgpu::ShaderSource::Wgsl(shaders::WORLD_STEP.source().into()) };
+        let module = if std::env::var("PIPEWATER_GPU_CHECKED").is_ok_and(|v| v == "1") {
+            device.create_shader_module(desc)
+        } else {
+            // SAFETY: as the dense step (context.rs): every cell the kernel indexes is on the
+            // world (`cell_in_grid`) and lies in a page the plan found resident with its eight
+            // neighbours (`tile_steppable`), whose slot is within the buffers; workgroup memory
+            // as the dense kernel's.
+            unsafe { device.create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked()) }
+        };
+        let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("world step"),
+            bind_group_layouts: &[Some(&ctx.step_layout), Some(&page_layout)],
+            immediate_size: 0,
+        });
+        WorldPipelines { module, layout, plan_frame_start, plan_next_step, report_awake_tiles, page_layout }
+    }
+}
+
+impl World {
+    /// A dry world of `width × height` cells with its terrain at `ground` m everywhere, on the
+    /// process-wide device. Refused (naming the figure) when the pages' own bookkeeping would not
+    /// fit one storage binding; the fields grow with the water.
+    pub fn new(width: u32, height: u32, ground: f32) -> Result<World> {
+        if width == 0 || height == 0 || width > i32::MAX as u32 / 2 || height > i32::MAX as u32 / 2 {
+            return Err(Error::invalid("world size", format!("{width}x{height}"), format!("each side 1 ..= {}", i32::MAX / 2)));
+        }
+        if !ground.is_finite() || ground.abs() > MAX_TERRAIN_ABS {
+            return Err(Error::invalid("ground", ground, format!("finite, within ±{MAX_TERRAIN_ABS} m")));
+        }
+        let ctx = GpuContext::shared()?;
+        ctx.check()?;
+        let side = ctx.kernel.columns - 2 * COLUMN_HALO;
+        let pages = TileGrid::new(width, height, [side, side]);
+        let count = pages.count();
+        let limit = ctx.limits.max_storage_buffer_binding_size.min(ctx.limits.max_buffer_size);
+        let list_bytes = 4 * (AWAKE_LIST_HEADER + count) as u64;
+        let plan_groups = (count as u64).div_ceil(TILES_WORKGROUP as u64);
+        if list_bytes > limit || plan_groups > ctx.limits.max_compute_workgroups_per_dimension as u64 {
+            return Err(Error::GpuUnavailable(format!(
+                "a world of {width}x{height} cells has {count} pages of {side}x{side}: its page lists need {list_bytes} bytes and its plan {plan_groups} workgroups, past the {limit} bytes one binding of {} holds or its {} workgroups a dispatch",
+                ctx.adapter.name, ctx.limits.max_compute_workgroups_per_dimension
+            )));
+        }
+        let device = &ctx.device;
+        use wgpu::BufferUsages as U;
+        let buffer = |label: &str, bytes: u64, usage: U| device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: bytes.max(16), usage, mapped_at_creation: false });
+        let n = count as u64;
+        let page_slots = buffer("page slots", 4 * n, U::STORAGE | U::COPY_DST);
+        let uniforms = buffer("world constants", std::mem::size_of::<StepConstants>() as u64, U::UNIFORM | U::COPY_DST);
+        let counters = buffer("world counters", 32, U::STORAGE | U::COPY_DST | U::COPY_SRC);
+        let tile_params = buffer("world tile params", std::mem::size_of::<TileParams>() as u64, U::UNIFORM | U::COPY_DST);
+        let flags = [0, 1].map(|k| buffer(&format!("page flags {k}"), 4 * n, U::STORAGE | U::COPY_SRC | U::COPY_DST));
+        let lists = [0, 1].map(|k| buffer(&format!("awake pages {k}"), list_bytes, U::STORAGE | U::INDIRECT | U::COPY_DST));
+        let wakes = buffer("page wakes", 4 * n, U::STORAGE | U::COPY_DST);
+        let stats = buffer("world sleep stats", 16, U::STORAGE | U::COPY_SRC | U::COPY_DST);
+        // The plan marks the pages it steps stale for a snapshot the world does not take yet.
+        let stale = buffer("world stale pages", 4 * n, U::STORAGE);
+        let pipelines = WorldPipelines::new(&ctx);
+        let page_cells = (side * side) as u64;
+        let fields = Fields::new(device, 16, page_cells);
+        let free: Vec<u32> = (0..fields.capacity as u32).rev().collect();
+        let water_edits = DeviceList::new(device, "world water edits", 16, 8);
+        let terrain_edits = DeviceList::new(device, "world terrain edits", 16, 8);
+        let page_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("world pages"),
+            layout: &pipelines.page_layout,
+            entries: &[wgpu::BindGroupEntry { binding: 0, resource: page_slots.as_entire_binding() }],
+        });
+        let plan_groups = [0, 1].map(|k| {
+            let buffers = [&uniforms, &tile_params, &flags[1 - k], &flags[k], &wakes, &lists[k], &lists[1 - k], &stats, &stale];
+            bind(device, &ctx.tiles_layout, "world tiles", &buffers)
+        });
+        let (step_groups, edit_groups) = field_groups(&ctx, &fields, &uniforms, &counters, &tile_params, &lists, &flags, &water_edits, &terrain_edits);
+        ctx.queue.write_buffer(&page_slots, 0, bytemuck::cast_slice(&vec![NO_PAGE; count]));
+        for list in &lists {
+            ctx.queue.write_buffer(list, 0, bytemuck::cast_slice(&EMPTY_AWAKE_LIST));
+        }
+        let reads = (0..2)
+            .map(|k| FlagRead { buffer: buffer(&format!("page flags read {k}"), 4 * n + 16, U::MAP_READ | U::COPY_DST), state: Arc::new(AtomicU32::new(READ_FREE)), step: 0 })
+            .collect();
+        Ok(World {
+            width,
+            height,
+            pages,
+            side,
+            terrain: vec![None; count],
+            ground,
+            slots: vec![NO_PAGE; count],
+            free,
+            wet: vec![false; count],
+            observed_step: 0,
+            wetted: Vec::new(),
+            fields,
+            page_slots,
+            uniforms,
+            counters,
+            tile_params,
+            flags,
+            lists,
+            wakes,
+            stats,
+            water_edits,
+            terrain_edits,
+            step_groups,
+            plan_groups,
+            edit_groups,
+            page_group,
+            pipelines,
+            step_pipeline: None,
+            pending_water: Vec::new(),
+            marks: vec![0; count],
+            marked: false,
+            reads,
+            current: 0,
+            last_constants: None,
+            report: WorldReport { pages: count, capacity: 16, ..WorldReport::default() },
+            residency_held: false,
+            ctx,
+        })
+    }
+
+    /// Cells along x and y.
+    pub fn size(&self) -> [u32; 2] {
+        [self.width, self.height]
+    }
+
+    /// Cells along each side of a page.
+    pub fn page_side(&self) -> u32 {
+        self.side
+    }
+
+    /// Most steps the host runs past the flags it last saw: water needs `side` steps from a wet
+    /// page to come beside a page outside its first ring (module docs); two spare.
+    pub fn margin_steps(&self) -> u64 {
+        self.side as u64 - 2
+    }
+
+    /// Bytes the world holds on the device: its fields' slots and its pages' bookkeeping.
+    pub fn device_bytes(&self) -> u64 {
+        self.fields.bytes((self.side * self.side) as u64) + self.pages.count() as u64 * BYTES_PER_PAGE + 32 + 16 + 256
+    }
+
+    /// What the world holds and did so far.
+    pub fn report(&self) -> WorldReport {
+        let mut report = self.report;
+        report.resident = self.slots.iter().filter(|&&s| s != NO_PAGE).count();
+        report.wet = self.wet.iter().filter(|&&w| w).count();
+        report.capacity = self.fields.capacity;
+        report
+    }
+
+    /// The page of cell (x, y), and the cell's index within it.
+    fn page_cell(&self, x: u32, y: u32) -> (usize, usize) {
+        (self.pages.tile_of(x, y), ((y % self.side) * self.side + x % self.side) as usize)
+    }
+
+    /// Sets the terrain of the `w × h` cells from (x, y), row-major `heights` (m), on the host and
+    /// in resident pages, keeping depth: the pages it changes step next.
+    pub fn set_terrain_region(&mut self, x: u32, y: u32, w: u32, h: u32, heights: &[f32]) -> Result<()> {
+        if x as u64 + w as u64 > self.width as u64 || y as u64 + h as u64 > self.height as u64 || heights.len() as u64 != w as u64 * h as u64 {
+            return Err(Error::invalid(
+                "terrain region",
+                format!("{w}x{h} at ({x}, {y}) with {} heights", heights.len()),
+                format!("a region within the {}x{} world with w·h heights", self.width, self.height),
+            ));
+        }
+        if let Some(bad) = heights.iter().find(|v| !v.is_finite() || v.abs() > MAX_TERRAIN_ABS) {
+            return Err(Error::invalid("terrain height", bad, format!("finite, within ±{MAX_TERRAIN_ABS} m")));
+        }
+        let mut touched = Vec::new();
+        for row in 0..h {
+            for col in 0..w {
+                let (page, at) = self.page_cell(x + col, y + row);
+                let ground = self.ground;
+                let cells = (self.side * self.side) as usize;
+                self.terrain[page].get_or_insert_with(|| vec![ground; cells].into_boxed_slice())[at] = heights[(row * w + col) as usize];
+                if touched.last() != Some(&page) && !touched.contains(&page) {
+                    touched.push(page);
+                }
+            }
+        }
+        for page in touched {
+            self.mark(page);
+            if self.slots[page] != NO_PAGE {
+                self.upload_terrain(page);
+            }
+        }
+        Ok(())
+    }
+
+    fn upload_terrain(&self, page: usize) {
+        let cells = (self.side * self.side) as usize;
+        let at = self.slots[page] as u64 * cells as u64 * 4;
+        match &self.terrain[page] {
+            Some(heights) => self.ctx.queue.write_buffer(&self.fields.terrain, at, bytemuck::cast_slice(heights)),
+            None => self.ctx.queue.write_buffer(&self.fields.terrain, at, bytemuck::cast_slice(&vec![self.ground; cells])),
+        }
+    }
+
+    /// For tests of the fault count: with `hold` the pages resident stay so and only edits bring
+    /// more in, whatever the water does (the host's guarantee switched off).
+    #[doc(hidden)]
+    pub fn hold_residency(&mut self, hold: bool) {
+        self.residency_held = hold;
+    }
+
+    /// Bytes the host holds for the terrain of pages set apart from the ground.
+    pub fn host_terrain_bytes(&self) -> u64 {
+        self.terrain.iter().flatten().map(|t| 4 * t.len() as u64).sum()
+    }
+
+    fn mark(&mut self, page: usize) {
+        self.marks[page] |= WAKE_FIRST_STEP;
+        self.marked = true;
+    }
+
+    /// Adds (or with negative quanta removes, no more than is there) water at cells (x, y),
+    /// before the next step, in the order given.
+    pub fn add_water(&mut self, cells: &[(u32, u32, i32)]) -> Result<()> {
+        if let Some(&(x, y, _)) = cells.iter().find(|&&(x, y, _)| x >= self.width || y >= self.height) {
+            return Err(Error::invalid("cell", format!("({x}, {y})"), format!("a cell of the {}x{} world", self.width, self.height)));
+        }
+        for &(x, y, quanta) in cells {
+            let (page, _) = self.page_cell(x, y);
+            if quanta > 0 {
+                self.wetted.push((page, self.report.steps));
+            }
+            self.mark(page);
+            self.pending_water.push(PendingWater { page, within: (y % self.side) * self.side + x % self.side, quanta });
+        }
+        Ok(())
+    }
+}
+
+fn bind(device: &wgpu::Device, layout: &wgpu::BindGroupLayout, label: &str, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
+    let entries: Vec<wgpu::BindGroupEntry> = buffers.iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect();
+    device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(label), layout, entries: &entries })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn field_groups(
+    ctx: &GpuContext,
+    fields: &Fields,
+    uniforms: &wgpu::Buffer,
+    counters: &wgpu::Buffer,
+    tile_params: &wgpu::Buffer,
+    lists: &[wgpu::Buffer; 2],
+    flags: &[wgpu::Buffer; 2],
+    water_edits: &DeviceList,
+    terrain_edits: &DeviceList,
+) -> ([wgpu::BindGroup; 2], [wgpu::BindGroup; 2]) {
+    let device = &ctx.device;
+    let step = [0, 1].map(|k| {
+        bind(
+            device,
+            &ctx.step_layout,
+            "world step",
+            &[uniforms, &fields.terrain, &fields.depth[k], &fields.flux[k], &fields.depth[1 - k], &fields.flux[1 - k], counters, tile_params, &lists[k], &flags[k]],
+        )
+    });
+    let edits = [0, 1].map(|k| bind(device, &ctx.edit_layout, "world edits", &[&fields.terrain, &fields.depth[k], counters, &water_edits.buffer, &terrain_edits.buffer]));
+    (step, edits)
+}
+
+impl World {
+    /// Runs `steps` steps with constants `c` (made for this world's size): edits first, then
+    /// each step's plan and step, in frames of at most [`World::margin_steps`] steps, with the
+    /// pages around the water resident before each.
+    pub fn advance(&mut self, c: &StepConstants, steps: u32) -> Result<()> {
+        if c.width != self.width || c.height != self.height {
+            return Err(Error::invalid("step constants", format!("for a {}x{} grid", c.width, c.height), format!("constants made for the {}x{} world", self.width, self.height)));
+        }
+        self.ctx.check()?;
+        let chunk = (self.margin_steps() / 2).max(1) as u32;
+        let mut left = steps;
+        loop {
+            let now = left.min(chunk);
+            self.frame(c, now)?;
+            left -= now;
+            if left == 0 {
+                return Ok(());
+            }
+        }
+    }
+
+    fn frame(&mut self, c: &StepConstants, steps: u32) -> Result<()> {
+        self.harvest(false)?;
+        // The flags must be recent enough that the water cannot pass the pages made resident from
+        // them within this frame's steps.
+        while !self.residency_held && self.report.steps - self.observed_step + steps as u64 > self.margin_steps() {
+            self.report.waits += 1;
+            if !self.harvest(true)? {
+                self.read_flags_now()?;
+            }
+        }
+        self.update_residency(Some(c))?;
+        let queue = &self.ctx.queue;
+        let change = constants_change(self.last_constants.as_ref(), c);
+        self.last_constants = Some(*c);
+        queue.write_buffer(&self.uniforms, 0, bytemuck::bytes_of(c));
+        queue.write_buffer(&self.tile_params, 0, bytemuck::bytes_of(&TileParams::new(&self.pages, true, change)));
+        if self.marked {
+            queue.write_buffer(&self.wakes, 0, bytemuck::cast_slice(&self.marks));
+        }
+        queue.write_buffer(&self.stats, 0, &[0u8; 16]);
+        let water = self.take_water_edits();
+        let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("world frame") });
+        let mode = StepMode::of(c);
+        if self.step_pipeline.as_ref().is_none_or(|(m, _)| *m != mode) {
+            let constants = mode.overrides(&self.ctx.kernel);
+            let pipeline = self.ctx.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some("world step_columns"),
+                layout: Some(&self.pipelines.layout),
+                module: &self.pipelines.module,
+                entry_point: Some("step_columns"),
+                compilation_options: wgpu::PipelineCompilationOptions { constants: &constants, zero_initialize_workgroup_memory: false },
+                cache: None,
+            });
+            self.step_pipeline = Some((mode, pipeline));
+        }
+        let step = &self.step_pipeline.as_ref().expect("made above").1;
+        let groups = (self.pages.count() as u32).div_ceil(TILES_WORKGROUP);
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("world frame"), timestamp_writes: None });
+            if water > 0 {
+                pass.set_pipeline(&self.ctx.apply_water);
+                pass.set_bind_group(0, &self.edit_groups[self.current], &[]);
+                pass.dispatch_workgroups((water as u32).div_ceil(EDIT_WORKGROUP).clamp(1, 65535), 1, 1);
+            }
+            for k in 0..steps {
+                let copy = self.current;
+                pass.set_pipeline(if k == 0 { &self.pipelines.plan_frame_start } else { &self.pipelines.plan_next_step });
+                pass.set_bind_group(0, &self.plan_groups[copy], &[]);
+                pass.set_bind_group(1, &self.page_group, &[]);
+                pass.dispatch_workgroups(groups, 1, 1);
+                pass.set_pipeline(step);
+                pass.set_bind_group(0, &self.step_groups[copy], &[]);
+                pass.set_bind_group(1, &self.page_group, &[]);
+                pass.dispatch_workgroups_indirect(&self.lists[copy], 0);
+                self.current = 1 - copy;
+            }
+            if steps > 0 {
+                pass.set_pipeline(&self.pipelines.report_awake_tiles);
+                pass.set_bind_group(0, &self.plan_groups[1 - self.current], &[]);
+                pass.set_bind_group(1, &self.page_group, &[]);
+                pass.dispatch_workgroups(1, 1, 1);
+            }
+        }
+        self.report.steps += steps as u64;
+        if self.marked {
+            // The marks woke their pages for this frame's first step.
+            self.marks.iter_mut().for_each(|m| *m = 0);
+            encoder.clear_buffer(&self.wakes, 0, None);
+            self.marked = false;
+        }
+        let read = if steps > 0 { Some(self.record_flag_read(&mut encoder)?) } else { None };
+        self.ctx.queue.submit([encoder.finish()]);
+        if let Some(k) = read {
+            self.map_flag_read(k);
+        }
+        self.ctx.check()
+    }
+
+    /// Pages to keep resident: every page within [`RESIDENT_RINGS`] of one with water (as last
+    /// seen, or put there by an edit since) or on an edge that exchanges water. Brings them in
+    /// (terrain from the host, no water) and sends the others out.
+    fn update_residency(&mut self, c: Option<&StepConstants>) -> Result<()> {
+        let [tx, ty] = self.pages.tiles;
+        let observed = self.observed_step;
+        self.wetted.retain(|&(_, step)| step >= observed);
+        let mut needed = vec![false; self.pages.count()];
+        let keep_around = |page: usize, needed: &mut Vec<bool>| {
+            let (px, py) = ((page % tx as usize) as i64, (page / tx as usize) as i64);
+            for y in (py - RESIDENT_RINGS).max(0)..=(py + RESIDENT_RINGS).min(ty as i64 - 1) {
+                for x in (px - RESIDENT_RINGS).max(0)..=(px + RESIDENT_RINGS).min(tx as i64 - 1) {
+                    needed[(y * tx as i64 + x) as usize] = true;
+                }
+            }
+        };
+        for page in 0..self.pages.count() {
+            let kept = self.residency_held && self.slots[page] != NO_PAGE;
+            if kept {
+                needed[page] = true;
+            } else if !self.residency_held && (self.wet[page] || c.is_some_and(|c| self.pages.on_exchanging_edge(c, page))) {
+                keep_around(page, &mut needed);
+            }
+        }
+        for &(page, _) in &self.wetted {
+            keep_around(page, &mut needed);
+        }
+        for p in &self.pending_water {
+            if p.quanta > 0 {
+                keep_around(p.page, &mut needed);
+            }
+        }
+        let coming: Vec<usize> = (0..needed.len()).filter(|&p| needed[p] && self.slots[p] == NO_PAGE).collect();
+        let leaving: Vec<usize> = (0..needed.len()).filter(|&p| !needed[p] && self.slots[p] != NO_PAGE).collect();
+        if coming.is_empty() && leaving.is_empty() {
+            return Ok(());
+        }
+        let page_cells = (self.side * self.side) as u64;
+        let zero_flags = [0u32; 1];
+        for &page in &leaving {
+            self.free.push(self.slots[page]);
+            self.slots[page] = NO_PAGE;
+            // Its flags said dry; cleared so that a page brought back starts from nothing.
+            for flags in &self.flags {
+                self.ctx.queue.write_buffer(flags, 4 * page as u64, bytemuck::cast_slice(&zero_flags));
+            }
+        }
+        let resident = self.slots.iter().filter(|&&s| s != NO_PAGE).count();
+        if resident + coming.len() > self.fields.capacity {
+            self.grow(resident + coming.len())?;
+        }
+        let zeros = vec![0u8; (page_cells * 16) as usize];
+        for &page in &coming {
+            let slot = self.free.pop().expect("grow left room for every page coming in");
+            self.slots[page] = slot;
+            let at = slot as u64 * page_cells;
+            self.upload_terrain(page);
+            for k in 0..2 {
+                self.ctx.queue.write_buffer(&self.fields.depth[k], at * 4, &zeros[..(page_cells * 4) as usize]);
+                self.ctx.queue.write_buffer(&self.fields.flux[k], at * 16, &zeros);
+            }
+        }
+        self.report.allocated += coming.len() as u64;
+        self.report.freed += leaving.len() as u64;
+        self.ctx.queue.write_buffer(&self.page_slots, 0, bytemuck::cast_slice(&self.slots));
+        Ok(())
+    }
+
+    /// Room for `needed` resident pages: new buffers twice as large (or as large as needed),
+    /// the old slots copied over, refused with the figure when the device cannot hold them.
+    fn grow(&mut self, needed: usize) -> Result<()> {
+        let page_cells = (self.side * self.side) as u64;
+        let capacity = needed.max(self.fields.capacity * 2);
+        let limit = self.ctx.limits.max_storage_buffer_binding_size.min(self.ctx.limits.max_buffer_size);
+        // The pipes are the largest field; every resident page may be awake at once, one
+        // workgroup each.
+        let most = ((limit / (page_cells * 16)) as usize).min(self.ctx.limits.max_compute_workgroups_per_dimension as usize);
+        if needed > most {
+            return Err(Error::GpuUnavailable(format!(
+                "the water needs {needed} pages of {0}x{0} cells resident ({1:.1} MiB of fields); {2} holds at most {most} in one binding of its pipes",
+                self.side,
+                (needed as u64 * page_cells * BYTES_PER_RESIDENT_CELL) as f64 / (1u64 << 20) as f64,
+                self.ctx.adapter.name
+            )));
+        }
+        let capacity = capacity.min(most);
+        let fields = Fields::new(&self.ctx.device, capacity, page_cells);
+        let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("world grow") });
+        let old = &self.fields;
+        let cells = old.capacity as u64 * page_cells;
+        encoder.copy_buffer_to_buffer(&old.terrain, 0, &fields.terrain, 0, cells * 4);
+        for k in 0..2 {
+            encoder.copy_buffer_to_buffer(&old.depth[k], 0, &fields.depth[k], 0, cells * 4);
+            encoder.copy_buffer_to_buffer(&old.flux[k], 0, &fields.flux[k], 0, cells * 16);
+        }
+        self.ctx.queue.submit([encoder.finish()]);
+        self.free.extend((old.capacity as u32..capacity as u32).rev());
+        self.fields = fields;
+        self.rebind();
+        Ok(())
+    }
+
+    fn rebind(&mut self) {
+        let (step, edits) = field_groups(&self.ctx, &self.fields, &self.uniforms, &self.counters, &self.tile_params, &self.lists, &self.flags, &self.water_edits, &self.terrain_edits);
+        self.step_groups = step;
+        self.edit_groups = edits;
+    }
+
+    /// Uploads the pending water edits as slot cells, each cell's entries side by side in the
+    /// order made (edits.wgsl); returns their count.
+    fn take_water_edits(&mut self) -> usize {
+        if self.pending_water.is_empty() {
+            return 0;
+        }
+        let page_cells = self.side * self.side;
+        let mut items: Vec<(u32, i32)> = self.pending_water.drain(..).map(|p| (self.slots[p.page] * page_cells + p.within, p.quanta)).collect();
+        items.sort_by_key(|&(cell, _)| cell);
+        let bytes: Vec<u8> = items.iter().flat_map(|&(cell, q)| [cell.to_le_bytes(), q.to_le_bytes()].concat()).collect();
+        if self.water_edits.upload(&self.ctx.device, &self.ctx.queue, "world water edits", &bytes) {
+            self.rebind();
+        }
+        items.len()
+    }
+
+    /// Copies the last step's page flags and the frame's report into a free staging buffer,
+    /// waiting for the older one when both are in use.
+    fn record_flag_read(&mut self, encoder: &mut wgpu::CommandEncoder) -> Result<usize> {
+        let k = match self.reads.iter().position(|r| r.state.load(Ordering::Acquire) == READ_FREE) {
+            Some(k) => k,
+            None => {
+                self.harvest(true)?;
+                self.reads.iter().position(|r| r.state.load(Ordering::Acquire) == READ_FREE).expect("harvest frees every read that arrived")
+            }
+        };
+        let n = 4 * self.pages.count() as u64;
+        // The last step ran from copy 1 - current and wrote that copy's flags.
+        encoder.copy_buffer_to_buffer(&self.flags[1 - self.current], 0, &self.reads[k].buffer, 0, n);
+        encoder.copy_buffer_to_buffer(&self.stats, 0, &self.reads[k].buffer, n, 16);
+        self.reads[k].step = self.report.steps;
+        Ok(k)
+    }
+
+    fn map_flag_read(&mut self, k: usize) {
+        let state = self.reads[k].state.clone();
+        state.store(READ_PENDING, Ordering::Release);
+        self.reads[k].buffer.map_async(wgpu::MapMode::Read, .., move |r| state.store(if r.is_ok() { READ_READY } else { READ_FAILED }, Ordering::Release));
+    }
+
+    /// Takes in the newest flags that have arrived (with `wait`, waiting for the pending ones
+    /// first). Returns whether any were pending.
+    fn harvest(&mut self, wait: bool) -> Result<bool> {
+        let pending = self.reads.iter().any(|r| r.state.load(Ordering::Acquire) == READ_PENDING);
+        if wait && pending {
+            self.wait_until(|reads| reads.iter().all(|r| r.state.load(Ordering::Acquire) != READ_PENDING))?;
+        } else {
+            let _ = self.ctx.device.poll(wgpu::PollType::Poll);
+        }
+        let mut order: Vec<usize> = (0..self.reads.len()).filter(|&k| self.reads[k].state.load(Ordering::Acquire) == READ_READY).collect();
+        order.sort_by_key(|&k| self.reads[k].step);
+        for k in order {
+            let n = self.pages.count();
+            {
+                let read = &self.reads[k];
+                let bytes = read.buffer.get_mapped_range(..).map_err(|e| Error::Gpu(e.to_string()))?;
+                let words: &[u32] = bytemuck::cast_slice(&bytes[..4 * n + 16]);
+                if read.step >= self.observed_step {
+                    for (wet, &w) in self.wet.iter_mut().zip(&words[..n]) {
+                        *wet = w & TILE_WET != 0;
+                    }
+                    self.observed_step = read.step;
+                }
+                self.report.faults += words[n + 3] as u64;
+            }
+            self.reads[k].buffer.unmap();
+            self.reads[k].state.store(READ_FREE, Ordering::Release);
+        }
+        if self.reads.iter().any(|r| r.state.load(Ordering::Acquire) == READ_FAILED) {
+            return Err(Error::Gpu("mapping the world's page flags failed".into()));
+        }
+        Ok(pending)
+    }
+
+    /// Reads the flags of the last step now, waiting for the device.
+    fn read_flags_now(&mut self) -> Result<()> {
+        if self.report.steps == 0 {
+            return Ok(());
+        }
+        let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("world flags") });
+        let k = self.record_flag_read(&mut encoder)?;
+        self.ctx.queue.submit([encoder.finish()]);
+        self.map_flag_read(k);
+        self.harvest(true).map(|_| ())
+    }
+
+    fn wait_until(&self, done: impl Fn(&[FlagRead]) -> bool) -> Result<()> {
+        let start = Instant::now();
+        while !done(&self.reads) {
+            if start.elapsed() > DEVICE_WAIT_LIMIT {
+                return Err(Error::DeviceLost(format!("the world's page flags did not arrive within {} s", DEVICE_WAIT_LIMIT.as_secs())));
+            }
+            let _ = self.ctx.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: Some(Duration::from_millis(50)) });
+        }
+        Ok(())
+    }
+
+    /// Depth (quanta) of every cell of the `w × h` region from (x, y), row-major: zero in pages
+    /// that are not resident. Waits for the device.
+    pub fn read_depth(&mut self, x: u32, y: u32, w: u32, h: u32) -> Result<Vec<i32>> {
+        let bytes = self.read_region(x, y, w, h, 4, |f| &f.depth)?;
+        Ok(bytemuck::pod_collect_to_vec(&bytes))
+    }
+
+    /// Stored pipe flows (E, S, SE, SW, m³/s) of the region's cells, as [`World::read_depth`].
+    pub fn read_flow(&mut self, x: u32, y: u32, w: u32, h: u32) -> Result<Vec<[f32; 4]>> {
+        let bytes = self.read_region(x, y, w, h, 16, |f| &f.flux)?;
+        Ok(bytemuck::pod_collect_to_vec(&bytes))
+    }
+
+    fn read_region(&mut self, x: u32, y: u32, w: u32, h: u32, cell_bytes: u64, field: impl Fn(&Fields) -> &[wgpu::Buffer; 2]) -> Result<Vec<u8>> {
+        if x as u64 + w as u64 > self.width as u64 || y as u64 + h as u64 > self.height as u64 {
+            return Err(Error::invalid("region", format!("{w}x{h} at ({x}, {y})"), format!("a region within the {}x{} world", self.width, self.height)));
+        }
+        self.flush_edits()?;
+        let side = self.side;
+        let page_cells = (side * side) as u64;
+        let (px0, py0, px1, py1) = (x / side, y / side, (x + w).div_ceil(side), (y + h).div_ceil(side));
+        let pages: Vec<(u32, u32)> = (py0..py1).flat_map(|py| (px0..px1).map(move |px| (px, py))).filter(|&(px, py)| self.slots[(py * self.pages.tiles[0] + px) as usize] != NO_PAGE).collect();
+        let staging = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("world read"),
+            size: (pages.len() as u64 * page_cells * cell_bytes).max(16),
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("world read") });
+        let source = &field(&self.fields)[self.current];
+        for (k, &(px, py)) in pages.iter().enumerate() {
+            let slot = self.slots[(py * self.pages.tiles[0] + px) as usize] as u64;
+            encoder.copy_buffer_to_buffer(source, slot * page_cells * cell_bytes, &staging, k as u64 * page_cells * cell_bytes, page_cells * cell_bytes);
+        }
+        self.ctx.queue.submit([encoder.finish()]);
+        self.map_and_wait(&staging, "a world read")?;
+        let mapped = staging.get_mapped_range(..).map_err(|e| Error::Gpu(e.to_string()))?;
+        let cb = cell_bytes as usize;
+        let mut out = vec![0u8; w as usize * h as usize * cb];
+        for (k, &(px, py)) in pages.iter().enumerate() {
+            let page = &mapped[k * (page_cells as usize) * cb..(k + 1) * (page_cells as usize) * cb];
+            for row in 0..side {
+                let gy = py * side + row;
+                if gy < y || gy >= y + h {
+                    continue;
+                }
+                let gx0 = (px * side).max(x);
+                let gx1 = ((px + 1) * side).min(x + w);
+                if gx0 >= gx1 {
+                    continue;
+                }
+                let from = (row * side + gx0 - px * side) as usize * cb;
+                let to = ((gy - y) as usize * w as usize + (gx0 - x) as usize) * cb;
+                let len = (gx1 - gx0) as usize * cb;
+                out[to..to + len].copy_from_slice(&page[from..from + len]);
+            }
+        }
+        drop(mapped);
+        staging.unmap();
+        Ok(out)
+    }
+
+    /// The ledger's counters: water added and removed by edits, in and out through the edges.
+    pub fn counters(&mut self) -> Result<Counters> {
+        self.flush_edits()?;
+        let staging = self.ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some("world counters read"), size: 32, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
+        let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("world counters") });
+        encoder.copy_buffer_to_buffer(&self.counters, 0, &staging, 0, 32);
+        self.ctx.queue.submit([encoder.finish()]);
+        self.map_and_wait(&staging, "the world's counters")?;
+        let counters = GpuHost::counters_from(&staging.get_mapped_range(..).map_err(|e| Error::Gpu(e.to_string()))?[..32]);
+        staging.unmap();
+        Ok(counters)
+    }
+
+    /// Water held in every resident page, quanta (pages that are not resident hold none).
+    pub fn total_quanta(&mut self) -> Result<i64> {
+        self.flush_edits()?;
+        let page_cells = (self.side * self.side) as u64;
+        let bytes = self.read_slots(&self.fields.depth[self.current].clone(), 4)?;
+        let depth: &[i32] = bytemuck::cast_slice(&bytes);
+        Ok(self.slots.iter().filter(|&&s| s != NO_PAGE).map(|&s| depth[(s as u64 * page_cells) as usize..((s as u64 + 1) * page_cells) as usize].iter().map(|&d| d as i64).sum::<i64>()).sum())
+    }
+
+    /// Applies the edits waiting for the next frame now (the pages they need brought in first),
+    /// so that a read sees them.
+    fn flush_edits(&mut self) -> Result<()> {
+        if self.pending_water.is_empty() {
+            return Ok(());
+        }
+        let c = self.last_constants;
+        self.update_residency(c.as_ref())?;
+        let water = self.take_water_edits();
+        let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("world edits") });
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("world edits"), timestamp_writes: None });
+            pass.set_pipeline(&self.ctx.apply_water);
+            pass.set_bind_group(0, &self.edit_groups[self.current], &[]);
+            pass.dispatch_workgroups((water as u32).div_ceil(EDIT_WORKGROUP).clamp(1, 65535), 1, 1);
+        }
+        self.ctx.queue.submit([encoder.finish()]);
+        Ok(())
+    }
+
+    /// The whole of a field buffer's slots, `cell_bytes` a cell, waiting for the device.
+    fn read_slots(&self, buffer: &wgpu::Buffer, cell_bytes: u64) -> Result<Vec<u8>> {
+        let size = self.fields.capacity as u64 * (self.side * self.side) as u64 * cell_bytes;
+        let staging = self.ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some("world slots read"), size: size.max(16), usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
+        let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("world slots read") });
+        encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, size);
+        self.ctx.queue.submit([encoder.finish()]);
+        self.map_and_wait(&staging, "a world read")?;
+        let bytes = staging.get_mapped_range(..).map_err(|e| Error::Gpu(e.to_string()))?[..size as usize].to_vec();
+        staging.unmap();
+        Ok(bytes)
+    }
+
+    /// Maps `staging` after the work submitted so far, waiting at most [`DEVICE_WAIT_LIMIT`].
+    fn map_and_wait(&self, staging: &wgpu::Buffer, what: &str) -> Result<()> {
+        let state = Arc::new(AtomicU32::new(READ_PENDING));
+        let flag = state.clone();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| flag.store(if r.is_ok() { READ_READY } else { READ_FAILED }, Ordering::Release));
+        let start = Instant::now();
+        while state.load(Ordering::Acquire) == READ_PENDING {
+            if start.elapsed() > DEVICE_WAIT_LIMIT {
+                return Err(Error::DeviceLost(format!("{what} did not arrive within {} s", DEVICE_WAIT_LIMIT.as_secs())));
+            }
+            let _ = self.ctx.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: Some(Duration::from_millis(50)) });
+        }
+        self.ctx.check()?;
+        if state.load(Ordering::Acquire) != READ_READY {
+            return Err(Error::Gpu(format!("mapping {what} failed")));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,212 @@
+//! A world stored in pages (`backend/gpu/world.rs`) steps exactly as the dense grid: the same
+//! depth and pipes bit for bit as the dense wgpu backend on the same scene, through a flood that
+//! crosses page corners diagonally, with the ledger exact at every check; pages come in as the
+//! flood arrives and leave when the water is gone; a world far past what the dense grid's buffers
+//! hold steps with memory that follows its water; and the plan's fault count, which the host's
+//! residency keeps at zero, does count water left beside a page that cannot step. Every test
+//! prints what it compares. Figures come from whatever adapter runs the tests (in CI, Mesa's
+//! software Vulkan).
+#![cfg(feature = "gpu")]
+
+mod gpu_support;
+
+use gpu_support::gpu_or_skip;
+use pipewater_core::backend::gpu::world::{World, BYTES_PER_RESIDENT_CELL};
+use pipewater_core::backend::gpu::{GpuBackend, GpuContext};
+use pipewater_core::backend::{Backend, CellWater, FramePlan};
+use pipewater_core::pipes::StepConstants;
+use pipewater_core::quanta::depth_to_quanta;
+use pipewater_core::{Grid, Params, State};
+
+/// Ground falling along x + y with ripples, so that a flood runs diagonally across page corners.
+fn sloped_terrain(w: u32, h: u32) -> Vec<f32> {
+    (0..h).flat_map(|y| (0..w).map(move |x| 6.0 - 0.02 * (x + y) as f32 + 0.25 * (x as f32 * 0.11).sin() * (y as f32 * 0.13).cos())).collect()
+}
+
+/// A block of water `depth` m deep over the `side²` cells from (x0, y0).
+fn block(x0: u32, y0: u32, side: u32, depth: f32) -> Vec<(u32, u32, i32)> {
+    (y0..y0 + side).flat_map(|y| (x0..x0 + side).map(move |x| (x, y, depth_to_quanta(depth)))).collect()
+}
+
+fn constants(w: u32, h: u32) -> StepConstants {
+    StepConstants::new(&Params::default(), w, h, 1.0, 0.02, [0; 4])
+}
+
+/// The paged world and the dense wgpu backend, stepped through the same frames of a flood that
+/// starts in the world's first page and runs down the diagonal slope across page corners: depth
+/// and pipes identical to the bit at every check (the same WGSL, a page's step reads only
+/// resident pages), the ledger exact (water held = water added), no fault, and far fewer pages
+/// resident than the world holds while the flood is young.
+#[test]
+fn a_world_in_pages_steps_as_the_dense_grid_bit_for_bit() {
+    if !gpu_or_skip("a_world_in_pages_steps_as_the_dense_grid_bit_for_bit") {
+        return;
+    }
+    let (w, h) = (300u32, 230u32);
+    let terrain = sloped_terrain(w, h);
+    let grid = Grid::new(w, h, 1.0).unwrap();
+    let mut dense = GpuBackend::new(&State::with_terrain(grid, terrain.clone()).unwrap()).unwrap();
+    let mut world = World::new(w, h, 0.0).unwrap();
+    world.set_terrain_region(0, 0, w, h, &terrain).unwrap();
+    // Its corner cell touches the corner of the first page, so the water crosses into three pages at once.
+    let water = block(42, 43, 13, 1.2);
+    dense.edit_water(&water.iter().map(|&(x, y, q)| CellWater { cell: y * w + x, quanta: q }).collect::<Vec<_>>()).unwrap();
+    world.add_water(&water).unwrap();
+    let added: i64 = water.iter().map(|&(_, _, q)| q as i64).sum();
+    let c = constants(w, h);
+    let side = world.page_side();
+    println!("world {w}x{h} in pages of {side}x{side}: {} pages", world.report().pages);
+    let mut resident_seen = Vec::new();
+    for frame in 1..=80u32 {
+        dense.advance(&FramePlan { constants: c, substeps: 4, forcing: &[] }).unwrap();
+        world.advance(&c, 4).unwrap();
+        if frame % 10 == 0 || frame == 1 {
+            let state = dense.read_state().unwrap();
+            let depth = world.read_depth(0, 0, w, h).unwrap();
+            let flow = world.read_flow(0, 0, w, h).unwrap();
+            let depth_differs = depth.iter().zip(&state.depth).filter(|(a, b)| a != b).count();
+            let flow_differs = flow.iter().zip(&state.flow).filter(|(a, b)| a.map(f32::to_bits) != b.map(f32::to_bits)).count();
+            let held = world.total_quanta().unwrap();
+            let counters = world.counters().unwrap();
+            let report = world.report();
+            let wet_cells = depth.iter().filter(|&&d| d > 0).count();
+            println!(
+                "frame {frame}: {wet_cells} wet cells, {} of {} pages resident ({} wet), depth differs in {depth_differs} cells, pipes in {flow_differs}; held {held}, dense {}, added {added} (counted {}), faults {}",
+                report.resident,
+                report.pages,
+                report.wet,
+                state.total_quanta(),
+                counters.added,
+                report.faults
+            );
+            assert_eq!(depth_differs, 0, "frame {frame}: depth of the paged world differs from the dense grid's");
+            assert_eq!(flow_differs, 0, "frame {frame}: pipes of the paged world differ from the dense grid's");
+            assert_eq!(held, added, "frame {frame}: the world holds {held} quanta, {added} were added");
+            assert_eq!(counters.added as i64, added, "frame {frame}: the ledger counted {} added", counters.added);
+            assert_eq!(report.faults, 0, "frame {frame}: a page with water beside it could not step");
+            resident_seen.push(report.resident);
+        }
+    }
+    let report = world.report();
+    println!("pages brought in {}, sent out {}, waits for flags {}", report.allocated, report.freed, report.waits);
+    assert!(resident_seen[0] < report.pages, "the young flood keeps only the pages around it resident: {} of {}", resident_seen[0], report.pages);
+    assert!(resident_seen.iter().max() > resident_seen.first(), "pages came in as the flood spread: {resident_seen:?}");
+}
+
+/// Pages come in where water is put and leave once it is taken away again: after the water of a
+/// flood is removed (each cell's depth, read back, taken out by edits), the next frames' flags
+/// say dry and every page leaves; the ledger counts what was added and removed exactly.
+#[test]
+fn pages_leave_when_the_water_is_gone() {
+    if !gpu_or_skip("pages_leave_when_the_water_is_gone") {
+        return;
+    }
+    let (w, h) = (400u32, 300u32);
+    let mut world = World::new(w, h, 0.0).unwrap();
+    world.set_terrain_region(0, 0, w, h, &sloped_terrain(w, h)).unwrap();
+    world.add_water(&block(180, 130, 20, 1.0)).unwrap();
+    let c = constants(w, h);
+    world.advance(&c, 40).unwrap();
+    let before = world.report();
+    let depth = world.read_depth(0, 0, w, h).unwrap();
+    let held: i64 = depth.iter().map(|&d| d as i64).sum();
+    let removal: Vec<(u32, u32, i32)> = depth.iter().enumerate().filter(|(_, &d)| d > 0).map(|(i, &d)| (i as u32 % w, i as u32 / w, -d)).collect();
+    world.add_water(&removal).unwrap();
+    for _ in 0..6 {
+        world.advance(&c, 4).unwrap();
+    }
+    let after = world.report();
+    let counters = world.counters().unwrap();
+    let left = world.total_quanta().unwrap();
+    println!(
+        "with water: {} of {} pages resident ({} wet), {held} quanta held; after taking it out: {} resident, {} wet, {left} quanta left; brought in {}, sent out {}; counters added {} removed {}",
+        before.resident, before.pages, before.wet, after.resident, after.wet, after.allocated, after.freed, counters.added, counters.removed
+    );
+    assert!(before.resident > 0 && before.resident < before.pages, "the flood keeps some pages resident, not all");
+    assert_eq!(left, 0, "no water is left");
+    assert_eq!(counters.added - counters.removed, 0, "the ledger: added {} removed {}", counters.added, counters.removed);
+    assert_eq!(after.resident, 0, "every page left once no water was near it");
+    assert_eq!(after.allocated, after.freed, "every page brought in was sent out");
+}
+
+/// A world far past what the dense grid's buffers hold (the dense backend refuses it, naming its
+/// limit) is made, watered in one basin, stepped and read, with the ledger exact and its device
+/// memory a few pages' worth; a world whose page lists pass one binding is refused with the
+/// figure.
+#[test]
+fn a_world_past_the_dense_limit_steps_with_memory_that_follows_its_water() {
+    if !gpu_or_skip("a_world_past_the_dense_limit_steps_with_memory_that_follows_its_water") {
+        return;
+    }
+    let ctx = GpuContext::shared().unwrap();
+    let side = 40_000u32;
+    let refused = ctx.device_limits().check(Grid { width: side, height: side, cell_size: 1.0 }).expect_err("the dense grid is refused");
+    println!("dense {side}x{side}: {refused}");
+    let mut world = World::new(side, side, 0.0).unwrap();
+    // A basin 60 m across with 2 m walls, far from the world's edges.
+    let (x0, y0, n) = (20_010u32, 19_990u32, 64u32);
+    let basin: Vec<f32> = (0..n).flat_map(|y| (0..n).map(move |x| if x == 0 || y == 0 || x == n - 1 || y == n - 1 { 2.0 } else { -1.0 })).collect();
+    world.set_terrain_region(x0, y0, n, n, &basin).unwrap();
+    let water = block(x0 + 20, y0 + 20, 10, 1.5);
+    let added: i64 = water.iter().map(|&(_, _, q)| q as i64).sum();
+    world.add_water(&water).unwrap();
+    let c = constants(side, side);
+    for _ in 0..10 {
+        world.advance(&c, 8).unwrap();
+    }
+    let held = world.total_quanta().unwrap();
+    let report = world.report();
+    let depth = world.read_depth(x0, y0, n, n).unwrap();
+    let wet = depth.iter().filter(|&&d| d > 0).count();
+    let outside: i64 = world.read_depth(x0 - 60, y0 - 60, n + 120, n + 120).unwrap().iter().map(|&d| d as i64).sum::<i64>() - depth.iter().map(|&d| d as i64).sum::<i64>();
+    let dense_bytes = side as u64 * side as u64 * BYTES_PER_RESIDENT_CELL;
+    println!(
+        "world {side}x{side}: {} pages, {} resident ({} wet), {wet} wet cells in the basin, held {held} of {added} added, outside the basin {outside}; device {:.1} MiB (dense fields would be {:.1} GiB), host terrain {} KiB, faults {}",
+        report.pages,
+        report.resident,
+        report.wet,
+        world.device_bytes() as f64 / (1u64 << 20) as f64,
+        dense_bytes as f64 / (1u64 << 30) as f64,
+        world.host_terrain_bytes() >> 10,
+        report.faults
+    );
+    assert_eq!(held, added, "the ledger: held {held}, added {added}");
+    assert_eq!(outside, 0, "the basin's walls hold the water");
+    assert!(wet > 100, "the water spread over the basin floor: {wet} wet cells");
+    assert_eq!(report.faults, 0);
+    assert!(report.resident <= 36, "only the pages around the basin are resident: {}", report.resident);
+    assert!(world.device_bytes() < dense_bytes / 1000, "device memory follows the water");
+
+    let huge = (1u32 << 30) - 1;
+    let refused = World::new(huge, huge, 0.0).map(|_| ()).expect_err("a world whose page lists pass a binding is refused");
+    println!("world {huge}x{huge}: {refused}");
+    assert!(refused.to_string().contains("pages"), "the refusal names the pages: {refused}");
+}
+
+/// The plan's fault count is a real check: with the host's residency held still (a test-only
+/// switch), a flood that runs down the slope reaches the edge of the resident pages, the pages
+/// beyond cannot step, and the plan counts faults; the same flood with residency following the
+/// water counts none.
+#[test]
+fn the_fault_count_catches_water_beside_a_page_that_cannot_step() {
+    if !gpu_or_skip("the_fault_count_catches_water_beside_a_page_that_cannot_step") {
+        return;
+    }
+    let (w, h) = (400u32, 400u32);
+    let c = constants(w, h);
+    let mut faults = Vec::new();
+    for held in [false, true] {
+        let mut world = World::new(w, h, 0.0).unwrap();
+        world.set_terrain_region(0, 0, w, h, &sloped_terrain(w, h)).unwrap();
+        world.hold_residency(held);
+        world.add_water(&block(30, 30, 20, 2.0)).unwrap();
+        for _ in 0..60 {
+            world.advance(&c, 8).unwrap();
+        }
+        let report = world.report();
+        println!("residency {}: {} pages resident, faults {}", if held { "held still" } else { "following the water" }, report.resident, report.faults);
+        faults.push(report.faults);
+    }
+    assert_eq!(faults[0], 0, "residency that follows the water leaves no fault");
+    assert!(faults[1] > 0, "water beside pages that cannot step is counted");
+}

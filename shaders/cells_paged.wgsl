@@ -1,0 +1,53 @@
+// Where a cell's fields lie in the step's buffers, for a world stored in pages (backend/gpu/
+// world.rs): a page is a sleeping tile of tiles.size cells (square), and its fields occupy one
+// slot of the buffers, rows of the page one after the other, wherever the host put the page.
+// `page_slots` names each page's slot, NO_PAGE for a page that holds no fields (no water is in
+// it or near it). The plan (tiles.wgsl) steps a page only when it and its eight neighbours hold
+// fields: everything the step reads of a page's cells (within four columns and three rows of
+// them) then lies in resident pages, so the step runs exactly as on a dense grid.
+
+const PAGED: bool = true;
+const NO_PAGE: u32 = 0xffffffffu;
+
+@group(1) @binding(0) var<storage, read> page_slots: array<u32>;
+
+fn cell_slot(cell: vec2<i32>) -> u32 {
+    let side = tiles.size.x;
+    let page = vec2<u32>(cell) / side;
+    let within = vec2<u32>(cell) - page * side;
+    return page_slots[page.y * tiles.tiles.x + page.x] * side * side + within.y * side + within.x;
+}
+
+fn page_resident(x: i32, y: i32) -> bool {
+    if x < 0 || y < 0 || x >= i32(tiles.tiles.x) || y >= i32(tiles.tiles.y) {
+        // Beyond the world's edge: the step reads nothing there.
+        return true;
+    }
+    return page_slots[u32(y) * tiles.tiles.x + u32(x)] != NO_PAGE;
+}
+
+fn tile_steppable(x: u32, y: u32) -> bool {
+    for (var dy = -1; dy <= 1; dy++) {
+        for (var dx = -1; dx <= 1; dx++) {
+            if !page_resident(i32(x) + dx, i32(y) + dy) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+// The flags of a wet cell: TILE_WET, and the neighbours of its page it lies beside, from
+// TILE_WET_NORTH on: bits N, E, S, W for the page's edge rows and columns, then NE, SE, SW, NW
+// for its corner cells. The next step may move its water into those pages.
+fn wet_edges(cell: vec2<i32>) -> u32 {
+    let last = tiles.size.x - 1u;
+    let within = vec2<u32>(cell) % tiles.size.x;
+    let n = within.y == 0u;
+    let e = within.x == last;
+    let s = within.y == last;
+    let w = within.x == 0u;
+    var bits = select(0u, 1u, n) | select(0u, 2u, e) | select(0u, 4u, s) | select(0u, 8u, w);
+    bits |= select(0u, 16u, n && e) | select(0u, 32u, s && e) | select(0u, 64u, s && w) | select(0u, 128u, n && w);
+    return TILE_WET | (bits * TILE_WET_NORTH);
+}
