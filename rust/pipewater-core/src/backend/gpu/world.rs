@@ -76,6 +76,8 @@ pub struct WorldReport {
     pub waits: u64,
     /// Steps run.
     pub steps: u64,
+    /// Pages the last step of the last frame read back ran.
+    pub awake: u32,
 }
 
 /// A water edit waiting for its page to be resident.
@@ -343,6 +345,14 @@ impl World {
     /// Cells along each side of a page.
     pub fn page_side(&self) -> u32 {
         self.side
+    }
+
+    /// Waits until the device has finished the work submitted so far.
+    pub fn wait_idle(&self) -> Result<()> {
+        match self.ctx.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: Some(DEVICE_WAIT_LIMIT) }) {
+            Ok(_) => self.ctx.check(),
+            Err(e) => Err(Error::Gpu(e.to_string())),
+        }
     }
 
     /// Most steps the host runs past the flags it last saw: water needs `side` steps from a wet
@@ -649,7 +659,8 @@ impl World {
     /// the old slots copied over, refused with the figure when the device cannot hold them.
     fn grow(&mut self, needed: usize) -> Result<()> {
         let page_cells = (self.side * self.side) as u64;
-        let capacity = needed.max(self.fields.capacity * 2);
+        // An eighth more than needed: room to grow without doubling the device's share.
+        let capacity = needed + needed / 8 + 16;
         let limit = self.ctx.limits.max_storage_buffer_binding_size.min(self.ctx.limits.max_buffer_size);
         // The pipes are the largest field; every resident page may be awake at once, one
         // workgroup each.
@@ -743,6 +754,7 @@ impl World {
                 let bytes = read.buffer.get_mapped_range(..).map_err(|e| Error::Gpu(e.to_string()))?;
                 let words: &[u32] = bytemuck::cast_slice(&bytes[..4 * n + 16]);
                 if read.step >= self.observed_step {
+                    self.report.awake = words[n + 2];
                     for (wet, &w) in self.wet.iter_mut().zip(&words[..n]) {
                         *wet = w & TILE_WET != 0;
                     }

@@ -1,0 +1,211 @@
+//! Benchmark of the world stored in pages (`backend/gpu/world.rs`) against the dense wgpu
+//! backend, interleaved in one run. Prints Markdown rows for docs/BENCHMARKS.md.
+//!
+//! `cargo run --release -p pipewater-core --example world_bench -- [--tax 4096] [--river 16384]
+//! [--memory 16384] [--rounds 3] [--steps 400]`
+//!
+//! * `--tax N`: an `N × N` lake sloshing everywhere (every page awake and moving), stepped by the
+//!   dense backend and by the world: cell-steps per second of each, what paging costs a full grid.
+//! * `--river N`: one river of about 200 k wet cells running down a 512 × 512 valley, stepped as a
+//!   512² dense grid and inside an `N × N` world: time per step of each.
+//! * `--memory N`: an `N × N` world with 5 % of its cells wet in lakes at rest (a few large ones,
+//!   many small ones): pages resident and device bytes, per cell of the world and per resident
+//!   cell.
+
+#[cfg(not(feature = "gpu"))]
+fn main() {
+    eprintln!("world_bench needs the `gpu` feature");
+}
+
+#[cfg(feature = "gpu")]
+fn main() {
+    bench::main();
+}
+
+#[cfg(feature = "gpu")]
+mod bench {
+    use pipewater_core::backend::gpu::world::{World, BYTES_PER_PAGE, BYTES_PER_RESIDENT_CELL};
+    use pipewater_core::backend::gpu::{GpuBackend, GpuContext};
+    use pipewater_core::backend::{Backend, CellWater, FramePlan};
+    use pipewater_core::pipes::StepConstants;
+    use pipewater_core::quanta::depth_to_quanta;
+    use pipewater_core::{Grid, Params, State};
+    use std::time::Instant;
+
+    fn arg<T: std::str::FromStr>(args: &[String], name: &str) -> Option<T> {
+        args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok())
+    }
+
+    const STEPS_PER_FRAME: u32 = 8;
+    const DT: f32 = 0.02;
+
+    pub fn main() {
+        let args: Vec<String> = std::env::args().collect();
+        let rounds: u32 = arg(&args, "--rounds").unwrap_or(3);
+        let steps: u32 = arg(&args, "--steps").unwrap_or(400);
+        let ctx = GpuContext::shared().expect("a GPU adapter");
+        println!("adapter: {}", ctx.adapter_description());
+        if let Some(n) = arg::<u32>(&args, "--tax") {
+            tax(n, rounds, steps);
+        }
+        if let Some(n) = arg::<u32>(&args, "--river") {
+            river(n, rounds, steps);
+        }
+        if let Some(n) = arg::<u32>(&args, "--memory") {
+            memory(n);
+        }
+    }
+
+    fn constants(w: u32, h: u32) -> StepConstants {
+        StepConstants::new(&Params::default(), w, h, 1.0, DT, [0; 4])
+    }
+
+    /// Seconds for `steps` steps (in frames of STEPS_PER_FRAME), waiting for the device at the end.
+    fn time_dense(dense: &mut GpuBackend, c: &StepConstants, steps: u32) -> f64 {
+        let start = Instant::now();
+        for _ in 0..steps / STEPS_PER_FRAME {
+            dense.advance(&FramePlan { constants: *c, substeps: STEPS_PER_FRAME, forcing: &[] }).unwrap();
+        }
+        dense.wait_idle().unwrap();
+        start.elapsed().as_secs_f64()
+    }
+
+    fn time_world(world: &mut World, c: &StepConstants, steps: u32) -> f64 {
+        let start = Instant::now();
+        for _ in 0..steps / STEPS_PER_FRAME {
+            world.advance(c, STEPS_PER_FRAME).unwrap();
+        }
+        world.wait_idle().unwrap();
+        start.elapsed().as_secs_f64()
+    }
+
+    /// Depth of the sloshing lake at (x, y): a metre with a 40 cm swell, so every pipe carries flow.
+    fn swell(n: u32, x: u32, y: u32) -> i32 {
+        let k = std::f32::consts::TAU / n as f32;
+        depth_to_quanta(1.0 + 0.4 * (2.0 * k * x as f32).sin() * (3.0 * k * y as f32).cos())
+    }
+
+    fn tax(n: u32, rounds: u32, steps: u32) {
+        let grid = Grid::new(n, n, 1.0).unwrap();
+        let mut state = State::new(grid);
+        for y in 0..n {
+            for x in 0..n {
+                state.depth[(y * n + x) as usize] = swell(n, x, y);
+            }
+        }
+        let mut dense = GpuBackend::new(&state).unwrap();
+        let mut world = World::new(n, n, 0.0).unwrap();
+        let water: Vec<(u32, u32, i32)> = (0..n).flat_map(|y| (0..n).map(move |x| (x, y, swell(n, x, y)))).collect();
+        world.add_water(&water).unwrap();
+        drop(water);
+        let c = constants(n, n);
+        // Warm up: pipelines made, pages brought in.
+        time_dense(&mut dense, &c, 64);
+        time_world(&mut world, &c, 64);
+        let cell_steps = n as f64 * n as f64 * steps as f64;
+        println!("\n| {n}² every page awake | dense G cell-steps/s | world G cell-steps/s | world / dense | pages awake / resident |");
+        println!("|---|---|---|---|---|");
+        for round in 1..=rounds {
+            let d = time_dense(&mut dense, &c, steps);
+            let w = time_world(&mut world, &c, steps);
+            let report = world.report();
+            println!("| round {round} | {:.2} | {:.2} | {:.3} | {} / {} |", cell_steps / d / 1e9, cell_steps / w / 1e9, d / w, report.awake, report.resident);
+        }
+        let report = world.report();
+        println!("faults {}, waits {}", report.faults, report.waits);
+    }
+
+    /// Terrain of the valley at (x, y) of its 512 × 512: falling 5 m along y, banks rising 3 m at
+    /// its sides, a wall around it.
+    fn valley(x: u32, y: u32) -> f32 {
+        let edge = x == 0 || y == 0 || x == 511 || y == 511;
+        let bank = ((x as f32 - 256.0).abs() - 200.0).max(0.0) * 0.1;
+        if edge {
+            20.0
+        } else {
+            10.0 - 0.01 * y as f32 + bank
+        }
+    }
+
+    /// The river's water: 0.5 m over the upper 400 rows of the channel.
+    fn river_water(x0: u32, y0: u32) -> Vec<(u32, u32, i32)> {
+        (1..401).flat_map(|y| (56..456).map(move |x| (x0 + x, y0 + y, depth_to_quanta(0.5)))).collect()
+    }
+
+    fn river(n: u32, rounds: u32, steps: u32) {
+        let grid = Grid::new(512, 512, 1.0).unwrap();
+        let terrain: Vec<f32> = (0..512).flat_map(|y| (0..512).map(move |x| valley(x, y))).collect();
+        let mut dense = GpuBackend::new(&State::with_terrain(grid, terrain.clone()).unwrap()).unwrap();
+        let water = river_water(0, 0);
+        dense.edit_water(&water.iter().map(|&(x, y, q)| CellWater { cell: y * 512 + x, quanta: q }).collect::<Vec<_>>()).unwrap();
+        let (x0, y0) = (n / 2 - 256, n / 2 - 256);
+        let mut world = World::new(n, n, 20.0).unwrap();
+        world.set_terrain_region(x0, y0, 512, 512, &terrain).unwrap();
+        world.add_water(&river_water(x0, y0)).unwrap();
+        let (cd, cw) = (constants(512, 512), constants(n, n));
+        time_dense(&mut dense, &cd, 64);
+        time_world(&mut world, &cw, 64);
+        let wet = water.len();
+        println!("\n| river of {wet} wet cells | 512² dense µs/step | {n}² world µs/step | world / dense | pages awake / resident / world |");
+        println!("|---|---|---|---|---|");
+        for round in 1..=rounds {
+            let d = time_dense(&mut dense, &cd, steps);
+            let w = time_world(&mut world, &cw, steps);
+            let report = world.report();
+            println!("| round {round} | {:.1} | {:.1} | {:.2} | {} / {} / {} |", d / steps as f64 * 1e6, w / steps as f64 * 1e6, w / d, report.awake, report.resident, report.pages);
+        }
+        let report = world.report();
+        println!("device {:.1} MiB, faults {}, waits {}", world.device_bytes() as f64 / (1u64 << 20) as f64, report.faults, report.waits);
+    }
+
+    /// Lakes at rest covering 5 % of an `n × n` world, `count` square basins of equal size.
+    fn memory_with(n: u32, count: u32) {
+        let per_lake = (n as f64 * n as f64 * 0.05 / count as f64).sqrt() as u32;
+        let across = (count as f64).sqrt().ceil() as u32;
+        let spacing = n / across;
+        let mut world = World::new(n, n, 5.0).unwrap();
+        let mut wet = 0u64;
+        let mut placed = 0;
+        'lakes: for j in 0..across {
+            for i in 0..across {
+                if placed == count {
+                    break 'lakes;
+                }
+                let (x0, y0) = (i * spacing + spacing / 2 - per_lake / 2, j * spacing + spacing / 2 - per_lake / 2);
+                world.set_terrain_region(x0, y0, per_lake, per_lake, &vec![0.0; (per_lake * per_lake) as usize]).unwrap();
+                let water: Vec<(u32, u32, i32)> = (y0..y0 + per_lake).flat_map(|y| (x0..x0 + per_lake).map(move |x| (x, y, depth_to_quanta(2.0)))).collect();
+                wet += water.len() as u64;
+                world.add_water(&water).unwrap();
+                placed += 1;
+            }
+        }
+        let c = constants(n, n);
+        for _ in 0..8 {
+            world.advance(&c, STEPS_PER_FRAME).unwrap();
+        }
+        world.wait_idle().unwrap();
+        let report = world.report();
+        let bytes = world.device_bytes();
+        let cells = n as f64 * n as f64;
+        let page_cells = (world.page_side() * world.page_side()) as f64;
+        println!(
+            "| {count} lakes of {per_lake}² | {:.2} % | {} / {} | {:.0} MiB | {:.2} | {:.1} | {:.1} |",
+            100.0 * wet as f64 / cells,
+            report.resident,
+            report.pages,
+            bytes as f64 / (1u64 << 20) as f64,
+            bytes as f64 / cells,
+            bytes as f64 / wet as f64,
+            report.resident as f64 * page_cells / wet as f64
+        );
+    }
+
+    fn memory(n: u32) {
+        println!("\nDevice bytes per resident cell {BYTES_PER_RESIDENT_CELL}; per page whether resident or not {BYTES_PER_PAGE} ({:.4} a cell).", BYTES_PER_PAGE as f64 / 3136.0);
+        println!("\n| {n}² world, 5 % wet in | wet | pages resident / world | device | bytes / world cell | bytes / wet cell | resident cells / wet cell |");
+        println!("|---|---|---|---|---|---|---|");
+        for count in [4, 16, 64, 256] {
+            memory_with(n, count);
+        }
+    }
+}
