@@ -4,8 +4,10 @@
 
 const PAGED: bool = false;
 
-fn cell_slot(cell: vec2<i32>) -> u32 {
-    return u32(cell.y) * c.width + u32(cell.x);
+// A cell's index in the terrain, and in the depth and pipes: the same here.
+fn cell_slots(cell: vec2<i32>) -> vec2<u32> {
+    let i = u32(cell.y) * c.width + u32(cell.x);
+    return vec2<u32>(i, i);
 }
 
 // Every tile of a dense grid holds its fields, so every tile may step.

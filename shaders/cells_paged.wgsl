@@ -1,21 +1,25 @@
 // Where a cell's fields lie in the step's buffers, for a world stored in pages (backend/gpu/
-// world.rs): a page is a sleeping tile of tiles.size cells (square), and its fields occupy one
-// slot of the buffers, rows of the page one after the other, wherever the host put the page.
-// `page_slots` names each page's slot, NO_PAGE for a page that holds no fields (no water is in
-// it or near it). The plan (tiles.wgsl) steps a page only when it and its eight neighbours hold
-// fields: everything the step reads of a page's cells (within four columns and three rows of
-// them) then lies in resident pages, so the step runs exactly as on a dense grid.
+// world.rs): a page is a sleeping tile of tiles.size cells (square), and its fields occupy slots
+// of the buffers, rows of the page one after the other, wherever the host put them: one slot of
+// the terrain, one of the depth and pipes. `page_slots` names each page's two, (NO_PAGE, _) for a
+// page that holds nothing on the device. A page beside the water's neighbours holds only its
+// terrain: its water slot is ZERO_SLOT, all zeros, shared by every such page and never written
+// (the step reads its cells there; they are dry and still). The plan (tiles.wgsl) steps a page
+// only when it holds a water slot of its own and its eight neighbours hold their terrain:
+// everything the step reads of a page's cells (within four columns and three rows of them) then
+// lies on the device, so the step runs exactly as on a dense grid.
 
 const PAGED: bool = true;
 const NO_PAGE: u32 = 0xffffffffu;
+const ZERO_SLOT: u32 = 0u;
 
-@group(1) @binding(0) var<storage, read> page_slots: array<u32>;
+@group(1) @binding(0) var<storage, read> page_slots: array<vec2<u32>>;
 
-fn cell_slot(cell: vec2<i32>) -> u32 {
+fn cell_slots(cell: vec2<i32>) -> vec2<u32> {
     let side = tiles.size.x;
     let page = vec2<u32>(cell) / side;
     let within = vec2<u32>(cell) - page * side;
-    return page_slots[page.y * tiles.tiles.x + page.x] * side * side + within.y * side + within.x;
+    return page_slots[page.y * tiles.tiles.x + page.x] * (side * side) + within.y * side + within.x;
 }
 
 fn page_resident(x: i32, y: i32) -> bool {
@@ -23,10 +27,13 @@ fn page_resident(x: i32, y: i32) -> bool {
         // Beyond the world's edge: the step reads nothing there.
         return true;
     }
-    return page_slots[u32(y) * tiles.tiles.x + u32(x)] != NO_PAGE;
+    return page_slots[u32(y) * tiles.tiles.x + u32(x)].x != NO_PAGE;
 }
 
 fn tile_steppable(x: u32, y: u32) -> bool {
+    if page_slots[y * tiles.tiles.x + x].y == ZERO_SLOT {
+        return false;
+    }
     for (var dy = -1; dy <= 1; dy++) {
         for (var dx = -1; dx <= 1; dx++) {
             if !page_resident(i32(x) + dx, i32(y) + dy) {

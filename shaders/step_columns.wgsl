@@ -189,10 +189,10 @@ fn load(cell: vec2<i32>) -> Loaded {
     l.depth = 0;
     l.flow = vec4<f32>(0.0);
     if cell_in_grid(c, cell) {
-        let i = cell_slot(cell);
-        l.bed = step_terrain[i];
-        l.depth = with_inflow(c, cell, depth_in[i]);
-        l.flow = flux_in[i];
+        let i = cell_slots(cell);
+        l.bed = step_terrain[i.x];
+        l.depth = with_inflow(c, cell, depth_in[i.y]);
+        l.flow = flux_in[i.y];
     }
     return l;
 }
@@ -467,7 +467,7 @@ fn move_pipe(limits: vec2<f32>, f: f32, stored: f32, far: vec2<f32>, g: f32, own
 // TILE_CHANGED and TILE_MOVING bits: whether a bit of its depth or pipes changed or it moved a
 // ledger counter, and whether a pipe it keeps carries flow.
 fn transfer(cell: vec2<i32>, lanes: Lanes, own: Loaded, fluxes: vec4<f32>, stored: vec4<f32>, incoming: vec4<f32>, above: LimitsRow, row: LimitsRow, below: LimitsRow) -> u32 {
-    let i = cell_slot(cell);
+    let i = cell_slots(cell).y;
     let d = own.depth;
     let limits = row.here;
     let e = move_pipe(limits, fluxes.x, stored.x, row.right, incoming.x, row.left);

@@ -24,7 +24,7 @@ fn main() {
 
 #[cfg(feature = "gpu")]
 mod bench {
-    use pipewater_core::backend::gpu::world::{World, BYTES_PER_PAGE, BYTES_PER_RESIDENT_CELL};
+    use pipewater_core::backend::gpu::world::{World, BYTES_PER_PAGE, BYTES_PER_RESIDENT_CELL, BYTES_PER_TERRAIN_CELL};
     use pipewater_core::backend::gpu::{GpuBackend, GpuContext};
     use pipewater_core::backend::{Backend, CellWater, FramePlan};
     use pipewater_core::pipes::StepConstants;
@@ -103,13 +103,13 @@ mod bench {
         time_dense(&mut dense, &c, 64);
         time_world(&mut world, &c, 64);
         let cell_steps = n as f64 * n as f64 * steps as f64;
-        println!("\n| {n}² every page awake | dense G cell-steps/s | world G cell-steps/s | world / dense | pages awake / resident |");
+        println!("\n| {n}² every page awake | dense G cell-steps/s | world G cell-steps/s | world / dense | pages awake / with water fields |");
         println!("|---|---|---|---|---|");
         for round in 1..=rounds {
             let d = time_dense(&mut dense, &c, steps);
             let w = time_world(&mut world, &c, steps);
             let report = world.report();
-            println!("| round {round} | {:.2} | {:.2} | {:.3} | {} / {} |", cell_steps / d / 1e9, cell_steps / w / 1e9, d / w, report.awake, report.resident);
+            println!("| round {round} | {:.2} | {:.2} | {:.3} | {} / {} |", cell_steps / d / 1e9, cell_steps / w / 1e9, d / w, report.awake, report.watered);
         }
         let report = world.report();
         println!("faults {}, waits {}", report.faults, report.waits);
@@ -146,13 +146,13 @@ mod bench {
         time_dense(&mut dense, &cd, 64);
         time_world(&mut world, &cw, 64);
         let wet = water.len();
-        println!("\n| river of {wet} wet cells | 512² dense µs/step | {n}² world µs/step | world / dense | pages awake / resident / world |");
+        println!("\n| river of {wet} wet cells | 512² dense µs/step | {n}² world µs/step | world / dense | pages awake / with water fields / world |");
         println!("|---|---|---|---|---|");
         for round in 1..=rounds {
             let d = time_dense(&mut dense, &cd, steps);
             let w = time_world(&mut world, &cw, steps);
             let report = world.report();
-            println!("| round {round} | {:.1} | {:.1} | {:.2} | {} / {} / {} |", d / steps as f64 * 1e6, w / steps as f64 * 1e6, w / d, report.awake, report.resident, report.pages);
+            println!("| round {round} | {:.1} | {:.1} | {:.2} | {} / {} / {} |", d / steps as f64 * 1e6, w / steps as f64 * 1e6, w / d, report.awake, report.watered, report.pages);
         }
         let report = world.report();
         println!("device {:.1} MiB, faults {}, waits {}", world.device_bytes() as f64 / (1u64 << 20) as f64, report.faults, report.waits);
@@ -189,20 +189,21 @@ mod bench {
         let cells = n as f64 * n as f64;
         let page_cells = (world.page_side() * world.page_side()) as f64;
         println!(
-            "| {count} lakes of {per_lake}² | {:.2} % | {} / {} | {:.0} MiB | {:.2} | {:.1} | {:.1} |",
+            "| {count} lakes of {per_lake}² | {:.2} % | {} / {} / {} | {:.0} MiB | {:.2} | {:.1} | {:.1} |",
             100.0 * wet as f64 / cells,
+            report.watered,
             report.resident,
             report.pages,
             bytes as f64 / (1u64 << 20) as f64,
             bytes as f64 / cells,
             bytes as f64 / wet as f64,
-            report.resident as f64 * page_cells / wet as f64
+            report.watered as f64 * page_cells / wet as f64
         );
     }
 
     fn memory(n: u32) {
-        println!("\nDevice bytes per resident cell {BYTES_PER_RESIDENT_CELL}; per page whether resident or not {BYTES_PER_PAGE} ({:.4} a cell).", BYTES_PER_PAGE as f64 / 3136.0);
-        println!("\n| {n}² world, 5 % wet in | wet | pages resident / world | device | bytes / world cell | bytes / wet cell | resident cells / wet cell |");
+        println!("\nDevice bytes a cell: {BYTES_PER_RESIDENT_CELL} with water fields, {BYTES_PER_TERRAIN_CELL} with terrain alone, {:.4} otherwise ({BYTES_PER_PAGE} a page).", BYTES_PER_PAGE as f64 / 3136.0);
+        println!("\n| {n}² world, 5 % wet in | wet | pages with water fields / terrain / world | device | bytes / world cell | bytes / wet cell | cells with water fields / wet cell |");
         println!("|---|---|---|---|---|---|---|");
         for count in [4, 16, 64, 256] {
             memory_with(n, count);

@@ -71,9 +71,10 @@ fn a_world_in_pages_steps_as_the_dense_grid_bit_for_bit() {
             let report = world.report();
             let wet_cells = depth.iter().filter(|&&d| d > 0).count();
             println!(
-                "frame {frame}: {wet_cells} wet cells, {} of {} pages resident ({} wet), depth differs in {depth_differs} cells, pipes in {flow_differs}; held {held}, dense {}, added {added} (counted {}), faults {}",
+                "frame {frame}: {wet_cells} wet cells, {} of {} pages resident ({} with water fields, {} wet), depth differs in {depth_differs} cells, pipes in {flow_differs}; held {held}, dense {}, added {added} (counted {}), faults {}",
                 report.resident,
                 report.pages,
+                report.watered,
                 report.wet,
                 state.total_quanta(),
                 counters.added,
@@ -161,9 +162,10 @@ fn a_world_past_the_dense_limit_steps_with_memory_that_follows_its_water() {
     let outside: i64 = world.read_depth(x0 - 60, y0 - 60, n + 120, n + 120).unwrap().iter().map(|&d| d as i64).sum::<i64>() - depth.iter().map(|&d| d as i64).sum::<i64>();
     let dense_bytes = side as u64 * side as u64 * BYTES_PER_RESIDENT_CELL;
     println!(
-        "world {side}x{side}: {} pages, {} resident ({} wet), {wet} wet cells in the basin, held {held} of {added} added, outside the basin {outside}; device {:.1} MiB (dense fields would be {:.1} GiB), host terrain {} KiB, faults {}",
+        "world {side}x{side}: {} pages, {} resident ({} with water fields, {} wet), {wet} wet cells in the basin, held {held} of {added} added, outside the basin {outside}; device {:.1} MiB (dense fields would be {:.1} GiB), host terrain {} KiB, faults {}",
         report.pages,
         report.resident,
+        report.watered,
         report.wet,
         world.device_bytes() as f64 / (1u64 << 20) as f64,
         dense_bytes as f64 / (1u64 << 30) as f64,

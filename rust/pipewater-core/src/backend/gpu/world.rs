@@ -2,18 +2,19 @@
 //! whose fields exist on the device only where water is or can arrive.
 //!
 //! * A page is a sleeping tile of the step kernel made square (`side` = the strip's own
-//!   columns, 56 cells with the 64-column kernel). A resident page holds its terrain, depth and
-//!   pipes in one slot of the device's buffers (44 bytes a cell: terrain, two depth and two pipe
-//!   copies); `page_slots` names each page's slot, or [`NO_PAGE`]. The step and the plan of the
-//!   sleeping tiles are the dense grid's WGSL compiled with `cells_paged.wgsl`
-//!   ([`shaders::WORLD_STEP`], [`shaders::WORLD_TILES`]): the plan steps a page only when it and
-//!   its eight neighbours are resident, so what the step reads of a page's cells (four columns
-//!   and three rows around them) lies in resident pages and the step is the dense grid's, bit
-//!   for bit.
+//!   columns, 56 cells with the 64-column kernel). A page near water holds its terrain in a slot
+//!   of the terrain buffer (4 bytes a cell) and, when water is in it or next to it, its depth and
+//!   pipes in a slot of theirs (40 bytes a cell: two depth and two pipe copies); `page_slots`
+//!   names each page's two slots: [`NO_PAGE`] for no terrain, [`ZERO_SLOT`] (a slot of zeros no
+//!   step writes) for no water fields. The step and the plan of the sleeping tiles are the dense
+//!   grid's WGSL compiled with `cells_paged.wgsl` ([`shaders::WORLD_STEP`],
+//!   [`shaders::WORLD_TILES`]): the plan steps a page only when it has water fields and its eight
+//!   neighbours their terrain, so what the step reads of a page's cells (four columns and three
+//!   rows around them) is on the device and the step is the dense grid's, bit for bit.
 //! * Which pages are resident is the host's decision, from the pages' wet flags the device
 //!   reports after each frame ([`TILE_WET`] and the edges a wet cell touches) and the pages
-//!   edits put water in: every page within [`RESIDENT_RINGS`] pages of a wet one (and of an edge
-//!   that exchanges water). Water moves at most one cell a step, so from what the host last saw
+//!   edits put water in: every page within one page of a wet one (and of an edge that exchanges
+//!   water) holds water fields, every page within [`RESIDENT_RINGS`] its terrain. Water moves at most one cell a step, so from what the host last saw
 //!   it needs `side` steps to come beside a page outside the first ring, which could not step:
 //!   the host never runs more than [`World::margin_steps`] steps past what it last saw, and waits
 //!   for the flags when a frame would. The plan counts any page it had to skip with water beside
@@ -37,16 +38,21 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// `page_slots` of a page that holds no fields (`cells_paged.wgsl`).
+/// Terrain slot of a page that holds nothing on the device (`cells_paged.wgsl`).
 pub const NO_PAGE: u32 = u32::MAX;
-/// Rings of pages kept resident around a wet page: the first may step (its neighbours are
-/// resident), the second holds the first's neighbours.
+/// Water slot of a page without water fields: zeros, shared, never written.
+pub const ZERO_SLOT: u32 = 0;
+/// Rings of pages whose terrain is kept around a wet page: the first holds water fields too and
+/// may step, the second holds the first's neighbours.
 pub const RESIDENT_RINGS: i64 = 2;
-/// Bytes a resident cell holds on the device: terrain (4), depth twice (8), pipes twice (32).
+/// Bytes a cell of a page with water fields holds on the device: terrain (4), depth twice (8),
+/// pipes twice (32); a page with terrain alone holds [`BYTES_PER_TERRAIN_CELL`].
 pub const BYTES_PER_RESIDENT_CELL: u64 = 44;
+/// Bytes a cell of a page holding only its terrain takes on the device.
+pub const BYTES_PER_TERRAIN_CELL: u64 = 4;
 /// Bytes a page costs on the device whether resident or not: its slot entry, flags twice, an
 /// entry in each awake list, its wake and stale marks, and its flags' staging copies.
-pub const BYTES_PER_PAGE: u64 = 4 + 8 + 8 + 4 + 4 + 8;
+pub const BYTES_PER_PAGE: u64 = 8 + 8 + 8 + 4 + 4 + 8;
 /// Longest the host waits for the device.
 const DEVICE_WAIT_LIMIT: Duration = Duration::from_secs(60);
 
@@ -60,11 +66,13 @@ const READ_FAILED: u32 = 3;
 pub struct WorldReport {
     /// Pages in the world.
     pub pages: usize,
-    /// Pages resident now.
+    /// Pages whose terrain is on the device now.
     pub resident: usize,
+    /// Pages with water fields now (those that may step).
+    pub watered: usize,
     /// Pages the flags last read back hold water in.
     pub wet: usize,
-    /// Slots the buffers have room for.
+    /// Water slots the buffers have room for (the zero slot aside).
     pub capacity: usize,
     /// Pages brought in since the world was made.
     pub allocated: u64,
@@ -97,29 +105,33 @@ struct FlagRead {
     step: u64,
 }
 
-/// The device fields of the resident pages, `capacity` slots of `side²` cells each.
+/// The device fields of the resident pages: `terrain_capacity` terrain slots and
+/// `water_capacity` water slots (slot [`ZERO_SLOT`] among them) of `side²` cells each.
 struct Fields {
-    capacity: usize,
+    terrain_capacity: usize,
+    water_capacity: usize,
     terrain: wgpu::Buffer,
     depth: [wgpu::Buffer; 2],
     flux: [wgpu::Buffer; 2],
 }
 
 impl Fields {
-    fn new(device: &wgpu::Device, capacity: usize, page_cells: u64) -> Fields {
+    fn new(device: &wgpu::Device, terrain_capacity: usize, water_capacity: usize, page_cells: u64) -> Fields {
         use wgpu::BufferUsages as U;
-        let cells = capacity as u64 * page_cells;
+        let (t, w) = (terrain_capacity as u64 * page_cells, water_capacity as u64 * page_cells);
+        // Created zeroed: the zero slot stays so, as nothing writes it.
         let field = |label: &str, bytes: u64| device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: bytes.max(16), usage: U::STORAGE | U::COPY_DST | U::COPY_SRC, mapped_at_creation: false });
         Fields {
-            capacity,
-            terrain: field("world terrain", cells * 4),
-            depth: [field("world depth 0", cells * 4), field("world depth 1", cells * 4)],
-            flux: [field("world flux 0", cells * 16), field("world flux 1", cells * 16)],
+            terrain_capacity,
+            water_capacity,
+            terrain: field("world terrain", t * 4),
+            depth: [field("world depth 0", w * 4), field("world depth 1", w * 4)],
+            flux: [field("world flux 0", w * 16), field("world flux 1", w * 16)],
         }
     }
 
     fn bytes(&self, page_cells: u64) -> u64 {
-        self.capacity as u64 * page_cells * BYTES_PER_RESIDENT_CELL
+        page_cells * (self.terrain_capacity as u64 * BYTES_PER_TERRAIN_CELL + self.water_capacity as u64 * (BYTES_PER_RESIDENT_CELL - BYTES_PER_TERRAIN_CELL))
     }
 }
 
@@ -135,9 +147,10 @@ pub struct World {
     /// page whose terrain was never set lies at `ground` and holds nothing here.
     terrain: Vec<Option<Box<[f32]>>>,
     ground: f32,
-    /// Slot of each page, or [`NO_PAGE`].
-    slots: Vec<u32>,
-    free: Vec<u32>,
+    /// Terrain and water slots of each page ([`NO_PAGE`], [`ZERO_SLOT`] for none).
+    slots: Vec<[u32; 2]>,
+    free_terrain: Vec<u32>,
+    free_water: Vec<u32>,
     /// Pages the flags last read back hold water in, and the step they hold.
     wet: Vec<bool>,
     observed_step: u64,
@@ -263,7 +276,7 @@ impl World {
         use wgpu::BufferUsages as U;
         let buffer = |label: &str, bytes: u64, usage: U| device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: bytes.max(16), usage, mapped_at_creation: false });
         let n = count as u64;
-        let page_slots = buffer("page slots", 4 * n, U::STORAGE | U::COPY_DST);
+        let page_slots = buffer("page slots", 8 * n, U::STORAGE | U::COPY_DST);
         let uniforms = buffer("world constants", std::mem::size_of::<StepConstants>() as u64, U::UNIFORM | U::COPY_DST);
         let counters = buffer("world counters", 32, U::STORAGE | U::COPY_DST | U::COPY_SRC);
         let tile_params = buffer("world tile params", std::mem::size_of::<TileParams>() as u64, U::UNIFORM | U::COPY_DST);
@@ -275,8 +288,9 @@ impl World {
         let stale = buffer("world stale pages", 4 * n, U::STORAGE);
         let pipelines = WorldPipelines::new(&ctx);
         let page_cells = (side * side) as u64;
-        let fields = Fields::new(device, 16, page_cells);
-        let free: Vec<u32> = (0..fields.capacity as u32).rev().collect();
+        let fields = Fields::new(device, 16, 17, page_cells);
+        let free_terrain: Vec<u32> = (0..fields.terrain_capacity as u32).rev().collect();
+        let free_water: Vec<u32> = (1..fields.water_capacity as u32).rev().collect();
         let water_edits = DeviceList::new(device, "world water edits", 16, 8);
         let terrain_edits = DeviceList::new(device, "world terrain edits", 16, 8);
         let page_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -289,7 +303,7 @@ impl World {
             bind(device, &ctx.tiles_layout, "world tiles", &buffers)
         });
         let (step_groups, edit_groups) = field_groups(&ctx, &fields, &uniforms, &counters, &tile_params, &lists, &flags, &water_edits, &terrain_edits);
-        ctx.queue.write_buffer(&page_slots, 0, bytemuck::cast_slice(&vec![NO_PAGE; count]));
+        ctx.queue.write_buffer(&page_slots, 0, bytemuck::cast_slice(&vec![[NO_PAGE, ZERO_SLOT]; count]));
         for list in &lists {
             ctx.queue.write_buffer(list, 0, bytemuck::cast_slice(&EMPTY_AWAKE_LIST));
         }
@@ -303,8 +317,9 @@ impl World {
             side,
             terrain: vec![None; count],
             ground,
-            slots: vec![NO_PAGE; count],
-            free,
+            slots: vec![[NO_PAGE, ZERO_SLOT]; count],
+            free_terrain,
+            free_water,
             wet: vec![false; count],
             observed_step: 0,
             wetted: Vec::new(),
@@ -369,9 +384,10 @@ impl World {
     /// What the world holds and did so far.
     pub fn report(&self) -> WorldReport {
         let mut report = self.report;
-        report.resident = self.slots.iter().filter(|&&s| s != NO_PAGE).count();
+        report.resident = self.slots.iter().filter(|s| s[0] != NO_PAGE).count();
+        report.watered = self.slots.iter().filter(|s| s[1] != ZERO_SLOT).count();
         report.wet = self.wet.iter().filter(|&&w| w).count();
-        report.capacity = self.fields.capacity;
+        report.capacity = self.fields.water_capacity - 1;
         report
     }
 
@@ -407,7 +423,7 @@ impl World {
         }
         for page in touched {
             self.mark(page);
-            if self.slots[page] != NO_PAGE {
+            if self.slots[page][0] != NO_PAGE {
                 self.upload_terrain(page);
             }
         }
@@ -416,7 +432,7 @@ impl World {
 
     fn upload_terrain(&self, page: usize) {
         let cells = (self.side * self.side) as usize;
-        let at = self.slots[page] as u64 * cells as u64 * 4;
+        let at = self.slots[page][0] as u64 * cells as u64 * 4;
         match &self.terrain[page] {
             Some(heights) => self.ctx.queue.write_buffer(&self.fields.terrain, at, bytemuck::cast_slice(heights)),
             None => self.ctx.queue.write_buffer(&self.fields.terrain, at, bytemuck::cast_slice(&vec![self.ground; cells])),
@@ -587,27 +603,30 @@ impl World {
         self.ctx.check()
     }
 
-    /// Pages to keep resident: every page within [`RESIDENT_RINGS`] of one with water (as last
-    /// seen, or put there by an edit since) or on an edge that exchanges water. Brings them in
-    /// (terrain from the host, no water) and sends the others out.
+    /// Pages to keep: every page within one page of water (as last seen, or put there by an
+    /// edit since) or of an edge that exchanges water holds water fields, every page within
+    /// [`RESIDENT_RINGS`] its terrain. Brings them in (terrain from the host, no water) and sends
+    /// the others out.
     fn update_residency(&mut self, c: Option<&StepConstants>) -> Result<()> {
         let [tx, ty] = self.pages.tiles;
         let observed = self.observed_step;
         self.wetted.retain(|&(_, step)| step >= observed);
-        let mut needed = vec![false; self.pages.count()];
-        let keep_around = |page: usize, needed: &mut Vec<bool>| {
+        // Per page: 0 nothing, 1 terrain, 2 terrain and water.
+        let mut needed = vec![0u8; self.pages.count()];
+        let keep_around = |page: usize, needed: &mut Vec<u8>| {
             let (px, py) = ((page % tx as usize) as i64, (page / tx as usize) as i64);
             for y in (py - RESIDENT_RINGS).max(0)..=(py + RESIDENT_RINGS).min(ty as i64 - 1) {
                 for x in (px - RESIDENT_RINGS).max(0)..=(px + RESIDENT_RINGS).min(tx as i64 - 1) {
-                    needed[(y * tx as i64 + x) as usize] = true;
+                    let ring = (x - px).abs().max((y - py).abs());
+                    let n = &mut needed[(y * tx as i64 + x) as usize];
+                    *n = (*n).max(if ring < RESIDENT_RINGS { 2 } else { 1 });
                 }
             }
         };
         for page in 0..self.pages.count() {
-            let kept = self.residency_held && self.slots[page] != NO_PAGE;
-            if kept {
-                needed[page] = true;
-            } else if !self.residency_held && (self.wet[page] || c.is_some_and(|c| self.pages.on_exchanging_edge(c, page))) {
+            if self.residency_held {
+                needed[page] = if self.slots[page][1] != ZERO_SLOT { 2 } else if self.slots[page][0] != NO_PAGE { 1 } else { 0 };
+            } else if self.wet[page] || c.is_some_and(|c| self.pages.on_exchanging_edge(c, page)) {
                 keep_around(page, &mut needed);
             }
         }
@@ -619,72 +638,91 @@ impl World {
                 keep_around(p.page, &mut needed);
             }
         }
-        let coming: Vec<usize> = (0..needed.len()).filter(|&p| needed[p] && self.slots[p] == NO_PAGE).collect();
-        let leaving: Vec<usize> = (0..needed.len()).filter(|&p| !needed[p] && self.slots[p] != NO_PAGE).collect();
-        if coming.is_empty() && leaving.is_empty() {
-            return Ok(());
-        }
-        let page_cells = (self.side * self.side) as u64;
+        let mut changed = false;
         let zero_flags = [0u32; 1];
-        for &page in &leaving {
-            self.free.push(self.slots[page]);
-            self.slots[page] = NO_PAGE;
-            // Its flags said dry; cleared so that a page brought back starts from nothing.
-            for flags in &self.flags {
-                self.ctx.queue.write_buffer(flags, 4 * page as u64, bytemuck::cast_slice(&zero_flags));
+        // Out first, so that their slots serve the pages coming in.
+        for page in 0..needed.len() {
+            let [terrain, water] = self.slots[page];
+            if needed[page] < 2 && water != ZERO_SLOT {
+                self.free_water.push(water);
+                self.slots[page][1] = ZERO_SLOT;
+                // Its flags said dry; cleared so that a page given water again starts from nothing.
+                for flags in &self.flags {
+                    self.ctx.queue.write_buffer(flags, 4 * page as u64, bytemuck::cast_slice(&zero_flags));
+                }
+                changed = true;
+            }
+            if needed[page] < 1 && terrain != NO_PAGE {
+                self.free_terrain.push(terrain);
+                self.slots[page][0] = NO_PAGE;
+                self.report.freed += 1;
+                changed = true;
             }
         }
-        let resident = self.slots.iter().filter(|&&s| s != NO_PAGE).count();
-        if resident + coming.len() > self.fields.capacity {
-            self.grow(resident + coming.len())?;
+        let coming_terrain: Vec<usize> = (0..needed.len()).filter(|&p| needed[p] >= 1 && self.slots[p][0] == NO_PAGE).collect();
+        let coming_water: Vec<usize> = (0..needed.len()).filter(|&p| needed[p] >= 2 && self.slots[p][1] == ZERO_SLOT).collect();
+        if coming_terrain.len() > self.free_terrain.len() || coming_water.len() > self.free_water.len() {
+            let terrain = self.slots.iter().filter(|s| s[0] != NO_PAGE).count() + coming_terrain.len();
+            let water = self.slots.iter().filter(|s| s[1] != ZERO_SLOT).count() + coming_water.len();
+            self.grow(terrain, water)?;
+        }
+        let page_cells = (self.side * self.side) as u64;
+        for &page in &coming_terrain {
+            self.slots[page][0] = self.free_terrain.pop().expect("grow left room for every page coming in");
+            self.upload_terrain(page);
+            self.report.allocated += 1;
+            changed = true;
         }
         let zeros = vec![0u8; (page_cells * 16) as usize];
-        for &page in &coming {
-            let slot = self.free.pop().expect("grow left room for every page coming in");
-            self.slots[page] = slot;
+        for &page in &coming_water {
+            let slot = self.free_water.pop().expect("grow left room for every page coming in");
+            self.slots[page][1] = slot;
             let at = slot as u64 * page_cells;
-            self.upload_terrain(page);
             for k in 0..2 {
                 self.ctx.queue.write_buffer(&self.fields.depth[k], at * 4, &zeros[..(page_cells * 4) as usize]);
                 self.ctx.queue.write_buffer(&self.fields.flux[k], at * 16, &zeros);
             }
+            changed = true;
         }
-        self.report.allocated += coming.len() as u64;
-        self.report.freed += leaving.len() as u64;
-        self.ctx.queue.write_buffer(&self.page_slots, 0, bytemuck::cast_slice(&self.slots));
+        if changed {
+            self.ctx.queue.write_buffer(&self.page_slots, 0, bytemuck::cast_slice(&self.slots));
+        }
         Ok(())
     }
 
-    /// Room for `needed` resident pages: new buffers twice as large (or as large as needed),
-    /// the old slots copied over, refused with the figure when the device cannot hold them.
-    fn grow(&mut self, needed: usize) -> Result<()> {
+    /// Room for `terrain` pages' terrain and `water` pages' water fields: new buffers an eighth
+    /// larger than needed, the old slots copied over, refused with the figure when the device
+    /// cannot hold them.
+    fn grow(&mut self, terrain: usize, water: usize) -> Result<()> {
         let page_cells = (self.side * self.side) as u64;
-        // An eighth more than needed: room to grow without doubling the device's share.
-        let capacity = needed + needed / 8 + 16;
         let limit = self.ctx.limits.max_storage_buffer_binding_size.min(self.ctx.limits.max_buffer_size);
-        // The pipes are the largest field; every resident page may be awake at once, one
+        // The pipes are the largest field; every page with water may be awake at once, one
         // workgroup each.
         let most = ((limit / (page_cells * 16)) as usize).min(self.ctx.limits.max_compute_workgroups_per_dimension as usize);
-        if needed > most {
+        if water + 1 > most {
             return Err(Error::GpuUnavailable(format!(
-                "the water needs {needed} pages of {0}x{0} cells resident ({1:.1} MiB of fields); {2} holds at most {most} in one binding of its pipes",
+                "the water needs {water} pages of {0}x{0} cells with water fields ({1:.1} MiB); {2} holds at most {3} in one binding of its pipes",
                 self.side,
-                (needed as u64 * page_cells * BYTES_PER_RESIDENT_CELL) as f64 / (1u64 << 20) as f64,
-                self.ctx.adapter.name
+                (water as u64 * page_cells * BYTES_PER_RESIDENT_CELL) as f64 / (1u64 << 20) as f64,
+                self.ctx.adapter.name,
+                most - 1
             )));
         }
-        let capacity = capacity.min(most);
-        let fields = Fields::new(&self.ctx.device, capacity, page_cells);
+        let grown = |needed: usize, now: usize, most: usize| if needed > now { (needed + needed / 8 + 16).min(most) } else { now };
+        let terrain_capacity = grown(terrain, self.fields.terrain_capacity, (limit / (page_cells * 4)) as usize);
+        let water_capacity = grown(water + 1, self.fields.water_capacity, most);
+        let fields = Fields::new(&self.ctx.device, terrain_capacity, water_capacity, page_cells);
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("world grow") });
         let old = &self.fields;
-        let cells = old.capacity as u64 * page_cells;
-        encoder.copy_buffer_to_buffer(&old.terrain, 0, &fields.terrain, 0, cells * 4);
+        let (t, w) = (old.terrain_capacity as u64 * page_cells, old.water_capacity as u64 * page_cells);
+        encoder.copy_buffer_to_buffer(&old.terrain, 0, &fields.terrain, 0, t * 4);
         for k in 0..2 {
-            encoder.copy_buffer_to_buffer(&old.depth[k], 0, &fields.depth[k], 0, cells * 4);
-            encoder.copy_buffer_to_buffer(&old.flux[k], 0, &fields.flux[k], 0, cells * 16);
+            encoder.copy_buffer_to_buffer(&old.depth[k], 0, &fields.depth[k], 0, w * 4);
+            encoder.copy_buffer_to_buffer(&old.flux[k], 0, &fields.flux[k], 0, w * 16);
         }
         self.ctx.queue.submit([encoder.finish()]);
-        self.free.extend((old.capacity as u32..capacity as u32).rev());
+        self.free_terrain.splice(0..0, (old.terrain_capacity as u32..terrain_capacity as u32).rev());
+        self.free_water.splice(0..0, (old.water_capacity as u32..water_capacity as u32).rev());
         self.fields = fields;
         self.rebind();
         Ok(())
@@ -703,7 +741,10 @@ impl World {
             return 0;
         }
         let page_cells = self.side * self.side;
-        let mut items: Vec<(u32, i32)> = self.pending_water.drain(..).map(|p| (self.slots[p.page] * page_cells + p.within, p.quanta)).collect();
+        // Every page an edit names holds water fields by now (update_residency): those removing
+        // water from a page without any have nothing to remove, and go to the zero slot's
+        // cells, where they remove nothing.
+        let mut items: Vec<(u32, i32)> = self.pending_water.drain(..).map(|p| (self.slots[p.page][1] * page_cells + p.within, p.quanta)).collect();
         items.sort_by_key(|&(cell, _)| cell);
         let bytes: Vec<u8> = items.iter().flat_map(|&(cell, q)| [cell.to_le_bytes(), q.to_le_bytes()].concat()).collect();
         if self.water_edits.upload(&self.ctx.device, &self.ctx.queue, "world water edits", &bytes) {
@@ -815,7 +856,7 @@ impl World {
         let side = self.side;
         let page_cells = (side * side) as u64;
         let (px0, py0, px1, py1) = (x / side, y / side, (x + w).div_ceil(side), (y + h).div_ceil(side));
-        let pages: Vec<(u32, u32)> = (py0..py1).flat_map(|py| (px0..px1).map(move |px| (px, py))).filter(|&(px, py)| self.slots[(py * self.pages.tiles[0] + px) as usize] != NO_PAGE).collect();
+        let pages: Vec<(u32, u32)> = (py0..py1).flat_map(|py| (px0..px1).map(move |px| (px, py))).filter(|&(px, py)| self.slots[(py * self.pages.tiles[0] + px) as usize][1] != ZERO_SLOT).collect();
         let staging = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("world read"),
             size: (pages.len() as u64 * page_cells * cell_bytes).max(16),
@@ -825,7 +866,7 @@ impl World {
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("world read") });
         let source = &field(&self.fields)[self.current];
         for (k, &(px, py)) in pages.iter().enumerate() {
-            let slot = self.slots[(py * self.pages.tiles[0] + px) as usize] as u64;
+            let slot = self.slots[(py * self.pages.tiles[0] + px) as usize][1] as u64;
             encoder.copy_buffer_to_buffer(source, slot * page_cells * cell_bytes, &staging, k as u64 * page_cells * cell_bytes, page_cells * cell_bytes);
         }
         self.ctx.queue.submit([encoder.finish()]);
@@ -875,7 +916,7 @@ impl World {
         let page_cells = (self.side * self.side) as u64;
         let bytes = self.read_slots(&self.fields.depth[self.current].clone(), 4)?;
         let depth: &[i32] = bytemuck::cast_slice(&bytes);
-        Ok(self.slots.iter().filter(|&&s| s != NO_PAGE).map(|&s| depth[(s as u64 * page_cells) as usize..((s as u64 + 1) * page_cells) as usize].iter().map(|&d| d as i64).sum::<i64>()).sum())
+        Ok(self.slots.iter().filter(|s| s[1] != ZERO_SLOT).map(|s| depth[(s[1] as u64 * page_cells) as usize..((s[1] as u64 + 1) * page_cells) as usize].iter().map(|&d| d as i64).sum::<i64>()).sum())
     }
 
     /// Applies the edits waiting for the next frame now (the pages they need brought in first),
@@ -900,7 +941,7 @@ impl World {
 
     /// The whole of a field buffer's slots, `cell_bytes` a cell, waiting for the device.
     fn read_slots(&self, buffer: &wgpu::Buffer, cell_bytes: u64) -> Result<Vec<u8>> {
-        let size = self.fields.capacity as u64 * (self.side * self.side) as u64 * cell_bytes;
+        let size = self.fields.water_capacity as u64 * (self.side * self.side) as u64 * cell_bytes;
         let staging = self.ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some("world slots read"), size: size.max(16), usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("world slots read") });
         encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, size);
