@@ -37,6 +37,7 @@ pub mod state;
 pub mod sync;
 pub mod terrain_source;
 pub mod validation;
+pub mod world_save;
 
 pub use backend::{Backend, BackendKind};
 pub use bodies::{Body, BodyForce, HullPart, HullShape};

@@ -971,3 +971,90 @@ impl World {
         Ok(())
     }
 }
+
+impl World {
+    /// The world's save ([`crate::world_save`]): the terrain of the pages whose terrain was set
+    /// and the depth and pipes of the pages holding water or flow, read from the device (waits
+    /// for it), with the ledger.
+    pub fn save(&mut self) -> Result<Vec<u8>> {
+        self.flush_edits()?;
+        let page_cells = (self.side * self.side) as usize;
+        let depth_bytes = self.read_slots(&self.fields.depth[self.current].clone(), 4)?;
+        let flux_bytes = self.read_slots(&self.fields.flux[self.current].clone(), 16)?;
+        let depth: &[i32] = bytemuck::cast_slice(&depth_bytes);
+        let flux: &[[f32; 4]] = bytemuck::cast_slice(&flux_bytes);
+        let mut water = Vec::new();
+        for (page, s) in self.slots.iter().enumerate() {
+            if s[1] == ZERO_SLOT {
+                continue;
+            }
+            let at = s[1] as usize * page_cells;
+            let (d, f) = (&depth[at..at + page_cells], &flux[at..at + page_cells]);
+            if d.iter().any(|&q| q != 0) || f.iter().flatten().any(|v| v.to_bits() != 0) {
+                water.push((page as u64, d.to_vec(), f.to_vec()));
+            }
+        }
+        let terrain = self.terrain.iter().enumerate().filter_map(|(page, t)| t.as_ref().map(|t| (page as u64, t.to_vec()))).collect();
+        let save = crate::world_save::WorldSave {
+            width: self.width,
+            height: self.height,
+            side: self.side,
+            ground: self.ground,
+            counters: self.counters()?,
+            steps: self.report.steps,
+            terrain,
+            water,
+        };
+        Ok(save.encode())
+    }
+
+    /// A world from its save, on this device: pages cut again if this device's pages have
+    /// another side; its water in place, woken for the first step; the ledger as saved.
+    pub fn load(bytes: &[u8]) -> Result<World> {
+        let save = crate::world_save::WorldSave::decode(bytes)?;
+        let mut world = World::new(save.width, save.height, save.ground)?;
+        let [saved_x, _] = save.pages();
+        let saved_side = save.side;
+        // The saved pages' cells on the world, as (x, y) ranges of a saved page.
+        let cells_of = |page: u64| {
+            let (px, py) = ((page % saved_x) as u32, (page / saved_x) as u32);
+            let (x0, y0) = (px * saved_side, py * saved_side);
+            (x0, y0, saved_side.min(save.width - x0), saved_side.min(save.height - y0))
+        };
+        for (page, heights) in &save.terrain {
+            let (x0, y0, w, h) = cells_of(*page);
+            let region: Vec<f32> = (0..h).flat_map(|y| (0..w).map(move |x| heights[(y * saved_side + x) as usize])).collect();
+            world.set_terrain_region(x0, y0, w, h, &region)?;
+        }
+        // The water, page by page of this world.
+        let page_cells = (world.side * world.side) as usize;
+        let mut water: std::collections::BTreeMap<usize, (Vec<i32>, Vec<[f32; 4]>)> = std::collections::BTreeMap::new();
+        for (page, depth, flow) in &save.water {
+            let (x0, y0, w, h) = cells_of(*page);
+            for y in y0..y0 + h {
+                for x in x0..x0 + w {
+                    let from = ((y - y0) * saved_side + (x - x0)) as usize;
+                    let (to_page, within) = world.page_cell(x, y);
+                    let entry = water.entry(to_page).or_insert_with(|| (vec![0; page_cells], vec![[0.0; 4]; page_cells]));
+                    entry.0[within] = depth[from];
+                    entry.1[within] = flow[from];
+                }
+            }
+        }
+        for &page in water.keys() {
+            world.wetted.push((page, 0));
+            world.mark(page);
+        }
+        world.update_residency(None)?;
+        for (page, (depth, flow)) in &water {
+            let at = world.slots[*page][1] as u64 * page_cells as u64;
+            for k in 0..2 {
+                world.ctx.queue.write_buffer(&world.fields.depth[k], at * 4, bytemuck::cast_slice(depth));
+                world.ctx.queue.write_buffer(&world.fields.flux[k], at * 16, bytemuck::cast_slice(flow));
+            }
+        }
+        world.ctx.queue.write_buffer(&world.counters, 0, bytemuck::cast_slice(&save.counters.to_device_words()));
+        world.ctx.check()?;
+        Ok(world)
+    }
+}

@@ -1,0 +1,254 @@
+//! The save of a world stored in pages (`backend/gpu/world.rs`): its size, its ground, the
+//! ledger, and only the pages that differ from a dry world at that ground: the terrain of pages
+//! whose terrain was set, the depth and pipes of pages with water, each LZ4-compressed. A world
+//! of 40000² cells with one basin saves to a few kilobytes.
+//!
+//! Every field a file gives is checked before anything is made from it (a file may come from
+//! anyone): sizes within the world's limits, counts no larger than the bytes could hold, page
+//! indices on the world and in increasing order, each block decompressed to exactly its page's
+//! size, heights finite and within ±[`MAX_TERRAIN_ABS`], depth not negative, pipes finite, and
+//! the water held equal to what the ledger says entered (the ledger must balance).
+
+use crate::error::{Error, Result};
+use crate::quanta::MAX_TERRAIN_ABS;
+use crate::state::Counters;
+
+/// The first bytes of a world's save.
+pub const WORLD_MAGIC: &[u8; 8] = b"PWWORLD1";
+/// Largest side of a page a save may hold.
+pub const MAX_SAVED_PAGE_SIDE: u32 = 1024;
+/// Largest side of a world, cells.
+pub const MAX_WORLD_SIDE: u32 = i32::MAX as u32 / 2;
+/// Bytes in front of the pages: magic, width, height, page side, ground, four counters, steps,
+/// and the two page counts.
+const HEADER_BYTES: usize = 8 + 4 * 4 + 8 * 4 + 8 + 8 + 8;
+/// Bytes of a page's entry in front of its block: its index and the block's length.
+const ENTRY_BYTES: usize = 8 + 4;
+
+/// A world's save, as [`WorldSave::encode`] writes it and [`WorldSave::decode`] reads it back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorldSave {
+    /// Cells along x.
+    pub width: u32,
+    /// Cells along y.
+    pub height: u32,
+    /// Cells along a page's side: a page's fields are `side²` cells, row-major, those past the
+    /// world's edge included.
+    pub side: u32,
+    /// Height of the ground wherever no page's terrain was set, m.
+    pub ground: f32,
+    /// The ledger.
+    pub counters: Counters,
+    /// Steps the world had run.
+    pub steps: u64,
+    /// Terrain of the pages whose terrain was set: (page index, `side²` heights), by index.
+    pub terrain: Vec<(u64, Vec<f32>)>,
+    /// Water of the pages that hold any: (page index, `side²` depths in quanta, `side²` pipes),
+    /// by index.
+    pub water: Vec<(u64, Vec<i32>, Vec<[f32; 4]>)>,
+}
+
+fn invalid(why: impl Into<String>) -> Error {
+    Error::InvalidSave(format!("world save: {}", why.into()))
+}
+
+impl WorldSave {
+    /// Pages along x and y.
+    pub fn pages(&self) -> [u64; 2] {
+        [self.width.div_ceil(self.side) as u64, self.height.div_ceil(self.side) as u64]
+    }
+
+    /// The save's bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(HEADER_BYTES);
+        out.extend_from_slice(WORLD_MAGIC);
+        for v in [self.width, self.height, self.side, self.ground.to_bits()] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        let c = &self.counters;
+        for v in [c.added, c.removed, c.boundary_in, c.boundary_out, self.steps, self.terrain.len() as u64, self.water.len() as u64] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        let mut entry = |page: u64, raw: &[u8]| {
+            let block = lz4_flex::block::compress(raw);
+            out.extend_from_slice(&page.to_le_bytes());
+            out.extend_from_slice(&(block.len() as u32).to_le_bytes());
+            out.extend_from_slice(&block);
+        };
+        for (page, heights) in &self.terrain {
+            entry(*page, bytemuck::cast_slice(heights));
+        }
+        for (page, depth, flow) in &self.water {
+            let mut raw = Vec::with_capacity(depth.len() * 20);
+            raw.extend_from_slice(bytemuck::cast_slice(depth));
+            raw.extend_from_slice(bytemuck::cast_slice(flow));
+            entry(*page, &raw);
+        }
+        out
+    }
+
+    /// Reads a save back, refusing (with what is wrong) anything [`WorldSave::encode`] would not
+    /// have written.
+    pub fn decode(bytes: &[u8]) -> Result<WorldSave> {
+        if bytes.len() < HEADER_BYTES || &bytes[..8] != WORLD_MAGIC {
+            return Err(invalid(format!("{} bytes that do not start with a world save's header", bytes.len())));
+        }
+        let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+        let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+        let (width, height, side, ground) = (u32_at(8), u32_at(12), u32_at(16), f32::from_bits(u32_at(20)));
+        if !(1..=MAX_WORLD_SIDE).contains(&width) || !(1..=MAX_WORLD_SIDE).contains(&height) {
+            return Err(invalid(format!("a world of {width}x{height} cells: each side must be 1 ..= {MAX_WORLD_SIDE}")));
+        }
+        if !(1..=MAX_SAVED_PAGE_SIDE).contains(&side) {
+            return Err(invalid(format!("pages of {side} cells a side: must be 1 ..= {MAX_SAVED_PAGE_SIDE}")));
+        }
+        if !ground.is_finite() || ground.abs() > MAX_TERRAIN_ABS {
+            return Err(invalid(format!("ground {ground} m: must be finite, within ±{MAX_TERRAIN_ABS} m")));
+        }
+        let counters = Counters { added: u64_at(24), removed: u64_at(32), boundary_in: u64_at(40), boundary_out: u64_at(48) };
+        let steps = u64_at(56);
+        let (terrain_count, water_count) = (u64_at(64), u64_at(72));
+        let pages = width.div_ceil(side) as u64 * height.div_ceil(side) as u64;
+        let room = ((bytes.len() - HEADER_BYTES) / ENTRY_BYTES) as u64;
+        if terrain_count > pages || water_count > pages || terrain_count.saturating_add(water_count) > room {
+            return Err(invalid(format!("{terrain_count} terrain and {water_count} water pages: a world of {pages} pages whose save holds room for {room} at most")));
+        }
+        let page_cells = side as usize * side as usize;
+        let mut at = HEADER_BYTES;
+        let mut next_block = |raw_len: usize, what: &str| -> Result<(u64, Vec<u8>)> {
+            if bytes.len() - at < ENTRY_BYTES {
+                return Err(invalid(format!("the file ends inside a {what} page's entry")));
+            }
+            let page = u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+            let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().expect("4 bytes")) as usize;
+            at += ENTRY_BYTES;
+            if page >= pages {
+                return Err(invalid(format!("{what} page {page} of a world of {pages} pages")));
+            }
+            if len > bytes.len() - at || len > lz4_flex::block::get_maximum_output_size(raw_len) {
+                return Err(invalid(format!("{what} page {page}: a block of {len} bytes for {raw_len} bytes of fields ({} left in the file)", bytes.len() - at)));
+            }
+            let raw = lz4_flex::block::decompress(&bytes[at..at + len], raw_len).map_err(|e| invalid(format!("{what} page {page}: {e}")))?;
+            if raw.len() != raw_len {
+                return Err(invalid(format!("{what} page {page}: {} bytes of fields, not {raw_len}", raw.len())));
+            }
+            at += len;
+            Ok((page, raw))
+        };
+        let increasing = |previous: Option<u64>, page: u64, what: &str| match previous {
+            Some(p) if p >= page => Err(invalid(format!("{what} page {page} after page {p}: pages must come in increasing order, each once"))),
+            _ => Ok(()),
+        };
+        let mut terrain = Vec::with_capacity(terrain_count as usize);
+        for _ in 0..terrain_count {
+            let (page, raw) = next_block(page_cells * 4, "terrain")?;
+            increasing(terrain.last().map(|t: &(u64, Vec<f32>)| t.0), page, "terrain")?;
+            let heights: Vec<f32> = bytemuck::pod_collect_to_vec(&raw);
+            if let Some(bad) = heights.iter().find(|v| !v.is_finite() || v.abs() > MAX_TERRAIN_ABS) {
+                return Err(invalid(format!("terrain page {page}: height {bad} m, not finite within ±{MAX_TERRAIN_ABS} m")));
+            }
+            terrain.push((page, heights));
+        }
+        let mut water = Vec::with_capacity(water_count as usize);
+        let mut held: i128 = 0;
+        for _ in 0..water_count {
+            let (page, raw) = next_block(page_cells * 20, "water")?;
+            increasing(water.last().map(|w: &(u64, Vec<i32>, Vec<[f32; 4]>)| w.0), page, "water")?;
+            let depth: Vec<i32> = bytemuck::pod_collect_to_vec(&raw[..page_cells * 4]);
+            let flow: Vec<[f32; 4]> = bytemuck::pod_collect_to_vec(&raw[page_cells * 4..]);
+            if let Some(bad) = depth.iter().find(|&&d| d < 0) {
+                return Err(invalid(format!("water page {page}: depth {bad} quanta, below zero")));
+            }
+            if flow.iter().flatten().any(|v| !v.is_finite()) {
+                return Err(invalid(format!("water page {page}: a pipe that is not finite")));
+            }
+            held += depth.iter().map(|&d| d as i128).sum::<i128>();
+            water.push((page, depth, flow));
+        }
+        if at != bytes.len() {
+            return Err(invalid(format!("{} bytes after the last page", bytes.len() - at)));
+        }
+        let entered = counters.added as i128 - counters.removed as i128 + counters.boundary_in as i128 - counters.boundary_out as i128;
+        if held != entered {
+            return Err(invalid(format!("the pages hold {held} quanta, the ledger says {entered} entered")));
+        }
+        Ok(WorldSave { width, height, side, ground, counters, steps, terrain, water })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn save() -> WorldSave {
+        let side = 8u32;
+        let n = (side * side) as usize;
+        let depth: Vec<i32> = (0..n as i32).map(|i| i % 5).collect();
+        let held: i64 = depth.iter().map(|&d| d as i64).sum();
+        WorldSave {
+            width: 30,
+            height: 20,
+            side,
+            ground: 1.5,
+            counters: Counters { added: held as u64 + 7, removed: 7, boundary_in: 0, boundary_out: 0 },
+            steps: 99,
+            terrain: vec![(1, (0..n).map(|i| i as f32 * 0.25).collect()), (5, vec![-3.0; n])],
+            water: vec![(5, depth, (0..n).map(|i| [i as f32, -0.5, 0.0, 1e-3]).collect())],
+        }
+    }
+
+    /// What is encoded decodes to the same save, field for field.
+    #[test]
+    fn a_world_save_comes_back_as_it_was_written() {
+        let s = save();
+        let bytes = s.encode();
+        println!("{} bytes for {} terrain and {} water pages of {}²", bytes.len(), s.terrain.len(), s.water.len(), s.side);
+        assert_eq!(WorldSave::decode(&bytes).unwrap(), s);
+    }
+
+    /// A file from anyone: every way of breaking the format is refused with what is wrong, and
+    /// no corruption of a valid save's bytes panics (every single-byte change and every cut).
+    #[test]
+    fn hostile_world_saves_are_refused() {
+        let good = save();
+        let bytes = good.encode();
+        let mut cases: Vec<(&str, Vec<u8>)> = Vec::new();
+        let mut with = |what: &'static str, f: &dyn Fn(&mut WorldSave)| {
+            let mut s = save();
+            f(&mut s);
+            cases.push((what, s.encode()));
+        };
+        with("a page off the world", &|s| s.terrain[1].0 = 1_000);
+        with("pages out of order", &|s| s.terrain.swap(0, 1));
+        with("a page twice", &|s| s.terrain[1].0 = 1);
+        with("a height that is not finite", &|s| s.terrain[0].1[3] = f32::NAN);
+        with("a height past the limit", &|s| s.terrain[0].1[3] = 1e9);
+        with("negative depth", &|s| s.water[0].1[2] = -1);
+        with("a pipe that is not finite", &|s| s.water[0].2[2][1] = f32::INFINITY);
+        with("a ledger that does not balance", &|s| s.counters.added += 1);
+        with("pages of no cells", &|s| s.side = 0);
+        with("a world of no cells", &|s| s.width = 0);
+        with("a ground that is not finite", &|s| s.ground = f32::NAN);
+        let mut counts = bytes.clone();
+        counts[64..72].copy_from_slice(&u64::MAX.to_le_bytes());
+        cases.push(("absurd page counts", counts));
+        cases.push(("trailing bytes", [bytes.clone(), vec![0; 5]].concat()));
+        cases.push(("a wrong magic", [b"PWWORLD9".to_vec(), bytes[8..].to_vec()].concat()));
+        for (what, case) in &cases {
+            let refused = WorldSave::decode(case).expect_err(what);
+            println!("{what}: {refused}");
+        }
+        let mut refused = 0;
+        for i in 0..bytes.len() {
+            for flip in [0x01u8, 0x80, 0xff] {
+                let mut b = bytes.clone();
+                b[i] ^= flip;
+                refused += WorldSave::decode(&b).is_err() as usize;
+            }
+        }
+        for cut in 0..bytes.len() {
+            assert!(WorldSave::decode(&bytes[..cut]).is_err(), "a save cut at {cut} of {} bytes is refused", bytes.len());
+        }
+        println!("{refused} of {} single-byte corruptions refused, none panicked; every cut refused", bytes.len() * 3);
+    }
+}
