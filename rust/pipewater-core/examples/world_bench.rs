@@ -158,8 +158,9 @@ mod bench {
         println!("device {:.1} MiB, faults {}, waits {}", world.device_bytes() as f64 / (1u64 << 20) as f64, report.faults, report.waits);
     }
 
-    /// Lakes at rest covering 5 % of an `n × n` world, `count` square basins of equal size.
-    fn memory_with(n: u32, count: u32) {
+    /// Lakes at rest covering 5 % of an `n × n` world, `count` square basins of equal size; with
+    /// `save`, the save's size against the dense fields' and its time, and the load's.
+    fn memory_with(n: u32, count: u32, save: bool) {
         let per_lake = (n as f64 * n as f64 * 0.05 / count as f64).sqrt() as u32;
         let across = (count as f64).sqrt().ceil() as u32;
         let spacing = n / across;
@@ -199,6 +200,24 @@ mod bench {
             bytes as f64 / wet as f64,
             report.watered as f64 * page_cells / wet as f64
         );
+        if save {
+            let start = Instant::now();
+            let bytes = world.save().unwrap();
+            let saved = start.elapsed().as_secs_f64();
+            let start = Instant::now();
+            let mut loaded = World::load(&bytes).unwrap();
+            loaded.wait_idle().unwrap();
+            let load = start.elapsed().as_secs_f64();
+            let dense = cells * 24.0;
+            println!(
+                "save of the {count} lakes: {:.1} MiB, 1/{:.0} of the dense fields' {:.0} MiB (terrain, depth, pipes: 24 bytes a cell); save {:.2} s, load {:.2} s, on the calling thread",
+                bytes.len() as f64 / (1u64 << 20) as f64,
+                dense / bytes.len() as f64,
+                dense / (1u64 << 20) as f64,
+                saved,
+                load
+            );
+        }
     }
 
     fn memory(n: u32) {
@@ -206,7 +225,7 @@ mod bench {
         println!("\n| {n}² world, 5 % wet in | wet | pages with water fields / terrain / world | device | bytes / world cell | bytes / wet cell | cells with water fields / wet cell |");
         println!("|---|---|---|---|---|---|---|");
         for count in [4, 16, 64, 256] {
-            memory_with(n, count);
+            memory_with(n, count, count == 16);
         }
     }
 }
