@@ -111,3 +111,98 @@ fn a_restore_decoded_on_a_worker_goes_on_as_restore_state_does() {
     assert!(matches!(unwritable, Err(Error::InvalidArgument { name: "path", .. })));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Polls `job` until its load lands, advancing `sim` a frame between polls and trying an edit
+/// while the load is applied; returns, per poll that applied fields, the bytes it applied, the
+/// frames that stepped while the load was applied and whether the edit was refused.
+fn poll_in_parts(sim: &mut Simulation, job: &mut pipewater_core::simulation::RestoreJob) -> (Vec<u64>, u32, bool) {
+    let (mut parts, mut stepped_while_applying, mut edit_refused) = (Vec::new(), 0, true);
+    for _ in 0..100_000 {
+        let outcome = sim.poll_restore(job);
+        if job.last_poll_bytes() > 0 {
+            parts.push(job.last_poll_bytes());
+        }
+        if let Some(outcome) = outcome {
+            outcome.unwrap();
+            return (parts, stepped_while_applying, edit_refused);
+        }
+        if sim.is_applying_restore() {
+            edit_refused &= sim.add_water(0.0, 0.0, 1.0, 2.0).is_err();
+            stepped_while_applying += sim.advance(1.0 / 60.0).unwrap().substeps;
+        } else {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+    panic!("the load never landed");
+}
+
+/// A load applied in parts writes at most its budget of field bytes per poll (5 rows of the
+/// 72×48 valley, 8 640 bytes, so 10 polls), steps nothing and refuses edits while it is applied,
+/// and lands the state `restore_state` gives, bit for bit, with its ledger: the same fields, and
+/// 20 frames later the same fields and an exact mass identity. Also with a budget below one row
+/// (one row a poll), and for a job dropped half applied (`advance` finishes it).
+#[test]
+fn a_load_applied_in_parts_is_bounded_per_poll_and_lands_as_restore_state_does() {
+    let mut source = busy_valley(BackendPreference::Cpu);
+    drive_busy_valley(&mut source, 0, BEGIN_AT, Stepping::Advance);
+    let bytes = source.save_state().unwrap();
+    let mut direct = Simulation::cpu(State::new(source.grid()), Params::default()).unwrap();
+    direct.restore_state(&bytes).unwrap();
+    let (direct_state, direct_ledger) = (direct.read_state().unwrap(), direct.ledger().unwrap());
+    let row_bytes = source.grid().width as u64 * pipewater_core::simulation::RESTORE_BYTES_PER_CELL;
+
+    for (budget, expected_parts) in [(5 * row_bytes, 10), (row_bytes / 2, 48)] {
+        let mut polled = Simulation::cpu(State::new(source.grid()), Params::default()).unwrap();
+        polled.add_water(0.0, 0.0, 3.0, 4.0).unwrap();
+        let mut job = polled.begin_restore(bytes.clone()).unwrap();
+        job.set_bytes_per_poll(budget).unwrap();
+        let (parts, stepped, edit_refused) = poll_in_parts(&mut polled, &mut job);
+        let largest = parts.iter().max().copied().unwrap_or(0);
+        let landed = polled.read_state().unwrap();
+        println!(
+            "budget {budget} B a poll: {} polls applied fields, largest {largest} B (a row is {row_bytes} B), {} B in all; {stepped} steps and edits refused: {edit_refused} while applied; {} cells differ from restore_state",
+            parts.len(),
+            parts.iter().sum::<u64>(),
+            differing_cells(&landed, &direct_state)
+        );
+        assert_eq!(parts.len(), expected_parts, "whole rows within the budget, at least one a poll");
+        assert!(largest <= budget.max(row_bytes), "no poll applies more than its budget (or one row)");
+        assert_eq!(parts.iter().sum::<u64>(), 48 * row_bytes, "every row once");
+        assert_eq!(stepped, 0, "the water waits while the load is applied");
+        assert!(edit_refused, "edits are refused while the load is applied");
+        assert_eq!(differing_cells(&landed, &direct_state), 0, "the landed fields are restore_state's");
+        assert_eq!(landed.flow.iter().flatten().map(|f| f.to_bits()).collect::<Vec<_>>(), direct_state.flow.iter().flatten().map(|f| f.to_bits()).collect::<Vec<_>>());
+        assert_eq!(polled.ledger().unwrap(), direct_ledger, "the landed ledger is the saved one");
+        assert_eq!(polled.elapsed().to_bits(), direct.elapsed().to_bits(), "the clock is the saved one");
+
+        let mut reference = Simulation::cpu(State::new(source.grid()), Params::default()).unwrap();
+        reference.restore_state(&bytes).unwrap();
+        drive_busy_valley(&mut reference, BEGIN_AT, BEGIN_AT + 20, Stepping::Advance);
+        drive_busy_valley(&mut polled, BEGIN_AT, BEGIN_AT + 20, Stepping::Advance);
+        let (a, b) = (reference.read_state().unwrap(), polled.read_state().unwrap());
+        let (actual, expected) = mass_identity(&mut polled);
+        println!("  20 frames on: {} cells differ; mass identity {actual} vs {expected} quanta", differing_cells(&a, &b));
+        assert_eq!(differing_cells(&a, &b), 0);
+        assert_eq!(reference.ledger().unwrap(), polled.ledger().unwrap());
+        assert_eq!(actual, expected, "the ledger is exact after a load in parts");
+    }
+
+    let mut dropped = Simulation::cpu(State::new(source.grid()), Params::default()).unwrap();
+    let mut job = dropped.begin_restore(bytes.clone()).unwrap();
+    job.set_bytes_per_poll(row_bytes).unwrap();
+    while dropped.poll_restore(&mut job).is_none() && job.rows_applied().0 < 3 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let applied_before_drop = job.rows_applied().0;
+    drop(job);
+    let mut frames = 0;
+    while dropped.is_applying_restore() {
+        assert_eq!(dropped.advance(1.0 / 60.0).unwrap().substeps, 0);
+        frames += 1;
+        assert!(frames < 1000, "a dropped job's load never landed");
+    }
+    let landed = dropped.read_state().unwrap();
+    println!("a job dropped after {applied_before_drop} rows: advance landed the load in {frames} frames; {} cells differ from restore_state", differing_cells(&landed, &direct_state));
+    assert_eq!(differing_cells(&landed, &direct_state), 0);
+    assert_eq!(dropped.ledger().unwrap(), direct_ledger);
+}

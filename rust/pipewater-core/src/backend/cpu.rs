@@ -848,6 +848,48 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
+    fn restore_rows(&mut self, state: &State, rows: std::ops::Range<u32>) -> Result<bool> {
+        if state.grid != self.state.grid {
+            return Err(Error::invalid("restored grid", format!("{:?}", state.grid), format!("{:?}", self.state.grid)));
+        }
+        let w = state.grid.width as usize;
+        let cells = rows.start as usize * w..(rows.end as usize * w).min(state.terrain.len());
+        // The snapshot is left as it is: queries see the water being replaced until the end.
+        self.state.terrain[cells.clone()].copy_from_slice(&state.terrain[cells.clone()]);
+        self.state.depth[cells.clone()].copy_from_slice(&state.depth[cells.clone()]);
+        self.state.flow[cells.clone()].copy_from_slice(&state.flow[cells.clone()]);
+        self.step_terrain[cells.clone()].copy_from_slice(&state.terrain[cells.clone()]);
+        self.displacement[cells].fill(0.0);
+        Ok(true)
+    }
+
+    fn finish_restore(&mut self, restored: &super::RestoredState, rows_written: bool) -> Result<()> {
+        let point = &restored.point;
+        if !rows_written {
+            return self.restore(&point.state, point.counters, point.frame);
+        }
+        // What `reloaded` starts over, keeping the buffers: the step's scratch fields are written
+        // before they are read once every tile is awake, as they are at the first step.
+        self.displaced.clear();
+        self.pending_nudges.clear();
+        self.fixed_flux_per_stored = None;
+        self.counters = point.counters;
+        self.frames = point.frame;
+        self.snapshots.invalidate();
+        self.snapshots.mark_all();
+        let g = self.state.grid;
+        self.sleeping = Sleeping::new(g.width, g.height, self.sleeping.enabled);
+        if let Some(detail) = &mut self.detail {
+            detail.clear();
+        }
+        self.queued_detail = None;
+        self.detail_texels = None;
+        if let Some(erosion) = &self.erosion {
+            self.erosion = Some(Erosion::new(*erosion.params(), &self.state));
+        }
+        Ok(())
+    }
+
     fn edit_water(&mut self, cells: &[CellWater]) -> Result<EditOutcome> {
         let (added, removed) = Self::apply_water(&mut self.state.depth, cells, &self.sleeping);
         self.counters = self.counters.wrapping_add(Counters { added, removed, ..Counters::default() });

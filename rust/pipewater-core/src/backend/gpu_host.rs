@@ -98,6 +98,18 @@ impl GpuHost {
         self.recovery.load(state, counters, frames);
     }
 
+    /// [`GpuHost::loaded`] at the end of a load applied in parts ([`super::Backend::finish_restore`]):
+    /// the snapshot and the recovery point come made with `restored`.
+    pub fn loaded_restored(&mut self, restored: &super::RestoredState) {
+        let frames = restored.point.frame;
+        self.edits.clear();
+        self.current = 0;
+        self.frames = frames;
+        self.sleep.loaded(frames);
+        self.reads.load_snapshot(restored.snapshot());
+        self.recovery.load_point(restored.point.clone());
+    }
+
     /// [`super::Backend::edit_water`]: queued.
     pub fn edit_water(&mut self, cells: &[CellWater]) -> Result<EditOutcome> {
         self.edits.edit_water(cells);

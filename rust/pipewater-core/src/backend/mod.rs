@@ -137,6 +137,25 @@ pub trait Backend: Send {
     /// `frames`: a saved state going on where it stopped. `state` has this backend's grid (the
     /// caller checks it) and pending edits are dropped.
     fn restore(&mut self, state: &State, counters: Counters, frames: u64) -> Result<()>;
+    /// One part of a load applied over several frames ([`crate::Simulation::poll_restore`]):
+    /// writes rows `rows` of `state` (terrain, depth, pipes; bodies' displacement back to none)
+    /// into the fields the next step starts from, and nothing else, so the snapshot and the
+    /// ledger still show the water being replaced. The simulation neither steps nor edits until
+    /// [`Backend::finish_restore`]. Returns false, having written nothing, where this backend
+    /// loads only whole (the default): `finish_restore` then does all of it.
+    fn restore_rows(&mut self, state: &State, rows: std::ops::Range<u32>) -> Result<bool> {
+        let _ = (state, rows);
+        Ok(false)
+    }
+    /// Ends a load whose rows [`Backend::restore_rows`] wrote, every one of them when
+    /// `rows_written` (else it is [`Backend::restore`] of `restored`): the counters, the frame
+    /// count, the snapshot and whatever else `restore` resets. `restored` was made on the worker
+    /// that decoded the save, so what it holds costs the caller nothing here.
+    fn finish_restore(&mut self, restored: &RestoredState, rows_written: bool) -> Result<()> {
+        let _ = rows_written;
+        let point = &restored.point;
+        self.restore(&point.state, point.counters, point.frame)
+    }
     /// Changes water in some cells, before the next step.
     fn edit_water(&mut self, cells: &[CellWater]) -> Result<EditOutcome>;
     /// Changes terrain in some cells, before the next step.
@@ -279,6 +298,26 @@ pub trait Backend: Send {
     /// erosion is off.
     fn read_erosion(&mut self) -> Result<Option<ErosionFields>> {
         Ok(None)
+    }
+}
+
+/// A decoded save on its way into a backend ([`Backend::restore_rows`], [`Backend::finish_restore`]):
+/// the state with its counters and frame, shared so that a GPU backend keeps it as its recovery
+/// point without a copy, and that state's snapshot where the backend shows one from the load on.
+#[derive(Debug, Clone)]
+pub struct RestoredState {
+    /// The state, its ledger counters and its frame count.
+    pub point: Arc<recovery::ExactPoint>,
+    /// [`State::snapshot`] of the state at its frame, made beside the decoding; `None` where the
+    /// backend had no use for it (the CPU's snapshot follows its fields).
+    pub snapshot: Option<Arc<Snapshot>>,
+}
+
+impl RestoredState {
+    /// The snapshot of the restored state: the one made beside the decoding, or one made now.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        let point = &self.point;
+        self.snapshot.clone().unwrap_or_else(|| Arc::new(point.state.snapshot(point.frame, point.counters)))
     }
 }
 

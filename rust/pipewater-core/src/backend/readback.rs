@@ -222,6 +222,14 @@ impl Readbacks {
         self.latest = Arc::new(state.snapshot(frames, counters));
     }
 
+    /// [`Readbacks::load`] with the loaded state's snapshot made already (on the worker that
+    /// decoded a save).
+    pub fn load_snapshot(&mut self, snapshot: Arc<Snapshot>) {
+        self.generation += 1;
+        self.whole = true;
+        self.latest = snapshot;
+    }
+
     /// Whether every cell of [`Readbacks::latest`] shows its frame (a full read, or the load with
     /// no tile read since): whether the snapshot is a state the water could go on from.
     pub fn latest_is_whole(&self) -> bool {

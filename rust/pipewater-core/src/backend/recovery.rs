@@ -125,6 +125,14 @@ impl RecoveryReads {
         self.point = Arc::new(ExactPoint { state: state.clone(), counters, frame: frames });
     }
 
+    /// [`RecoveryReads::load`] of a state already shared (a restore decoded on a worker): the
+    /// same, without copying it.
+    pub fn load_point(&mut self, point: Arc<ExactPoint>) {
+        self.generation += 1;
+        self.last_issued = point.frame;
+        self.point = point;
+    }
+
     /// The load generation.
     pub fn generation(&self) -> u64 {
         self.generation

@@ -25,7 +25,7 @@ mod sources;
 pub use edits::basin_fill;
 pub use queries::sample_surface;
 pub use recovery::DeviceLoss;
-pub use save_jobs::{RestoreJob, SaveJob};
+pub use save_jobs::{RestoreJob, SaveJob, DEFAULT_RESTORE_BYTES_PER_POLL, RESTORE_BYTES_PER_CELL};
 
 use crate::backend::cpu::CpuBackend;
 use crate::backend::{Backend, BackendKind, CellWater, FramePlan, PipeNudge};
@@ -113,6 +113,9 @@ pub struct Simulation {
     solidified: u64,
     /// Quanta per cell that cooling owes from earlier frames ([`crate::cooling::quanta_per_cell`]).
     cooling_carry: f64,
+    /// A load being applied over several frames ([`Simulation::poll_restore`]): until it lands
+    /// the water waits and edits are refused.
+    restoring: Option<Box<save_jobs::Applying>>,
 }
 
 impl Simulation {
@@ -161,6 +164,7 @@ impl Simulation {
             sleeping: true,
             solidified: 0,
             cooling_carry: 0.0,
+            restoring: None,
         }
     }
 
@@ -335,6 +339,10 @@ impl Simulation {
     /// than [`MIN_STEP`] are not dropped: their time is carried into the next frame.
     pub fn advance(&mut self, delta: f32) -> Result<FrameReport> {
         check_range("delta", delta, 0.0, MAX_FRAME_DELTA)?;
+        if self.restoring.is_some() {
+            // The water waits for a load being applied (see `poll_restore`).
+            return self.wait_for_restore();
+        }
         let delta = delta + self.carried_time;
         if delta < MIN_STEP {
             self.carried_time = delta;
@@ -362,6 +370,7 @@ impl Simulation {
     /// benchmarks that need a fixed step; games call [`Simulation::advance`].
     pub fn run_steps(&mut self, step: f32, substeps: u32) -> Result<()> {
         check_range("step", step, MIN_STEP, MAX_STEP_LENGTH)?;
+        self.refuse_while_restoring("run_steps")?;
         if substeps == 0 {
             return Ok(());
         }

@@ -158,6 +158,12 @@ impl Simulation {
         }
         check_edge_limits(&saved.params, g, &saved.state.terrain).map_err(|e| Error::InvalidSave(format!("its parameters do not fit its terrain: {e}")))?;
         self.on_backend(|b| b.restore(&saved.state, saved.counters, saved.frames))?;
+        self.take_saved(saved)
+    }
+
+    /// After the backend holds a save's fields: everything else the save holds (parameters,
+    /// sources, remainders, clock); the detail waves start at rest.
+    pub(super) fn take_saved(&mut self, saved: SavedState) -> Result<()> {
         self.pending_nudges.clear();
         if let Some(detail) = &mut self.detail {
             detail.restart();

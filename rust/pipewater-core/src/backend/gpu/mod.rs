@@ -998,6 +998,40 @@ impl GpuBackend {
 impl Backend for GpuBackend {
     crate::gpu_backend_methods!();
 
+    fn restore_rows(&mut self, state: &State, rows: std::ops::Range<u32>) -> Result<bool> {
+        self.host.check_grid(state, "restored grid")?;
+        let w = state.grid.width as usize;
+        let cells = rows.start as usize * w..(rows.end as usize * w).min(state.terrain.len());
+        let (q, at) = (&self.ctx.queue, |bytes_per_cell: usize| (cells.start * bytes_per_cell) as u64);
+        // Into copy 0, where `upload` puts a whole state: `finish_restore` makes it current.
+        q.write_buffer(&self.terrain, at(4), bytemuck::cast_slice(&state.terrain[cells.clone()]));
+        q.write_buffer(&self.step_terrain, at(4), bytemuck::cast_slice(&state.terrain[cells.clone()]));
+        q.write_buffer(&self.displacement, at(4), bytemuck::cast_slice(&vec![0.0f32; cells.len()]));
+        q.write_buffer(&self.depth[0], at(4), bytemuck::cast_slice(&state.depth[cells.clone()]));
+        q.write_buffer(&self.flux[0], at(16), bytemuck::cast_slice(&state.flow[cells]));
+        // Submitted part by part, so the staging memory holds one part, not the whole state.
+        q.submit([]);
+        self.check()?;
+        Ok(true)
+    }
+
+    fn finish_restore(&mut self, restored: &super::RestoredState, rows_written: bool) -> Result<()> {
+        let point = &restored.point;
+        if !rows_written {
+            return self.restore(&point.state, point.counters, point.frame);
+        }
+        let q = &self.ctx.queue;
+        q.write_buffer(&self.uniforms, 0, bytemuck::bytes_of(&self.host.constants));
+        q.write_buffer(&self.counters, 0, bytemuck::cast_slice(&point.counters.to_device_words()));
+        self.host.loaded_restored(restored);
+        self.sleeping.reset_lists(&self.ctx);
+        if let Some(detail) = &mut self.detail {
+            detail.clear();
+        }
+        self.ctx.queue.submit([]);
+        self.check()
+    }
+
     fn begin_state_read(&mut self) -> Result<super::StateReader> {
         self.begin_whole_read()
     }
