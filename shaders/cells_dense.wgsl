@@ -10,6 +10,11 @@ fn cell_slots(cell: vec2<i32>) -> vec2<u32> {
     return vec2<u32>(i, i);
 }
 
+// The plan runs every tile of a dense grid, one invocation each.
+fn planned_tile(id: u32) -> u32 {
+    return id;
+}
+
 // Every tile of a dense grid holds its fields, so every tile may step.
 fn tile_steppable(x: u32, y: u32) -> bool {
     return true;

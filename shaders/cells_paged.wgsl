@@ -14,9 +14,23 @@ const NO_PAGE: u32 = 0xffffffffu;
 const ZERO_SLOT: u32 = 0u;
 
 @group(1) @binding(0) var<storage, read> page_slots: array<vec2<u32>>;
+// The pages the plan runs: those with water fields (no other page can step), as a count and
+// the pages.
+@group(1) @binding(1) var<storage, read> planned_pages: array<u32>;
+
+// Cells along a page's side (tiles.size.x, as a constant: the divisions by it are the step's
+// every load).
+override PAGE_SIDE: u32 = 56u;
+
+fn planned_tile(id: u32) -> u32 {
+    if id < planned_pages[0] {
+        return planned_pages[1u + id];
+    }
+    return NO_PAGE;
+}
 
 fn cell_slots(cell: vec2<i32>) -> vec2<u32> {
-    let side = tiles.size.x;
+    let side = PAGE_SIDE;
     let page = vec2<u32>(cell) / side;
     let within = vec2<u32>(cell) - page * side;
     return page_slots[page.y * tiles.tiles.x + page.x] * (side * side) + within.y * side + within.x;
@@ -48,8 +62,8 @@ fn tile_steppable(x: u32, y: u32) -> bool {
 // TILE_WET_NORTH on: bits N, E, S, W for the page's edge rows and columns, then NE, SE, SW, NW
 // for its corner cells. The next step may move its water into those pages.
 fn wet_edges(cell: vec2<i32>) -> u32 {
-    let last = tiles.size.x - 1u;
-    let within = vec2<u32>(cell) % tiles.size.x;
+    let last = PAGE_SIDE - 1u;
+    let within = vec2<u32>(cell) % PAGE_SIDE;
     let n = within.y == 0u;
     let e = within.x == last;
     let s = within.y == last;

@@ -55,34 +55,35 @@ fn on_exchanging_edge(x: u32, y: u32) -> bool {
         || (x == 0u && b.w != BOUNDARY_WALL);
 }
 
-// Whether water lies beside tile (x, y) in a neighbouring page of a world (cells_paged.wgsl): a wet cell of that page on the
-// border it shares with this one, which the next step may move here.
-fn water_at_the_border(x: u32, y: u32) -> bool {
-    if !PAGED {
+// Whether, in a world of pages (cells_paged.wgsl), water of tile (x, y), whose last flags are
+// `flags`, lies at its border with a neighbouring page that cannot step: the next step would move
+// it there, and that page would not take it in.
+fn water_beside_a_page_that_cannot_step(x: u32, y: u32, flags: u32) -> bool {
+    if !PAGED || (flags & TILE_WET) == 0u {
         return false;
     }
-    // For each neighbour (dx, dy): the wet_edges bit (before TILE_WET_NORTH) of its border
-    // towards this tile.
-    let towards = array<u32, 9>(32u, 4u, 64u, 2u, 0u, 8u, 16u, 1u, 128u);
+    // For each neighbour (dx, dy): the wet_edges bit (before TILE_WET_NORTH) of this tile's
+    // border towards it.
+    let towards = array<u32, 9>(128u, 1u, 16u, 8u, 0u, 2u, 64u, 4u, 32u);
     for (var dy = -1; dy <= 1; dy++) {
         for (var dx = -1; dx <= 1; dx++) {
             let nx = i32(x) + dx;
             let ny = i32(y) + dy;
-            if (dx != 0 || dy != 0) && nx >= 0 && ny >= 0 && nx < i32(tiles.tiles.x) && ny < i32(tiles.tiles.y) {
-                let flags = tile_flags_before[u32(ny) * tiles.tiles.x + u32(nx)];
-                if (flags & (towards[(dy + 1) * 3 + dx + 1] * TILE_WET_NORTH)) != 0u {
-                    return true;
-                }
+            let bit = towards[(dy + 1) * 3 + dx + 1] * TILE_WET_NORTH;
+            if (flags & bit) != 0u && nx >= 0 && ny >= 0 && nx < i32(tiles.tiles.x) && ny < i32(tiles.tiles.y) && !tile_steppable(u32(nx), u32(ny)) {
+                return true;
             }
         }
     }
     return false;
 }
 
-fn plan(t: u32, first_step: bool) {
-    if t == 0u {
+fn plan(id: u32, first_step: bool) {
+    if id == 0u {
         atomicStore(&next_awake_list[0], 0u);
     }
+    // Every tile of a dense grid; a world's pages with water fields (cells_paged.wgsl).
+    let t = planned_tile(id);
     let count = tiles.tiles.x * tiles.tiles.y;
     if t >= count {
         return;
@@ -109,14 +110,15 @@ fn plan(t: u32, first_step: bool) {
         }
     }
     if awake && !tile_steppable(x, y) {
-        // A page of a world whose neighbourhood does not hold its fields yet: stepping it would
-        // read pages that hold none. The host keeps the pages around water resident far enough
-        // ahead that this finds no water nearby (world.rs); water beside it would be a fault,
-        // counted in the report's last word.
+        // A page of a world whose neighbourhood does not hold its terrain yet: stepping it would
+        // read pages that hold none.
         awake = false;
-        if water_at_the_border(x, y) {
-            atomicAdd(&sleep_stats[3], 1u);
-        }
+    }
+    // The host keeps the pages around water resident far enough ahead that no water lies
+    // beside a page that cannot step (world.rs); a fault if it does, counted in the report's
+    // last word.
+    if water_beside_a_page_that_cannot_step(x, y, tile_flags_before[t]) {
+        atomicAdd(&sleep_stats[3], 1u);
     }
     if awake {
         let slot = atomicAdd(&awake_list[0], 1u);

@@ -158,6 +158,9 @@ pub struct World {
     wetted: Vec<(usize, u64)>,
     fields: Fields,
     page_slots: wgpu::Buffer,
+    /// The pages the plan runs (`cells_paged.wgsl`): a count, then the pages with water fields.
+    planned: wgpu::Buffer,
+    planned_count: u32,
     uniforms: wgpu::Buffer,
     counters: wgpu::Buffer,
     tile_params: wgpu::Buffer,
@@ -195,16 +198,16 @@ struct WorldPipelines {
 }
 
 impl WorldPipelines {
-    fn new(ctx: &GpuContext) -> WorldPipelines {
+    fn new(ctx: &GpuContext, side: u32) -> WorldPipelines {
         let device = &ctx.device;
         let page_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("world pages"),
-            entries: &[wgpu::BindGroupLayoutEntry {
-                binding: 0,
+            entries: &[0, 1].map(|binding| wgpu::BindGroupLayoutEntry {
+                binding,
                 visibility: wgpu::ShaderStages::COMPUTE,
                 ty: wgpu::BindingType::Buffer { ty: wgpu::BufferBindingType::Storage { read_only: true }, has_dynamic_offset: false, min_binding_size: None },
                 count: None,
-            }],
+            }),
         });
         let tiles_module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("world tiles"),
@@ -221,7 +224,7 @@ impl WorldPipelines {
                 layout: Some(&tiles_layout),
                 module: &tiles_module,
                 entry_point: Some(entry),
-                compilation_options: wgpu::PipelineCompilationOptions::default(),
+                compilation_options: wgpu::PipelineCompilationOptions { constants: &[("PAGE_SIDE", side as f64)], zero_initialize_workgroup_memory: true },
                 cache: None,
             })
         };
@@ -286,7 +289,8 @@ impl World {
         let stats = buffer("world sleep stats", 16, U::STORAGE | U::COPY_SRC | U::COPY_DST);
         // The plan marks the pages it steps stale for a snapshot the world does not take yet.
         let stale = buffer("world stale pages", 4 * n, U::STORAGE);
-        let pipelines = WorldPipelines::new(&ctx);
+        let pipelines = WorldPipelines::new(&ctx, side);
+        let planned = buffer("planned pages", 4 * (n + 1), U::STORAGE | U::COPY_DST);
         let page_cells = (side * side) as u64;
         let fields = Fields::new(device, 16, 17, page_cells);
         let free_terrain: Vec<u32> = (0..fields.terrain_capacity as u32).rev().collect();
@@ -296,7 +300,7 @@ impl World {
         let page_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("world pages"),
             layout: &pipelines.page_layout,
-            entries: &[wgpu::BindGroupEntry { binding: 0, resource: page_slots.as_entire_binding() }],
+            entries: &[wgpu::BindGroupEntry { binding: 0, resource: page_slots.as_entire_binding() }, wgpu::BindGroupEntry { binding: 1, resource: planned.as_entire_binding() }],
         });
         let plan_groups = [0, 1].map(|k| {
             let buffers = [&uniforms, &tile_params, &flags[1 - k], &flags[k], &wakes, &lists[k], &lists[1 - k], &stats, &stale];
@@ -325,6 +329,8 @@ impl World {
             wetted: Vec::new(),
             fields,
             page_slots,
+            planned,
+            planned_count: 0,
             uniforms,
             counters,
             tile_params,
@@ -549,7 +555,8 @@ impl World {
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("world frame") });
         let mode = StepMode::of(c);
         if self.step_pipeline.as_ref().is_none_or(|(m, _)| *m != mode) {
-            let constants = mode.overrides(&self.ctx.kernel);
+            let mut constants = mode.overrides(&self.ctx.kernel).to_vec();
+            constants.push(("PAGE_SIDE", self.side as f64));
             let pipeline = self.ctx.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some("world step_columns"),
                 layout: Some(&self.pipelines.layout),
@@ -561,7 +568,8 @@ impl World {
             self.step_pipeline = Some((mode, pipeline));
         }
         let step = &self.step_pipeline.as_ref().expect("made above").1;
-        let groups = (self.pages.count() as u32).div_ceil(TILES_WORKGROUP);
+        // At least one workgroup: its first invocation empties the next step's list.
+        let groups = self.planned_count.div_ceil(TILES_WORKGROUP).max(1);
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("world frame"), timestamp_writes: None });
             if water > 0 {
@@ -686,6 +694,12 @@ impl World {
         }
         if changed {
             self.ctx.queue.write_buffer(&self.page_slots, 0, bytemuck::cast_slice(&self.slots));
+            let planned: Vec<u32> = (0..self.slots.len() as u32).filter(|&p| self.slots[p as usize][1] != ZERO_SLOT).collect();
+            self.planned_count = planned.len() as u32;
+            let mut words = Vec::with_capacity(planned.len() + 1);
+            words.push(self.planned_count);
+            words.extend(planned);
+            self.ctx.queue.write_buffer(&self.planned, 0, bytemuck::cast_slice(&words));
         }
         Ok(())
     }
