@@ -186,6 +186,10 @@ pub struct World {
     report: WorldReport,
     /// Tests only: residency follows edits alone and never the water (`hold_residency`).
     residency_held: bool,
+    /// Whether what residency follows changed since it was last worked out: the wet pages, the
+    /// edits, the edges that exchange water. Working it out walks every page of the world.
+    residency_stale: bool,
+    residency_edges: Option<[u32; 4]>,
 }
 
 struct WorldPipelines {
@@ -354,6 +358,8 @@ impl World {
             last_constants: None,
             report: WorldReport { pages: count, capacity: 16, ..WorldReport::default() },
             residency_held: false,
+            residency_stale: true,
+            residency_edges: None,
             ctx,
         })
     }
@@ -450,6 +456,7 @@ impl World {
     #[doc(hidden)]
     pub fn hold_residency(&mut self, hold: bool) {
         self.residency_held = hold;
+        self.residency_stale = true;
     }
 
     /// Bytes the host holds for the terrain of pages set apart from the ground.
@@ -472,6 +479,7 @@ impl World {
             let (page, _) = self.page_cell(x, y);
             if quanta > 0 {
                 self.wetted.push((page, self.report.steps));
+                self.residency_stale = true;
             }
             self.mark(page);
             self.pending_water.push(PendingWater { page, within: (y % self.side) * self.side + x % self.side, quanta });
@@ -618,7 +626,17 @@ impl World {
     fn update_residency(&mut self, c: Option<&StepConstants>) -> Result<()> {
         let [tx, ty] = self.pages.tiles;
         let observed = self.observed_step;
+        let wetted = self.wetted.len();
         self.wetted.retain(|&(_, step)| step >= observed);
+        let edges = c.map(|c| c.boundary);
+        if edges.is_some() && edges != self.residency_edges {
+            self.residency_edges = edges;
+            self.residency_stale = true;
+        }
+        if !self.residency_stale && wetted == self.wetted.len() {
+            return Ok(());
+        }
+        self.residency_stale = false;
         // Per page: 0 nothing, 1 terrain, 2 terrain and water.
         let mut needed = vec![0u8; self.pages.count()];
         let keep_around = |page: usize, needed: &mut Vec<u8>| {
@@ -810,9 +828,13 @@ impl World {
                 let words: &[u32] = bytemuck::cast_slice(&bytes[..4 * n + 16]);
                 if read.step >= self.observed_step {
                     self.report.awake = words[n + 2];
+                    let mut changed = false;
                     for (wet, &w) in self.wet.iter_mut().zip(&words[..n]) {
-                        *wet = w & TILE_WET != 0;
+                        let now = w & TILE_WET != 0;
+                        changed |= *wet != now;
+                        *wet = now;
                     }
+                    self.residency_stale |= changed;
                     self.observed_step = read.step;
                 }
                 self.report.faults += words[n + 3] as u64;
