@@ -68,6 +68,8 @@ func _run() -> void:
 	await _test_a_state_saved_as_res_and_tres_loads_back()
 	await _test_bad_states_are_refused_and_the_water_is_kept()
 	await _test_a_scene_with_baked_water_runs_from_it_exactly()
+	await _test_async_save_and_load_match_the_synchronous_ones()
+	await _test_async_save_and_load_report_bad_paths_and_files()
 	_test_a_baked_state_compresses_on_disk()
 	await _test_a_level_edge_fills_a_dry_basin_towards_its_level()
 	await _test_an_initial_current_flows_at_once_and_after_reset()
@@ -519,6 +521,123 @@ func _test_bad_states_are_refused_and_the_water_is_kept() -> void:
 		_check(not accepted and message.contains(case[1]),
 				"a %s state is refused: \"%s\"" % [case[1], message])
 		_near(water.get_total_water(), total, EXACT, "and the water is kept")
+	await _free(water)
+
+
+## Awaits physics frames, stepping [param water] by hand in each, until [param outcomes] holds
+## an entry (a signal's arguments) or [param frames] passed; returns the frames it took.
+func _step_until_signal(water: PipeWater, outcomes: Array, frames: int) -> int:
+	var waited := 0
+	while outcomes.is_empty() and waited < frames:
+		water.step(1.0 / 30.0)
+		await physics_frame
+		waited += 1
+	return waited
+
+
+## The water's depths, total and ledger, to compare two moments exactly.
+func _water_fingerprint(water: PipeWater) -> Array:
+	return [water.get_water_region(Rect2i(Vector2i.ZERO, water.grid_size)), _ledger_values(water)]
+
+
+func _test_async_save_and_load_match_the_synchronous_ones() -> void:
+	print("-- save_state_async to a file while the water steps, load_state_file_async back: as save_state / load_state")
+	var water: PipeWater = await _make_stirred_water()
+	var path := "user://pipewater_async_test.pwstate"
+	var at_save: PipeWaterState = water.save_state()
+	var saved_fingerprint: Array = _water_fingerprint(water)
+	var saves: Array = []
+	var loads: Array = []
+	water.state_saved.connect(func(p: String, error: int, state: PipeWaterState) -> void: saves.append([p, error, state]))
+	water.state_loaded.connect(func(p: String, error: int) -> void: loads.append([p, error]))
+	_check(water.save_state_async(path) == OK, "save_state_async starts")
+	_check(water.is_saving_state(), "is_saving_state is true while it runs")
+	_check(water.save_state_async(path) == ERR_BUSY, "a second save while one runs is ERR_BUSY")
+	var frames: int = await _step_until_signal(water, saves, 600)
+	_check(saves.size() == 1, "state_saved is emitted once, after %d frames of stepping" % frames)
+	if saves.size() != 1:
+		await _free(water)
+		return
+	var async_state: PipeWaterState = saves[0][2]
+	_check(saves[0][0] == path and saves[0][1] == OK and async_state != null,
+			"state_saved(%s, %s) brings a PipeWaterState" % [saves[0][0], error_string(saves[0][1])])
+	_check(async_state.data == at_save.data,
+			"its %d bytes are save_state's of the frame the save began on" % async_state.data.size())
+	_check(FileAccess.get_file_as_bytes(path) == at_save.data, "the file holds the same bytes")
+	_check(not water.is_saving_state(), "is_saving_state is false once it is emitted")
+	_check(_water_fingerprint(water) != saved_fingerprint, "the water stepped on while it saved")
+
+	_check(water.load_state_file_async(path) == OK, "load_state_file_async starts")
+	_check(water.is_loading_state(), "is_loading_state is true while it runs")
+	_check(water.load_state_async(at_save) == ERR_BUSY, "a second load while one runs is ERR_BUSY")
+	frames = await _step_until_signal(water, loads, 600)
+	_check(loads.size() == 1 and loads[0][0] == path and loads[0][1] == OK,
+			"state_loaded(%s, OK) after %d frames" % [path, frames])
+	var loaded_fingerprint: Array = _water_fingerprint(water)
+	print("saved ledger %s, after the asynchronous load %s" % [saved_fingerprint[1], loaded_fingerprint[1]])
+	_check(loaded_fingerprint == saved_fingerprint, "depths and ledger are the saved ones, exactly")
+	for i in 20:
+		water.step(1.0 / 30.0)
+	var async_run: Array = _water_fingerprint(water)
+	_check(water.load_state(at_save), "load_state of the synchronous save")
+	for i in 20:
+		water.step(1.0 / 30.0)
+	_check(_water_fingerprint(water) == async_run,
+			"20 steps after the asynchronous load equal 20 steps after load_state, cell for cell")
+	loads.clear()
+	_check(water.load_state_async(at_save) == OK, "load_state_async of a PipeWaterState starts")
+	frames = await _step_until_signal(water, loads, 600)
+	_check(loads.size() == 1 and loads[0][0] == "" and loads[0][1] == OK,
+			"state_loaded(\"\", OK) after %d frames" % frames)
+	_check(_water_fingerprint(water) == saved_fingerprint, "and the water is the saved one again")
+	var after: Dictionary = water.get_water_ledger()
+	_near(after["total"], after["expected"], VOLUME_TOLERANCE, "total = expected after the loads")
+	DirAccess.remove_absolute(ProjectSettings.globalize_path(path))
+	await _free(water)
+
+
+func _test_async_save_and_load_report_bad_paths_and_files() -> void:
+	print("-- asynchronous saves and loads of bad paths and files (each should print a PipeWater error)")
+	var water: PipeWater = await _make_stirred_water()
+	var kept: Array = _water_fingerprint(water)
+	var saves: Array = []
+	var loads: Array = []
+	water.state_saved.connect(func(p: String, error: int, state: PipeWaterState) -> void: saves.append([p, error, state]))
+	water.state_loaded.connect(func(p: String, error: int) -> void: loads.append([p, error]))
+	_check(water.load_state_async(null) == ERR_INVALID_PARAMETER, "load_state_async(null) is ERR_INVALID_PARAMETER")
+	_check(water.load_state_file_async("") == ERR_INVALID_PARAMETER, "an empty path is ERR_INVALID_PARAMETER")
+	_check(water.save_state_async("user://no_such_folder/water.pwstate") == OK, "a save into a missing folder starts")
+	await _step_until_signal(water, saves, 600)
+	_check(saves.size() == 1 and saves[0][1] == ERR_FILE_CANT_WRITE and saves[0][2] == null,
+			"and ends in state_saved with ERR_FILE_CANT_WRITE and no state (%s)" % [saves])
+	var good: PipeWaterState = water.save_state()
+	kept = _water_fingerprint(water)
+	var corrupt_path := "user://pipewater_corrupt_test.pwstate"
+	var file := FileAccess.open(corrupt_path, FileAccess.WRITE)
+	file.store_buffer(good.data.slice(0, good.data.size() / 2))
+	file.close()
+	var other := PipeWaterState.new()
+	var small: PipeWater = await _make_cpu_water(Vector2i(12, 12), 1.0, Vector3.ZERO)
+	other = small.save_state()
+	await _free(small)
+	var cases: Array = [
+		["user://no_such_save.pwstate", ERR_FILE_CANT_OPEN, "no such save"],
+		[corrupt_path, ERR_INVALID_DATA, "truncated"],
+		[other, ERR_INVALID_DATA, "grid"],
+	]
+	for case: Array in cases:
+		loads.clear()
+		water.clear_last_error()
+		var started: int = water.load_state_async(case[0]) if case[0] is PipeWaterState else water.load_state_file_async(case[0])
+		_check(started == OK, "the load of %s starts" % case[2])
+		# The water must not move while we wait: nothing steps it here.
+		while loads.is_empty():
+			await physics_frame
+		var message: String = water.get_last_error()
+		_check(loads[0][1] == case[1], "%s: state_loaded with %s (%s): \"%s\"" % [
+				case[2], error_string(case[1]), error_string(loads[0][1]), message])
+		_check(_water_fingerprint(water) == kept, "and the water is kept")
+	DirAccess.remove_absolute(ProjectSettings.globalize_path(corrupt_path))
 	await _free(water)
 
 

@@ -37,6 +37,9 @@ pub enum Error {
     /// A saved state could not be restored: not a PipeWater state, truncated, corrupt, from a
     /// newer format version, inconsistent, or made for another grid. Says which.
     InvalidSave(String),
+    /// The simulation is applying a load ([`crate::Simulation::poll_restore`]): until it lands the
+    /// water waits and calls that read, edit or step it are refused. Says which call.
+    Busy(String),
 }
 
 impl Error {
@@ -59,6 +62,7 @@ impl fmt::Display for Error {
             Error::Gpu(why) => write!(f, "GPU error: {why}"),
             Error::DeviceLost(why) => write!(f, "the GPU device was lost: {why}"),
             Error::InvalidSave(why) => write!(f, "cannot restore the saved state: {why}"),
+            Error::Busy(why) => write!(f, "{why}"),
         }
     }
 }

@@ -488,6 +488,8 @@ pub struct PipeWater {
     /// The sources of the `PipeWaterSource` nodes, by node.
     source_placements: SourcePlacements,
     terrain_link: terrain_source::TerrainLink,
+    /// `save_state_async()` and `load_state_async()` running.
+    state_jobs: persistence::StateJobs,
     base: Base<Node3D>,
 }
 
@@ -530,6 +532,21 @@ impl PipeWater {
     /// `set_initial_velocity()` restarted from it.
     #[signal]
     fn simulation_reset();
+
+    /// Emitted when a `save_state_async()` finished: `error` is `OK` and `state` holds the water
+    /// of the frame the save began on (also written to `path` unless it is empty), or `error`
+    /// says why not (`ERR_FILE_CANT_WRITE`: `path` could not be written; `FAILED`: the GPU could
+    /// not be read) and `state` is null.
+    #[signal]
+    fn state_saved(path: GString, error: i64, state: Option<Gd<PipeWaterState>>);
+
+    /// Emitted when a `load_state_async()` (`path` empty) or `load_state_file_async()` finished:
+    /// `error` is `OK` and the water goes on from the loaded state, or `error` says why not and the
+    /// water is as it was (`ERR_FILE_CANT_OPEN`: no readable file at `path`;
+    /// `ERR_INVALID_DATA`: not a PipeWater state, truncated, corrupt, from a newer PipeWater, or
+    /// saved for another `grid_size` or `cell_size`).
+    #[signal]
+    fn state_loaded(path: GString, error: i64);
 
     // ---- properties -------------------------------------------------------------------------
 

@@ -101,7 +101,7 @@ impl Simulation {
     /// moves the water to the next backend ([`Simulation::recover`]) and runs `call` there.
     pub(super) fn on_backend<T>(&mut self, call: impl Fn(&mut dyn Backend) -> Result<T>) -> Result<T> {
         // Reads, edits and steps wait for a load being applied: its rows are half written.
-        self.refuse_while_restoring("this call")?;
+        self.refuse_while_restoring("reading, editing or stepping the water")?;
         match call(self.backend.as_mut()) {
             Err(e) if e.is_device_failure() && self.backend.kind() != BackendKind::Cpu => {
                 self.recover(e)?;

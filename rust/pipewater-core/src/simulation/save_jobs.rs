@@ -351,11 +351,10 @@ impl Simulation {
     pub(super) fn refuse_while_restoring(&self, what: &str) -> Result<()> {
         match &self.restoring {
             None => Ok(()),
-            Some(applying) => Err(Error::invalid(
-                "call",
-                format!("{what} while a load is applied ({} of {} rows in)", applying.next_row, self.grid.height),
-                "none until Simulation::poll_restore gives the load's outcome (the water waits meanwhile)",
-            )),
+            Some(applying) => Err(Error::Busy(format!(
+                "{what} is refused while a load is being applied ({} of {} rows in): the water waits until the load lands",
+                applying.next_row, self.grid.height
+            ))),
         }
     }
 

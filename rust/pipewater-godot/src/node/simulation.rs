@@ -243,6 +243,10 @@ impl PipeWater {
     /// the detail window moved and the water advanced by `delta × time_scale` unless paused,
     /// then the outputs.
     pub(super) fn physics_frame(&mut self, delta: f64) {
+        if self.poll_state_jobs() {
+            // A load is being applied: the water waits, and the textures show it as it was.
+            return;
+        }
         if !self.ensure_sim() {
             return;
         }
