@@ -51,6 +51,7 @@ func _run() -> void:
 	await _test_a_probe_body_floats_and_the_surface_material_reads_the_gpu_textures()
 	await _test_a_hull_floats_and_pushes_water_on_the_rendering_device()
 	await _test_load_state_replays_the_same_frames_on_the_rendering_device()
+	await _test_async_save_and_load_on_the_rendering_device_match_the_synchronous_ones()
 	await _test_a_state_saved_on_the_rendering_device_loads_on_the_cpu()
 	await _test_a_wrong_size_state_is_refused_and_the_water_is_kept()
 	await _test_a_state_loaded_while_reads_are_in_flight_never_answers_with_old_water()
@@ -476,6 +477,49 @@ func _test_load_state_replays_the_same_frames_on_the_rendering_device() -> void:
 	_check(first["ledger"]["total"] == first["ledger"]["expected"],
 			"and it balances: total %.6f m³ = expected %.6f m³" % [
 				first["ledger"]["total"], first["ledger"]["expected"]])
+	var cells: float = _largest_depth_difference(first["image"], second["image"])
+	_check(cells <= MAX_DEPTH_DIFFERENCE,
+			"every cell's depth agrees: largest difference %.7f m ≤ %.4f m" % [cells, MAX_DEPTH_DIFFERENCE])
+	water.queue_free()
+	await process_frame
+
+
+func _test_async_save_and_load_on_the_rendering_device_match_the_synchronous_ones() -> void:
+	print("-- save_state_async and load_state_async on the RenderingDevice, against save_state and load_state")
+	var water: PipeWater = await _make_flowing_rd_water()
+	var saved_ledger: Dictionary = water.get_water_ledger()
+	var state: PipeWaterState = water.save_state()
+	var saves: Array = []
+	var loads: Array = []
+	water.state_saved.connect(func(p: String, error: int, s: PipeWaterState) -> void: saves.append([p, error, s]))
+	water.state_loaded.connect(func(p: String, error: int) -> void: loads.append([p, error]))
+	_check(water.save_state_async("") == OK, "save_state_async(\"\") starts")
+	var frames := 0
+	while saves.is_empty() and frames < 600:
+		await physics_frame
+		frames += 1
+	_check(saves.size() == 1 and saves[0][1] == OK and saves[0][2] != null
+			and (saves[0][2] as PipeWaterState).data == state.data,
+			"state_saved after %d frames brings save_state's bytes" % frames)
+	var first: Dictionary = await _run_and_record(water)
+	_check(water.load_state_async(state) == OK, "load_state_async starts")
+	frames = 0
+	while loads.is_empty() and frames < 600:
+		await physics_frame
+		frames += 1
+	_check(loads.size() == 1 and loads[0][1] == OK, "state_loaded(\"\", OK) after %d frames" % frames)
+	_ledgers_equal(water.get_water_ledger(), saved_ledger, "right after the load the ledger is the saved one")
+	var second: Dictionary = await _run_and_record(water)
+	var worst := 0.0
+	for i in range(QUERY_FRAMES, FRAMES_AFTER_SAVE):
+		for k in SAVE_PROBE_POINTS.size():
+			var a: float = first["heights"][i][k]
+			var b: float = second["heights"][i][k]
+			worst = maxf(worst, absf(a - b) if is_finite(a) and is_finite(b) else INF)
+	_check(worst <= MAX_DEPTH_DIFFERENCE,
+			"the frames after it match those after the save: largest get_height difference %.7f m ≤ %.4f m" % [
+				worst, MAX_DEPTH_DIFFERENCE])
+	_ledgers_equal(second["ledger"], first["ledger"], "after the same frames the ledger is the same")
 	var cells: float = _largest_depth_difference(first["image"], second["image"])
 	_check(cells <= MAX_DEPTH_DIFFERENCE,
 			"every cell's depth agrees: largest difference %.7f m ≤ %.4f m" % [cells, MAX_DEPTH_DIFFERENCE])

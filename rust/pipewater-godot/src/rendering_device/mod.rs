@@ -864,8 +864,13 @@ fn callable_variant(c: &Callable) -> Variant {
 }
 
 fn update(rd: &mut Gd<RenderingDevice>, buffer: Rid, bytes: &[u8]) {
+    update_at(rd, buffer, 0, bytes);
+}
+
+/// [`update`] of the part of `buffer` from byte `offset` on.
+fn update_at(rd: &mut Gd<RenderingDevice>, buffer: Rid, offset: u32, bytes: &[u8]) {
     if !bytes.is_empty() {
-        rd.buffer_update(buffer, 0, bytes.len() as u32, &bytes_of(bytes));
+        rd.buffer_update(buffer, offset, bytes.len() as u32, &bytes_of(bytes));
     }
 }
 
@@ -908,6 +913,42 @@ impl Backend for RdBackend {
 
     fn description(&self) -> String {
         self.description.clone()
+    }
+
+    fn restore_rows(&mut self, state: &State, rows: std::ops::Range<u32>) -> Result<bool> {
+        let mut rd = self.check_device()?;
+        self.host.check_grid(state, "restored grid")?;
+        let w = state.grid.width as usize;
+        let cells = rows.start as usize * w..(rows.end as usize * w).min(state.terrain.len());
+        let at = |bytes_per_cell: usize| (cells.start * bytes_per_cell) as u32;
+        // Into copy 0, where `upload` puts a whole state: `finish_restore` makes it current.
+        update_at(&mut rd, self.terrain, at(4), bytemuck::cast_slice(&state.terrain[cells.clone()]));
+        update_at(&mut rd, self.step_terrain, at(4), bytemuck::cast_slice(&state.terrain[cells.clone()]));
+        update_at(&mut rd, self.displacement, at(4), bytemuck::cast_slice(&vec![0.0f32; cells.len()]));
+        update_at(&mut rd, self.depth[0], at(4), bytemuck::cast_slice(&state.depth[cells.clone()]));
+        update_at(&mut rd, self.flux[0], at(16), bytemuck::cast_slice(&state.flow[cells]));
+        Ok(true)
+    }
+
+    fn finish_restore(&mut self, restored: &pipewater_core::backend::RestoredState, rows_written: bool) -> Result<()> {
+        let point = &restored.point;
+        if !rows_written {
+            return self.restore(&point.state, point.counters, point.frame);
+        }
+        let mut rd = self.check_device()?;
+        update(&mut rd, self.counters, bytemuck::cast_slice(&point.counters.to_device_words()));
+        // What `upload` does after the fields, with the snapshot and recovery point made on the
+        // worker that decoded the save.
+        self.host.loaded_restored(restored);
+        for list in self.awake_lists {
+            update(&mut rd, list, bytemuck::cast_slice(&EMPTY_AWAKE_LIST));
+        }
+        update(&mut rd, self.tile_wakes, &vec![0u8; 4 * self.host.sleep.tiles().count()]);
+        self.recovery_parts.clear();
+        if let Some(detail) = &mut self.detail {
+            detail.clear(&mut rd);
+        }
+        self.record_frame(&FramePlan { constants: self.host.constants, substeps: 0, forcing: &[] })
     }
 
     fn set_terrain(&mut self, terrain: &[f32]) -> Result<()> {
