@@ -23,3 +23,7 @@ fn tile_steppable(x: u32, y: u32) -> bool {
 fn wet_edges(cell: vec2<i32>) -> u32 {
     return 0u;
 }
+
+fn water_beside_a_page_that_cannot_step(x: u32, y: u32, flags: u32) -> bool {
+    return false;
+}

@@ -1,5 +1,6 @@
 // Where a cell's fields lie in the step's buffers, for a world stored in pages (backend/gpu/
-// world.rs): a page is a sleeping tile of tiles.size cells (square), and its fields occupy slots
+// world.rs): a page is PAGE_SIDE × PAGE_SIDE cells, a column of PAGE_TILES sleeping tiles (the
+// step's workgroups: a strip's own columns by TILE_ROWS rows), and its fields occupy slots
 // of the buffers, rows of the page one after the other, wherever the host put them: one slot of
 // the terrain, one of the depth and pipes. `page_slots` names each page's two, (NO_PAGE, _) for a
 // page that holds nothing on the device. A page beside the water's neighbours holds only its
@@ -14,17 +15,19 @@ const NO_PAGE: u32 = 0xffffffffu;
 const ZERO_SLOT: u32 = 0u;
 
 @group(1) @binding(0) var<storage, read> page_slots: array<vec2<u32>>;
-// The pages the plan runs: those with water fields (no other page can step), as a count and
-// the pages.
-@group(1) @binding(1) var<storage, read> planned_pages: array<u32>;
+// The tiles the plan runs: those of the pages with water fields (no other tile can step), as a
+// count and the tiles.
+@group(1) @binding(1) var<storage, read> planned_tiles: array<u32>;
 
-// Cells along a page's side (tiles.size.x, as a constant: the divisions by it are the step's
-// every load).
+// Cells along a page's side (tiles.size.x), and rows of its tiles (tiles.size.y), as constants:
+// the divisions by them are the step's every load.
 override PAGE_SIDE: u32 = 56u;
+override TILE_ROWS: u32 = 56u;
+override PAGE_TILES: u32 = PAGE_SIDE / TILE_ROWS;
 
 fn planned_tile(id: u32) -> u32 {
-    if id < planned_pages[0] {
-        return planned_pages[1u + id];
+    if id < planned_tiles[0] {
+        return planned_tiles[1u + id];
     }
     return NO_PAGE;
 }
@@ -36,15 +39,21 @@ fn cell_slots(cell: vec2<i32>) -> vec2<u32> {
     return page_slots[page.y * tiles.tiles.x + page.x] * (side * side) + within.y * side + within.x;
 }
 
+// Pages along y (along x there are as many as strips of tiles).
+fn pages_high() -> u32 {
+    return (tiles.tiles.y + PAGE_TILES - 1u) / PAGE_TILES;
+}
+
 fn page_resident(x: i32, y: i32) -> bool {
-    if x < 0 || y < 0 || x >= i32(tiles.tiles.x) || y >= i32(tiles.tiles.y) {
+    if x < 0 || y < 0 || x >= i32(tiles.tiles.x) || y >= i32(pages_high()) {
         // Beyond the world's edge: the step reads nothing there.
         return true;
     }
     return page_slots[u32(y) * tiles.tiles.x + u32(x)].x != NO_PAGE;
 }
 
-fn tile_steppable(x: u32, y: u32) -> bool {
+// Whether page (x, y) may step: it has water fields, its eight neighbours their terrain.
+fn page_steppable(x: u32, y: u32) -> bool {
     if page_slots[y * tiles.tiles.x + x].y == ZERO_SLOT {
         return false;
     }
@@ -56,6 +65,33 @@ fn tile_steppable(x: u32, y: u32) -> bool {
         }
     }
     return true;
+}
+
+fn tile_steppable(x: u32, y: u32) -> bool {
+    return page_steppable(x, y / PAGE_TILES);
+}
+
+// Whether water of tile (x, y), whose last flags are `flags`, lies at its page's border with a
+// neighbouring page that cannot step: the next step would move it there, and that page would
+// not take it in.
+fn water_beside_a_page_that_cannot_step(x: u32, y: u32, flags: u32) -> bool {
+    if (flags & TILE_WET) == 0u {
+        return false;
+    }
+    let page = vec2<i32>(i32(x), i32(y / PAGE_TILES));
+    // For each neighbour (dx, dy): the wet_edges bit (before TILE_WET_NORTH) of the page's
+    // border towards it.
+    let towards = array<u32, 9>(128u, 1u, 16u, 8u, 0u, 2u, 64u, 4u, 32u);
+    for (var dy = -1; dy <= 1; dy++) {
+        for (var dx = -1; dx <= 1; dx++) {
+            let n = page + vec2<i32>(dx, dy);
+            let bit = towards[(dy + 1) * 3 + dx + 1] * TILE_WET_NORTH;
+            if (flags & bit) != 0u && n.x >= 0 && n.y >= 0 && n.x < i32(tiles.tiles.x) && n.y < i32(pages_high()) && !page_steppable(u32(n.x), u32(n.y)) {
+                return true;
+            }
+        }
+    }
+    return false;
 }
 
 // The flags of a wet cell: TILE_WET, and the neighbours of its page it lies beside, from

@@ -55,29 +55,6 @@ fn on_exchanging_edge(x: u32, y: u32) -> bool {
         || (x == 0u && b.w != BOUNDARY_WALL);
 }
 
-// Whether, in a world of pages (cells_paged.wgsl), water of tile (x, y), whose last flags are
-// `flags`, lies at its border with a neighbouring page that cannot step: the next step would move
-// it there, and that page would not take it in.
-fn water_beside_a_page_that_cannot_step(x: u32, y: u32, flags: u32) -> bool {
-    if !PAGED || (flags & TILE_WET) == 0u {
-        return false;
-    }
-    // For each neighbour (dx, dy): the wet_edges bit (before TILE_WET_NORTH) of this tile's
-    // border towards it.
-    let towards = array<u32, 9>(128u, 1u, 16u, 8u, 0u, 2u, 64u, 4u, 32u);
-    for (var dy = -1; dy <= 1; dy++) {
-        for (var dx = -1; dx <= 1; dx++) {
-            let nx = i32(x) + dx;
-            let ny = i32(y) + dy;
-            let bit = towards[(dy + 1) * 3 + dx + 1] * TILE_WET_NORTH;
-            if (flags & bit) != 0u && nx >= 0 && ny >= 0 && nx < i32(tiles.tiles.x) && ny < i32(tiles.tiles.y) && !tile_steppable(u32(nx), u32(ny)) {
-                return true;
-            }
-        }
-    }
-    return false;
-}
-
 fn plan(id: u32, first_step: bool) {
     if id == 0u {
         atomicStore(&next_awake_list[0], 0u);
@@ -147,6 +124,19 @@ fn plan_frame_start(@builtin(global_invocation_id) id: vec3<u32>) {
 @compute @workgroup_size(TILES_WORKGROUP)
 fn plan_next_step(@builtin(global_invocation_id) id: vec3<u32>) {
     plan(id.x, false);
+}
+
+// A world of pages (cells_paged.wgsl): the flags of the tiles the plan runs, in its list's order,
+// from the plan's bindings of the step after the frame's last (whose flags before are that
+// step's), for the host's residency. Other tiles hold no water.
+@group(1) @binding(2) var<storage, read_write> planned_flags: array<u32>;
+
+@compute @workgroup_size(TILES_WORKGROUP)
+fn gather_planned_flags(@builtin(global_invocation_id) id: vec3<u32>) {
+    let t = planned_tile(id.x);
+    if t < tiles.tiles.x * tiles.tiles.y {
+        planned_flags[id.x] = tile_flags_before[t];
+    }
 }
 
 // After a frame's last step, with the bindings of that step's plan: its awake tiles into the

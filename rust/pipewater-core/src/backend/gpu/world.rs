@@ -50,9 +50,16 @@ pub const RESIDENT_RINGS: i64 = 2;
 pub const BYTES_PER_RESIDENT_CELL: u64 = 44;
 /// Bytes a cell of a page holding only its terrain takes on the device.
 pub const BYTES_PER_TERRAIN_CELL: u64 = 4;
-/// Bytes a page costs on the device whether resident or not: its slot entry, flags twice, an
-/// entry in each awake list, its wake and stale marks, and its flags' staging copies.
-pub const BYTES_PER_PAGE: u64 = 8 + 8 + 8 + 4 + 4 + 8;
+/// Bytes a page costs on the device whether resident or not: its slot entry, and for each of its
+/// [`DEFAULT_TILE_ROWS_PER_PAGE`] tiles flags twice, an entry in each awake list, and its wake
+/// and stale marks.
+pub const BYTES_PER_PAGE: u64 = 8 + (DEFAULT_TILE_ROWS_PER_PAGE as u64) * BYTES_PER_TILE;
+/// Bytes a tile of the step costs on the device whether its page is resident or not.
+const BYTES_PER_TILE: u64 = 8 + 8 + 4 + 4;
+/// Tiles (the step's workgroups) a page is cut into along y by default: a page is tall enough for
+/// the host to keep ahead of the water, and a workgroup walks its tile's rows one after another,
+/// so shorter tiles give a few pages more workgroups to run side by side.
+pub const DEFAULT_TILE_ROWS_PER_PAGE: u32 = 4;
 /// Longest the host waits for the device.
 const DEVICE_WAIT_LIMIT: Duration = Duration::from_secs(60);
 
@@ -103,6 +110,8 @@ struct FlagRead {
     state: Arc<AtomicU32>,
     /// World step count the flags hold.
     step: u64,
+    /// The tiles whose flags it holds, in order (the plan's list then).
+    tiles: Vec<u32>,
 }
 
 /// The device fields of the resident pages: `terrain_capacity` terrain slots and
@@ -140,8 +149,10 @@ pub struct World {
     ctx: Arc<GpuContext>,
     width: u32,
     height: u32,
-    /// The pages: tiles of `side × side` cells.
+    /// The pages, `side × side` cells, each a column of `tiles_per_page` tiles of the step.
     pages: TileGrid,
+    tiles: TileGrid,
+    tiles_per_page: u32,
     side: u32,
     /// Terrain of each page on the host (`side²` cells, the world's edge pages padded), m; a
     /// page whose terrain was never set lies at `ground` and holds nothing here.
@@ -152,7 +163,7 @@ pub struct World {
     free_terrain: Vec<u32>,
     free_water: Vec<u32>,
     /// Pages the flags last read back hold water in, and the step they hold.
-    wet: Vec<bool>,
+    wet: std::collections::BTreeSet<usize>,
     observed_step: u64,
     /// Pages edits put water in since, with the step of the edit.
     wetted: Vec<(usize, u64)>,
@@ -160,7 +171,10 @@ pub struct World {
     page_slots: wgpu::Buffer,
     /// The pages the plan runs (`cells_paged.wgsl`): a count, then the pages with water fields.
     planned: wgpu::Buffer,
-    planned_count: u32,
+    planned_flags: wgpu::Buffer,
+    /// The tiles in `planned`, and how many it has room for.
+    planned_tiles: Vec<u32>,
+    planned_capacity: usize,
     uniforms: wgpu::Buffer,
     counters: wgpu::Buffer,
     tile_params: wgpu::Buffer,
@@ -178,8 +192,9 @@ pub struct World {
     step_pipeline: Option<(StepMode, wgpu::ComputePipeline)>,
     /// Water edits not yet applied, in the order made.
     pending_water: Vec<PendingWater>,
+    /// Host marks per tile (`tile_wakes`), and the tiles marked since the last frame.
     marks: Vec<u32>,
-    marked: bool,
+    marked: Vec<usize>,
     reads: Vec<FlagRead>,
     current: usize,
     last_constants: Option<StepConstants>,
@@ -198,18 +213,19 @@ struct WorldPipelines {
     plan_frame_start: wgpu::ComputePipeline,
     plan_next_step: wgpu::ComputePipeline,
     report_awake_tiles: wgpu::ComputePipeline,
+    gather_planned_flags: wgpu::ComputePipeline,
     page_layout: wgpu::BindGroupLayout,
 }
 
 impl WorldPipelines {
-    fn new(ctx: &GpuContext, side: u32) -> WorldPipelines {
+    fn new(ctx: &GpuContext, side: u32, tile_rows: u32) -> WorldPipelines {
         let device = &ctx.device;
         let page_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("world pages"),
-            entries: &[0, 1].map(|binding| wgpu::BindGroupLayoutEntry {
+            entries: &[0, 1, 2].map(|binding| wgpu::BindGroupLayoutEntry {
                 binding,
                 visibility: wgpu::ShaderStages::COMPUTE,
-                ty: wgpu::BindingType::Buffer { ty: wgpu::BufferBindingType::Storage { read_only: true }, has_dynamic_offset: false, min_binding_size: None },
+                ty: wgpu::BindingType::Buffer { ty: wgpu::BufferBindingType::Storage { read_only: binding < 2 }, has_dynamic_offset: false, min_binding_size: None },
                 count: None,
             }),
         });
@@ -228,13 +244,14 @@ impl WorldPipelines {
                 layout: Some(&tiles_layout),
                 module: &tiles_module,
                 entry_point: Some(entry),
-                compilation_options: wgpu::PipelineCompilationOptions { constants: &[("PAGE_SIDE", side as f64)], zero_initialize_workgroup_memory: true },
+                compilation_options: wgpu::PipelineCompilationOptions { constants: &[("PAGE_SIDE", side as f64), ("TILE_ROWS", tile_rows as f64)], zero_initialize_workgroup_memory: true },
                 cache: None,
             })
         };
         let plan_frame_start = pipeline("plan_frame_start");
         let plan_next_step = pipeline("plan_next_step");
         let report_awake_tiles = pipeline("report_awake_tiles");
+        let gather_planned_flags = pipeline("gather_planned_flags");
         let desc = wgpu::ShaderModuleDescriptor { label: Some("world step"), source: wgpu::ShaderSource::Wgsl(shaders::WORLD_STEP.source().into()) };
         let module = if std::env::var("PIPEWATER_GPU_CHECKED").is_ok_and(|v| v == "1") {
             device.create_shader_module(desc)
@@ -250,7 +267,7 @@ impl WorldPipelines {
             bind_group_layouts: &[Some(&ctx.step_layout), Some(&page_layout)],
             immediate_size: 0,
         });
-        WorldPipelines { module, layout, plan_frame_start, plan_next_step, report_awake_tiles, page_layout }
+        WorldPipelines { module, layout, plan_frame_start, plan_next_step, report_awake_tiles, gather_planned_flags, page_layout }
     }
 }
 
@@ -268,11 +285,19 @@ impl World {
         let ctx = GpuContext::shared()?;
         ctx.check()?;
         let side = ctx.kernel.columns - 2 * COLUMN_HALO;
+        let tiles_per_page = match std::env::var("PIPEWATER_WORLD_TILES_PER_PAGE") {
+            Ok(v) => v.parse::<u32>().ok().filter(|&k| k >= 1 && side % k == 0 && side / k >= 4).ok_or_else(|| {
+                Error::invalid("PIPEWATER_WORLD_TILES_PER_PAGE", &v, format!("a divisor of the page side {side} leaving tiles of at least 4 rows"))
+            })?,
+            Err(_) => DEFAULT_TILE_ROWS_PER_PAGE,
+        };
         let pages = TileGrid::new(width, height, [side, side]);
+        let tiles = TileGrid::new(width, height, [side, side / tiles_per_page]);
         let count = pages.count();
+        let tile_count = tiles.count();
         let limit = ctx.limits.max_storage_buffer_binding_size.min(ctx.limits.max_buffer_size);
-        let list_bytes = 4 * (AWAKE_LIST_HEADER + count) as u64;
-        let plan_groups = (count as u64).div_ceil(TILES_WORKGROUP as u64);
+        let list_bytes = 4 * (AWAKE_LIST_HEADER + tile_count) as u64;
+        let plan_groups = (tile_count as u64).div_ceil(TILES_WORKGROUP as u64);
         if list_bytes > limit || plan_groups > ctx.limits.max_compute_workgroups_per_dimension as u64 {
             return Err(Error::GpuUnavailable(format!(
                 "a world of {width}x{height} cells has {count} pages of {side}x{side}: its page lists need {list_bytes} bytes and its plan {plan_groups} workgroups, past the {limit} bytes one binding of {} holds or its {} workgroups a dispatch",
@@ -282,8 +307,8 @@ impl World {
         let device = &ctx.device;
         use wgpu::BufferUsages as U;
         let buffer = |label: &str, bytes: u64, usage: U| device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: bytes.max(16), usage, mapped_at_creation: false });
-        let n = count as u64;
-        let page_slots = buffer("page slots", 8 * n, U::STORAGE | U::COPY_DST);
+        let n = tile_count as u64;
+        let page_slots = buffer("page slots", 8 * count as u64, U::STORAGE | U::COPY_DST);
         let uniforms = buffer("world constants", std::mem::size_of::<StepConstants>() as u64, U::UNIFORM | U::COPY_DST);
         let counters = buffer("world counters", 32, U::STORAGE | U::COPY_DST | U::COPY_SRC);
         let tile_params = buffer("world tile params", std::mem::size_of::<TileParams>() as u64, U::UNIFORM | U::COPY_DST);
@@ -293,19 +318,16 @@ impl World {
         let stats = buffer("world sleep stats", 16, U::STORAGE | U::COPY_SRC | U::COPY_DST);
         // The plan marks the pages it steps stale for a snapshot the world does not take yet.
         let stale = buffer("world stale pages", 4 * n, U::STORAGE);
-        let pipelines = WorldPipelines::new(&ctx, side);
-        let planned = buffer("planned pages", 4 * (n + 1), U::STORAGE | U::COPY_DST);
+        let pipelines = WorldPipelines::new(&ctx, side, side / tiles_per_page);
+        let planned = buffer("planned tiles", 4 * 64, U::STORAGE | U::COPY_DST);
+        let planned_flags = buffer("planned flags", 4 * 64, U::STORAGE | U::COPY_SRC);
         let page_cells = (side * side) as u64;
         let fields = Fields::new(device, 16, 17, page_cells);
         let free_terrain: Vec<u32> = (0..fields.terrain_capacity as u32).rev().collect();
         let free_water: Vec<u32> = (1..fields.water_capacity as u32).rev().collect();
         let water_edits = DeviceList::new(device, "world water edits", 16, 8);
         let terrain_edits = DeviceList::new(device, "world terrain edits", 16, 8);
-        let page_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("world pages"),
-            layout: &pipelines.page_layout,
-            entries: &[wgpu::BindGroupEntry { binding: 0, resource: page_slots.as_entire_binding() }, wgpu::BindGroupEntry { binding: 1, resource: planned.as_entire_binding() }],
-        });
+        let page_group = bind(device, &pipelines.page_layout, "world pages", &[&page_slots, &planned, &planned_flags]);
         let plan_groups = [0, 1].map(|k| {
             let buffers = [&uniforms, &tile_params, &flags[1 - k], &flags[k], &wakes, &lists[k], &lists[1 - k], &stats, &stale];
             bind(device, &ctx.tiles_layout, "world tiles", &buffers)
@@ -316,25 +338,29 @@ impl World {
             ctx.queue.write_buffer(list, 0, bytemuck::cast_slice(&EMPTY_AWAKE_LIST));
         }
         let reads = (0..2)
-            .map(|k| FlagRead { buffer: buffer(&format!("page flags read {k}"), 4 * n + 16, U::MAP_READ | U::COPY_DST), state: Arc::new(AtomicU32::new(READ_FREE)), step: 0 })
+            .map(|k| FlagRead { buffer: buffer(&format!("page flags read {k}"), 4 * 64 + 16, U::MAP_READ | U::COPY_DST), state: Arc::new(AtomicU32::new(READ_FREE)), step: 0, tiles: Vec::new() })
             .collect();
         Ok(World {
             width,
             height,
             pages,
+            tiles,
+            tiles_per_page,
             side,
             terrain: vec![None; count],
             ground,
             slots: vec![[NO_PAGE, ZERO_SLOT]; count],
             free_terrain,
             free_water,
-            wet: vec![false; count],
+            wet: std::collections::BTreeSet::new(),
             observed_step: 0,
             wetted: Vec::new(),
             fields,
             page_slots,
             planned,
-            planned_count: 0,
+            planned_flags,
+            planned_tiles: Vec::new(),
+            planned_capacity: 63,
             uniforms,
             counters,
             tile_params,
@@ -351,8 +377,8 @@ impl World {
             pipelines,
             step_pipeline: None,
             pending_water: Vec::new(),
-            marks: vec![0; count],
-            marked: false,
+            marks: vec![0; tile_count],
+            marked: Vec::new(),
             reads,
             current: 0,
             last_constants: None,
@@ -390,7 +416,9 @@ impl World {
 
     /// Bytes the world holds on the device: its fields' slots and its pages' bookkeeping.
     pub fn device_bytes(&self) -> u64 {
-        self.fields.bytes((self.side * self.side) as u64) + self.pages.count() as u64 * BYTES_PER_PAGE + 32 + 16 + 256
+        // Each planned tile also has its list entry, its flags gathered and their two staging copies.
+        let planned = self.planned_capacity as u64 * 4 * 4;
+        self.fields.bytes((self.side * self.side) as u64) + self.pages.count() as u64 * 8 + self.tiles.count() as u64 * BYTES_PER_TILE + planned + 32 + 16 + 256
     }
 
     /// What the world holds and did so far.
@@ -398,7 +426,7 @@ impl World {
         let mut report = self.report;
         report.resident = self.slots.iter().filter(|s| s[0] != NO_PAGE).count();
         report.watered = self.slots.iter().filter(|s| s[1] != ZERO_SLOT).count();
-        report.wet = self.wet.iter().filter(|&&w| w).count();
+        report.wet = self.wet.len();
         report.capacity = self.fields.water_capacity - 1;
         report
     }
@@ -465,8 +493,19 @@ impl World {
     }
 
     fn mark(&mut self, page: usize) {
-        self.marks[page] |= WAKE_FIRST_STEP;
-        self.marked = true;
+        for tile in self.tiles_of(page).collect::<Vec<_>>() {
+            if self.marks[tile] == 0 {
+                self.marked.push(tile);
+            }
+            self.marks[tile] |= WAKE_FIRST_STEP;
+        }
+    }
+
+    /// The tiles of `page`, top to bottom.
+    fn tiles_of(&self, page: usize) -> impl Iterator<Item = usize> {
+        let [px, tiles_x] = [(page % self.pages.tiles[0] as usize) as u32, self.tiles.tiles[0]];
+        let top = (page / self.pages.tiles[0] as usize) as u32 * self.tiles_per_page;
+        (top..(top + self.tiles_per_page).min(self.tiles.tiles[1])).map(move |ty| (ty * tiles_x + px) as usize)
     }
 
     /// Adds (or with negative quanta removes, no more than is there) water at cells (x, y),
@@ -486,6 +525,18 @@ impl World {
         }
         Ok(())
     }
+}
+
+/// Runs of consecutive values of sorted `tiles`, as (first, one past the last).
+fn runs_of(tiles: &[usize]) -> Vec<(usize, usize)> {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for &t in tiles {
+        match runs.last_mut() {
+            Some(run) if run.1 == t => run.1 = t + 1,
+            _ => runs.push((t, t + 1)),
+        }
+    }
+    runs
 }
 
 fn bind(device: &wgpu::Device, layout: &wgpu::BindGroupLayout, label: &str, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
@@ -554,9 +605,12 @@ impl World {
         let change = constants_change(self.last_constants.as_ref(), c);
         self.last_constants = Some(*c);
         queue.write_buffer(&self.uniforms, 0, bytemuck::bytes_of(c));
-        queue.write_buffer(&self.tile_params, 0, bytemuck::bytes_of(&TileParams::new(&self.pages, true, change)));
-        if self.marked {
-            queue.write_buffer(&self.wakes, 0, bytemuck::cast_slice(&self.marks));
+        queue.write_buffer(&self.tile_params, 0, bytemuck::bytes_of(&TileParams::new(&self.tiles, true, change)));
+        // The marked tiles' words, in runs of neighbouring tiles.
+        self.marked.sort_unstable();
+        let runs = runs_of(&self.marked);
+        for &(first, end) in &runs {
+            queue.write_buffer(&self.wakes, 4 * first as u64, bytemuck::cast_slice(&self.marks[first..end]));
         }
         queue.write_buffer(&self.stats, 0, &[0u8; 16]);
         let water = self.take_water_edits();
@@ -564,7 +618,7 @@ impl World {
         let mode = StepMode::of(c);
         if self.step_pipeline.as_ref().is_none_or(|(m, _)| *m != mode) {
             let mut constants = mode.overrides(&self.ctx.kernel).to_vec();
-            constants.push(("PAGE_SIDE", self.side as f64));
+            constants.extend([("PAGE_SIDE", self.side as f64), ("TILE_ROWS", (self.side / self.tiles_per_page) as f64)]);
             let pipeline = self.ctx.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some("world step_columns"),
                 layout: Some(&self.pipelines.layout),
@@ -577,7 +631,7 @@ impl World {
         }
         let step = &self.step_pipeline.as_ref().expect("made above").1;
         // At least one workgroup: its first invocation empties the next step's list.
-        let groups = self.planned_count.div_ceil(TILES_WORKGROUP).max(1);
+        let groups = (self.planned_tiles.len() as u32).div_ceil(TILES_WORKGROUP).max(1);
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("world frame"), timestamp_writes: None });
             if water > 0 {
@@ -605,12 +659,12 @@ impl World {
             }
         }
         self.report.steps += steps as u64;
-        if self.marked {
-            // The marks woke their pages for this frame's first step.
-            self.marks.iter_mut().for_each(|m| *m = 0);
-            encoder.clear_buffer(&self.wakes, 0, None);
-            self.marked = false;
+        // The marks woke their tiles for this frame's first step.
+        for (first, end) in runs {
+            encoder.clear_buffer(&self.wakes, 4 * first as u64, Some(4 * (end - first) as u64));
+            self.marks[first..end].iter_mut().for_each(|m| *m = 0);
         }
+        self.marked.clear();
         let read = if steps > 0 { Some(self.record_flag_read(&mut encoder)?) } else { None };
         self.ctx.queue.submit([encoder.finish()]);
         if let Some(k) = read {
@@ -652,7 +706,12 @@ impl World {
         for page in 0..self.pages.count() {
             if self.residency_held {
                 needed[page] = if self.slots[page][1] != ZERO_SLOT { 2 } else if self.slots[page][0] != NO_PAGE { 1 } else { 0 };
-            } else if self.wet[page] || c.is_some_and(|c| self.pages.on_exchanging_edge(c, page)) {
+            } else if c.is_some_and(|c| self.pages.on_exchanging_edge(c, page)) {
+                keep_around(page, &mut needed);
+            }
+        }
+        if !self.residency_held {
+            for &page in &self.wet {
                 keep_around(page, &mut needed);
             }
         }
@@ -673,8 +732,10 @@ impl World {
                 self.free_water.push(water);
                 self.slots[page][1] = ZERO_SLOT;
                 // Its flags said dry; cleared so that a page given water again starts from nothing.
-                for flags in &self.flags {
-                    self.ctx.queue.write_buffer(flags, 4 * page as u64, bytemuck::cast_slice(&zero_flags));
+                for tile in self.tiles_of(page) {
+                    for flags in &self.flags {
+                        self.ctx.queue.write_buffer(flags, 4 * tile as u64, bytemuck::cast_slice(&zero_flags));
+                    }
                 }
                 changed = true;
             }
@@ -712,11 +773,18 @@ impl World {
         }
         if changed {
             self.ctx.queue.write_buffer(&self.page_slots, 0, bytemuck::cast_slice(&self.slots));
-            let planned: Vec<u32> = (0..self.slots.len() as u32).filter(|&p| self.slots[p as usize][1] != ZERO_SLOT).collect();
-            self.planned_count = planned.len() as u32;
-            let mut words = Vec::with_capacity(planned.len() + 1);
-            words.push(self.planned_count);
-            words.extend(planned);
+            self.planned_tiles = (0..self.slots.len()).filter(|&p| self.slots[p][1] != ZERO_SLOT).flat_map(|p| self.tiles_of(p)).map(|t| t as u32).collect();
+            if self.planned_tiles.len() > self.planned_capacity {
+                self.planned_capacity = self.planned_tiles.len() + self.planned_tiles.len() / 8 + 64;
+                use wgpu::BufferUsages as U;
+                let buffer = |label: &str, bytes: u64, usage: U| self.ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: bytes, usage, mapped_at_creation: false });
+                self.planned = buffer("planned tiles", 4 * (self.planned_capacity as u64 + 1), U::STORAGE | U::COPY_DST);
+                self.planned_flags = buffer("planned flags", 4 * self.planned_capacity as u64, U::STORAGE | U::COPY_SRC);
+                self.page_group = bind(&self.ctx.device, &self.pipelines.page_layout, "world pages", &[&self.page_slots, &self.planned, &self.planned_flags]);
+            }
+            let mut words = Vec::with_capacity(self.planned_tiles.len() + 1);
+            words.push(self.planned_tiles.len() as u32);
+            words.extend(&self.planned_tiles);
             self.ctx.queue.write_buffer(&self.planned, 0, bytemuck::cast_slice(&words));
         }
         Ok(())
@@ -730,7 +798,7 @@ impl World {
         let limit = self.ctx.limits.max_storage_buffer_binding_size.min(self.ctx.limits.max_buffer_size);
         // The pipes are the largest field; every page with water may be awake at once, one
         // workgroup each.
-        let most = ((limit / (page_cells * 16)) as usize).min(self.ctx.limits.max_compute_workgroups_per_dimension as usize);
+        let most = ((limit / (page_cells * 16)) as usize).min((self.ctx.limits.max_compute_workgroups_per_dimension / self.tiles_per_page) as usize);
         if water + 1 > most {
             return Err(Error::GpuUnavailable(format!(
                 "the water needs {water} pages of {0}x{0} cells with water fields ({1:.1} MiB); {2} holds at most {3} in one binding of its pipes",
@@ -795,11 +863,31 @@ impl World {
                 self.reads.iter().position(|r| r.state.load(Ordering::Acquire) == READ_FREE).expect("harvest frees every read that arrived")
             }
         };
-        let n = 4 * self.pages.count() as u64;
-        // The last step ran from copy 1 - current and wrote that copy's flags.
-        encoder.copy_buffer_to_buffer(&self.flags[1 - self.current], 0, &self.reads[k].buffer, 0, n);
+        let count = self.planned_tiles.len();
+        {
+            // The plan's bindings for the step after the last: its flags before are the last
+            // step's.
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("world flags"), timestamp_writes: None });
+            pass.set_pipeline(&self.pipelines.gather_planned_flags);
+            pass.set_bind_group(0, &self.plan_groups[self.current], &[]);
+            pass.set_bind_group(1, &self.page_group, &[]);
+            pass.dispatch_workgroups((count as u32).div_ceil(TILES_WORKGROUP).max(1), 1, 1);
+        }
+        let n = 4 * count as u64;
+        if self.reads[k].buffer.size() < n + 16 {
+            self.reads[k].buffer = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("page flags read"),
+                size: n + n / 8 + 256 + 16,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+        }
+        if n > 0 {
+            encoder.copy_buffer_to_buffer(&self.planned_flags, 0, &self.reads[k].buffer, 0, n);
+        }
         encoder.copy_buffer_to_buffer(&self.stats, 0, &self.reads[k].buffer, n, 16);
         self.reads[k].step = self.report.steps;
+        self.reads[k].tiles = self.planned_tiles.clone();
         Ok(k)
     }
 
@@ -821,20 +909,21 @@ impl World {
         let mut order: Vec<usize> = (0..self.reads.len()).filter(|&k| self.reads[k].state.load(Ordering::Acquire) == READ_READY).collect();
         order.sort_by_key(|&k| self.reads[k].step);
         for k in order {
-            let n = self.pages.count();
             {
                 let read = &self.reads[k];
+                let n = read.tiles.len();
                 let bytes = read.buffer.get_mapped_range(..).map_err(|e| Error::Gpu(e.to_string()))?;
                 let words: &[u32] = bytemuck::cast_slice(&bytes[..4 * n + 16]);
                 if read.step >= self.observed_step {
                     self.report.awake = words[n + 2];
-                    let mut changed = false;
-                    for (wet, &w) in self.wet.iter_mut().zip(&words[..n]) {
-                        let now = w & TILE_WET != 0;
-                        changed |= *wet != now;
-                        *wet = now;
+                    // Only the planned tiles can hold water.
+                    let (tiles_x, per_page) = (self.tiles.tiles[0] as usize, self.tiles_per_page as usize);
+                    let wet: std::collections::BTreeSet<usize> =
+                        read.tiles.iter().zip(&words[..n]).filter(|(_, &w)| w & TILE_WET != 0).map(|(&t, _)| (t as usize / tiles_x / per_page) * tiles_x + t as usize % tiles_x).collect();
+                    if wet != self.wet {
+                        self.wet = wet;
+                        self.residency_stale = true;
                     }
-                    self.residency_stale |= changed;
                     self.observed_step = read.step;
                 }
                 self.report.faults += words[n + 3] as u64;
