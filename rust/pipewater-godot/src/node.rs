@@ -15,6 +15,7 @@ mod edits;
 mod erosion;
 mod fluid;
 mod modes;
+mod multiplayer;
 mod persistence;
 mod queries;
 mod simulation;
@@ -469,6 +470,54 @@ pub struct PipeWater {
     #[var(get, no_set)]
     detail_texture: PhantomVar<Option<Gd<Texture2D>>>,
 
+    /// When true, the water is shared over the node's multiplayer (docs/MULTIPLAYER.md): the
+    /// node's multiplayer authority, which must be the server (peer 1, the default), simulates
+    /// and sends each client the tiles near its `sync_focus_nodes` that changed, delta-coded and
+    /// compressed, within `sync_budget_kbps`, through `SceneMultiplayer.send_bytes` (packets
+    /// starting with `PWS`; tile updates unreliable, joins and edits reliable) at 30 Hz. Every
+    /// other peer steps its own water and pulls it towards the server's copy as it arrives
+    /// (differences up to 1 cm snap, larger ones blend by a quarter a frame), so the surface
+    /// moves at the frame rate between updates. On a client, `add_water`, `remove_water` and
+    /// `modify_terrain` become requests to the server (they return 0 or false: the edit arrives
+    /// with the server's water if the server accepts it, or `edit_refused` says why not);
+    /// without a connection they are refused with an error; sources and `fill_basin` are the
+    /// server's. Both sides must start from the same `grid_size`, `cell_size` and terrain (the
+    /// client refuses a server whose ground differs). Packets that are malformed, or that claim
+    /// to be the server's from another peer, are refused with an error and change nothing. One
+    /// node per multiplayer. Off by default: each peer runs its own water.
+    #[export_group(name = "Multiplayer")]
+    #[export]
+    #[var]
+    multiplayer_sync: bool,
+    /// The server's bandwidth for each client after its join, kbit/s, `8 ..= 1000000` (IP, UDP
+    /// and ENet headers counted): the nearest and most changed tiles go first, the rest wait. A
+    /// join is sent at up to 16 000 kbit/s. Used on the server; a running server takes a change
+    /// at once.
+    #[export(range = (8.0, 100000.0, 1.0, or_greater, suffix = "kbit/s"))]
+    #[var(set)]
+    #[init(val = 256.0)]
+    sync_budget_kbps: f64,
+    /// `Node3D`s a client's player looks from (camera, avatar), at most 8: the server sends the
+    /// tiles near them first (within 128 m at full priority). Empty: the viewport's current
+    /// camera. Used on clients.
+    #[export]
+    #[var]
+    sync_focus_nodes: Array<NodePath>,
+    /// When true, the server accepts clients' edit requests (`add_water`, `remove_water`,
+    /// `modify_terrain` called on a client), subject to `edit_filter`. Off by default: every
+    /// request is refused. Used on the server.
+    #[export]
+    #[var]
+    allow_client_edits: bool,
+    /// The server's say on each client edit when `allow_client_edits` is on, called as
+    /// `edit_filter.call(peer_id, kind, global_position, amount, radius)` (`kind` is
+    /// `"add_water"`, `"remove_water"` or `"modify_terrain"`; `amount` is m³ or, for
+    /// `modify_terrain`, m): return `true` to accept, `false` or a `String` (the reason the
+    /// client is told) to refuse. Invalid (the default): every request is accepted.
+    #[var]
+    #[init(val = Callable::invalid())]
+    edit_filter: Callable,
+
     sim: Option<Simulation>,
     /// Property changes the simulation has not taken yet.
     pending: Pending,
@@ -490,6 +539,8 @@ pub struct PipeWater {
     terrain_link: terrain_source::TerrainLink,
     /// `save_state_async()` and `load_state_async()` running.
     state_jobs: persistence::StateJobs,
+    /// `multiplayer_sync`'s session and the multiplayer signals it listens to.
+    sync_link: multiplayer::SyncLink,
     base: Base<Node3D>,
 }
 
@@ -513,7 +564,9 @@ impl INode3D for PipeWater {
     }
 
     fn physics_process(&mut self, delta: f64) {
+        self.sync_before_step();
         self.physics_frame(delta);
+        self.sync_after_step();
     }
 }
 
@@ -547,6 +600,18 @@ impl PipeWater {
     /// saved for another `grid_size` or `cell_size`).
     #[signal]
     fn state_loaded(path: GString, error: i64);
+
+    /// Emitted on the server (`multiplayer_sync`) for each client's edit request once decided:
+    /// `kind` is `"add_water"`, `"remove_water"` or `"modify_terrain"`, `amount` m³ (m for
+    /// `modify_terrain`), `radius` m; `accepted` says whether it was applied and sent to every
+    /// client (see `allow_client_edits`, `edit_filter`).
+    #[signal]
+    fn edit_requested(peer_id: i64, kind: GString, global_position: Vector3, amount: f64, radius: f64, accepted: bool);
+
+    /// Emitted on a client (`multiplayer_sync`) when the server refused one of its edit
+    /// requests, with the server's reason; the water is unchanged.
+    #[signal]
+    fn edit_refused(request_id: i64, reason: GString);
 
     // ---- properties -------------------------------------------------------------------------
 
@@ -856,6 +921,25 @@ impl PipeWater {
         if self.sim.is_some() {
             self.sync_surface();
         }
+    }
+
+    /// Sets `sync_budget_kbps` (kbit/s, `8 ..= 1000000`).
+    #[func]
+    fn set_sync_budget_kbps(&mut self, value: f64) {
+        self.store_sync_budget(value);
+    }
+
+    /// Figures of `multiplayer_sync` on this peer: `role` (`"server"`, `"client"`, `"waiting"`
+    /// for a connection, or `"off"`), `bytes_sent` and `bytes_received` (payloads, B),
+    /// `packets_refused`, `seconds` since the session began; on the server `tiles`, `captures`
+    /// and `clients` (peer id → `bytes_sent` with 40 B a packet of headers, `tiles_current`,
+    /// `join_seconds`, -1 until its join completes); on a client `tiles`, `tiles_applied`,
+    /// `checksum_mismatches`, `complete` (every tile received), `join_seconds` (-1 until then)
+    /// and `largest_difference` (m: how far its own water was from the server's copy where the
+    /// last correction came).
+    #[func]
+    fn get_sync_stats(&self) -> VarDictionary {
+        self.sync_stats()
     }
 
     // ---- outputs ----------------------------------------------------------------------------

@@ -32,11 +32,13 @@ pub mod client;
 pub mod codec;
 pub mod replica;
 pub mod server;
+pub mod session;
 
 pub use client::{ClientEvent, SyncClient};
 pub use codec::{Packet, MAX_PACKET_BYTES};
 pub use replica::{apply_edit, Replica, ReplicaFrame};
 pub use server::{ServerEvent, SyncServer};
+pub use session::{ClientSession, EditRequest, ServerSession, SYNC_HZ};
 
 use crate::backend::sleep::TileGrid;
 use crate::error::{check_range, Error, Result};

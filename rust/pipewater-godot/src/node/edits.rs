@@ -5,6 +5,7 @@ use super::PipeWater;
 use crate::validate;
 use godot::global::godot_warn;
 use godot::prelude::*;
+use pipewater_core::sync::Edit;
 use pipewater_core::SourceId;
 
 #[godot_api(secondary)]
@@ -24,10 +25,15 @@ impl PipeWater {
         let Some((xz, volume, radius)) = self.edit_args("add_water", global_position, volume, radius) else {
             return 0.0;
         };
+        let edit = Edit::AddWater { x: xz[0], z: xz[1], volume, radius };
+        if self.sync_client_edit("add_water", edit).is_some() {
+            return 0.0;
+        }
         let Some(sim) = self.sim.as_mut() else { return 0.0 };
         let (quantum, on_grid) = (sim.quantum_volume(), !sim.grid().footprint(xz[0], xz[1], radius).is_empty());
         let result = sim.add_water(xz[0], xz[1], volume, radius);
         let Some(placed) = self.errors.core_result("add_water", Some(result)) else { return 0.0 };
+        self.sync_server_edit(edit);
         self.show_edit();
         let asked = (volume as f64 / quantum).round() * quantum;
         if on_grid && placed < asked - 0.5 * quantum {
@@ -51,8 +57,16 @@ impl PipeWater {
         let Some((xz, volume, radius)) = self.edit_args("remove_water", global_position, volume, radius) else {
             return 0.0;
         };
+        let edit = Edit::RemoveWater { x: xz[0], z: xz[1], volume, radius };
+        if self.sync_client_edit("remove_water", edit).is_some() {
+            return 0.0;
+        }
         let result = self.sim.as_mut().map(|s| s.remove_water(xz[0], xz[1], volume, radius));
-        let volume = self.errors.core_result("remove_water", result).unwrap_or(0.0);
+        let removed = self.errors.core_result("remove_water", result);
+        if removed.is_some() {
+            self.sync_server_edit(edit);
+        }
+        let volume = removed.unwrap_or(0.0);
         self.show_edit();
         volume
     }
@@ -72,6 +86,10 @@ impl PipeWater {
     /// answering a player's action, not for every frame.
     #[func]
     fn fill_basin(&mut self, global_position: Vector3) -> f64 {
+        if self.sync_is_client() {
+            self.errors.reject("fill_basin: on a multiplayer client (multiplayer_sync on, not the multiplayer authority) the water is the server's: call it on the server".to_string());
+            return 0.0;
+        }
         let Some((_, local)) = self.local_position("fill_basin", global_position) else {
             return 0.0;
         };
@@ -108,8 +126,15 @@ impl PipeWater {
         let Some((xz, _, radius)) = self.edit_args("add_source", global_position, 0.0, radius) else {
             return -1;
         };
+        if self.sync_client_edit("add_source", Edit::AddSource { id: 0, x: xz[0], z: xz[1], rate, radius }).is_some() {
+            return -1;
+        }
         let result = self.sim.as_mut().map(|s| s.add_source(xz[0], xz[1], rate, radius));
-        self.errors.core_result("add_source", result).map_or(-1, |id| id.0 as i64)
+        let id = self.errors.core_result("add_source", result);
+        if let Some(id) = id {
+            self.sync_server_edit(Edit::AddSource { id: id.0, x: xz[0], z: xz[1], rate, radius });
+        }
+        id.map_or(-1, |id| id.0 as i64)
     }
 
     /// Adds a drain removing up to `rate` m³/s (`0 ..= 1e6`) around `global_position` within
@@ -130,15 +155,29 @@ impl PipeWater {
             return false;
         };
         let Some(id) = source_id(id) else { return false };
+        if self.sync_client_edit("set_source_rate", Edit::SetSourceRate { id: id.0, rate }).is_some() {
+            return false;
+        }
         let result = self.sim.as_mut().map(|s| s.set_source_rate(id, rate));
-        self.errors.core_result("set_source_rate", result).unwrap_or(false)
+        let changed = self.errors.core_result("set_source_rate", result).unwrap_or(false);
+        if changed {
+            self.sync_server_edit(Edit::SetSourceRate { id: id.0, rate });
+        }
+        changed
     }
 
     /// Removes source or drain `id`. False when no such id.
     #[func]
     fn remove_source(&mut self, id: i64) -> bool {
         let Some(id) = source_id(id) else { return false };
-        self.sim.as_mut().is_some_and(|s| s.remove_source(id))
+        if self.sync_client_edit("remove_source", Edit::RemoveSource { id: id.0 }).is_some() {
+            return false;
+        }
+        let removed = self.sim.as_mut().is_some_and(|s| s.remove_source(id));
+        if removed {
+            self.sync_server_edit(Edit::RemoveSource { id: id.0 });
+        }
+        removed
     }
 
     /// Ids of the sources and drains in place, those of `PipeWaterSource` nodes included (placed,
@@ -164,9 +203,14 @@ impl PipeWater {
         let Some((xz, _, radius)) = self.edit_args("modify_terrain", global_position, 0.0, radius) else {
             return false;
         };
+        let edit = Edit::ModifyTerrain { x: xz[0], z: xz[1], delta_height: delta, radius };
+        if self.sync_client_edit("modify_terrain", edit).is_some() {
+            return false;
+        }
         let result = self.sim.as_mut().map(|s| s.modify_terrain(xz[0], xz[1], delta, radius));
         let ok = self.errors.core_result("modify_terrain", result).is_some();
         if ok {
+            self.sync_server_edit(edit);
             self.write_back_terrain(xz[0], xz[1], radius);
         }
         // Shown at once, so that a game's terrain material follows the digging this frame.

@@ -1,0 +1,198 @@
+//! One side of a sync session around a [`Simulation`], as an engine layer drives it once a frame:
+//! the server captures its water at the sync rate and polls every client, and answers edit
+//! requests after the game's decision; a client pulls its own water towards the server's
+//! ([`Replica`]) and sends what its [`SyncClient`] polls. Nothing here moves bytes: the engine
+//! hands in what arrived (peer id and bytes) and sends what comes out, reliably or not as
+//! [`Outgoing::reliable`] says.
+
+use super::{apply_edit, terrain_hash, ClientEvent, Edit, Outgoing, Replica, ReplicaFrame, ServerEvent, SyncClient, SyncConfig, SyncServer, SERVER_PEER};
+use crate::error::Result;
+use crate::simulation::Simulation;
+
+/// Syncs a second (captures of the server's water and polls of each side). Half of a 60 Hz
+/// physics rate: a tile's change is sent at most 33 ms after it happened.
+pub const SYNC_HZ: f64 = 30.0;
+
+/// A client's request as the server's game sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EditRequest {
+    /// The client's peer id.
+    pub peer: i32,
+    /// The client's id of the request.
+    pub request: u32,
+    /// What it asks for.
+    pub edit: Edit,
+}
+
+/// The server's side of a session: the protocol's server over the simulation it owns.
+#[derive(Debug)]
+pub struct ServerSession {
+    server: SyncServer,
+    requests: Vec<EditRequest>,
+    next_sync: f64,
+    captures: u64,
+}
+
+impl ServerSession {
+    /// A server for `sim`'s water as it is now (its terrain's hash is what clients must match).
+    pub fn start(config: SyncConfig, sim: &mut Simulation) -> Result<Self> {
+        let state = sim.read_state()?;
+        let hash = terrain_hash(&state.grid, &state.terrain);
+        Ok(ServerSession { server: SyncServer::new(config, state.grid, hash, &state.depth)?, requests: Vec::new(), next_sync: f64::NEG_INFINITY, captures: 0 })
+    }
+
+    /// The protocol's server (figures, settings).
+    pub fn server(&self) -> &SyncServer {
+        &self.server
+    }
+
+    /// Changes the budgets (see [`SyncServer::set_config`]).
+    pub fn set_config(&mut self, config: SyncConfig) -> Result<()> {
+        self.server.set_config(config)
+    }
+
+    /// A packet from client `peer`: refused (with the reason, changing nothing) when it is not a
+    /// well-formed client packet; an edit request is kept for [`ServerSession::take_requests`].
+    pub fn receive(&mut self, peer: i32, bytes: &[u8], now: f64) -> Result<()> {
+        if let Some(ServerEvent::EditRequested { peer, request, edit }) = self.server.receive(peer, bytes, now)? {
+            self.requests.push(EditRequest { peer, request, edit });
+        }
+        Ok(())
+    }
+
+    /// The edit requests that arrived, in order: answer each with [`ServerSession::accept`] or
+    /// [`ServerSession::refuse`].
+    pub fn take_requests(&mut self) -> Vec<EditRequest> {
+        std::mem::take(&mut self.requests)
+    }
+
+    /// Applies a request the game accepted to `sim` and sends it to every client; an edit the
+    /// simulation refuses (out of its ranges) is refused to the client with that error.
+    pub fn accept(&mut self, sim: &mut Simulation, request: EditRequest) -> Result<u32> {
+        match apply_edit(sim, request.edit, None) {
+            Ok(applied) => Ok(self.server.accept_edit(request.peer, applied)),
+            Err(e) => {
+                // The client hears why; the server's game hears it as the error.
+                self.server.refuse_edit(request.peer, request.request, &e.to_string())?;
+                Err(e)
+            }
+        }
+    }
+
+    /// Refuses a request, telling the client `reason`. A client that left meanwhile is no error.
+    pub fn refuse(&mut self, request: EditRequest, reason: &str) {
+        let _ = self.server.refuse_edit(request.peer, request.request, reason);
+    }
+
+    /// An edit the server's own game made (already applied to its simulation): every client
+    /// gets it in order. For [`Edit::AddSource`], `id` is the server's id of the new source.
+    pub fn broadcast(&mut self, edit: Edit) -> u32 {
+        self.server.accept_edit(SERVER_PEER, edit)
+    }
+
+    /// A client disconnected.
+    pub fn remove_client(&mut self, peer: i32) -> bool {
+        self.server.remove_client(peer)
+    }
+
+    /// Once a frame, after the step: at the sync rate, captures the water and returns every
+    /// client's packets (peer, packet); between syncs, nothing.
+    pub fn frame(&mut self, sim: &mut Simulation, now: f64) -> Result<Vec<(i32, Outgoing)>> {
+        if now < self.next_sync {
+            return Ok(Vec::new());
+        }
+        // Catch up by whole periods so a long frame does not cause a burst of syncs after it.
+        self.next_sync = if self.next_sync.is_finite() && now - self.next_sync < 1.0 { self.next_sync + 1.0 / SYNC_HZ } else { now + 1.0 / SYNC_HZ };
+        self.server.capture(&sim.read_state()?.depth, None)?;
+        self.captures += 1;
+        let mut out = Vec::new();
+        for peer in self.server.clients() {
+            out.extend(self.server.poll(peer, now)?.into_iter().map(|o| (peer, o)));
+        }
+        Ok(out)
+    }
+
+    /// Captures of the water taken so far.
+    pub fn captures(&self) -> u64 {
+        self.captures
+    }
+}
+
+/// A client's side of a session: its own water kept near the server's.
+#[derive(Debug)]
+pub struct ClientSession {
+    replica: Replica,
+    refusals: Vec<(u32, String)>,
+    largest_difference: f32,
+    next_sync: f64,
+}
+
+impl ClientSession {
+    /// A client whose own water is `sim` (its terrain now must be the server's at its start).
+    pub fn start(sim: &mut Simulation) -> Result<Self> {
+        let state = sim.read_state()?;
+        let hash = terrain_hash(&state.grid, &state.terrain);
+        Ok(ClientSession { replica: Replica::new(SyncClient::new(state.grid, hash)), refusals: Vec::new(), largest_difference: 0.0, next_sync: f64::NEG_INFINITY })
+    }
+
+    /// The protocol's client (figures, the exact copy of the server's tiles).
+    pub fn client(&self) -> &SyncClient {
+        &self.replica.client
+    }
+
+    /// A packet from peer `from`: refused (with the reason, changing nothing) unless it is a
+    /// well-formed packet from the server (peer 1).
+    pub fn receive(&mut self, from: i32, bytes: &[u8]) -> Result<()> {
+        if let Some(ClientEvent::Refused { request, reason }) = self.replica.client.receive(from, bytes)? {
+            self.refusals.push((request, reason));
+        }
+        Ok(())
+    }
+
+    /// Sends the server a request for `edit`; returns its id.
+    pub fn request(&mut self, edit: Edit) -> u32 {
+        self.replica.client.request_edit(edit)
+    }
+
+    /// Requests the server refused: (request id, reason).
+    pub fn take_refusals(&mut self) -> Vec<(u32, String)> {
+        std::mem::take(&mut self.refusals)
+    }
+
+    /// Where the player looks (local X, Z m); see [`SyncClient::set_focus`].
+    pub fn set_focus(&mut self, points: &[[f32; 2]]) -> Result<()> {
+        self.replica.client.set_focus(points)
+    }
+
+    /// Once a frame, before the step: the server's edits, and the tiles with news pulled towards
+    /// the server's copy ([`Replica::frame`]).
+    pub fn before_step(&mut self, sim: &mut Simulation) -> Result<ReplicaFrame> {
+        let frame = self.replica.frame(sim)?;
+        if frame.tiles_corrected > 0 {
+            self.largest_difference = frame.largest_difference;
+        }
+        Ok(frame)
+    }
+
+    /// Once a frame: at the sync rate, the packets for the server.
+    pub fn frame(&mut self, now: f64) -> Vec<Outgoing> {
+        if now < self.next_sync {
+            return Vec::new();
+        }
+        self.next_sync = if self.next_sync.is_finite() && now - self.next_sync < 1.0 { self.next_sync + 1.0 / SYNC_HZ } else { now + 1.0 / SYNC_HZ };
+        self.replica.client.poll(now)
+    }
+
+    /// Largest difference (m) between the client's own water and the server's copy, over the
+    /// tiles corrected in the last frame that corrected any: how far the client's own step had
+    /// drifted from the server's water at the copy's version.
+    pub fn largest_difference(&self) -> f32 {
+        self.largest_difference
+    }
+
+    /// The server went away: forget the session; the next poll says hello again.
+    pub fn reset(&mut self) {
+        self.replica.reset();
+        self.refusals.clear();
+    }
+}
