@@ -1,0 +1,112 @@
+//! A sync session as an engine drives it (`pipewater_core::sync::session`): a server and clients,
+//! each with a simulation of its own, stepping frame by frame over a perfect network with one
+//! frame of latency. Each test prints the figures it compares.
+
+use pipewater_core::scenarios::dam_break;
+use pipewater_core::sync::{ClientSession, Edit, Outgoing, ServerSession, SyncConfig, SERVER_PEER};
+use pipewater_core::{Grid, Params, Simulation, DEPTH_QUANTUM};
+
+/// The bound on a client's water against the server's after the first second: an edit's 50 m³
+/// mound (1.8 m high) lands on the server a frame or two before the clients (0.35 m measured
+/// there), the dam break still moves about 3 cm a frame after 20 s, and a client's own flow is
+/// not the server's (docs/MULTIPLAYER.md). Issue 49's goal is 1 cm: not met, printed.
+const NEAR_M: f32 = 0.5;
+/// Smallest edit of the test, m³.
+const SMALLEST_EDIT_M3: f64 = 30.0;
+
+/// Physics frame, s (Godot's default 60 Hz).
+const FRAME: f64 = 1.0 / 60.0;
+
+fn world() -> Simulation {
+    let grid = Grid::new(64, 64, 1.0).unwrap();
+    Simulation::cpu(dam_break(grid, 20, 1.0, 0.3), Params::default()).unwrap()
+}
+
+struct Peer {
+    id: i32,
+    sim: Simulation,
+    session: ClientSession,
+}
+
+/// The largest depth difference (m) between two simulations and their totals (quanta).
+fn compare(a: &mut Simulation, b: &mut Simulation) -> (f32, i64, i64) {
+    let (x, y) = (a.read_state().unwrap().depth, b.read_state().unwrap().depth);
+    let worst = x.iter().zip(&y).map(|(&p, &q)| (p as i64 - q as i64).unsigned_abs()).max().unwrap_or(0);
+    (worst as f32 * DEPTH_QUANTUM, x.iter().map(|&d| d as i64).sum(), y.iter().map(|&d| d as i64).sum())
+}
+
+/// One frame of every side: what was sent last frame arrives, the clients correct and step,
+/// the server answers requests (accepting all) and steps, and each side sends.
+fn frame(now: f64, server_sim: &mut Simulation, server: &mut ServerSession, peers: &mut [Peer], wire: &mut Vec<(i32, i32, Outgoing)>) {
+    for (from, to, out) in std::mem::take(wire) {
+        if to == SERVER_PEER {
+            server.receive(from, &out.bytes, now).unwrap();
+        } else if let Some(p) = peers.iter_mut().find(|p| p.id == to) {
+            p.session.receive(from, &out.bytes).unwrap();
+        }
+    }
+    for request in server.take_requests() {
+        server.accept(server_sim, request).unwrap();
+    }
+    server_sim.advance(FRAME as f32).unwrap();
+    wire.extend(server.frame(server_sim, now).unwrap().into_iter().map(|(to, o)| (SERVER_PEER, to, o)));
+    for p in peers.iter_mut() {
+        p.session.before_step(&mut p.sim).unwrap();
+        p.sim.advance(FRAME as f32).unwrap();
+        wire.extend(p.session.frame(now).into_iter().map(|o| (p.id, SERVER_PEER, o)));
+    }
+}
+
+/// A client that joins while the water moves, an edit one client asks for and one the server
+/// makes reach every client once: each client's total stays within a fifth of the smallest edit
+/// of the server's (an edit applied twice, or lost, would be off by the whole edit), and each
+/// client's water stays within [`NEAR_M`] of the server's after the first second. Prints the
+/// largest difference beside how far the server's own water moves in a frame, and how far the
+/// exact copy a client received is from the server's water now (the sync's latency).
+#[test]
+fn a_late_joiner_and_a_client_edit_leave_every_client_with_the_servers_water() {
+    let mut server_sim = world();
+    let mut server = ServerSession::start(SyncConfig { budget_kbps: 8000.0, ..SyncConfig::default() }, &mut server_sim).unwrap();
+    let mut peers = vec![Peer { id: 2, sim: world(), session: ClientSession::start(&mut world()).unwrap() }];
+    let mut wire = Vec::new();
+    let mut now = 0.0;
+    let mut worst_after_first_second = 0.0f32;
+    for f in 0..1200 {
+        if f == 120 {
+            peers.push(Peer { id: 3, sim: world(), session: ClientSession::start(&mut world()).unwrap() });
+        }
+        if f == 200 {
+            peers[0].session.request(Edit::AddWater { x: -12.0, z: -12.0, volume: 50.0, radius: 3.0 });
+        }
+        if f == 260 {
+            server_sim.add_water(10.0, 10.0, SMALLEST_EDIT_M3 as f32, 3.0).unwrap();
+            server.broadcast(Edit::AddWater { x: 10.0, z: 10.0, volume: SMALLEST_EDIT_M3 as f32, radius: 3.0 });
+        }
+        frame(now, &mut server_sim, &mut server, &mut peers, &mut wire);
+        now += FRAME;
+        if f % 30 != 29 {
+            continue;
+        }
+        for p in peers.iter_mut() {
+            let (worst, mine, theirs) = compare(&mut p.sim, &mut server_sim);
+            let total_off = (mine - theirs).abs() as f64 * DEPTH_QUANTUM as f64;
+            if f % 120 == 119 {
+                println!("t = {now:.1} s, client {}: largest difference {worst:.4} m, total {:.3} m³ against the server's {:.3} m³", p.id, mine as f64 * DEPTH_QUANTUM as f64, theirs as f64 * DEPTH_QUANTUM as f64);
+            }
+            assert!(total_off < SMALLEST_EDIT_M3 / 5.0, "client {}: {total_off} m³ off the server's total at {now:.2} s", p.id);
+            if f >= 60 {
+                worst_after_first_second = worst_after_first_second.max(worst);
+            }
+        }
+    }
+    let before = server_sim.read_state().unwrap().depth;
+    server_sim.advance(FRAME as f32).unwrap();
+    let after = server_sim.read_state().unwrap().depth;
+    let moved = before.iter().zip(&after).map(|(&a, &b)| (a as i64 - b as i64).unsigned_abs()).max().unwrap_or(0) as f32 * DEPTH_QUANTUM;
+    for p in peers.iter() {
+        let stale = p.session.client().depths().iter().zip(&before).map(|(&a, &b)| (a as i64 - b as i64).unsigned_abs()).max().unwrap_or(0) as f32 * DEPTH_QUANTUM;
+        println!("client {}: its exact copy of the server's tiles is {stale:.4} m from the server's water at the last frame (the sync's latency)", p.id);
+    }
+    println!("largest difference after the first second, every client: {worst_after_first_second:.4} m (bound {NEAR_M} m, issue 49's goal 0.01 m); the server's water moves up to {moved:.4} m in a frame at the end");
+    assert!(worst_after_first_second <= NEAR_M);
+}
