@@ -105,7 +105,8 @@ fn pages_leave_when_the_water_is_gone() {
     let (w, h) = (400u32, 300u32);
     let mut world = World::new(w, h, 0.0).unwrap();
     world.set_terrain_region(0, 0, w, h, &sloped_terrain(w, h)).unwrap();
-    world.add_water(&block(180, 130, 20, 1.0)).unwrap();
+    // Wide enough that more pages get water fields than the lists' first room holds.
+    world.add_water(&block(150, 110, 70, 1.0)).unwrap();
     let c = constants(w, h);
     world.advance(&c, 40).unwrap();
     let before = world.report();
@@ -120,8 +121,8 @@ fn pages_leave_when_the_water_is_gone() {
     let counters = world.counters().unwrap();
     let left = world.total_quanta().unwrap();
     println!(
-        "with water: {} of {} pages resident ({} wet), {held} quanta held; after taking it out: {} resident, {} wet, {left} quanta left; brought in {}, sent out {}; counters added {} removed {}",
-        before.resident, before.pages, before.wet, after.resident, after.wet, after.allocated, after.freed, counters.added, counters.removed
+        "with water: {} of {} pages resident ({} with water fields, {} wet), {held} quanta held; after taking it out: {} resident, {} wet, {left} quanta left; brought in {}, sent out {}; counters added {} removed {}",
+        before.resident, before.pages, before.watered, before.wet, after.resident, after.wet, after.allocated, after.freed, counters.added, counters.removed
     );
     assert!(before.resident > 0 && before.resident < before.pages, "the flood keeps some pages resident, not all");
     assert_eq!(left, 0, "no water is left");

@@ -877,7 +877,8 @@ impl World {
         if self.reads[k].buffer.size() < n + 16 {
             self.reads[k].buffer = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("page flags read"),
-                size: n + n / 8 + 256 + 16,
+                // In words: a mapping's size is a multiple of four bytes.
+                size: 4 * (self.planned_capacity as u64 + 4),
                 usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             });
