@@ -4,7 +4,10 @@
 //! Prints Markdown rows for docs/BENCHMARKS.md.
 //!
 //! `cargo run --release -p pipewater-core --example save_bench -- [--backend cpu|gpu]
-//! [--sizes 2048,4096] [--wet 5,50,100] [--moving]`
+//! [--sizes 2048,4096] [--wet 5,50,100] [--moving] [--part-kib 8192]`
+//!
+//! `--part-kib`: what each `poll_restore` of the asynchronous load applies (default 8 MiB); the
+//! load column gives the longest hold, the number of parts and the median part's hold.
 //!
 //! The ground is smooth hills (about 60 m of relief at 1 m cells, f32 heights as a generated or
 //! sculpted terrain has them); the lake fills the lowest `wet` % of the cells to one level, at
@@ -63,11 +66,13 @@ struct Async {
     /// From the first call to the result.
     total: Duration,
     frames: u32,
+    /// Each poll that applied a part of a load.
+    parts: Vec<Duration>,
 }
 
 impl Async {
     fn new() -> Self {
-        Async { longest_hold: Duration::ZERO, longest_at: "", total: Duration::ZERO, frames: 0 }
+        Async { longest_hold: Duration::ZERO, longest_at: "", total: Duration::ZERO, frames: 0, parts: Vec::new() }
     }
 
     fn held(&mut self, time: Duration, at: &'static str) {
@@ -101,21 +106,36 @@ fn async_save(sim: &mut Simulation) -> (Vec<u8>, Async) {
     }
 }
 
-fn async_load(sim: &mut Simulation, bytes: Vec<u8>) -> Async {
+fn async_load(sim: &mut Simulation, bytes: Vec<u8>, part_bytes: Option<u64>) -> Async {
     let mut m = Async::new();
     let start = Instant::now();
     let (job, begin) = timed(|| sim.begin_restore(bytes).unwrap());
     let mut job = job;
+    if let Some(part_bytes) = part_bytes {
+        job.set_bytes_per_poll(part_bytes).unwrap();
+    }
     m.held(begin, "begin_restore");
+    let mut longest_step = Duration::ZERO;
     loop {
-        sim.advance(FRAME).unwrap();
+        let (_, step) = timed(|| sim.advance(FRAME).unwrap());
+        longest_step = longest_step.max(step);
         m.frames += 1;
-        let finished = job.is_finished();
         let (outcome, poll) = timed(|| sim.poll_restore(&mut job));
-        m.held(poll, if finished { "poll_restore (apply)" } else { "poll_restore" });
+        let at = match (&outcome, job.last_poll_bytes() > 0) {
+            (Some(_), _) => "poll_restore, landing",
+            (None, true) => "poll_restore, a part",
+            (None, false) => "poll_restore",
+        };
+        if job.last_poll_bytes() > 0 {
+            m.parts.push(poll);
+        }
+        m.held(poll, at);
         if let Some(outcome) = outcome {
             outcome.unwrap();
             m.total = start.elapsed();
+            if std::env::var_os("SAVE_BENCH_PARTS").is_some() {
+                eprintln!("longest advance while loading: {} ms", ms(longest_step));
+            }
             return m;
         }
     }
@@ -134,6 +154,8 @@ fn main() {
     let moving = args.iter().any(|a| a == "--moving");
     let sizes = list(&args, "--sizes", "2048,4096");
     let wets = list(&args, "--wet", "5,50,100");
+    // Bytes of fields a poll applies while loading (`RestoreJob::set_bytes_per_poll`; default 8 MiB).
+    let part_bytes = arg(&args, "--part-kib").map(|k| k.parse::<u64>().expect("KiB") << 10);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("save_bench: backend {backend:?}, {threads} hardware threads, water {}", if moving { "moving" } else { "at rest" });
     println!();
@@ -157,9 +179,15 @@ fn main() {
             assert_eq!(bytes.len(), blocking.len(), "both saves write the same format");
             drop(blocking);
             let (_, restore_hold) = timed(|| sim.restore_state(&bytes).unwrap());
-            let loading = async_load(&mut sim, bytes.clone());
+            let loading = async_load(&mut sim, bytes.clone(), part_bytes);
+            if std::env::var_os("SAVE_BENCH_PARTS").is_some() {
+                eprintln!("each part's hold, ms: {:?}", loading.parts.iter().map(|d| (d.as_secs_f64() * 1e4).round() / 10.0).collect::<Vec<_>>());
+            }
+            let mut parts = loading.parts.clone();
+            parts.sort();
+            let median_part = parts.get(parts.len() / 2).copied().unwrap_or_default();
             println!(
-                "| {side}² | {:.1} % | {:.1} % | {:.1} MB | {:.2} MB | 1/{:.0} | {} ms | {} ms ({}) | {} ms, {} | {} ms | {} ms ({}) | {} ms, {} |",
+                "| {side}² | {:.1} % | {:.1} % | {:.1} MB | {:.2} MB | 1/{:.0} | {} ms | {} ms ({}) | {} ms, {} | {} ms | {} ms ({}); {} parts, median {} ms | {} ms, {} |",
                 100.0 * wet_cells,
                 100.0 * wet_tiles,
                 dense as f64 / 1e6,
@@ -173,6 +201,8 @@ fn main() {
                 ms(restore_hold),
                 ms(loading.longest_hold),
                 loading.longest_at,
+                parts.len(),
+                ms(median_part),
                 ms(loading.total),
                 loading.frames
             );

@@ -106,8 +106,8 @@ impl GpuHost {
         self.current = 0;
         self.frames = frames;
         self.sleep.loaded(frames);
-        self.reads.load_snapshot(restored.snapshot());
-        self.recovery.load_point(restored.point.clone());
+        let replaced = (self.reads.load_snapshot(restored.snapshot()), self.recovery.load_point(restored.point.clone()));
+        super::drop_elsewhere(replaced);
     }
 
     /// [`super::Backend::edit_water`]: queued.

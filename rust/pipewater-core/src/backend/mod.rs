@@ -321,6 +321,13 @@ impl RestoredState {
     }
 }
 
+/// Drops `value` on a thread of its own: freeing a large grid's fields gives their pages back to
+/// the system, which holds a frame for milliseconds (a 4096² state's 400 MB: 20 ms on 2 cores).
+pub fn drop_elsewhere<T: Send + 'static>(value: T) {
+    // Without a thread, the value is dropped here after all.
+    let _ = std::thread::Builder::new().name("pipewater free".into()).spawn(move || drop(value));
+}
+
 /// The rest of a [`Backend::begin_state_read`]: run on a worker thread, it gives the state and
 /// counters of the frame the read began on.
 pub type StateReader = Box<dyn FnOnce() -> Result<(State, Counters)> + Send>;

@@ -223,11 +223,11 @@ impl Readbacks {
     }
 
     /// [`Readbacks::load`] with the loaded state's snapshot made already (on the worker that
-    /// decoded a save).
-    pub fn load_snapshot(&mut self, snapshot: Arc<Snapshot>) {
+    /// decoded a save). Returns the snapshot it replaced.
+    pub fn load_snapshot(&mut self, snapshot: Arc<Snapshot>) -> Arc<Snapshot> {
         self.generation += 1;
         self.whole = true;
-        self.latest = snapshot;
+        std::mem::replace(&mut self.latest, snapshot)
     }
 
     /// Whether every cell of [`Readbacks::latest`] shows its frame (a full read, or the load with

@@ -126,11 +126,11 @@ impl RecoveryReads {
     }
 
     /// [`RecoveryReads::load`] of a state already shared (a restore decoded on a worker): the
-    /// same, without copying it.
-    pub fn load_point(&mut self, point: Arc<ExactPoint>) {
+    /// same, without copying it. Returns the point it replaced.
+    pub fn load_point(&mut self, point: Arc<ExactPoint>) -> Arc<ExactPoint> {
         self.generation += 1;
         self.last_issued = point.frame;
-        self.point = point;
+        std::mem::replace(&mut self.point, point)
     }
 
     /// The load generation.

@@ -328,6 +328,8 @@ impl Simulation {
         if let Err(e) = self.on_backend(|b| b.finish_restore(&restored, applying.in_rows)) {
             return Some(Err(e));
         }
+        // The CPU backend copied the fields, and they are freed here unless a thread does it.
+        crate::backend::drop_elsewhere(restored);
         Some(self.take_saved(rest))
     }
 
