@@ -9,6 +9,11 @@ extends Node3D
 ## is the PipeWaterSource node [code]PipeWater/Spring[/code]. When the landscape settings give
 ## other terrain than the baked water's, the water is made by script instead: the lake filled to
 ## its level, the reservoir with [method PipeWater.fill_basin], the spring moved to its place.
+##
+## Several players: run one copy with [code]-- --server[/code] (it may be headless) and others
+## with [code]-- --client[=HOST][/code]; they share the server's water
+## ([member PipeWater.multiplayer_sync]) over ENet on [constant PORT], and every player's tools
+## are requests the server accepts. Boats are each player's own.
 
 enum Tool { ADD_WATER, REMOVE_WATER, DIG, RAISE }
 ## The landscapes of landscape.gd: the river valley with its dam, or rolling hills with lakes.
@@ -29,6 +34,8 @@ const BAKED_TERRAIN_TOLERANCE := 1.0e-3
 ## The first boat's motor: about 3 m/s on the reservoir, turning slowly.
 const MOTOR_THRUST := 12000.0
 const MOTOR_TURN_RATE := 0.2
+## UDP port of [code]--server[/code] and [code]--client[/code].
+const PORT := 24565
 
 @export_group("Terrain")
 ## Which landscape [member terrain_seed] generates.
@@ -61,6 +68,8 @@ var current_tool: Tool = Tool.ADD_WATER
 var baked_water: bool = false
 ## What the last save or load did, for the panel.
 var save_message: String = "F5: save water   F9: load it"
+## "server", "client" or "" (a single player), from the command line's user arguments.
+var network_role: String = ""
 
 var _collision_dirty: bool = false
 var _collision_timer: float = 0.0
@@ -100,6 +109,30 @@ func _ready() -> void:
 	var dam: Vector2 = landscape.dam_position
 	camera.set("target", to_world(dam) + Vector3(0.0, landscape.dam_crest, 0.0))
 	drop_boat(to_world(landscape.boat_start), MOTOR_THRUST, MOTOR_TURN_RATE)
+	_start_network(OS.get_cmdline_user_args())
+
+
+## [code]--server[/code]: serve the water on [constant PORT]; [code]--client[=HOST][/code]: show
+## the water of the server at HOST (127.0.0.1 when not given). Any other arguments: one player.
+func _start_network(args: PackedStringArray) -> void:
+	var peer := ENetMultiplayerPeer.new()
+	for arg in args:
+		if arg == "--server":
+			network_role = "server"
+			if peer.create_server(PORT, 32) != OK:
+				push_error("demo: --server: cannot listen on UDP port %d" % PORT)
+				return
+		elif arg == "--client" or arg.begins_with("--client="):
+			network_role = "client"
+			var host := arg.trim_prefix("--client").trim_prefix("=")
+			if peer.create_client(host if host != "" else "127.0.0.1", PORT) != OK:
+				push_error("demo: --client: cannot connect to %s:%d" % [host, PORT])
+				return
+	if network_role == "":
+		return
+	multiplayer.multiplayer_peer = peer
+	water.allow_client_edits = true
+	water.multiplayer_sync = true
 
 
 func _notification(what: int) -> void:
@@ -362,6 +395,19 @@ func _sleep_line(stats: Dictionary) -> String:
 			"hide" if _awake_view.visible else "show"]
 
 
+## The panel's line about the shared water.
+func _network_line(sync: Dictionary) -> String:
+	var seconds: float = maxf(sync.get("seconds", 0.0), 0.001)
+	if sync.get("role") == "server":
+		return "Server on port %d: %d clients, %.0f kbit/s sent" % [PORT, sync.get("clients", {}).size(),
+				sync.get("bytes_sent", 0) * 8.0 / 1000.0 / seconds]
+	if sync.get("role") == "client":
+		return "Client of the server's water: %s, %.0f kbit/s received, %.3f m from its copy" % [
+				"joined in %.2f s" % sync["join_seconds"] if sync.get("complete", false) else "joining",
+				sync.get("bytes_received", 0) * 8.0 / 1000.0 / seconds, sync.get("largest_difference", 0.0)]
+	return "Waiting for the server (%s)" % sync.get("role", "")
+
+
 func _update_panel() -> void:
 	var stats: Dictionary = water.get_frame_stats()
 	var step_ms: float = stats.get("step_usec", 0) / 1000.0
@@ -387,4 +433,6 @@ func _update_panel() -> void:
 		"Total water %.1f m³   boats %d" % [water.get_total_water(), boats.get_child_count()],
 		_sleep_line(stats),
 	])
+	if network_role != "":
+		lines.append(_network_line(water.get_sync_stats()))
 	panel.text = "\n".join(lines)

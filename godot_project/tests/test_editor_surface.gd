@@ -41,6 +41,8 @@ const PIPE_WATER_GROUPS := {
 	"detail_damping": "Detail Waves", "detail_hull_strength": "Detail Waves",
 	"rain_rate": "Detail Waves", "rain_drop_height": "Detail Waves",
 	"detail_follow": "Detail Waves",
+	"multiplayer_sync": "Multiplayer", "sync_budget_kbps": "Multiplayer",
+	"sync_focus_nodes": "Multiplayer", "allow_client_edits": "Multiplayer",
 }
 ## The class constants each enum property's values must match.
 const ENUM_CONSTANT_PREFIXES := {
@@ -150,8 +152,8 @@ func _test_pipe_water_properties_sit_in_inspector_groups() -> void:
 				"%s is shown under \"%s\" (expected \"%s\")" % [name, property["group"], expected])
 	print("   groups in order: %s" % [groups])
 	_check(groups == ["Grid", "Terrain", "Water", "Time", "Boundaries", "Backend", "Rendering",
-			"Detail Waves"], "the groups come in the order Grid, Terrain, Water, Time, Boundaries, "
-			+ "Backend, Rendering, Detail Waves")
+			"Detail Waves", "Multiplayer"], "the groups come in the order Grid, Terrain, Water, Time, "
+			+ "Boundaries, Backend, Rendering, Detail Waves, Multiplayer")
 	var missing: Array[String] = []
 	for name: String in PIPE_WATER_GROUPS:
 		if not shown.has(name):

@@ -9,6 +9,8 @@
 //! - `sleeping`: sleeping tiles on the CPU backend (`res://tests/test_sleeping.gd`), headless;
 //! - `terrain_sources`: `terrain_source` over stand-ins of Terrain3D and HTerrain, a
 //!   `HeightMapShape3D` and geometry baked by rays (`res://tests/test_terrain_sources.gd`), headless;
+//! - `multiplayer`: water shared over ENet on 127.0.0.1 (`res://tests/test_multiplayer.gd`): the
+//!   script serves and starts two clients as headless processes of the same binary, headless;
 //! - `demo smoke`: the demo scene for 300 frames (`res://tests/test_demo_smoke.gd`), headless;
 //! - `editor_surface`: the classes, inspector groups, hints and icons as the editor reads them
 //!   (`res://tests/test_editor_surface.gd`), headless;
@@ -203,6 +205,7 @@ fn test_version(godot: &Path, folders: &mut Vec<String>, package: &TestPackage) 
     report.layers.push(("run_tests", run("run_tests", headless("res://tests/run_tests.gd"), &FAILURE_MARKERS, PASS_LINE)));
     report.layers.push(("sleeping", run("sleeping", headless("res://tests/test_sleeping.gd"), &FAILURE_MARKERS, PASS_LINE)));
     report.layers.push(("terrain_sources", run("terrain_sources", headless("res://tests/test_terrain_sources.gd"), &FAILURE_MARKERS, PASS_LINE)));
+    report.layers.push(("multiplayer", run("multiplayer", headless("res://tests/test_multiplayer.gd"), &FAILURE_MARKERS, PASS_LINE)));
     report.layers.push((
         "demo smoke",
         run("demo smoke", headless("res://tests/test_demo_smoke.gd"), &SMOKE_FAILURE_MARKERS, SMOKE_PASS_LINE),
