@@ -35,7 +35,8 @@ const PAGES := {
 ## Words each page must show: the editor tools and what they work with.
 const REQUIRED_TEXT := {
 	"PipeWater": ["Authoring in the editor", "initial_state", "paint_water", "get_water_changes",
-			"set_water_region", "fill_to_shore", "intersect_ray"],
+			"set_water_region", "fill_to_shore", "intersect_ray", "save_state_async",
+			"load_state_file_async", "state_loaded"],
 	"PipeWaterState": ["initial_state", "get_total_water"],
 	"PipeWaterSource": ["spring", "drain", "source_id", "simulate_in_editor"],
 }
