@@ -70,6 +70,7 @@ func _run() -> void:
 	await _test_a_scene_with_baked_water_runs_from_it_exactly()
 	await _test_async_save_and_load_match_the_synchronous_ones()
 	await _test_async_save_and_load_report_bad_paths_and_files()
+	await _test_a_large_async_load_lands_over_frames_while_the_water_waits()
 	_test_a_baked_state_compresses_on_disk()
 	await _test_a_level_edge_fills_a_dry_basin_towards_its_level()
 	await _test_an_initial_current_flows_at_once_and_after_reset()
@@ -638,6 +639,39 @@ func _test_async_save_and_load_report_bad_paths_and_files() -> void:
 				case[2], error_string(case[1]), error_string(loads[0][1]), message])
 		_check(_water_fingerprint(water) == kept, "and the water is kept")
 	DirAccess.remove_absolute(ProjectSettings.globalize_path(corrupt_path))
+	await _free(water)
+
+
+func _test_a_large_async_load_lands_over_frames_while_the_water_waits() -> void:
+	print("-- load_state_async of a 1024×512 grid: applied over frames (8 MiB a frame), edits refused meanwhile")
+	var water: PipeWater = await _make_cpu_water(Vector2i(1024, 512), 1.0, Vector3.ZERO, true)
+	var state: PipeWaterState = water.save_state()
+	var saved_total: float = water.get_total_water()
+	var saved_ledger: Array = _ledger_values(water)
+	water.add_water(Vector3.ZERO, 500.0, 20.0)
+	var loads: Array = []
+	water.state_loaded.connect(func(p: String, error: int) -> void: loads.append([p, error]))
+	_check(water.load_state_async(state) == OK, "load_state_async starts")
+	var frames := 0
+	var refused := 0
+	var message := ""
+	while loads.is_empty() and frames < 600:
+		await physics_frame
+		frames += 1
+		if not loads.is_empty():
+			break
+		water.clear_last_error()
+		var before: float = water.get_total_water()
+		var added: float = water.add_water(Vector3(100, 0, 50), 10.0, 5.0)
+		if water.get_last_error().contains("load"):
+			refused += 1
+			message = water.get_last_error()
+			water.step(1.0 / 30.0)
+			_near(water.get_total_water(), before, EXACT, "frame %d: the edit added %.3f m³ and step() moved nothing" % [frames, added])
+	_check(loads.size() == 1 and loads[0][1] == OK, "state_loaded(\"\", OK) after %d frames" % frames)
+	_check(refused >= 1, "edits were refused on %d frames while the load was applied: \"%s\"" % [refused, message])
+	_near(water.get_total_water(), saved_total, EXACT, "the loaded water is the saved one, edits made before it replaced")
+	_check(_ledger_values(water) == saved_ledger, "and so is the ledger")
 	await _free(water)
 
 
