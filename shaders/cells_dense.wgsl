@@ -15,19 +15,6 @@ fn planned_tile(id: u32) -> u32 {
     return id;
 }
 
-// What a column of the step keeps of where its cells lie: nothing on a dense grid.
-struct ColumnPages {
-    unused: u32,
-}
-
-fn column_pages(x: i32, y0: i32) -> ColumnPages {
-    return ColumnPages(0u);
-}
-
-fn column_slots(pages: ColumnPages, cell: vec2<i32>) -> vec2<u32> {
-    return cell_slots(cell);
-}
-
 // Every tile of a dense grid holds its fields, so every tile may step.
 fn tile_steppable(x: u32, y: u32) -> bool {
     return true;

@@ -39,38 +39,6 @@ fn cell_slots(cell: vec2<i32>) -> vec2<u32> {
     return page_slots[page.y * tiles.tiles.x + page.x] * (side * side) + within.y * side + within.x;
 }
 
-// What a column of the step keeps of where its cells lie: the first cell of its column in the
-// two pages its band and the rows around it cross (a tile's TILE_ROWS + 6 rows cross at most two
-// pages, world.rs keeps tiles that short), the first row of the second, so that a load picks its
-// page instead of reading the page table.
-struct ColumnPages {
-    top: vec2<u32>,
-    below: vec2<u32>,
-    split: i32,
-}
-
-fn column_pages(x: i32, y0: i32) -> ColumnPages {
-    var p: ColumnPages;
-    if x < 0 || x >= i32(c.width) {
-        // A halo column off the world: it loads nothing.
-        return p;
-    }
-    let px = u32(x) / PAGE_SIDE;
-    let first = u32(max(y0 - 3, 0)) / PAGE_SIDE;
-    let second = min(first + 1u, pages_high() - 1u);
-    let column = vec2<u32>(u32(x) - px * PAGE_SIDE);
-    p.top = page_slots[first * tiles.tiles.x + px] * (PAGE_SIDE * PAGE_SIDE) + column;
-    p.below = page_slots[second * tiles.tiles.x + px] * (PAGE_SIDE * PAGE_SIDE) + column;
-    p.split = i32((first + 1u) * PAGE_SIDE);
-    return p;
-}
-
-fn column_slots(p: ColumnPages, cell: vec2<i32>) -> vec2<u32> {
-    let below = cell.y >= p.split;
-    let row = u32(cell.y - select(p.split - i32(PAGE_SIDE), p.split, below));
-    return select(p.top, p.below, below) + row * PAGE_SIDE;
-}
-
 // Pages along y (along x there are as many as strips of tiles).
 fn pages_high() -> u32 {
     return (tiles.tiles.y + PAGE_TILES - 1u) / PAGE_TILES;

@@ -183,13 +183,13 @@ struct Loaded {
     flow: vec4<f32>,
 }
 
-fn load(cell: vec2<i32>, pages: ColumnPages) -> Loaded {
+fn load(cell: vec2<i32>) -> Loaded {
     var l: Loaded;
     l.bed = 0.0;
     l.depth = 0;
     l.flow = vec4<f32>(0.0);
     if cell_in_grid(c, cell) {
-        let i = column_slots(pages, cell);
+        let i = cell_slots(cell);
         l.bed = step_terrain[i.x];
         l.depth = with_inflow(c, cell, depth_in[i.y]);
         l.flow = flux_in[i.y];
@@ -466,8 +466,8 @@ fn move_pipe(limits: vec2<f32>, f: f32, stored: f32, far: vec2<f32>, g: f32, own
 // `incoming`; the limit factors of its row and of the rows above and below. Returns the cell's
 // TILE_CHANGED and TILE_MOVING bits: whether a bit of its depth or pipes changed or it moved a
 // ledger counter, and whether a pipe it keeps carries flow.
-fn transfer(cell: vec2<i32>, pages: ColumnPages, lanes: Lanes, own: Loaded, fluxes: vec4<f32>, stored: vec4<f32>, incoming: vec4<f32>, above: LimitsRow, row: LimitsRow, below: LimitsRow) -> u32 {
-    let i = column_slots(pages, cell).y;
+fn transfer(cell: vec2<i32>, lanes: Lanes, own: Loaded, fluxes: vec4<f32>, stored: vec4<f32>, incoming: vec4<f32>, above: LimitsRow, row: LimitsRow, below: LimitsRow) -> u32 {
+    let i = cell_slots(cell).y;
     let d = own.depth;
     let limits = row.here;
     let e = move_pipe(limits, fluxes.x, stored.x, row.right, incoming.x, row.left);
@@ -575,8 +575,6 @@ struct Column {
     stored: vec4<f32>,
     // TILE_CHANGED and TILE_MOVING of the cells this column wrote.
     flags: u32,
-    // Where the column's cells lie in the buffers (cells_dense.wgsl, cells_paged.wgsl).
-    pages: ColumnPages,
 }
 
 fn column_at(strip: u32, lane_index: u32, y0: i32) -> Column {
@@ -588,8 +586,7 @@ fn column_at(strip: u32, lane_index: u32, y0: i32) -> Column {
     col.lanes.right = lane_index + 2u;
     col.columns = columns_on_grid(col.x);
     col.writes = lane_index >= HALO && lane_index < COLUMNS - HALO && col.x < i32(c.width);
-    col.pages = column_pages(col.x, y0);
-    col.next = load(vec2<i32>(col.x, y0 - 3), col.pages);
+    col.next = load(vec2<i32>(col.x, y0 - 3));
     return col;
 }
 
@@ -606,7 +603,7 @@ fn phase_a(col: ptr<function, Column>, r: i32, y_end: i32) {
         set_flows(at(ring(r), here), (*col).own0.flow);
     }
     if r < y_end + 2 {
-        (*col).next = load(vec2<i32>((*col).x, r + 1), (*col).pages);
+        (*col).next = load(vec2<i32>((*col).x, r + 1));
     }
 }
 
@@ -710,7 +707,7 @@ fn phase_f(col: ptr<function, Column>, r: i32, y0: i32, stored_next: vec4<f32>) 
     below.here = (*col).limits2;
     below.right = s_centre[lanes.right];
     if r >= y0 + 3 && (*col).writes {
-        (*col).flags |= transfer(vec2<i32>((*col).x, r - 3), (*col).pages, lanes, (*col).own3, (*col).flux3, (*col).stored, (*col).incoming3, (*col).limits4, (*col).limits3, below);
+        (*col).flags |= transfer(vec2<i32>((*col).x, r - 3), lanes, (*col).own3, (*col).flux3, (*col).stored, (*col).incoming3, (*col).limits4, (*col).limits3, below);
     }
     (*col).limits4 = (*col).limits3;
     (*col).limits3 = below;

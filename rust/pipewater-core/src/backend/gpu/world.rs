@@ -286,10 +286,8 @@ impl World {
         ctx.check()?;
         let side = ctx.kernel.columns - 2 * COLUMN_HALO;
         let tiles_per_page = match std::env::var("PIPEWATER_WORLD_TILES_PER_PAGE") {
-            // At least two: a tile's rows and the three around it on each side then cross at
-            // most two pages, which is all a column of the step keeps (cells_paged.wgsl).
-            Ok(v) => v.parse::<u32>().ok().filter(|&k| k >= 2 && side % k == 0 && side / k >= 4).ok_or_else(|| {
-                Error::invalid("PIPEWATER_WORLD_TILES_PER_PAGE", &v, format!("a divisor of the page side {side}, at least 2, leaving tiles of at least 4 rows"))
+            Ok(v) => v.parse::<u32>().ok().filter(|&k| k >= 1 && side % k == 0 && side / k >= 4).ok_or_else(|| {
+                Error::invalid("PIPEWATER_WORLD_TILES_PER_PAGE", &v, format!("a divisor of the page side {side} leaving tiles of at least 4 rows"))
             })?,
             Err(_) => DEFAULT_TILE_ROWS_PER_PAGE,
         };
