@@ -206,3 +206,29 @@ fn a_load_applied_in_parts_is_bounded_per_poll_and_lands_as_restore_state_does()
     assert_eq!(differing_cells(&landed, &direct_state), 0);
     assert_eq!(dropped.ledger().unwrap(), direct_ledger);
 }
+
+/// A job whose load began in one simulation and is polled on another (a game that rebuilt its
+/// simulation halfway) ends with an error, once, instead of waiting for ever; the other
+/// simulation is untouched.
+#[test]
+fn a_load_whose_simulation_was_replaced_halfway_ends_with_an_error() {
+    let mut source = busy_valley(BackendPreference::Cpu);
+    drive_busy_valley(&mut source, 0, 20, Stepping::Advance);
+    let bytes = source.save_state().unwrap();
+    let mut first = Simulation::cpu(State::new(source.grid()), Params::default()).unwrap();
+    let mut job = first.begin_restore(bytes).unwrap();
+    job.set_bytes_per_poll(1).unwrap();
+    while job.rows_applied().0 == 0 {
+        assert!(first.poll_restore(&mut job).is_none(), "one row a poll: not landed after the first");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    drop(first);
+    let mut second = Simulation::cpu(State::new(source.grid()), Params::default()).unwrap();
+    let before = second.save_state().unwrap();
+    let outcome = second.poll_restore(&mut job);
+    println!("polled on another simulation after {:?} rows: {outcome:?}", job.rows_applied());
+    assert!(matches!(outcome, Some(Err(Error::InvalidSave(why))) if why.contains("replaced")));
+    assert!(second.poll_restore(&mut job).is_none(), "the outcome is given once");
+    assert!(!second.is_applying_restore());
+    assert_eq!(second.save_state().unwrap(), before, "the other simulation is untouched");
+}

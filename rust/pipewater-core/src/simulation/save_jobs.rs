@@ -263,6 +263,11 @@ impl Simulation {
     /// finished by the next `advance` calls, one part each.
     pub fn poll_restore(&mut self, job: &mut RestoreJob) -> Option<Result<()>> {
         if self.restoring.is_none() {
+            if job.worker.is_none() && job.rows_written < job.rows {
+                // Its apply began in another simulation, which is gone (a node rebuilt its own).
+                job.rows_written = job.rows;
+                return Some(Err(Error::InvalidSave("the simulation it was being applied to was replaced before it landed".into())));
+            }
             if !job.is_finished() {
                 return None;
             }
