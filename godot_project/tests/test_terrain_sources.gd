@@ -184,6 +184,17 @@ func _test_hterrain_moved_and_scaled() -> void:
 	_near(_cell(water, 22, 21), -2.0 - 3.0, SAME_HEIGHT, "the height edit reaches cell (22, 21)")
 	_check(after["reads"] == before["reads"] + 1 and rect.get_area() <= 16,
 			"only its rectangle was read (≤ 4 × 4 cells)")
+	# HTerrain's Holes brush paints the color map's alpha (below 0.5: a hole) and notifies the
+	# color channel; pixel (10, 12) lies under cell (12, 12) since the move.
+	data.get_image(HTerrainDataStandIn.CHANNEL_COLOR).set_pixel(10, 12, Color(1, 1, 1, 0))
+	data.notify_region_change(Rect2i(10, 12, 1, 1), HTerrainDataStandIn.CHANNEL_COLOR)
+	var holed := _cell(water, 12, 12)
+	data.get_image(HTerrainDataStandIn.CHANNEL_COLOR).set_pixel(10, 12, Color(1, 1, 1, 1))
+	data.notify_region_change(Rect2i(10, 12, 1, 1), HTerrainDataStandIn.CHANNEL_COLOR)
+	var filled := _cell(water, 12, 12)
+	print("   hole painted on pixel (10, 12): cell (12, 12) %.1f m; erased: %.4f m" % [holed, filled])
+	_near(holed, WALL, 1.0, "a hole in the color map's alpha is a wall (terrain_holes WALL)")
+	_near(filled, -2.0 + 1.5, SAME_HEIGHT, "erasing the hole gives the ground back")
 	water.free()
 	terrain.free()
 

@@ -1,5 +1,6 @@
 extends Node3D
-## A stand-in for HTerrain (Zylann/godot_heightmap_plugin 1.7, addons/zylann.hterrain/
+## A stand-in for HTerrain (Zylann/godot_heightmap_plugin 1.7; checked by hand against 1.8.1 dev,
+## commit f490f77; addons/zylann.hterrain/
 ## hterrain.gd), written from its documented API: [code]map_scale[/code], [code]centered[/code],
 ## [code]get_data()[/code], [code]get_internal_transform()[/code] (pixel (x, z) and raw height y
 ## to global) and [code]world_to_map()[/code].

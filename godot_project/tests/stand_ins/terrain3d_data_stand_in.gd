@@ -1,5 +1,6 @@
 extends Object
-## A stand-in for Terrain3DData (Terrain3D 1.0), from its class documentation.
+## A stand-in for Terrain3DData (Terrain3D 1.0), from its class documentation; checked by hand
+## against the real 1.1.0-dev (commit fc7a744): same methods, signals and map layout.
 
 signal maps_edited(edited_area: AABB)
 signal maps_changed
@@ -33,12 +34,18 @@ func add_flat_region(location: Vector2i, height: float) -> void:
 	_regions.append(region)
 
 
-func get_regions_active(_copy := false, _deep := false) -> Array:
-	return _regions
+## Typed, as the real Terrain3D's TypedArray<Terrain3DRegion> (an untyped Array here hid that a
+## typed array does not convert to an untyped one in Rust).
+func get_regions_active(_copy := false, _deep := false) -> Array[Resource]:
+	var active: Array[Resource] = []
+	active.assign(_regions)
+	return active
 
 
-func get_maps(map_type: int) -> Array:
-	return _regions.map(func(r: Resource) -> Image: return r.get_map(map_type))
+func get_maps(map_type: int) -> Array[Image]:
+	var maps: Array[Image] = []
+	maps.assign(_regions.map(func(r: Resource) -> Image: return r.get_map(map_type)))
+	return maps
 
 
 ## 32 × 32 region ids + 1 (0: none), locations −16 ..= 15, as get_region_map_index lays them.

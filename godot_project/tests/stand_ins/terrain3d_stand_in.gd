@@ -1,6 +1,7 @@
 extends Node3D
-## A stand-in for Terrain3D 1.0 (TokisanGames/Terrain3D, doc/doc_classes/Terrain3D.xml,
-## Terrain3DData.xml, Terrain3DRegion.xml), written from its class documentation: the node's
+## A stand-in for Terrain3D 1.0 (checked by hand against 1.1.0-dev, commit fc7a744;
+## TokisanGames/Terrain3D, doc/doc_classes/Terrain3D.xml, Terrain3DData.xml,
+## Terrain3DRegion.xml), written from its class documentation: the node's
 ## [code]data[/code], [code]region_size[/code] and [code]vertex_spacing[/code]; the data's
 ## regions (each with its [code]location[/code], a [code]FORMAT_RF[/code] height map of
 ## region_size² pixels, one a vertex, and a control map whose bit 2 marks a hole), its 32×32

@@ -259,19 +259,28 @@ impl SourcePlacement {
     }
 }
 
+/// How near a vertex (in vertex spacings) a sample counts as on it. Placements come through
+/// Godot's f32 transforms: a turned HTerrain put cell centres 1e-5 of a vertex off (seen with
+/// the real addon), and an f32 position 4096 vertices out is good to about 1e-3 m.
+const ON_VERTEX: f64 = 1.0e-3;
+
 /// The bilinear sample of `window` at vertex coordinate `(u, v)`; NaN when a vertex it weighs
-/// has no ground. A sample on a vertex (within rounding) weighs that vertex alone, so a hole next
-/// to it does not spread.
+/// has no ground. A sample on a vertex (within [`ON_VERTEX`]) weighs that vertex alone, so a hole
+/// next to it does not spread and its height is exact.
 fn bilinear(window: &HeightWindow, u: f64, v: f64) -> f32 {
-    const ON_VERTEX: f64 = 1.0e-6;
     let (fu, fv) = (u.floor(), v.floor());
     let (mut tu, mut tv) = (u - fu, v - fv);
     let (mut iu, mut iv) = (fu as i64, fv as i64);
-    if tu > 1.0 - ON_VERTEX {
+    // Snapped before the weights are taken, so the weights still sum to one.
+    if tu < ON_VERTEX {
+        tu = 0.0;
+    } else if tu > 1.0 - ON_VERTEX {
         iu += 1;
         tu = 0.0;
     }
-    if tv > 1.0 - ON_VERTEX {
+    if tv < ON_VERTEX {
+        tv = 0.0;
+    } else if tv > 1.0 - ON_VERTEX {
         iv += 1;
         tv = 0.0;
     }
@@ -279,7 +288,7 @@ fn bilinear(window: &HeightWindow, u: f64, v: f64) -> f32 {
     for (du, wu) in [(0, 1.0 - tu), (1, tu)] {
         for (dv, wv) in [(0, 1.0 - tv), (1, tv)] {
             let w = wu * wv;
-            if w <= ON_VERTEX {
+            if w == 0.0 {
                 continue;
             }
             let h = window.at(iu + du, iv + dv);
@@ -466,6 +475,30 @@ mod tests {
         assert_eq!(p.samples_per_side(), 1);
         assert_eq!(raised, vec![3 * 8 + 5]);
         assert!((heights[3 * 8 + 5] - 9.0).abs() < SAME_HEIGHT);
+    }
+
+    /// A source placed through f32 transforms (a turned HTerrain, checked by hand with the real
+    /// addon) puts cell centres a few 1e-5 of a vertex off the vertices: a cell over a vertex
+    /// still takes that vertex's ground exactly, and a hole on the next vertex does not make it
+    /// a hole too.
+    #[test]
+    fn a_cell_a_hair_off_its_vertex_takes_that_vertex_and_not_the_hole_beside_it() {
+        let g = grid(8, 6, 2.0);
+        let off = 3.0e-5 * 2.0;
+        let p = placed(&g, 2.0, -7.0 - off, -5.0 + off);
+        let rect = VertexRect { u0: -2, v0: -2, u1: 10, v1: 10 };
+        let mut window = HeightWindow::empty(rect);
+        window.values.fill(1.0);
+        let at = |u: i64, v: i64| ((v - rect.v0) as usize) * window.width + (u - rect.u0) as usize;
+        window.values[at(4, 3)] = 9.0;
+        window.values[at(5, 3)] = f32::NAN;
+        let heights = sample_cells(&p, &window, g.whole());
+        let (bump, beside, hole) = (heights[3 * 8 + 4], heights[3 * 8 + 3], heights[3 * 8 + 5]);
+        println!("cell over the bump {bump}, cell beside the hole {}, cell before the bump {beside}, hole cell {hole}", heights[3 * 8 + 6]);
+        assert_eq!(bump, 9.0, "the cell over vertex (4, 3) takes its ground exactly");
+        assert_eq!(beside, 1.0);
+        assert_eq!(heights[3 * 8 + 6], 1.0, "the cell after the hole keeps its ground");
+        assert!(hole.is_nan(), "the hole's own cell is a hole");
     }
 
     /// A cell twice the vertex spacing takes the mean of the four samples over its footprint, so

@@ -20,6 +20,10 @@ use std::rc::Rc;
 
 /// HTerrain's `HTerrainData.CHANNEL_HEIGHT`.
 const HTERRAIN_CHANNEL_HEIGHT: i64 = 0;
+/// HTerrain's `HTerrainData.CHANNEL_COLOR`: its Holes brush paints this map's alpha.
+const HTERRAIN_CHANNEL_COLOR: i64 = 3;
+/// HTerrain's shaders discard ground whose color-map alpha is below 0.5 (of 255 as RGBA8).
+const HTERRAIN_HOLE_ALPHA_BELOW: u8 = 128;
 /// Terrain3D's control map bit for a hole (bit 2 of the pixel's 32 bits).
 const TERRAIN3D_HOLE_BIT: u32 = 1 << 2;
 /// Half the height a bake's rays span, m, above and below the water node.
@@ -187,7 +191,8 @@ fn has_collision(node: &Gd<Node>) -> bool {
 /// Terrain3D's active regions: location and region object.
 fn regions(data: &Gd<Object>) -> Result<Vec<(Vector2i, Gd<Object>)>, String> {
     let list = data.clone().call("get_regions_active", &[]);
-    let list = list.try_to::<VarArray>().map_err(|_| "terrain_source: Terrain3DData.get_regions_active() did not return an Array".to_string())?;
+    // The real Terrain3D returns a typed Array[Terrain3DRegion], which a VarArray refuses.
+    let list = list.try_to::<godot::builtin::AnyArray>().map_err(|_| "terrain_source: Terrain3DData.get_regions_active() did not return an Array".to_string())?;
     let mut out = Vec::new();
     for region in list.iter_shared() {
         let region = object_of(region, "a Terrain3DRegion")?;
@@ -195,6 +200,16 @@ fn regions(data: &Gd<Object>) -> Result<Vec<(Vector2i, Gd<Object>)>, String> {
         out.push((location, region));
     }
     Ok(out)
+}
+
+/// HTerrain's first color map when it has one of `resolution`² pixels (its alpha holds the holes).
+fn hterrain_color_map(data: &Gd<Object>, resolution: i64) -> Option<Gd<Image>> {
+    let mut data = data.clone();
+    if !data.has_method("get_map_count") || data.call("get_map_count", &[HTERRAIN_CHANNEL_COLOR.to_variant()]).try_to::<i64>().unwrap_or(0) < 1 {
+        return None;
+    }
+    let image = data.call("get_image", &[HTERRAIN_CHANNEL_COLOR.to_variant()]).try_to::<Gd<Image>>().ok()?;
+    (image.get_width() as i64 == resolution && image.get_height() as i64 == resolution).then_some(image)
 }
 
 /// The 32-bit words of `image`'s pixels in `rect` (`FORMAT_RF`: a float or, for a control map,
@@ -251,7 +266,20 @@ impl TerrainLink {
                 if heights.len() != part.count() {
                     return Err(format!("terrain_source: HTerrainData gave {} heights for a {}-vertex region", heights.len(), part.count()));
                 }
-                window.paste(part, heights.as_slice());
+                let mut values = heights.to_vec();
+                if let Some(color) = hterrain_color_map(data, res) {
+                    let crop = Rect2i::new(Vector2i::new(part.u0 as i32, part.v0 as i32), Vector2i::new((part.u1 - part.u0 + 1) as i32, (part.v1 - part.v0 + 1) as i32));
+                    let mut color = color.get_region(crop).ok_or("terrain_source: HTerrain's color map could not be cropped")?;
+                    if color.get_format() != Format::RGBA8 {
+                        color.convert(Format::RGBA8);
+                    }
+                    for (value, pixel) in values.iter_mut().zip(color.get_data().as_slice().chunks_exact(4)) {
+                        if pixel[3] < HTERRAIN_HOLE_ALPHA_BELOW {
+                            *value = f32::NAN;
+                        }
+                    }
+                }
+                window.paste(part, &values);
             }
             Kind::Shape { shape, .. } => {
                 let data = shape.get_map_data();
@@ -459,7 +487,8 @@ impl PipeWater {
                 let callable = Callable::from_linked_fn("pipewater_hterrain_edited", &me, move |args: &[&Variant]| {
                     let rect = args.first().and_then(|a| a.try_to::<Rect2i>().ok());
                     let channel = args.get(1).and_then(|a| a.try_to::<i64>().ok());
-                    if let (Some(r), Some(HTERRAIN_CHANNEL_HEIGHT)) = (rect, channel) {
+                    // The color channel carries the holes (its alpha).
+                    if let (Some(r), Some(HTERRAIN_CHANNEL_HEIGHT | HTERRAIN_CHANNEL_COLOR)) = (rect, channel) {
                         let (p, s) = (r.position, r.size);
                         edited.borrow_mut().push(Edited::Vertices(VertexRect { u0: p.x as i64, v0: p.y as i64, u1: (p.x + s.x) as i64 - 1, v1: (p.y + s.y) as i64 - 1 }));
                     }
