@@ -110,3 +110,32 @@ fn a_late_joiner_and_a_client_edit_leave_every_client_with_the_servers_water() {
     println!("largest difference after the first second, every client: {worst_after_first_second:.4} m (bound {NEAR_M} m, issue 49's goal 0.01 m); the server's water moves up to {moved:.4} m in a frame at the end");
     assert!(worst_after_first_second <= NEAR_M);
 }
+
+/// A server nobody has joined does not read its water (a single player with sync on pays
+/// nothing at the sync rate), and starts capturing at the first join, whose keyframe is the water
+/// as it is then. Prints the captures before and after.
+#[test]
+fn a_server_without_clients_does_not_capture_and_a_join_gets_the_water_of_its_time() {
+    let mut server_sim = world();
+    let mut server = ServerSession::start(SyncConfig::default(), &mut server_sim).unwrap();
+    let mut peers: Vec<Peer> = Vec::new();
+    let mut wire = Vec::new();
+    let mut now = 0.0;
+    for _ in 0..60 {
+        frame(now, &mut server_sim, &mut server, &mut peers, &mut wire);
+        now += FRAME;
+    }
+    let alone = server.captures();
+    peers.push(Peer { id: 2, sim: world(), session: ClientSession::start(&mut world()).unwrap() });
+    for _ in 0..60 {
+        frame(now, &mut server_sim, &mut server, &mut peers, &mut wire);
+        now += FRAME;
+    }
+    let copy = peers[0].session.client().depths();
+    let truth = server_sim.read_state().unwrap().depth;
+    let stale = copy.iter().zip(&truth).map(|(&a, &b)| (a as i64 - b as i64).unsigned_abs()).max().unwrap_or(0) as f32 * DEPTH_QUANTUM;
+    println!("captures alone over 1 s: {alone}; after a join, 1 s later: {}; the client's copy is {stale:.4} m from the server's water (complete: {})", server.captures(), peers[0].session.client().is_complete());
+    assert_eq!(alone, 0);
+    assert!(server.captures() > 20 && peers[0].session.client().is_complete());
+    assert!(stale < NEAR_M);
+}

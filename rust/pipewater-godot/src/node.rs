@@ -553,6 +553,7 @@ impl INode3D for PipeWater {
     fn on_notification(&mut self, what: Node3DNotification) {
         if what == Node3DNotification::PREDELETE {
             self.surface.detach();
+            self.stop_sync();
             // The RenderingDevice backend frees its RIDs while Godot's device still exists.
             self.drop_simulation();
         }

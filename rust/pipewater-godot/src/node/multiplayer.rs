@@ -22,6 +22,9 @@ use std::rc::Rc;
 const MAX_REPORTED_REFUSALS: u64 = 20;
 /// The `SceneMultiplayer` channel the water's packets use.
 const CHANNEL: i32 = 0;
+/// Most packets waiting for the next physics frame; past it new ones are dropped (the protocol
+/// recovers from loss), so a node out of the tree, or a flood, cannot grow the inbox without end.
+const MAX_INBOX_PACKETS: usize = 16_384;
 
 /// What the multiplayer's signals delivered since the last frame.
 #[derive(Default)]
@@ -275,7 +278,8 @@ impl PipeWater {
         self.sync_link.role = None;
     }
 
-    fn stop_sync(&mut self) {
+    /// Ends the session and lets go of the multiplayer's signals (also when the node is freed).
+    pub(super) fn stop_sync(&mut self) {
         self.end_role();
         if let Some((mut scene, callables)) = self.sync_link.listening.take() {
             for (signal, callable) in callables {
@@ -298,8 +302,9 @@ impl PipeWater {
         let packet = Callable::from_fn("pipe_water_sync_packet", move |args: &[&Variant]| {
             if let (Some(id), Some(bytes)) = (args.first().and_then(|v| v.try_to::<i64>().ok()), args.get(1).and_then(|v| v.try_to::<PackedByteArray>().ok())) {
                 // Other parts of the game may use send_bytes too: only ours start with the magic.
-                if bytes.as_slice().starts_with(&MAGIC) {
-                    inbox.borrow_mut().packets.push((id as i32, bytes.to_vec()));
+                let mut inbox = inbox.borrow_mut();
+                if bytes.as_slice().starts_with(&MAGIC) && inbox.packets.len() < MAX_INBOX_PACKETS {
+                    inbox.packets.push((id as i32, bytes.to_vec()));
                 }
             }
             Variant::nil()
