@@ -95,6 +95,18 @@ pub struct WorldReport {
     pub awake: u32,
 }
 
+/// A save of a world on its way ([`World::begin_save`]).
+pub struct WorldSaveJob {
+    staging: Option<wgpu::Buffer>,
+    state: Arc<AtomicU32>,
+    header: Option<crate::world_save::WorldSave>,
+    /// Pages with water fields then, and their slots.
+    watered: Vec<(u64, u32)>,
+    terrain: Vec<(u64, Arc<Vec<f32>>)>,
+    cells: u64,
+    worker: Option<std::thread::JoinHandle<Result<Vec<u8>>>>,
+}
+
 /// A water edit waiting for its page to be resident.
 #[derive(Debug, Clone, Copy)]
 struct PendingWater {
@@ -156,7 +168,8 @@ pub struct World {
     side: u32,
     /// Terrain of each page on the host (`side²` cells, the world's edge pages padded), m; a
     /// page whose terrain was never set lies at `ground` and holds nothing here.
-    terrain: Vec<Option<Box<[f32]>>>,
+    /// Shared, so that a save takes them without copying (a write copies the page first).
+    terrain: Vec<Option<Arc<Vec<f32>>>>,
     ground: f32,
     /// Terrain and water slots of each page ([`NO_PAGE`], [`ZERO_SLOT`] for none).
     slots: Vec<[u32; 2]>,
@@ -455,7 +468,7 @@ impl World {
                 let (page, at) = self.page_cell(x + col, y + row);
                 let ground = self.ground;
                 let cells = (self.side * self.side) as usize;
-                self.terrain[page].get_or_insert_with(|| vec![ground; cells].into_boxed_slice())[at] = heights[(row * w + col) as usize];
+                Arc::make_mut(self.terrain[page].get_or_insert_with(|| Arc::new(vec![ground; cells])))[at] = heights[(row * w + col) as usize];
                 if touched.last() != Some(&page) && !touched.contains(&page) {
                     touched.push(page);
                 }
@@ -1100,38 +1113,96 @@ impl World {
 
 impl World {
     /// The world's save ([`crate::world_save`]): the terrain of the pages whose terrain was set
-    /// and the depth and pipes of the pages holding water or flow, read from the device (waits
-    /// for it), with the ledger.
+    /// and the depth and pipes of the pages holding water or flow, read from the device, with the
+    /// ledger. Waits for it; [`World::begin_save`] does not.
     pub fn save(&mut self) -> Result<Vec<u8>> {
-        self.flush_edits()?;
-        let page_cells = (self.side * self.side) as usize;
-        let depth_bytes = self.read_slots(&self.fields.depth[self.current].clone(), 4)?;
-        let flux_bytes = self.read_slots(&self.fields.flux[self.current].clone(), 16)?;
-        let depth: &[i32] = bytemuck::cast_slice(&depth_bytes);
-        let flux: &[[f32; 4]] = bytemuck::cast_slice(&flux_bytes);
-        let mut water = Vec::new();
-        for (page, s) in self.slots.iter().enumerate() {
-            if s[1] == ZERO_SLOT {
-                continue;
+        let mut job = self.begin_save()?;
+        loop {
+            if let Some(done) = self.poll_save(&mut job) {
+                return done;
             }
-            let at = s[1] as usize * page_cells;
-            let (d, f) = (&depth[at..at + page_cells], &flux[at..at + page_cells]);
-            if d.iter().any(|&q| q != 0) || f.iter().flatten().any(|v| v.to_bits() != 0) {
-                water.push((page as u64, d.to_vec(), f.to_vec()));
-            }
+            self.ctx.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: Some(Duration::from_millis(50)) }).map_err(|e| Error::Gpu(e.to_string()))?;
         }
-        let terrain = self.terrain.iter().enumerate().filter_map(|(page, t)| t.as_ref().map(|t| (page as u64, t.to_vec()))).collect();
-        let save = crate::world_save::WorldSave {
+    }
+
+    /// Starts a save of the world as it is after the work submitted so far: the device copies
+    /// the water fields and the ledger aside, and a worker thread encodes them once they arrive,
+    /// so the caller's part is recording one copy and the pages' list. The world steps on
+    /// meanwhile; [`World::poll_save`] hands the bytes over.
+    pub fn begin_save(&mut self) -> Result<WorldSaveJob> {
+        self.flush_edits()?;
+        let page_cells = (self.side * self.side) as u64;
+        let water_bytes = self.fields.water_capacity as u64 * page_cells * 20;
+        let staging = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("world save"),
+            size: water_bytes + 32,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let cells = self.fields.water_capacity as u64 * page_cells;
+        let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("world save") });
+        encoder.copy_buffer_to_buffer(&self.fields.depth[self.current], 0, &staging, 0, cells * 4);
+        encoder.copy_buffer_to_buffer(&self.fields.flux[self.current], 0, &staging, cells * 4, cells * 16);
+        encoder.copy_buffer_to_buffer(&self.counters, 0, &staging, water_bytes, 32);
+        self.ctx.queue.submit([encoder.finish()]);
+        let state = Arc::new(AtomicU32::new(READ_PENDING));
+        let flag = state.clone();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| flag.store(if r.is_ok() { READ_READY } else { READ_FAILED }, Ordering::Release));
+        let header = crate::world_save::WorldSave {
             width: self.width,
             height: self.height,
             side: self.side,
             ground: self.ground,
-            counters: self.counters()?,
+            counters: Counters::default(),
             steps: self.report.steps,
-            terrain,
-            water,
+            terrain: Vec::new(),
+            water: Vec::new(),
         };
-        Ok(save.encode())
+        let watered: Vec<(u64, u32)> = self.slots.iter().enumerate().filter(|(_, s)| s[1] != ZERO_SLOT).map(|(p, s)| (p as u64, s[1])).collect();
+        let terrain: Vec<(u64, Arc<Vec<f32>>)> = self.terrain.iter().enumerate().filter_map(|(p, t)| t.clone().map(|t| (p as u64, t))).collect();
+        Ok(WorldSaveJob { staging: Some(staging), state, header: Some(header), watered, terrain, cells, worker: None })
+    }
+
+    /// The save's bytes once they are ready (`None` until then; call once a frame). The caller's
+    /// part is a poll of the device; the worker reads the copy and encodes.
+    pub fn poll_save(&mut self, job: &mut WorldSaveJob) -> Option<Result<Vec<u8>>> {
+        if let Some(worker) = &job.worker {
+            if !worker.is_finished() {
+                return None;
+            }
+            let worker = job.worker.take().expect("checked above");
+            return Some(worker.join().unwrap_or_else(|_| Err(Error::Gpu("the world save's worker panicked".into()))));
+        }
+        let _ = self.ctx.device.poll(wgpu::PollType::Poll);
+        match job.state.load(Ordering::Acquire) {
+            READ_PENDING => None,
+            READ_READY => {
+                let (staging, mut header) = (job.staging.take()?, job.header.take()?);
+                let (watered, terrain, cells) = (std::mem::take(&mut job.watered), std::mem::take(&mut job.terrain), job.cells as usize);
+                let page_cells = (header.side * header.side) as usize;
+                job.worker = Some(std::thread::spawn(move || {
+                    let bytes = {
+                        let mapped = staging.get_mapped_range(..).map_err(|e| Error::Gpu(e.to_string()))?;
+                        let depth: &[i32] = bytemuck::cast_slice(&mapped[..cells * 4]);
+                        let flux: &[[f32; 4]] = bytemuck::cast_slice(&mapped[cells * 4..cells * 20]);
+                        header.counters = GpuHost::counters_from(&mapped[cells * 20..cells * 20 + 32]);
+                        for (page, slot) in watered {
+                            let at = slot as usize * page_cells;
+                            let (d, f) = (&depth[at..at + page_cells], &flux[at..at + page_cells]);
+                            if d.iter().any(|&q| q != 0) || f.iter().flatten().any(|v| v.to_bits() != 0) {
+                                header.water.push((page, d.to_vec(), f.to_vec()));
+                            }
+                        }
+                        header.terrain = terrain.into_iter().map(|(p, t)| (p, t.to_vec())).collect();
+                        header.encode()
+                    };
+                    staging.unmap();
+                    Ok(bytes)
+                }));
+                None
+            }
+            _ => Some(Err(Error::Gpu("mapping the world's save failed".into()))),
+        }
     }
 
     /// A world from its save, on this device: pages cut again if this device's pages have
