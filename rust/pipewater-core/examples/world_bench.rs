@@ -229,7 +229,7 @@ mod bench {
             let saved = start.elapsed().as_secs_f64();
             assert_eq!(bytes_again.len() > 0, bytes.len() > 0);
             let start = Instant::now();
-            let mut loaded = World::load(&bytes).unwrap();
+            let loaded = World::load(&bytes).unwrap();
             loaded.wait_idle().unwrap();
             let load = start.elapsed().as_secs_f64();
             let dense = cells * 24.0;

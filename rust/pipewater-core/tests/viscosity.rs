@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use pipewater_core::validation::{FILM_DURATION, MUD_FILM};
-use pipewater_core::{BackendPreference, Boundary, Edge, Error, Grid, Params, Simulation, State, DEPTH_QUANTUM};
+use pipewater_core::{BackendPreference, Boundary, Error, Grid, Params, Simulation, State, DEPTH_QUANTUM};
 
 /// Largest relative difference between the film's mean depth and Nusselt's thickness. The
 /// uniform film is the model's exact steady state (face depth = upstream depth, drive = slope);

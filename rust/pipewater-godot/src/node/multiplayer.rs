@@ -95,7 +95,9 @@ impl PipeWater {
             }
             return;
         }
-        if self.sim.is_none() || !self.base().is_inside_tree() {
+        // While a load is applied in parts the water waits, and every call that reads it is
+        // refused (Error::Busy): the session picks up once it has landed.
+        if self.sim.as_ref().is_none_or(|s| s.is_applying_restore()) || !self.base().is_inside_tree() {
             return;
         }
         self.follow_multiplayer_role();
@@ -122,6 +124,9 @@ impl PipeWater {
 
     /// After the step: the packets of this frame (at the sync rate) go out.
     pub(super) fn sync_after_step(&mut self) {
+        if self.sim.as_ref().is_some_and(|s| s.is_applying_restore()) {
+            return;
+        }
         let now = seconds_now();
         let outgoing: Vec<(i32, Outgoing)> = match (self.sync_link.role.as_mut(), self.sim.as_mut()) {
             (Some(Role::Server(session)), Some(sim)) => match session.frame(sim, now) {
