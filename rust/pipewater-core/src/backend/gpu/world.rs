@@ -97,13 +97,6 @@ pub struct WorldReport {
 
 /// A save of a world on its way ([`World::begin_save`]).
 pub struct WorldSaveJob {
-    staging: Option<wgpu::Buffer>,
-    state: Arc<AtomicU32>,
-    header: Option<crate::world_save::WorldSave>,
-    /// Pages with water fields then, and their slots.
-    watered: Vec<(u64, u32)>,
-    terrain: Vec<(u64, Arc<Vec<f32>>)>,
-    cells: u64,
     worker: Option<std::thread::JoinHandle<Result<Vec<u8>>>>,
 }
 
@@ -1126,29 +1119,27 @@ impl World {
     }
 
     /// Starts a save of the world as it is after the work submitted so far: the device copies
-    /// the water fields and the ledger aside, and a worker thread encodes them once they arrive,
-    /// so the caller's part is recording one copy and the pages' list. The world steps on
-    /// meanwhile; [`World::poll_save`] hands the bytes over.
+    /// the water fields and the ledger aside (into a buffer of its own memory: a mappable one
+    /// takes the host a tenth of a second to make at 16384²), and a worker thread brings them
+    /// over and encodes them, so the caller's part is recording one copy and the pages' list.
+    /// The world steps on meanwhile; [`World::poll_save`] hands the bytes over.
     pub fn begin_save(&mut self) -> Result<WorldSaveJob> {
         self.flush_edits()?;
         let page_cells = (self.side * self.side) as u64;
-        let water_bytes = self.fields.water_capacity as u64 * page_cells * 20;
-        let staging = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        let cells = self.fields.water_capacity as u64 * page_cells;
+        let water_bytes = cells * 20;
+        let scratch = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("world save"),
             size: water_bytes + 32,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            usage: wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let cells = self.fields.water_capacity as u64 * page_cells;
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("world save") });
-        encoder.copy_buffer_to_buffer(&self.fields.depth[self.current], 0, &staging, 0, cells * 4);
-        encoder.copy_buffer_to_buffer(&self.fields.flux[self.current], 0, &staging, cells * 4, cells * 16);
-        encoder.copy_buffer_to_buffer(&self.counters, 0, &staging, water_bytes, 32);
+        encoder.copy_buffer_to_buffer(&self.fields.depth[self.current], 0, &scratch, 0, cells * 4);
+        encoder.copy_buffer_to_buffer(&self.fields.flux[self.current], 0, &scratch, cells * 4, cells * 16);
+        encoder.copy_buffer_to_buffer(&self.counters, 0, &scratch, water_bytes, 32);
         self.ctx.queue.submit([encoder.finish()]);
-        let state = Arc::new(AtomicU32::new(READ_PENDING));
-        let flag = state.clone();
-        staging.map_async(wgpu::MapMode::Read, .., move |r| flag.store(if r.is_ok() { READ_READY } else { READ_FAILED }, Ordering::Release));
-        let header = crate::world_save::WorldSave {
+        let mut header = crate::world_save::WorldSave {
             width: self.width,
             height: self.height,
             side: self.side,
@@ -1160,49 +1151,63 @@ impl World {
         };
         let watered: Vec<(u64, u32)> = self.slots.iter().enumerate().filter(|(_, s)| s[1] != ZERO_SLOT).map(|(p, s)| (p as u64, s[1])).collect();
         let terrain: Vec<(u64, Arc<Vec<f32>>)> = self.terrain.iter().enumerate().filter_map(|(p, t)| t.clone().map(|t| (p as u64, t))).collect();
-        Ok(WorldSaveJob { staging: Some(staging), state, header: Some(header), watered, terrain, cells, worker: None })
+        let ctx = self.ctx.clone();
+        let worker = std::thread::spawn(move || -> Result<Vec<u8>> {
+            let staging = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("world save read"),
+                size: water_bytes + 32,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("world save read") });
+            encoder.copy_buffer_to_buffer(&scratch, 0, &staging, 0, water_bytes + 32);
+            ctx.queue.submit([encoder.finish()]);
+            let state = Arc::new(AtomicU32::new(READ_PENDING));
+            let flag = state.clone();
+            staging.map_async(wgpu::MapMode::Read, .., move |r| flag.store(if r.is_ok() { READ_READY } else { READ_FAILED }, Ordering::Release));
+            let start = Instant::now();
+            while state.load(Ordering::Acquire) == READ_PENDING {
+                if start.elapsed() > DEVICE_WAIT_LIMIT {
+                    return Err(Error::DeviceLost(format!("the world's save did not arrive within {} s", DEVICE_WAIT_LIMIT.as_secs())));
+                }
+                let _ = ctx.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: Some(Duration::from_millis(50)) });
+            }
+            if state.load(Ordering::Acquire) != READ_READY {
+                return Err(Error::Gpu("mapping the world's save failed".into()));
+            }
+            let page_cells = page_cells as usize;
+            let cells = cells as usize;
+            let bytes = {
+                let mapped = staging.get_mapped_range(..).map_err(|e| Error::Gpu(e.to_string()))?;
+                let depth: &[i32] = bytemuck::cast_slice(&mapped[..cells * 4]);
+                let flux: &[[f32; 4]] = bytemuck::cast_slice(&mapped[cells * 4..cells * 20]);
+                header.counters = GpuHost::counters_from(&mapped[cells * 20..cells * 20 + 32]);
+                for (page, slot) in watered {
+                    let at = slot as usize * page_cells;
+                    let (d, f) = (&depth[at..at + page_cells], &flux[at..at + page_cells]);
+                    if d.iter().any(|&q| q != 0) || f.iter().flatten().any(|v| v.to_bits() != 0) {
+                        header.water.push((page, d.to_vec(), f.to_vec()));
+                    }
+                }
+                header.terrain = terrain.into_iter().map(|(p, t)| (p, t.to_vec())).collect();
+                header.encode()
+            };
+            staging.unmap();
+            Ok(bytes)
+        });
+        Ok(WorldSaveJob { worker: Some(worker) })
     }
 
-    /// The save's bytes once they are ready (`None` until then; call once a frame). The caller's
-    /// part is a poll of the device; the worker reads the copy and encodes.
+    /// The save's bytes once they are ready (`None` until then; call once a frame): the
+    /// caller's part is a look at the worker.
     pub fn poll_save(&mut self, job: &mut WorldSaveJob) -> Option<Result<Vec<u8>>> {
-        if let Some(worker) = &job.worker {
-            if !worker.is_finished() {
-                return None;
-            }
-            let worker = job.worker.take().expect("checked above");
+        if job.worker.as_ref()?.is_finished() {
+            let worker = job.worker.take()?;
             return Some(worker.join().unwrap_or_else(|_| Err(Error::Gpu("the world save's worker panicked".into()))));
         }
+        // Callbacks of other reads run on this thread's polls too.
         let _ = self.ctx.device.poll(wgpu::PollType::Poll);
-        match job.state.load(Ordering::Acquire) {
-            READ_PENDING => None,
-            READ_READY => {
-                let (staging, mut header) = (job.staging.take()?, job.header.take()?);
-                let (watered, terrain, cells) = (std::mem::take(&mut job.watered), std::mem::take(&mut job.terrain), job.cells as usize);
-                let page_cells = (header.side * header.side) as usize;
-                job.worker = Some(std::thread::spawn(move || {
-                    let bytes = {
-                        let mapped = staging.get_mapped_range(..).map_err(|e| Error::Gpu(e.to_string()))?;
-                        let depth: &[i32] = bytemuck::cast_slice(&mapped[..cells * 4]);
-                        let flux: &[[f32; 4]] = bytemuck::cast_slice(&mapped[cells * 4..cells * 20]);
-                        header.counters = GpuHost::counters_from(&mapped[cells * 20..cells * 20 + 32]);
-                        for (page, slot) in watered {
-                            let at = slot as usize * page_cells;
-                            let (d, f) = (&depth[at..at + page_cells], &flux[at..at + page_cells]);
-                            if d.iter().any(|&q| q != 0) || f.iter().flatten().any(|v| v.to_bits() != 0) {
-                                header.water.push((page, d.to_vec(), f.to_vec()));
-                            }
-                        }
-                        header.terrain = terrain.into_iter().map(|(p, t)| (p, t.to_vec())).collect();
-                        header.encode()
-                    };
-                    staging.unmap();
-                    Ok(bytes)
-                }));
-                None
-            }
-            _ => Some(Err(Error::Gpu("mapping the world's save failed".into()))),
-        }
+        None
     }
 
     /// A world from its save, on this device: pages cut again if this device's pages have
