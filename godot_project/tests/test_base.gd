@@ -82,3 +82,13 @@ func _make_cpu_water(size: Vector2i, level: float, origin: Vector3, paused := fa
 func _free(node: Node) -> void:
 	node.queue_free()
 	await process_frame
+
+
+## A 20 × 20 pool that has had water added and has run for a second.
+func _make_stirred_water() -> PipeWater:
+	var water: PipeWater = await _make_cpu_water(Vector2i(20, 20), 1.0, Vector3.ZERO, true)
+	water.add_water(Vector3(3, 0, 3), 25.0, 3.0)
+	water.add_source(Vector3(-4, 0, -4), 2.0, 1.0)
+	for i in 30:
+		water.step(1.0 / 30.0)
+	return water

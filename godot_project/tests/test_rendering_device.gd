@@ -485,13 +485,18 @@ func _test_load_state_replays_the_same_frames_on_the_rendering_device() -> void:
 
 
 func _test_async_save_and_load_on_the_rendering_device_match_the_synchronous_ones() -> void:
-	print("-- save_state_async and load_state_async on the RenderingDevice, against save_state and load_state")
+	print(
+		"-- save_state_async and load_state_async on the RenderingDevice,"
+		+ " against save_state and load_state"
+	)
 	var water: PipeWater = await _make_flowing_rd_water()
 	var saved_ledger: Dictionary = water.get_water_ledger()
 	var state: PipeWaterState = water.save_state()
 	var saves: Array = []
 	var loads: Array = []
-	water.state_saved.connect(func(p: String, error: int, s: PipeWaterState) -> void: saves.append([p, error, s]))
+	water.state_saved.connect(
+		func(p: String, error: int, s: PipeWaterState) -> void: saves.append([p, error, s])
+	)
 	water.state_loaded.connect(func(p: String, error: int) -> void: loads.append([p, error]))
 	_check(water.save_state_async("") == OK, "save_state_async(\"\") starts")
 	var frames := 0
@@ -508,7 +513,9 @@ func _test_async_save_and_load_on_the_rendering_device_match_the_synchronous_one
 		await physics_frame
 		frames += 1
 	_check(loads.size() == 1 and loads[0][1] == OK, "state_loaded(\"\", OK) after %d frames" % frames)
-	_ledgers_equal(water.get_water_ledger(), saved_ledger, "right after the load the ledger is the saved one")
+	_ledgers_equal(
+		water.get_water_ledger(), saved_ledger, "right after the load the ledger is the saved one"
+	)
 	var second: Dictionary = await _run_and_record(water)
 	var worst := 0.0
 	for i in range(QUERY_FRAMES, FRAMES_AFTER_SAVE):
@@ -516,9 +523,13 @@ func _test_async_save_and_load_on_the_rendering_device_match_the_synchronous_one
 			var a: float = first["heights"][i][k]
 			var b: float = second["heights"][i][k]
 			worst = maxf(worst, absf(a - b) if is_finite(a) and is_finite(b) else INF)
-	_check(worst <= MAX_DEPTH_DIFFERENCE,
-			"the frames after it match those after the save: largest get_height difference %.7f m ≤ %.4f m" % [
-				worst, MAX_DEPTH_DIFFERENCE])
+	_check(
+		worst <= MAX_DEPTH_DIFFERENCE,
+		(
+			"the frames after it match those after the save:"
+			+ " largest get_height difference %.7f m ≤ %.4f m"
+		) % [worst, MAX_DEPTH_DIFFERENCE]
+	)
 	_ledgers_equal(second["ledger"], first["ledger"], "after the same frames the ledger is the same")
 	var cells: float = _largest_depth_difference(first["image"], second["image"])
 	_check(cells <= MAX_DEPTH_DIFFERENCE,

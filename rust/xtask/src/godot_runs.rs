@@ -6,6 +6,8 @@
 //! reaches the repository), imports it, and runs in it:
 //!
 //! - `run_tests`: the node tests (`res://tests/run_tests.gd`), headless;
+//! - `persistence`: saving and loading, synchronous and asynchronous
+//!   (`res://tests/test_persistence.gd`), headless;
 //! - `sleeping`: sleeping tiles on the CPU backend (`res://tests/test_sleeping.gd`), headless;
 //! - `terrain_sources`: `terrain_source` over stand-ins of Terrain3D and HTerrain, a
 //!   `HeightMapShape3D` and geometry baked by rays (`res://tests/test_terrain_sources.gd`), headless;
@@ -203,6 +205,7 @@ fn test_version(godot: &Path, folders: &mut Vec<String>, package: &TestPackage) 
         }
     };
     report.layers.push(("run_tests", run("run_tests", headless("res://tests/run_tests.gd"), &FAILURE_MARKERS, PASS_LINE)));
+    report.layers.push(("persistence", run("persistence", headless("res://tests/test_persistence.gd"), &FAILURE_MARKERS, PASS_LINE)));
     report.layers.push(("sleeping", run("sleeping", headless("res://tests/test_sleeping.gd"), &FAILURE_MARKERS, PASS_LINE)));
     report.layers.push(("terrain_sources", run("terrain_sources", headless("res://tests/test_terrain_sources.gd"), &FAILURE_MARKERS, PASS_LINE)));
     report.layers.push(("multiplayer", run("multiplayer", headless("res://tests/test_multiplayer.gd"), &FAILURE_MARKERS, PASS_LINE)));
