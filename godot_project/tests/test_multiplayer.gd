@@ -338,8 +338,17 @@ func _server() -> void:
 	print("-- the water comes to rest")
 	await _frames(240)
 	var last := {}
-	for i in 4:
-		await _snapshot_round(last)
+	# Three processes on a loaded machine step at uneven rates, and the water takes longer to
+	# settle in some: up to six more rests of two seconds, measured afresh each time.
+	for rest in 7:
+		last = {}
+		for i in 4:
+			await _snapshot_round(last)
+		var furthest: float = maxf(last.get(a, INF), last.get(b, INF))
+		print("   after rest %d: the furthest client is %.4f m from the server" % [rest, furthest])
+		if furthest <= REST_BOUND_M:
+			break
+		await _frames(120)
 	for id: int in [a, b]:
 		print("   client %d's figures: %s" % [id, _report(id).get("stats", {})])
 	print("   the server's figures: %s" % [_water.get_sync_stats()])
