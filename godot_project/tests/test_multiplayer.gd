@@ -545,5 +545,6 @@ func _client_message(message: Dictionary) -> void:
 		"bye":
 			get_multiplayer().multiplayer_peer = null
 			_water.queue_free()
-			await process_frame
+			# The node lets go of the multiplayer's signals as it leaves; let that finish.
+			await _frames(3)
 			quit(0)
