@@ -361,16 +361,22 @@ impl RdBackend {
         // flight belong to the old state: a new generation makes `harvest` discard them whenever
         // their callbacks come.
         self.host.loaded(state, counters, frames);
+        self.start_from_loaded_state(&mut rd)
+    }
+
+    /// After a new state's fields and the host's side are in (`upload`, `finish_restore`): both
+    /// awake lists empty, no tile marked, no recovery part or detail wave of the old state, and
+    /// the state drawn into the textures at once, so that an editor that does not simulate, or a
+    /// paused game, shows it without ever stepping.
+    fn start_from_loaded_state(&mut self, rd: &mut Gd<RenderingDevice>) -> Result<()> {
         for list in self.awake_lists {
-            update(&mut rd, list, bytemuck::cast_slice(&EMPTY_AWAKE_LIST));
+            update(rd, list, bytemuck::cast_slice(&EMPTY_AWAKE_LIST));
         }
-        update(&mut rd, self.tile_wakes, &vec![0u8; 4 * self.host.sleep.tiles().count()]);
+        update(rd, self.tile_wakes, &vec![0u8; 4 * self.host.sleep.tiles().count()]);
         self.recovery_parts.clear();
         if let Some(detail) = &mut self.detail {
-            detail.clear(&mut rd);
+            detail.clear(rd);
         }
-        // Draw the loaded state into the textures at once: an editor that does not simulate, or a
-        // paused game, shows it without ever stepping.
         self.record_frame(&FramePlan { constants: self.host.constants, substeps: 0, forcing: &[] })
     }
 
@@ -940,15 +946,7 @@ impl Backend for RdBackend {
         // What `upload` does after the fields, with the snapshot and recovery point made on the
         // worker that decoded the save.
         self.host.loaded_restored(restored);
-        for list in self.awake_lists {
-            update(&mut rd, list, bytemuck::cast_slice(&EMPTY_AWAKE_LIST));
-        }
-        update(&mut rd, self.tile_wakes, &vec![0u8; 4 * self.host.sleep.tiles().count()]);
-        self.recovery_parts.clear();
-        if let Some(detail) = &mut self.detail {
-            detail.clear(&mut rd);
-        }
-        self.record_frame(&FramePlan { constants: self.host.constants, substeps: 0, forcing: &[] })
+        self.start_from_loaded_state(&mut rd)
     }
 
     fn set_terrain(&mut self, terrain: &[f32]) -> Result<()> {
