@@ -533,6 +533,26 @@ impl World {
     }
 }
 
+/// Maps `staging` after the work submitted so far, waiting at most [`DEVICE_WAIT_LIMIT`] (from
+/// any thread: a save's worker waits here too).
+fn map_and_wait(ctx: &GpuContext, staging: &wgpu::Buffer, what: &str) -> Result<()> {
+    let state = Arc::new(AtomicU32::new(READ_PENDING));
+    let flag = state.clone();
+    staging.map_async(wgpu::MapMode::Read, .., move |r| flag.store(if r.is_ok() { READ_READY } else { READ_FAILED }, Ordering::Release));
+    let start = Instant::now();
+    while state.load(Ordering::Acquire) == READ_PENDING {
+        if start.elapsed() > DEVICE_WAIT_LIMIT {
+            return Err(Error::DeviceLost(format!("{what} did not arrive within {} s", DEVICE_WAIT_LIMIT.as_secs())));
+        }
+        let _ = ctx.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: Some(Duration::from_millis(50)) });
+    }
+    ctx.check()?;
+    if state.load(Ordering::Acquire) != READ_READY {
+        return Err(Error::Gpu(format!("mapping {what} failed")));
+    }
+    Ok(())
+}
+
 /// Runs of consecutive values of sorted `tiles`, as (first, one past the last).
 fn runs_of(tiles: &[usize]) -> Vec<(usize, usize)> {
     let mut runs: Vec<(usize, usize)> = Vec::new();
@@ -1002,7 +1022,7 @@ impl World {
             encoder.copy_buffer_to_buffer(source, slot * page_cells * cell_bytes, &staging, k as u64 * page_cells * cell_bytes, page_cells * cell_bytes);
         }
         self.ctx.queue.submit([encoder.finish()]);
-        self.map_and_wait(&staging, "a world read")?;
+        map_and_wait(&self.ctx, &staging, "a world read")?;
         let mapped = staging.get_mapped_range(..).map_err(|e| Error::Gpu(e.to_string()))?;
         let cb = cell_bytes as usize;
         let mut out = vec![0u8; w as usize * h as usize * cb];
@@ -1036,7 +1056,7 @@ impl World {
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("world counters") });
         encoder.copy_buffer_to_buffer(&self.counters, 0, &staging, 0, 32);
         self.ctx.queue.submit([encoder.finish()]);
-        self.map_and_wait(&staging, "the world's counters")?;
+        map_and_wait(&self.ctx, &staging, "the world's counters")?;
         let counters = GpuHost::counters_from(&staging.get_mapped_range(..).map_err(|e| Error::Gpu(e.to_string()))?[..32]);
         staging.unmap();
         Ok(counters)
@@ -1078,29 +1098,10 @@ impl World {
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("world slots read") });
         encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, size);
         self.ctx.queue.submit([encoder.finish()]);
-        self.map_and_wait(&staging, "a world read")?;
+        map_and_wait(&self.ctx, &staging, "a world read")?;
         let bytes = staging.get_mapped_range(..).map_err(|e| Error::Gpu(e.to_string()))?[..size as usize].to_vec();
         staging.unmap();
         Ok(bytes)
-    }
-
-    /// Maps `staging` after the work submitted so far, waiting at most [`DEVICE_WAIT_LIMIT`].
-    fn map_and_wait(&self, staging: &wgpu::Buffer, what: &str) -> Result<()> {
-        let state = Arc::new(AtomicU32::new(READ_PENDING));
-        let flag = state.clone();
-        staging.map_async(wgpu::MapMode::Read, .., move |r| flag.store(if r.is_ok() { READ_READY } else { READ_FAILED }, Ordering::Release));
-        let start = Instant::now();
-        while state.load(Ordering::Acquire) == READ_PENDING {
-            if start.elapsed() > DEVICE_WAIT_LIMIT {
-                return Err(Error::DeviceLost(format!("{what} did not arrive within {} s", DEVICE_WAIT_LIMIT.as_secs())));
-            }
-            let _ = self.ctx.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: Some(Duration::from_millis(50)) });
-        }
-        self.ctx.check()?;
-        if state.load(Ordering::Acquire) != READ_READY {
-            return Err(Error::Gpu(format!("mapping {what} failed")));
-        }
-        Ok(())
     }
 }
 
@@ -1162,19 +1163,7 @@ impl World {
             let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("world save read") });
             encoder.copy_buffer_to_buffer(&scratch, 0, &staging, 0, water_bytes + 32);
             ctx.queue.submit([encoder.finish()]);
-            let state = Arc::new(AtomicU32::new(READ_PENDING));
-            let flag = state.clone();
-            staging.map_async(wgpu::MapMode::Read, .., move |r| flag.store(if r.is_ok() { READ_READY } else { READ_FAILED }, Ordering::Release));
-            let start = Instant::now();
-            while state.load(Ordering::Acquire) == READ_PENDING {
-                if start.elapsed() > DEVICE_WAIT_LIMIT {
-                    return Err(Error::DeviceLost(format!("the world's save did not arrive within {} s", DEVICE_WAIT_LIMIT.as_secs())));
-                }
-                let _ = ctx.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: Some(Duration::from_millis(50)) });
-            }
-            if state.load(Ordering::Acquire) != READ_READY {
-                return Err(Error::Gpu("mapping the world's save failed".into()));
-            }
+            map_and_wait(&ctx, &staging, "the world's save")?;
             let page_cells = page_cells as usize;
             let cells = cells as usize;
             let bytes = {
