@@ -102,6 +102,9 @@ const COUNTER_ADDED: u32 = 0u;
 const COUNTER_REMOVED: u32 = 1u;
 const COUNTER_BOUNDARY_IN: u32 = 2u;
 const COUNTER_BOUNDARY_OUT: u32 = 3u;
+const COUNTER_SOLIDIFIED: u32 = 4u;
+// Words of the counters buffer (recovery.rs COUNTER_BYTES / 4): the five slots' pairs.
+const COUNTER_WORDS: u32 = 10u;
 
 // Grid offset from owner to neighbour of owned pipe p: E, S, SE, SW.
 fn pipe_offset(p: u32) -> vec2<i32> {

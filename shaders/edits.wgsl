@@ -17,7 +17,7 @@ struct WaterEdits {
 
 @group(0) @binding(0) var<storage, read_write> terrain_bits: array<atomic<u32>>;
 @group(0) @binding(1) var<storage, read_write> depth: array<atomic<i32>>;
-@group(0) @binding(2) var<storage, read_write> counters: array<atomic<u32>, 8>;
+@group(0) @binding(2) var<storage, read_write> counters: array<atomic<u32>, COUNTER_WORDS>;
 @group(0) @binding(3) var<storage, read> water: WaterEdits;
 @group(0) @binding(4) var<storage, read> ground: TerrainEdits;
 

@@ -1,6 +1,6 @@
 // The ledger's counters (common.wgsl COUNTER_*): each a 64-bit count of quanta kept in two u32
 // words, low then high, added to with 32-bit atomics. A family that counts declares
-// `counters: array<atomic<u32>, 8>` at its own binding and lists this file after common.wgsl
+// `counters: array<atomic<u32>, COUNTER_WORDS>` at its own binding and lists this file after common.wgsl
 // (backend/gpu/shaders.rs).
 
 // Adds `amount` quanta to counter `slot`, carrying into its high word when the low one wraps.

@@ -46,7 +46,7 @@ struct TileList {
 // GATHER_HEADER_WORDS words (ledger counters as in edits.wgsl, then `stats`), then per listed
 // tile and cell in row-major order its height texel and its flow texel as f32 bits.
 @group(2) @binding(1) var<storage, read_write> gathered: array<u32>;
-@group(2) @binding(2) var<storage, read_write> counters: array<atomic<u32>, 8>;
+@group(2) @binding(2) var<storage, read_write> counters: array<atomic<u32>, COUNTER_WORDS>;
 
 // The sleeping tiles (`tile_texels` and `tile_images` run a workgroup per slice of rows of each),
 // whether each is stale (cleared by `sum_tiles`), and each slice's share of the reductions as
@@ -58,7 +58,8 @@ struct TileList {
 const SNAPSHOT_CELLS: u32 = 256u;
 // Cells along each side of a gathered tile (`GATHER_TILE` in the RenderingDevice backend).
 const GATHER_TILE: u32 = 8u;
-const GATHER_HEADER_WORDS: u32 = 12u;
+// readback.rs HEADER_WORDS: the counters, then `stats`.
+const GATHER_HEADER_WORDS: u32 = COUNTER_WORDS + 4u;
 
 var<workgroup> sum_lo: array<u32, SNAPSHOT_CELLS>;
 var<workgroup> sum_hi: array<u32, SNAPSHOT_CELLS>;
@@ -275,10 +276,10 @@ fn sum_tiles(@builtin(local_invocation_index) lid: u32) {
 fn gather(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) local: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let slot = wid.x;
     if slot == 0u && lid < GATHER_HEADER_WORDS {
-        if lid < 8u {
+        if lid < COUNTER_WORDS {
             gathered[lid] = atomicLoad(&counters[lid]);
         } else {
-            gathered[lid] = atomicLoad(&stats[lid - 8u]);
+            gathered[lid] = atomicLoad(&stats[lid - COUNTER_WORDS]);
         }
     }
     if slot >= gather_tiles.count {

@@ -45,7 +45,7 @@
 @group(0) @binding(3) var<storage, read> flux_in: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> depth_out: array<i32>;
 @group(0) @binding(5) var<storage, read_write> flux_out: array<vec4<f32>>;
-@group(0) @binding(6) var<storage, read_write> counters: array<atomic<u32>, 8>;
+@group(0) @binding(6) var<storage, read_write> counters: array<atomic<u32>, COUNTER_WORDS>;
 // Sleeping tiles (tiles.wgsl): each workgroup steps the tile the awake list names at its index,
 // and adds what it saw to that tile's flags for the next step's plan (which marked the tile
 // TILE_AWAKE and nothing else).

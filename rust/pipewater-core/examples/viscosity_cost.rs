@@ -1,14 +1,16 @@
-//! What a viscous fluid and cooling cost a step on the CPU backend: the same river valley stepped
+//! What a viscous fluid and cooling cost a step on the CPU or wgpu backend: the same river valley stepped
 //! as water (ν = 10⁻⁶ m²/s, the default), as lava (ν = 100 m²/s) and as lava that sets
 //! (solidify rate 1 mm/s, judged and applied once per frame of `--steps` steps), in interleaved
 //! rounds (water, lava, cooling lava, water, …) so that all three see the same machine.
 //!
 //! `cargo run --release -p pipewater-core --example viscosity_cost -- [--size 256] [--steps 100]
-//! [--rounds 5] [--no-sleep]`: `--no-sleep` steps every cell (sleeping tiles are on otherwise, as
-//! in a game, and then the slower lava leaves more of the grid asleep). Prints ns per cell-step
-//! over every cell of the grid, for each round and the median.
+//! [--rounds 5] [--no-sleep] [--backend cpu|gpu]`: `--no-sleep` steps every cell (sleeping tiles
+//! are on otherwise, as in a game, and then the slower lava leaves more of the grid asleep);
+//! `--backend gpu` runs on wgpu (cooling's own passes after each frame, `shaders/cooling.wgsl`),
+//! each round ending with a wait for the device (a read of the ledger, the same for all three).
+//! Prints ns per cell-step over every cell of the grid, for each round and the median.
 
-use pipewater_core::{scenarios, Boundary, Edge, Grid, Params, Simulation};
+use pipewater_core::{scenarios, BackendPreference, Boundary, Edge, Grid, Params, Simulation};
 use std::time::Instant;
 
 fn arg<T: std::str::FromStr>(args: &[String], name: &str) -> Option<T> {
@@ -18,14 +20,14 @@ fn arg<T: std::str::FromStr>(args: &[String], name: &str) -> Option<T> {
 /// The river valley of `side`² cells of 1 m with its spring, an inflow edge and an open edge,
 /// with viscosity `viscosity` m²/s and solidify rate `solidify_rate` m/s, after 200 steps of
 /// 0.02 s so that it runs.
-fn valley(side: u32, viscosity: f32, solidify_rate: f32, sleeping: bool) -> Simulation {
+fn valley(side: u32, viscosity: f32, solidify_rate: f32, sleeping: bool, backend: BackendPreference) -> Simulation {
     let grid = Grid::new(side, side, 1.0).expect("grid");
     let (mut state, spring) = scenarios::river_valley(grid, 7, 3.0);
     state.fill_to_level(0.4).expect("level");
     let mut params = Params { viscosity, solidify_rate, ..Params::default() };
     params.boundaries[Edge::West as usize] = Boundary::Inflow { rate: 2.0 };
     params.boundaries[Edge::East as usize] = Boundary::Open;
-    let mut sim = Simulation::cpu(state, params).expect("simulation");
+    let mut sim = Simulation::new(state, params, backend).expect("simulation");
     sim.set_sleeping(sleeping);
     sim.add_source(spring.x, spring.z, spring.rate, spring.radius).expect("spring");
     sim.run_steps(0.02, 200).expect("warm-up");
@@ -38,13 +40,24 @@ fn main() {
     let steps: u32 = arg(&args, "--steps").unwrap_or(100);
     let rounds: u32 = arg(&args, "--rounds").unwrap_or(5);
     let sleeping = !args.iter().any(|a| a == "--no-sleep");
+    let backend = match arg::<String>(&args, "--backend").as_deref() {
+        Some("gpu") => BackendPreference::Gpu,
+        None | Some("cpu") => BackendPreference::Cpu,
+        Some(other) => {
+            eprintln!("--backend {other}: expected cpu or gpu");
+            std::process::exit(2);
+        }
+    };
     let names = ["water", "lava", "cooling lava"];
-    let mut sims = [valley(side, 1.0e-6, 0.0, sleeping), valley(side, 100.0, 0.0, sleeping), valley(side, 100.0, 1.0e-3, sleeping)];
+    let mut sims = [valley(side, 1.0e-6, 0.0, sleeping, backend), valley(side, 100.0, 0.0, sleeping, backend), valley(side, 100.0, 1.0e-3, sleeping, backend)];
+    println!("backend: {}", sims[0].backend_description());
     let mut ns = [Vec::new(), Vec::new(), Vec::new()];
     for round in 0..rounds {
         for (k, sim) in sims.iter_mut().enumerate() {
             let start = Instant::now();
             sim.run_steps(0.02, steps).expect("steps");
+            // Waits for the device on the GPU (the ledger's counters are read back).
+            sim.ledger().expect("ledger");
             let per = start.elapsed().as_secs_f64() * 1e9 / (side as f64 * side as f64 * steps as f64);
             ns[k].push(per);
             println!("round {round}: {:>12}: {per:.2} ns per cell-step", names[k]);

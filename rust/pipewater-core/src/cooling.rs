@@ -2,13 +2,15 @@
 //!
 //! After each frame's steps, every cell whose fluid is still ([`cell_is_still`]) gives up to
 //! [`quanta_per_cell`] quanta of its depth to its bed. The quanta leave the water and are counted
-//! in the ledger as solidified ([`crate::MassLedger::solidified`]); the bed rises by the same
+//! in the ledger as solidified ([`crate::Counters::solidified`]); the bed rises by the same
 //! number of quanta, `bed + n·2⁻²⁰ m` rounded once to `f32` ([`raised_bed`]), which is exact for
 //! beds that are whole quanta within ±16 m and otherwise off by at most half an `f32` step of the
 //! bed, as any terrain edit is. The surface, bed plus depth, does not move: a still pool that sets
 //! stays a still pool, only shallower, on a higher floor.
 //!
-//! This runs on the CPU backend; the GPU backends keep the fluid as it is (see `docs/MODEL.md`).
+//! Every backend cools, with the same bits: the GPU backends run `shaders/cooling.wgsl`, which
+//! judges every cell's stillness before any cell changes and then applies these same functions
+//! in `f32` (WGSL has no `f64`, and `f32` addition is correctly rounded on both sides).
 
 use crate::pipes::{carried_depth, flux_per_stored, is_diagonal, pipe_width, StepConstants, PIPE_OFFSETS};
 use crate::quanta::{DEPTH_QUANTUM, MAX_TERRAIN_ABS};
@@ -56,26 +58,40 @@ pub fn cell_is_still(c: &StepConstants, state: &State, beds: &[f32], x: u32, y: 
     true
 }
 
+/// Most quanta a cell turns into ground in one frame: 16 m, below 2²⁴ so that the count is a
+/// whole `f32` and [`raised_bed`] rounds once (a frame of [`crate::simulation::MAX_FRAME_DELTA`] at the
+/// largest rate turns 10 m).
+pub const MAX_QUANTA_PER_FRAME: i32 = (1 << 24) - 1;
+
 /// Quanta that each still cell turns into ground over a frame of `frame_time` seconds at `rate`
 /// m/s, with `carry` quanta owed from earlier frames; returns them and what is owed next. The
 /// fraction of a quantum a frame cannot turn is carried, so the rate holds however short frames
-/// are.
+/// are; past [`MAX_QUANTA_PER_FRAME`] nothing is owed later.
 pub fn quanta_per_cell(rate: f32, frame_time: f64, carry: f64) -> (i32, f64) {
     if rate <= 0.0 {
         return (0, 0.0);
     }
     let owed = rate as f64 * frame_time / DEPTH_QUANTUM as f64 + carry;
-    let whole = owed.floor().clamp(0.0, i32::MAX as f64);
+    let whole = owed.floor().max(0.0);
+    if whole > MAX_QUANTA_PER_FRAME as f64 {
+        return (MAX_QUANTA_PER_FRAME, 0.0);
+    }
     (whole as i32, (owed - whole).max(0.0))
 }
 
-/// The bed `bed` (m) raised by `quanta` quanta, rounded once to `f32`, and the quanta that fit
-/// below [`MAX_TERRAIN_ABS`] (all of them unless the bed is within reach of that limit).
+/// The bed `bed` (m) raised by `quanta` quanta (at most [`MAX_QUANTA_PER_FRAME`]), rounded once
+/// to `f32`, and the quanta that fit below [`MAX_TERRAIN_ABS`] (all of them unless the bed is
+/// within reach of that limit).
+///
+/// In `f32` only, as `cooling.wgsl` computes it, so both give the same bits: the count is a whole
+/// `f32` below 2²⁴ and scaling by 2⁻²⁰ is exact, so the one rounding is the addition's, which is
+/// correctly rounded on both sides. The room is exact where it matters: for beds above half the
+/// limit `MAX_TERRAIN_ABS − bed` is exact (Sterbenz), and below that it is over 2³⁸ quanta.
 #[inline]
 pub fn raised_bed(bed: f32, quanta: i32) -> (f32, i32) {
-    let room = ((MAX_TERRAIN_ABS as f64 - bed as f64) / DEPTH_QUANTUM as f64).floor().max(0.0);
-    let fits = (quanta as f64).min(room) as i32;
-    ((bed as f64 + fits as f64 * DEPTH_QUANTUM as f64) as f32, fits)
+    let room = ((MAX_TERRAIN_ABS - bed) * (1u32 << 20) as f32).floor().max(0.0);
+    let fits = (quanta.clamp(0, MAX_QUANTA_PER_FRAME) as f32).min(room) as i32;
+    (bed + fits as f32 * DEPTH_QUANTUM, fits)
 }
 
 /// Turns up to `per_cell` quanta of every still cell's depth into ground: `state`'s depth falls

@@ -10,8 +10,9 @@ pub struct MassLedger {
     /// What crossed the domain's limits since.
     pub counters: Counters,
     /// Fluid that cooled into ground since, quanta ([`crate::cooling`]): it left the water and
-    /// raised the terrain by as many quanta. Counted by the simulation rather than the device,
-    /// since only the CPU backend cools.
+    /// raised the terrain by as many quanta. The backend counts it with the others
+    /// ([`Counters::solidified`], on the device for the GPU backends); a simulation's ledgers
+    /// carry the same number here.
     pub solidified: u64,
 }
 
@@ -48,10 +49,10 @@ mod tests {
     /// are taken modulo 2⁶⁴, as the devices count, and equal those of the counters before the push.
     #[test]
     fn counters_past_two_to_the_sixty_four_keep_the_net_and_the_expected_total() {
-        let small = Counters { added: 7_000, removed: 2_000, boundary_in: 500, boundary_out: 1_500 };
+        let small = Counters { added: 7_000, removed: 2_000, boundary_in: 500, boundary_out: 1_500, solidified: 0 };
         // 2⁶³ more added and entered (2⁶⁴ in all), and 10 000 quanta fewer removed (wrapping below
         // zero) and added.
-        let wrapped = Counters { added: small.added.wrapping_add(1 << 63).wrapping_sub(10_000), removed: small.removed.wrapping_sub(10_000), boundary_in: small.boundary_in.wrapping_add(1 << 63), boundary_out: small.boundary_out };
+        let wrapped = Counters { added: small.added.wrapping_add(1 << 63).wrapping_sub(10_000), removed: small.removed.wrapping_sub(10_000), boundary_in: small.boundary_in.wrapping_add(1 << 63), boundary_out: small.boundary_out, solidified: 0 };
         let (a, b) = (MassLedger { initial: 1_000_000, counters: small, solidified: 0 }, MassLedger { initial: 1_000_000, counters: wrapped, solidified: 0 });
         println!("net {} and {}; expected totals {} and {}", small.net(), wrapped.net(), a.expected_total(), b.expected_total());
         assert_eq!(small.net(), 4_000);

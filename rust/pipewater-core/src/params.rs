@@ -250,7 +250,7 @@ pub struct Params {
     /// Rate at which still fluid (slower than [`crate::cooling::SOLIDIFY_SPEED`]) turns into
     /// ground, metres of depth per second, `0 ..= 1`; 0 (the default) is off. Cooling lava: the
     /// depth leaves the water, is counted in the ledger as solidified, and raises the terrain by
-    /// the same quanta. Runs on the CPU backend only (see `docs/MODEL.md`).
+    /// the same quanta, on every backend (see `docs/MODEL.md`).
     pub solidify_rate: f32,
     /// Erosion and deposition of the ground by the water ([`ErosionParams`]). Default off.
     pub erosion: ErosionParams,

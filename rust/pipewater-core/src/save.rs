@@ -94,9 +94,9 @@ pub(crate) struct SavedState {
     pub last_report: FrameReport,
     pub recent_gain: [f32; 3],
     pub initial_total: i64,
+    /// The ledger's counters, with the quanta of fluid that cooled into ground
+    /// ([`Counters::solidified`]).
     pub counters: Counters,
-    /// Quanta of fluid that cooled into ground ([`crate::MassLedger::solidified`]).
-    pub solidified: u64,
     /// Quanta per cell that cooling owes from earlier frames ([`crate::cooling::quanta_per_cell`]).
     pub cooling_carry: f64,
     pub inflow_carry: [f64; 4],
@@ -204,7 +204,7 @@ impl SavedState {
         u64_(&mut p, self.initial_total as u64);
         let c = self.counters;
         [c.added, c.removed, c.boundary_in, c.boundary_out].iter().for_each(|&v| u64_(&mut p, v));
-        u64_(&mut p, self.solidified);
+        u64_(&mut p, c.solidified);
         f64_(&mut p, self.cooling_carry);
         self.inflow_carry.iter().for_each(|&v| f64_(&mut p, v));
         u32_(&mut p, self.next_source_id);
@@ -333,13 +333,13 @@ impl SavedState {
         let total = s.total_quanta();
         // The net of the counters is exact modulo 2⁶⁴ (`Counters::net`), and a balancing
         // ledger's initial total plus it is the total the fields hold: no overflow.
-        let expected = self.initial_total.checked_add(self.counters.net()).and_then(|e| e.checked_sub(i64::try_from(self.solidified).ok()?));
+        let expected = self.initial_total.checked_add(self.counters.net()).and_then(|e| e.checked_sub(i64::try_from(self.counters.solidified).ok()?));
         if expected != Some(total) {
             return Err(invalid(format!(
                 "the ledger does not balance: the fields hold {total} quanta, initial {} + counters {:?} − solidified {} say {}",
                 self.initial_total,
                 self.counters,
-                self.solidified,
+                self.counters.solidified,
                 expected.map_or("more than 64 bits hold".to_string(), |e| e.to_string())
             )));
         }
@@ -462,13 +462,19 @@ impl Reader<'_> {
         };
         let recent_gain = [self.f32("recent gain")?, self.f32("recent gain")?, self.f32("recent gain")?];
         let initial_total = self.u64("initial total")? as i64;
-        let counters = Counters {
+        let mut counters = Counters {
             added: self.u64("added")?,
             removed: self.u64("removed")?,
             boundary_in: self.u64("boundary inflow")?,
             boundary_out: self.u64("boundary outflow")?,
+            solidified: 0,
         };
-        let (solidified, cooling_carry) = if self.version >= 3 { (self.u64("solidified")?, self.f64("cooling remainder")?) } else { (0, 0.0) };
+        let cooling_carry = if self.version >= 3 {
+            counters.solidified = self.u64("solidified")?;
+            self.f64("cooling remainder")?
+        } else {
+            0.0
+        };
         let inflow_carry = [self.f64("inflow remainder")?, self.f64("inflow remainder")?, self.f64("inflow remainder")?, self.f64("inflow remainder")?];
         let next_source_id = self.u32("next source id")?;
         let source_count = self.count(20, "source count")?;
@@ -488,7 +494,7 @@ impl Reader<'_> {
         let left = self.bytes.len() - self.at;
         if self.version > DENSE_FORMAT_VERSION {
             let state = crate::save_tiles::decode_fields(grid, &self.bytes[self.at..])?;
-            return Ok(SavedState { params, frames, elapsed, last_report, recent_gain, initial_total, counters, solidified, cooling_carry, inflow_carry, next_source_id, sources, state });
+            return Ok(SavedState { params, frames, elapsed, last_report, recent_gain, initial_total, counters, cooling_carry, inflow_carry, next_source_id, sources, state });
         }
         if left != CELL_BYTES * n {
             return Err(invalid(format!(
@@ -510,7 +516,6 @@ impl Reader<'_> {
             recent_gain,
             initial_total,
             counters,
-            solidified,
             cooling_carry,
             inflow_carry,
             next_source_id,

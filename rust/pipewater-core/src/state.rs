@@ -342,7 +342,7 @@ pub fn check_pipes(grid: &Grid, params: &Params, flow: &[[f32; 4]]) -> Result<()
 
 /// Cumulative water moved across the domain's limits since the state was loaded, in quanta.
 /// Together with the initial total they give the mass identity
-/// `total = initial + added − removed + boundary_in − boundary_out`.
+/// `total = initial + added − removed + boundary_in − boundary_out − solidified`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counters {
     /// Added by edits and sources.
@@ -353,23 +353,29 @@ pub struct Counters {
     pub boundary_in: u64,
     /// Left through open edges.
     pub boundary_out: u64,
+    /// Turned into ground by cooling ([`crate::cooling`]): left the water and raised the terrain
+    /// by as many quanta. Kept with the others, on the device where the fluid cools there, so
+    /// that a snapshot's ledger and its total belong to the same instant. Not in [`Counters::net`]
+    /// ([`crate::MassLedger::solidified`] subtracts it).
+    pub solidified: u64,
 }
 
 impl Counters {
     /// The counters as the devices keep them: each `u64` as its (low, high) `u32` words, in the
-    /// order added, removed, boundary in, boundary out (`COUNTER_*` in shaders/common.wgsl).
-    pub fn to_device_words(&self) -> [u32; 8] {
-        let wide = [self.added, self.removed, self.boundary_in, self.boundary_out];
+    /// order added, removed, boundary in, boundary out, solidified (`COUNTER_*` in
+    /// shaders/common.wgsl; [`crate::backend::recovery::COUNTER_BYTES`] bytes).
+    pub fn to_device_words(&self) -> [u32; 10] {
+        let wide = [self.added, self.removed, self.boundary_in, self.boundary_out, self.solidified];
         std::array::from_fn(|k| (wide[k / 2] >> (32 * (k % 2))) as u32)
     }
 
-    /// Counters from the eight words of [`Counters::to_device_words`].
+    /// Counters from the ten words of [`Counters::to_device_words`].
     ///
     /// # Panics
-    /// When `words` has fewer than eight words.
+    /// When `words` has fewer than ten words.
     pub fn from_device_words(words: &[u32]) -> Counters {
         let wide = |k: usize| words[k] as u64 | (words[k + 1] as u64) << 32;
-        Counters { added: wide(0), removed: wide(2), boundary_in: wide(4), boundary_out: wide(6) }
+        Counters { added: wide(0), removed: wide(2), boundary_in: wide(4), boundary_out: wide(6), solidified: wide(8) }
     }
 
     /// Net change of total water these counters account for, quanta.
@@ -390,6 +396,7 @@ impl Counters {
             removed: self.removed.wrapping_add(other.removed),
             boundary_in: self.boundary_in.wrapping_add(other.boundary_in),
             boundary_out: self.boundary_out.wrapping_add(other.boundary_out),
+            solidified: self.solidified.wrapping_add(other.solidified),
         }
     }
 }

@@ -105,7 +105,8 @@ impl WorldSave {
         if !ground.is_finite() || ground.abs() > MAX_TERRAIN_ABS {
             return Err(invalid(format!("ground {ground} m: must be finite, within ±{MAX_TERRAIN_ABS} m")));
         }
-        let counters = Counters { added: u64_at(24), removed: u64_at(32), boundary_in: u64_at(40), boundary_out: u64_at(48) };
+        // A world does not cool: nothing solidified.
+        let counters = Counters { added: u64_at(24), removed: u64_at(32), boundary_in: u64_at(40), boundary_out: u64_at(48), solidified: 0 };
         let steps = u64_at(56);
         let (terrain_count, water_count) = (u64_at(64), u64_at(72));
         let pages = width.div_ceil(side) as u64 * height.div_ceil(side) as u64;
@@ -190,7 +191,7 @@ mod tests {
             height: 20,
             side,
             ground: 1.5,
-            counters: Counters { added: held as u64 + 7, removed: 7, boundary_in: 0, boundary_out: 0 },
+            counters: Counters { added: held as u64 + 7, removed: 7, ..Counters::default() },
             steps: 99,
             terrain: vec![(1, (0..n).map(|i| i as f32 * 0.25).collect()), (5, vec![-3.0; n])],
             water: vec![(5, depth, (0..n).map(|i| [i as f32, -0.5, 0.0, 1e-3]).collect())],

@@ -18,7 +18,7 @@ fn fragments_in_front(file: &str) -> Option<Vec<&'static str>> {
         "common.wgsl" => Some(vec![]),
         LEDGER_COUNTERS | CELLS_DENSE | CELLS_PAGED => None,
         "step_columns.wgsl" => Some(vec!["common.wgsl", LEDGER_COUNTERS, CELLS_DENSE]),
-        "edits.wgsl" => Some(vec!["common.wgsl", LEDGER_COUNTERS]),
+        "edits.wgsl" | "cooling.wgsl" => Some(vec!["common.wgsl", LEDGER_COUNTERS]),
         "tiles.wgsl" => Some(vec!["common.wgsl", CELLS_DENSE]),
         // The detail layer reads the flow through snapshot.wgsl's `cell_texels`.
         "detail.wgsl" => Some(vec!["common.wgsl", "snapshot.wgsl"]),

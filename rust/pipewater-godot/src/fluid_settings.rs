@@ -28,7 +28,7 @@ pub const WATER: FluidPreset = FluidPreset { viscosity: WATER_VISCOSITY as f64, 
 pub const MUD: FluidPreset = FluidPreset { viscosity: 1.0, density: 1600.0, colour: [0.33, 0.23, 0.14, 1.0], emission: 0.0, solidify_rate: 0.0 };
 /// Lava: 100 m²/s (the low end of basaltic flows; a metre of it on a 20 % slope moves about
 /// 7 mm/s, three metres 6 cm/s), 2600 kg/m³, glowing orange, setting at 1 mm/s where it is still
-/// (a metre in 17 minutes; CPU backend only).
+/// (a metre in 17 minutes).
 pub const LAVA: FluidPreset = FluidPreset { viscosity: 100.0, density: 2600.0, colour: [1.0, 0.32, 0.05, 1.0], emission: 2.0, solidify_rate: 1.0e-3 };
 
 /// Valid density, kg/m³ (what `Simulation::couple_bodies` accepts).
@@ -37,8 +37,8 @@ pub const DENSITY_RANGE: (f64, f64) = (1.0, 1.0e5);
 /// The fluid of a `PipeWater` node (its `fluid` property): water by default, or mud or lava
 /// (`apply_preset(PRESET_LAVA)`), or your own. `viscosity` slows every pipe as a laminar film's
 /// drag (`Q · H²/(H² + 3·dt·ν)`, the virtual-pipes article's term; a film down an incline takes
-/// Nusselt's thickness), `solidify_rate` turns still fluid into ground (lava that sets; CPU
-/// backend only: the GPU backends keep the fluid liquid), `density` is what `PipeWaterBody` hulls
+/// Nusselt's thickness), `solidify_rate` turns still fluid into ground (lava that sets, on
+/// every backend), `density` is what `PipeWaterBody` hulls
 /// float in, and `colour`/`emission` reach the water material as its `fluid_colour` and
 /// `fluid_emission` uniforms. Two nodes never see each other: see docs/MODEL.md, "Viscous
 /// fluids".
@@ -50,7 +50,7 @@ pub struct PipeWaterFluid {
     #[var(set)]
     viscosity: f64,
     /// Depth of still fluid (slower than 1 cm/s) that turns into ground per second, m/s,
-    /// `0 ..= 1`; 0 is off. CPU backend only.
+    /// `0 ..= 1`; 0 is off. Every backend cools.
     #[export(range = (SOLIDIFY_RATE_RANGE.min as f64, 0.01, 0.00001, or_greater, suffix = "m/s"))]
     #[var(set)]
     solidify_rate: f64,

@@ -987,7 +987,7 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
-    fn solidify(&mut self, c: &StepConstants, quanta: i32) -> Result<Option<u64>> {
+    fn solidify(&mut self, c: &StepConstants, quanta: i32) -> Result<bool> {
         // Still cells sleep, and cooling must reach them: every cell is judged, and a cell that
         // changes wakes its tile (its surface stays where it was, but its bed does not).
         let (turned, changed) = crate::cooling::solidify(c, &mut self.state, &self.step_terrain, quanta);
@@ -1000,7 +1000,8 @@ impl Backend for CpuBackend {
         if !changed.is_empty() {
             self.invalidate_snapshot();
         }
-        Ok(Some(turned))
+        self.counters.solidified = self.counters.solidified.wrapping_add(turned);
+        Ok(true)
     }
 
     fn snapshot(&mut self) -> Option<Arc<Snapshot>> {

@@ -172,12 +172,14 @@ pub trait Backend: Send {
     /// Runs one frame of steps.
     fn advance(&mut self, plan: &FramePlan) -> Result<()>;
     /// Cooling after a frame ([`crate::cooling::solidify`]): turns up to `quanta` quanta of every
-    /// still cell's depth into its ground, judged with the step constants `c`. Returns the quanta
-    /// turned, or `None` where this backend does not cool (the GPU backends, whose fluid then
-    /// stays fluid). Nothing here enters the ledger's counters: the caller counts it.
-    fn solidify(&mut self, c: &StepConstants, quanta: i32) -> Result<Option<u64>> {
+    /// still cell's depth into its ground, judged with the step constants `c`, before any edit
+    /// queued after it. The quanta turned are counted in this backend's
+    /// [`Counters::solidified`], as the counters of edits are (on the device for the GPU
+    /// backends, which need not wait for it). Returns false where this backend does not cool
+    /// (the default), having changed nothing.
+    fn solidify(&mut self, c: &StepConstants, quanta: i32) -> Result<bool> {
         let _ = (c, quanta);
-        Ok(None)
+        Ok(false)
     }
     /// The newest complete snapshot, if one exists yet. Never blocks on the device.
     fn snapshot(&mut self) -> Option<Arc<Snapshot>>;

@@ -22,8 +22,9 @@ use std::sync::Arc;
 
 /// Cells along each side of a tile; `GATHER_TILE` in shaders/snapshot.wgsl.
 pub const GATHER_TILE: u32 = 8;
-/// Words in front of the texels: 8 ledger words, then total (low, high), largest speed and depth.
-pub const HEADER_WORDS: usize = 12;
+/// Words in front of the texels: 10 ledger words ([`Counters::to_device_words`]), then total
+/// (low, high), largest speed and depth.
+pub const HEADER_WORDS: usize = 14;
 /// Bytes of the [`Header`].
 pub const HEADER_BYTES: usize = HEADER_WORDS * 4;
 /// Most tiles read back in one frame (512 KiB). Past it the tiles asked for most recently win.
@@ -56,12 +57,12 @@ impl Header {
             return None;
         }
         let words: [u32; HEADER_WORDS] = std::array::from_fn(|k| word(bytes, k));
-        let wide = words[8] as u64 | (words[9] as u64) << 32;
+        let wide = words[10] as u64 | (words[11] as u64) << 32;
         Some(Header {
-            counters: Counters::from_device_words(&words[..8]),
+            counters: Counters::from_device_words(&words[..10]),
             total_quanta: wide as i64,
-            max_speed: f32::from_bits(words[10]),
-            max_depth: f32::from_bits(words[11]),
+            max_speed: f32::from_bits(words[12]),
+            max_depth: f32::from_bits(words[13]),
         })
     }
 }
@@ -373,8 +374,8 @@ mod tests {
     fn tile_bytes(tiles: usize, added: u32, total: u32) -> Vec<u8> {
         let mut words = vec![0u32; TileRequests::readback_bytes(tiles) / 4];
         words[0] = added;
-        words[8] = total;
-        words[11] = 2.5f32.to_bits();
+        words[10] = total;
+        words[13] = 2.5f32.to_bits();
         for slot in 0..tiles {
             for local in 0..64 {
                 let at = HEADER_WORDS + (slot * 64 + local) * 8;
@@ -406,7 +407,7 @@ mod tests {
 
     #[test]
     fn the_header_decodes_64_bit_counters_and_totals_from_low_and_high_words() {
-        let counters = Counters { added: 5 << 32 | 7, removed: 1, boundary_in: u32::MAX as u64 + 1, boundary_out: 3 };
+        let counters = Counters { added: 5 << 32 | 7, removed: 1, boundary_in: u32::MAX as u64 + 1, boundary_out: 3, solidified: 6 << 32 | 2 };
         let mut words = counters.to_device_words().to_vec();
         let total: i64 = 9 << 32 | 11;
         words.extend([total as u32, (total >> 32) as u32, 1.5f32.to_bits(), 4.0f32.to_bits()]);

@@ -29,8 +29,9 @@ pub const RECOVERY_MIN_INTERVAL_FRAMES: u64 = 60;
 /// Average bytes a frame that recovery reads may copy to the host: larger grids are read less
 /// often (a 4096² grid, 402 MB, every 384 frames).
 pub const RECOVERY_BYTES_PER_FRAME: u64 = 1 << 20;
-/// Bytes of the ledger counters in front of a recovery read (8 words, as the devices keep them).
-pub const COUNTER_BYTES: usize = 32;
+/// Bytes of the ledger counters in front of a recovery read, and of the devices' counter buffers
+/// (the ten words of [`Counters::to_device_words`]).
+pub const COUNTER_BYTES: usize = 40;
 /// Bytes a cell takes in a recovery read: terrain (`f32`), depth (`i32` quanta), four pipe flows.
 pub const STATE_BYTES_PER_CELL: usize = 24;
 
@@ -296,7 +297,7 @@ mod tests {
         reads.issued(first);
         assert_eq!(reads.due(interval + 1), None, "the next is an interval later");
         let later = state(grid, 9);
-        let counters = Counters { added: 1 << 40, removed: 3, boundary_in: 5, boundary_out: 7 };
+        let counters = Counters { added: 1 << 40, removed: 3, boundary_in: 5, boundary_out: 7, solidified: 9 };
         let (c, t, d, f) = read_bytes(&later, counters);
         assert!(reads.accept(first, &c, &t, &d, &f));
         let point = reads.point();

@@ -108,9 +108,6 @@ pub struct Simulation {
     detail: Option<DetailDriver>,
     /// Whether tiles at rest may sleep ([`Simulation::set_sleeping`]).
     sleeping: bool,
-    /// Quanta of fluid that cooled into ground since the ledger was last zeroed
-    /// ([`crate::MassLedger::solidified`]).
-    solidified: u64,
     /// Quanta per cell that cooling owes from earlier frames ([`crate::cooling::quanta_per_cell`]).
     cooling_carry: f64,
     /// A load being applied over several frames ([`Simulation::poll_restore`]): until it lands
@@ -162,7 +159,6 @@ impl Simulation {
             device_losses: Vec::new(),
             detail: None,
             sleeping: true,
-            solidified: 0,
             cooling_carry: 0.0,
             restoring: None,
         }

@@ -72,7 +72,7 @@ impl Simulation {
             detail.restart();
         }
         self.initial_total = self.initial.total_quanta();
-        (self.solidified, self.cooling_carry) = (0, 0.0);
+        self.cooling_carry = 0.0;
         self.inflow_carry = [0.0; 4];
         for s in &mut self.sources {
             s.carry = 0.0;
@@ -121,7 +121,6 @@ impl Simulation {
             recent_gain: self.recent_gain,
             initial_total: self.initial_total,
             counters,
-            solidified: self.solidified,
             cooling_carry: self.cooling_carry,
             inflow_carry: self.inflow_carry,
             next_source_id: self.next_source_id,
@@ -171,7 +170,7 @@ impl Simulation {
         // Saves hold no erosion settings: erosion goes on as this simulation had it.
         self.params = crate::params::Params { erosion: self.params.erosion, ..saved.params };
         self.initial_total = saved.initial_total;
-        (self.solidified, self.cooling_carry) = (saved.solidified, saved.cooling_carry);
+        self.cooling_carry = saved.cooling_carry;
         self.sources = saved.sources;
         self.next_source_id = saved.next_source_id;
         self.inflow_carry = saved.inflow_carry;

@@ -32,13 +32,13 @@ impl Simulation {
     /// The ledger as of the current state (waits for the device if needed).
     pub fn ledger(&mut self) -> Result<MassLedger> {
         let counters = self.on_backend(|b| b.read_counters())?;
-        Ok(MassLedger { initial: self.initial_total, counters, solidified: self.solidified })
+        Ok(MassLedger { initial: self.initial_total, counters, solidified: counters.solidified })
     }
 
     /// The ledger and total that belong to the newest snapshot (no waiting).
     pub fn snapshot_ledger(&mut self) -> Option<(MassLedger, i64)> {
         let s = self.backend.snapshot()?;
-        Some((MassLedger { initial: self.initial_total, counters: s.counters, solidified: self.solidified }, s.total_quanta))
+        Some((MassLedger { initial: self.initial_total, counters: s.counters, solidified: s.counters.solidified }, s.total_quanta))
     }
 
     /// Total water in the newest snapshot, m³.

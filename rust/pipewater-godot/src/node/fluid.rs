@@ -4,7 +4,6 @@
 
 use super::PipeWater;
 use crate::fluid_settings::{preset_values, PipeWaterFluid, WATER};
-use godot::global::godot_warn;
 use godot::prelude::*;
 
 impl PipeWater {
@@ -21,16 +20,13 @@ impl PipeWater {
 
     /// Once a frame: a `fluid` whose viscosity or cooling differs from the running parameters
     /// marks them for the next frame (the resource may be edited, swapped or shared at any time,
-    /// so it is compared rather than followed), warning when cooling asks for a backend that
-    /// does not cool; its colour goes to the water material.
+    /// so it is compared rather than followed); its colour goes to the water material. Every
+    /// backend cools.
     pub(super) fn sync_fluid(&mut self) {
         let (viscosity, solidify_rate) = self.fluid_model();
         let Some(sim) = self.sim.as_ref() else { return };
         let running = sim.params();
         if running.viscosity != viscosity || running.solidify_rate != solidify_rate {
-            if solidify_rate > 0.0 && sim.backend_kind() != pipewater_core::BackendKind::Cpu {
-                godot_warn!("PipeWater.fluid: solidify_rate = {solidify_rate} m/s needs the CPU backend (BACKEND_CPU): on {:?} the fluid stays liquid", sim.backend_kind());
-            }
             self.pending.params();
         }
         let (colour, emission) = self.fluid.as_ref().map_or((Color::from_rgba(0.0, 0.0, 0.0, 0.0), 0.0), |f| f.bind().look());
@@ -66,7 +62,7 @@ impl PipeWater {
 
     /// Volume of fluid that has set into ground since the start or the last reset, m³ (the
     /// ledger's `solidified`: the ground rose by exactly this much). Waits for the device on a
-    /// GPU backend (which never cools: 0).
+    /// GPU backend, which counts it there.
     #[func]
     fn get_solidified_volume(&mut self) -> f64 {
         if !self.ensure_sim() {

@@ -43,6 +43,7 @@ use godot::prelude::*;
 use parking_lot::Mutex;
 use list::{max_workgroups_x, DeviceList};
 use pipewater_core::backend::frame::FramePass;
+use pipewater_core::backend::gpu::cooling::COOLING_WORKGROUP;
 use pipewater_core::backend::gpu::{list_workgroups, storage_binding_limit_of, EDIT_WORKGROUP, TILES_WORKGROUP};
 use pipewater_core::backend::gpu_host::{DeviceField, GpuHost};
 use pipewater_core::backend::limits::DeviceLimits;
@@ -206,6 +207,9 @@ pub struct RdBackend {
     recovery_arrived: Arc<Mutex<Vec<(RecoveryRead, usize, Vec<u8>)>>>,
     /// Recovery reads some of whose parts have arrived.
     recovery_parts: Vec<(RecoveryRead, [Option<Vec<u8>>; 4])>,
+    /// Cooling's quanta of the frame and of each cell (`Cooling` of cooling.wgsl), made by the
+    /// first frame that cools.
+    cooling: Option<Rid>,
 }
 
 /// A frame's sleeping report as read back, with the load generation it was issued in.
@@ -228,6 +232,8 @@ const ENTRY_PLAN_FRAME_START: usize = 7;
 const ENTRY_PLAN_NEXT_STEP: usize = 8;
 const ENTRY_REPORT_AWAKE_TILES: usize = 9;
 const ENTRY_SUM_TILES: usize = 10;
+const ENTRY_JUDGE_COOLING: usize = 11;
+const ENTRY_APPLY_COOLING: usize = 12;
 
 impl RdBackend {
     /// Compiles the shaders on Godot's main rendering device and uploads `state`.
@@ -262,7 +268,7 @@ impl RdBackend {
         let displacement = storage(&mut rd, n * 4);
         let depth = [storage(&mut rd, n * 4), storage(&mut rd, n * 4)];
         let flux = [storage(&mut rd, n * 16), storage(&mut rd, n * 16)];
-        let counters = storage(&mut rd, 32);
+        let counters = storage(&mut rd, COUNTER_BYTES);
         let stats = storage(&mut rd, 16);
         let height_texture = texture(&mut rd, grid);
         let flow_texture = texture(&mut rd, grid);
@@ -320,6 +326,7 @@ impl RdBackend {
             sleep_arrived: Arc::new(Mutex::new(Vec::new())),
             recovery_arrived: Arc::new(Mutex::new(Vec::new())),
             recovery_parts: Vec::new(),
+            cooling: None,
         };
         let made = [backend.uniforms, backend.terrain, backend.step_terrain, backend.displacement, backend.counters, backend.stats, backend.gathered, backend.height_texture, backend.flow_texture];
         let sleeping = [backend.tile_params, backend.tile_wakes, backend.sleep_stats, backend.tile_stale, backend.tile_totals];
@@ -442,6 +449,7 @@ impl RdBackend {
             "sleep_stats" => self.sleep_stats,
             "tile_stale" => self.tile_stale,
             "tile_totals" => self.tile_totals,
+            "cooling" => self.cooling?,
             _ => return None,
         })
     }
@@ -496,7 +504,7 @@ impl RdBackend {
     fn record_frame(&mut self, plan: &FramePlan) -> Result<()> {
         let mut rd = device()?;
         update(&mut rd, self.uniforms, bytemuck::bytes_of(&plan.constants));
-        // The header is 48 bytes: read every frame, so that totals and the ledger follow.
+        // The header (HEADER_BYTES) is read every frame, so that totals and the ledger follow.
         self.host.reads.want_snapshot();
         let mut start = self.host.start_frame(plan);
         self.upload_edits(&start.edits)?;
@@ -906,7 +914,7 @@ impl Drop for RdBackend {
         let fields = [self.uniforms, self.terrain, self.step_terrain, self.displacement, self.depth[0], self.depth[1], self.flux[0], self.flux[1], self.counters, self.stats, self.gathered];
         let sleeping = [self.tile_params, self.tile_flags[0], self.tile_flags[1], self.awake_lists[0], self.awake_lists[1], self.tile_wakes, self.sleep_stats, self.tile_stale, self.tile_totals];
         let pipelines: Vec<Rid> = self.pipelines.iter().flat_map(|p| [p.pipeline, p.shader]).collect();
-        free_all(&mut rd, pipelines.into_iter().chain(lists).chain(fields).chain(sleeping).chain([self.height_texture, self.flow_texture]));
+        free_all(&mut rd, pipelines.into_iter().chain(lists).chain(fields).chain(sleeping).chain([self.height_texture, self.flow_texture]).chain(self.cooling));
     }
 }
 
@@ -962,6 +970,34 @@ impl Backend for RdBackend {
         self.host.check_plan(plan)?;
         self.harvest();
         self.record_frame(plan)
+    }
+
+    /// The judge and the change of `cooling.wgsl` over the current copy, in a compute list of
+    /// their own after the frame's (whose reads were issued before it), the edits queued so far
+    /// first; the quanta turned are counted on the device with the other counters.
+    fn solidify(&mut self, c: &StepConstants, quanta: i32) -> Result<bool> {
+        let mut rd = self.check_device()?;
+        let queued = self.host.take_edits();
+        self.submit_edits(queued)?;
+        let cooling = match self.cooling {
+            Some(rid) => rid,
+            None => {
+                let rid = rd.storage_buffer_create((4 + 4 * self.host.grid.cell_count()) as u32);
+                if !rid.is_valid() {
+                    return Err(Error::Gpu(format!("Godot could not allocate the cooling buffer of a {}x{} grid", c.width, c.height)));
+                }
+                self.cooling = Some(rid);
+                rid
+            }
+        };
+        update(&mut rd, self.uniforms, bytemuck::bytes_of(c));
+        update(&mut rd, cooling, bytemuck::bytes_of(&quanta));
+        let groups = [c.width.div_ceil(COOLING_WORKGROUP), c.height.div_ceil(COOLING_WORKGROUP)];
+        let list = rd.compute_list_begin();
+        let recorded = self.dispatch(&mut rd, list, ENTRY_JUDGE_COOLING, WaterList::User, groups).and_then(|()| self.dispatch(&mut rd, list, ENTRY_APPLY_COOLING, WaterList::User, groups));
+        rd.compute_list_end();
+        recorded?;
+        Ok(true)
     }
 
     fn last_readback_bytes(&self) -> u64 {

@@ -37,6 +37,8 @@ pub struct GpuContext {
     /// The detail waves' pipelines, made when a simulation first turns the layer on: they belong
     /// to this device, and a fresh device after a loss makes its own.
     pub(super) detail_pipelines: std::sync::OnceLock<Result<Arc<super::detail::DetailPipelines>>>,
+    /// The cooling passes' pipelines, made when a simulation first cools (`cooling.rs`).
+    pub(super) cooling_pipelines: std::sync::OnceLock<Arc<super::cooling::CoolingPipelines>>,
     /// Bind group layout of the sleeping tiles' plan.
     pub tiles_layout: wgpu::BindGroupLayout,
     /// The plan of a frame's first step (`tiles.wgsl`).
@@ -361,6 +363,7 @@ impl GpuContext {
             step_module,
             step_pipelines: Mutex::new(HashMap::new()),
             detail_pipelines: std::sync::OnceLock::new(),
+            cooling_pipelines: std::sync::OnceLock::new(),
             tiles_layout,
             plan_frame_start,
             plan_next_step,

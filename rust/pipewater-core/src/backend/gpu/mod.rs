@@ -36,6 +36,7 @@
 //!   makes a fresh device.
 
 mod context;
+pub mod cooling;
 pub mod detail;
 mod list;
 pub mod overrides;
@@ -249,6 +250,8 @@ pub struct GpuBackend {
     detail: Option<detail::GpuDetail>,
     sleeping: Sleeping,
     recovery: RecoveryCopy,
+    /// Cooling's buffer and bind groups, made by the first frame that cools (`cooling.rs`).
+    cooling: Option<cooling::GpuCooling>,
 }
 
 impl GpuBackend {
@@ -278,7 +281,7 @@ impl GpuBackend {
         let displacement = field("displacement", n * 4, U::COPY_DST);
         let depth = [field("depth 0", n * 4, io), field("depth 1", n * 4, io)];
         let flux = [field("flux 0", n * 16, io), field("flux 1", n * 16, io)];
-        let counters = field("ledger counters", 32, io);
+        let counters = field("ledger counters", COUNTER_BYTES as u64, io);
         let stats = field("snapshot stats", 16, io);
         let height_texels = field("height texels", n * 16, U::COPY_SRC);
         let flow_texels = field("flow texels", n * 16, U::COPY_SRC);
@@ -349,6 +352,7 @@ impl GpuBackend {
                 state: Arc::new(AtomicU32::new(SLOT_FREE)),
                 read: None,
             },
+            cooling: None,
         };
         backend.upload(state, Counters::default(), 0)?;
         Ok(backend)
@@ -666,8 +670,9 @@ impl GpuBackend {
         match &read.coverage {
             Coverage::Texels => {
                 let n16 = self.host.grid.cell_count() as u64 * 16;
-                encoder.copy_buffer_to_buffer(&self.counters, 0, staging, 0, 32);
-                encoder.copy_buffer_to_buffer(&self.stats, 0, staging, 32, 16);
+                let c = COUNTER_BYTES as u64;
+                encoder.copy_buffer_to_buffer(&self.counters, 0, staging, 0, c);
+                encoder.copy_buffer_to_buffer(&self.stats, 0, staging, c, 16);
                 encoder.copy_buffer_to_buffer(&self.height_texels, 0, staging, h, n16);
                 encoder.copy_buffer_to_buffer(&self.flow_texels, 0, staging, h + n16, n16);
             }
@@ -1127,6 +1132,11 @@ impl Backend for GpuBackend {
         }
         let _ = self.ctx.device.poll(wgpu::PollType::Poll);
         self.check()
+    }
+
+    fn solidify(&mut self, c: &StepConstants, quanta: i32) -> Result<bool> {
+        self.record_cooling(c, quanta)?;
+        Ok(true)
     }
 
     fn want_full_snapshots(&mut self, full: bool) {

@@ -84,5 +84,9 @@ pub const SNAPSHOT: Family = Family { fragments: &[COMMON, SNAPSHOT_FILE] };
 /// cell through the snapshot's `cell_texels`.
 pub const DETAIL: Family = Family { fragments: &[COMMON, SNAPSHOT_FILE, fragment!("detail.wgsl")] };
 
+/// Cooling ([`crate::cooling`]): still fluid turned into ground after a frame, judged for every
+/// cell before any changes.
+pub const COOLING: Family = Family { fragments: &[COMMON, LEDGER_COUNTERS, fragment!("cooling.wgsl")] };
+
 /// Every pass family.
-pub const FAMILIES: [Family; 6] = [STEP, TILES, EDITS, BODIES, SNAPSHOT, DETAIL];
+pub const FAMILIES: [Family; 7] = [STEP, TILES, EDITS, BODIES, SNAPSHOT, DETAIL, COOLING];

@@ -28,6 +28,7 @@ use super::context::{GpuContext, EDIT_WORKGROUP, TILES_WORKGROUP};
 use super::list::DeviceList;
 use super::shaders;
 use crate::backend::gpu_host::GpuHost;
+use crate::backend::recovery::COUNTER_BYTES;
 use crate::backend::sleep::{constants_change, TileGrid, TileParams, AWAKE_LIST_HEADER, EMPTY_AWAKE_LIST, TILE_WET, WAKE_FIRST_STEP};
 use crate::backend::step_kernel::{StepMode, COLUMN_HALO};
 use crate::error::{Error, Result};
@@ -316,7 +317,7 @@ impl World {
         let n = tile_count as u64;
         let page_slots = buffer("page slots", 8 * count as u64, U::STORAGE | U::COPY_DST);
         let uniforms = buffer("world constants", std::mem::size_of::<StepConstants>() as u64, U::UNIFORM | U::COPY_DST);
-        let counters = buffer("world counters", 32, U::STORAGE | U::COPY_DST | U::COPY_SRC);
+        let counters = buffer("world counters", COUNTER_BYTES as u64, U::STORAGE | U::COPY_DST | U::COPY_SRC);
         let tile_params = buffer("world tile params", std::mem::size_of::<TileParams>() as u64, U::UNIFORM | U::COPY_DST);
         let flags = [0, 1].map(|k| buffer(&format!("page flags {k}"), 4 * n, U::STORAGE | U::COPY_SRC | U::COPY_DST));
         let lists = [0, 1].map(|k| buffer(&format!("awake pages {k}"), list_bytes, U::STORAGE | U::INDIRECT | U::COPY_DST));
@@ -424,7 +425,7 @@ impl World {
     pub fn device_bytes(&self) -> u64 {
         // Each planned tile also has its list entry, its flags gathered and their two staging copies.
         let planned = self.planned_capacity as u64 * 4 * 4;
-        self.fields.bytes((self.side * self.side) as u64) + self.pages.count() as u64 * 8 + self.tiles.count() as u64 * BYTES_PER_TILE + planned + 32 + 16 + 256
+        self.fields.bytes((self.side * self.side) as u64) + self.pages.count() as u64 * 8 + self.tiles.count() as u64 * BYTES_PER_TILE + planned + COUNTER_BYTES as u64 + 16 + 256
     }
 
     /// What the world holds and did so far.
@@ -1052,12 +1053,12 @@ impl World {
     /// The ledger's counters: water added and removed by edits, in and out through the edges.
     pub fn counters(&mut self) -> Result<Counters> {
         self.flush_edits()?;
-        let staging = self.ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some("world counters read"), size: 32, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
+        let staging = self.ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some("world counters read"), size: COUNTER_BYTES as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("world counters") });
-        encoder.copy_buffer_to_buffer(&self.counters, 0, &staging, 0, 32);
+        encoder.copy_buffer_to_buffer(&self.counters, 0, &staging, 0, COUNTER_BYTES as u64);
         self.ctx.queue.submit([encoder.finish()]);
         map_and_wait(&self.ctx, &staging, "the world's counters")?;
-        let counters = GpuHost::counters_from(&staging.get_mapped_range(..).map_err(|e| Error::Gpu(e.to_string()))?[..32]);
+        let counters = GpuHost::counters_from(&staging.get_mapped_range(..).map_err(|e| Error::Gpu(e.to_string()))?[..COUNTER_BYTES]);
         staging.unmap();
         Ok(counters)
     }
@@ -1131,14 +1132,14 @@ impl World {
         let water_bytes = cells * 20;
         let scratch = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("world save"),
-            size: water_bytes + 32,
+            size: water_bytes + COUNTER_BYTES as u64,
             usage: wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("world save") });
         encoder.copy_buffer_to_buffer(&self.fields.depth[self.current], 0, &scratch, 0, cells * 4);
         encoder.copy_buffer_to_buffer(&self.fields.flux[self.current], 0, &scratch, cells * 4, cells * 16);
-        encoder.copy_buffer_to_buffer(&self.counters, 0, &scratch, water_bytes, 32);
+        encoder.copy_buffer_to_buffer(&self.counters, 0, &scratch, water_bytes, COUNTER_BYTES as u64);
         self.ctx.queue.submit([encoder.finish()]);
         let mut header = crate::world_save::WorldSave {
             width: self.width,
@@ -1156,12 +1157,12 @@ impl World {
         let worker = std::thread::spawn(move || -> Result<Vec<u8>> {
             let staging = ctx.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("world save read"),
-                size: water_bytes + 32,
+                size: water_bytes + COUNTER_BYTES as u64,
                 usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             });
             let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("world save read") });
-            encoder.copy_buffer_to_buffer(&scratch, 0, &staging, 0, water_bytes + 32);
+            encoder.copy_buffer_to_buffer(&scratch, 0, &staging, 0, water_bytes + COUNTER_BYTES as u64);
             ctx.queue.submit([encoder.finish()]);
             map_and_wait(&ctx, &staging, "the world's save")?;
             let page_cells = page_cells as usize;
@@ -1170,7 +1171,7 @@ impl World {
                 let mapped = staging.get_mapped_range(..).map_err(|e| Error::Gpu(e.to_string()))?;
                 let depth: &[i32] = bytemuck::cast_slice(&mapped[..cells * 4]);
                 let flux: &[[f32; 4]] = bytemuck::cast_slice(&mapped[cells * 4..cells * 20]);
-                header.counters = GpuHost::counters_from(&mapped[cells * 20..cells * 20 + 32]);
+                header.counters = GpuHost::counters_from(&mapped[cells * 20..cells * 20 + COUNTER_BYTES]);
                 for (page, slot) in watered {
                     let at = slot as usize * page_cells;
                     let (d, f) = (&depth[at..at + page_cells], &flux[at..at + page_cells]);
