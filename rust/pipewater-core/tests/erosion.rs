@@ -269,3 +269,45 @@ fn erosion_off_or_inert_leaves_the_water_bit_for_bit_as_before() {
 const GOLDEN_FINGERPRINT: u64 = 0x9c4f_0295_b3cc_79e0;
 /// Its water, quanta.
 const GOLDEN_TOTAL: i64 = 107_540_523;
+
+/// Lava that cools over ground that slides (erosion on, a pile steeper than its talus under a
+/// still, viscous pool): the rock cooling adds to a cell stays when erosion later changes that
+/// cell's ground. After every frame the terrain's gain over the start, in quanta, equals what the
+/// fluid turned into rock (the water's ledger's `solidified`) plus the erosion's own change of
+/// the ground (`Σ ground`, zero for a pure slide); and the terrain the water sees is the ground
+/// both ledgers count. Before cooling went through the erosion's uneroded ground, the next
+/// erosion step composed a slid cell's terrain from that ground alone and the rock was lost.
+#[test]
+fn rock_set_by_cooling_stays_under_ground_that_erosion_moves() {
+    let (n, dx) = (16usize, 1.0f32);
+    let g = grid(n as u32, n as u32, dx);
+    let centre = (n as f32 - 1.0) / 2.0;
+    // A pile of whole quanta, steeper than 30° near its top, under 3 m of lava.
+    let terrain: Vec<f32> = (0..n * n)
+        .map(|i| {
+            let r = ((i % n) as f32 - centre).hypot((i / n) as f32 - centre);
+            ((2.0 - 0.9 * r).max(0.0) / DEPTH_QUANTUM).round() * DEPTH_QUANTUM
+        })
+        .collect();
+    let mut state = State::with_terrain(g, terrain.clone()).expect("terrain");
+    state.fill_to_level(3.0).expect("level");
+    let erosion = ErosionParams { enabled: true, capacity: 0.0, dissolve_rate: 0.0, deposit_rate: 0.0, talus_angle: 30.0, thermal_rate: 0.5, ..ErosionParams::default() };
+    let params = Params { viscosity: 100.0, solidify_rate: 1.0e-2, boundaries: [Boundary::Wall; 4], erosion, ..Params::default() };
+    let mut sim = Simulation::cpu(state, params).expect("simulation");
+    let mut slid_cells = 0;
+    for frame in 0..90 {
+        sim.advance(1.0 / 30.0).expect("frame");
+        let now = sim.read_state().expect("state");
+        let ledger = sim.ledger().expect("ledger");
+        let fields = sim.read_erosion().expect("read").expect("erosion is on");
+        let ground: i64 = fields.ground.iter().map(|&q| q as i64).sum();
+        let gain: i64 = terrain.iter().zip(&now.terrain).map(|(&b, &a)| ((a as f64 - b as f64) / DEPTH_QUANTUM as f64).round() as i64).sum();
+        slid_cells = fields.ground.iter().filter(|&&q| q != 0).count();
+        assert_eq!(ledger.discrepancy(now.total_quanta()), 0, "frame {frame}: the water's ledger");
+        assert_eq!(fields.discrepancy(), 0, "frame {frame}: the sediment's ledger");
+        assert_eq!(gain, ledger.solidified as i64 + ground, "frame {frame}: terrain gained {gain} quanta; solidified {} + eroded ground {ground}", ledger.solidified);
+    }
+    let ledger = sim.ledger().expect("ledger");
+    println!("90 frames: solidified {} quanta, {slid_cells} cells whose ground slid, terrain gain equal to solidified + slide after every frame", ledger.solidified);
+    assert!(ledger.solidified > 0 && slid_cells > 0, "the lava set and the ground slid");
+}

@@ -990,9 +990,19 @@ impl Backend for CpuBackend {
     fn solidify(&mut self, c: &StepConstants, quanta: i32) -> Result<bool> {
         // Still cells sleep, and cooling must reach them: every cell is judged, and a cell that
         // changes wakes its tile (its surface stays where it was, but its bed does not).
+        let depth_before = self.erosion.is_some().then(|| self.state.depth.clone());
         let (turned, changed) = crate::cooling::solidify(c, &mut self.state, &self.step_terrain, quanta);
         for &cell in &changed {
             let i = cell as usize;
+            // With erosion on, the rock joins the uneroded ground the terrain is composed from
+            // (as a terrain edit does): written to the terrain alone, the next erosion step that
+            // changed this cell's ground would compose it away. `fits · 2⁻²⁰` is exact, so the
+            // ground rises as `raised_bed` raises a bed.
+            if let (Some(erosion), Some(before)) = (self.erosion.as_mut(), &depth_before) {
+                if let Some(composed) = erosion.edit_ground(i, (before[i] - self.state.depth[i]) as f32 * DEPTH_QUANTUM) {
+                    self.state.terrain[i] = composed;
+                }
+            }
             self.step_terrain[i] = self.state.terrain[i] + self.displacement[i];
             self.sleeping.mark(cell);
             self.snapshots.mark_around(cell);
