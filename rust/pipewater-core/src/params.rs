@@ -13,7 +13,63 @@ pub enum NeighbourMode {
     /// the weights of the isotropic nine-point Laplacian, so fronts spread as circles.
     #[default]
     Eight,
+    /// Six neighbours on a triangular lattice (hexagonal cells): odd rows lie half a cell further
+    /// along local +X and rows lie `cell_size·√3/2` apart along +Z, so every cell is `cell_size`
+    /// from its six neighbours, E and W in its row and two in each row beside it: `(x, y±1)` and
+    /// `(x−1, y±1)` on even rows, `(x, y±1)` and `(x+1, y±1)` on odd rows (the eight-neighbour
+    /// pipes with one diagonal per row masked). Every pipe is `cell_size/√3` wide (the face of
+    /// the hexagon), a cell covers `cell_size²·√3/2`, and the six-point Laplacian this makes is
+    /// isotropic, so fronts spread as circles; for hex maps. Momentum advection is not yet
+    /// written for this lattice: steps here are pressure-driven ([`Params::advects`] is false).
+    /// Erosion is refused here ([`Params::validate`]). See `docs/MODEL.md`.
+    Triangular,
 }
+
+impl NeighbourMode {
+    /// Every mode, in the order of the Godot enum and the save code.
+    pub const ALL: [NeighbourMode; 3] = [NeighbourMode::Four, NeighbourMode::Eight, NeighbourMode::Triangular];
+
+    /// The mode's name, as parameters and documents call it.
+    pub fn name(self) -> &'static str {
+        match self {
+            NeighbourMode::Four => "four",
+            NeighbourMode::Eight => "eight",
+            NeighbourMode::Triangular => "triangular",
+        }
+    }
+
+    /// The mode called `name` ([`NeighbourMode::name`]; also `"4"`, `"8"`, `"6"`/`"hex"`), or an
+    /// error that names the accepted values.
+    pub fn from_name(name: &str) -> Result<Self> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "four" | "4" => Ok(NeighbourMode::Four),
+            "eight" | "8" => Ok(NeighbourMode::Eight),
+            "triangular" | "6" | "hex" | "six" => Ok(NeighbourMode::Triangular),
+            _ => Err(Error::invalid("neighbours", name, "four, eight or triangular")),
+        }
+    }
+
+    /// Area of one cell, m², for cells `cell_size` apart: `cell_size²`, or the hexagon
+    /// `cell_size²·√3/2` on the triangular lattice. Depth is volume over this area.
+    pub fn cell_area(self, cell_size: f32) -> f64 {
+        let square = cell_size as f64 * cell_size as f64;
+        match self {
+            NeighbourMode::Four | NeighbourMode::Eight => square,
+            NeighbourMode::Triangular => square * TRIANGULAR_AREA_RATIO,
+        }
+    }
+}
+
+/// Area of a cell of the triangular lattice over the square of its spacing: `√3/2`, the hexagon
+/// whose faces lie halfway to its six neighbours.
+pub const TRIANGULAR_AREA_RATIO: f64 = 0.866_025_403_784_438_6;
+
+/// Distance between rows of the triangular lattice over the cell size: `√3/2`.
+pub const TRIANGULAR_ROW_SPACING: f32 = 0.866_025_4;
+
+/// Width of a pipe of the triangular lattice over the cell size: `1/√3`, the face between two
+/// neighbouring hexagonal cells ([`Params::pipe_widths`]).
+pub const TRIANGULAR_FACE_RATIO: f32 = 0.577_350_26;
 
 /// How the cross-section of a pipe is chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -218,7 +274,7 @@ pub struct Params {
     /// Fraction of pipe flux lost per second, `0 ..= 1`. Applied as `(1 − damping)^dt`, so the
     /// result does not depend on the step length. Default 0.02.
     pub damping: f32,
-    /// Four or eight neighbours. Default eight.
+    /// Four or eight neighbours on a square grid, or six on a triangular lattice. Default eight.
     pub neighbours: NeighbourMode,
     /// Constant or depth-dependent pipe cross-section. Default depth-dependent.
     pub cross_section: CrossSection,
@@ -287,6 +343,10 @@ impl Params {
         VISCOSITY_RANGE.check(self.viscosity)?;
         SOLIDIFY_RATE_RANGE.check(self.solidify_rate)?;
         self.erosion.validate()?;
+        if self.erosion.enabled && self.neighbours == NeighbourMode::Triangular {
+            // Erosion's slopes and capacity are written for the square grid's geometry.
+            return Err(Error::invalid("neighbours", "triangular", "four or eight while erosion is enabled (erosion is written for the square grid)"));
+        }
         let substeps = MAX_SUBSTEPS_RANGE;
         if !(substeps.min as u32..=substeps.max as u32).contains(&self.max_substeps) {
             return Err(Error::invalid(substeps.name, self.max_substeps, format!("{} ..= {}", substeps.min, substeps.max)));
@@ -306,8 +366,10 @@ impl Params {
     }
 
     /// Whether the step advects momentum: depth-dependent mode with [`Params::momentum_advection`].
+    /// Not on the triangular lattice, whose advection is not yet written: there the step is
+    /// pressure-driven, as with `momentum_advection` off.
     pub fn advects(&self) -> bool {
-        self.momentum_advection && self.cross_section == CrossSection::DepthDependent
+        self.momentum_advection && self.cross_section == CrossSection::DepthDependent && self.neighbours != NeighbourMode::Triangular
     }
 
     /// Flux kept after `dt` seconds of damping: `(1 − damping)^dt`.
@@ -320,10 +382,16 @@ impl Params {
     /// The total conductance across any line must equal the continuum's, which requires
     /// `w_orth + √2·w_diag = cell_size`; the 4:1 coefficient ratio of the isotropic nine-point
     /// Laplacian then gives `w_orth = 2/3·dx`, `w_diag = √2/6·dx`.
+    ///
+    /// On the triangular lattice all six pipes are `dx` long and `dx/√3` wide, the face between
+    /// two hexagonal cells: then the flux `g·d·w/dx·Δη` summed over the six neighbours is
+    /// `g·d·(w/dx)·(3/2)·dx²·∇²η`, which over the cell's area `dx²·√3/2` is exactly the
+    /// continuum's `g·d·∇²η` (both "orthogonal" and "diagonal" entries are this one width).
     pub fn pipe_widths(&self, cell_size: f32) -> [f32; 2] {
         match self.neighbours {
             NeighbourMode::Four => [cell_size, 0.0],
             NeighbourMode::Eight => [cell_size * 2.0 / 3.0, cell_size * std::f32::consts::SQRT_2 / 6.0],
+            NeighbourMode::Triangular => [cell_size * TRIANGULAR_FACE_RATIO; 2],
         }
     }
 }

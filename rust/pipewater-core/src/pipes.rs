@@ -56,6 +56,23 @@ pub const fn is_diagonal(p: usize) -> bool {
 /// margin, so the whole quanta a cell gives away never exceed the quanta it holds.
 pub const LIMIT_MARGIN: f32 = 1.0 - 1.0 / (1u32 << 20) as f32;
 
+/// Codes of [`StepConstants::eight_neighbours`]: four orthogonal pipes.
+pub const NEIGHBOURS_FOUR: u32 = 0;
+/// See [`NEIGHBOURS_FOUR`]: all four owned pipes.
+pub const NEIGHBOURS_EIGHT: u32 = 1;
+/// See [`NEIGHBOURS_FOUR`]: the triangular lattice ([`NeighbourMode::Triangular`]): E, S and one
+/// diagonal, SE on odd rows and SW on even rows ([`lattice_has_pipe`]).
+pub const NEIGHBOURS_TRIANGULAR: u32 = 2;
+
+/// Whether owned pipe `p` of a cell in row `y` exists on the triangular lattice: odd rows lie
+/// half a cell further along +X, so a cell's neighbours in the row below are `(x, y+1)` and
+/// `(x−1, y+1)` on an even row (S and SW) and `(x, y+1)` and `(x+1, y+1)` on an odd row (S and
+/// SE). Seen from the row below, the same rule leaves NW on even rows and NE on odd rows.
+#[inline]
+pub const fn lattice_has_pipe(p: usize, y: u32) -> bool {
+    !is_diagonal(p) || ((p == Pipe::SouthEast as usize) == (y % 2 == 1))
+}
+
 /// Boundary codes used in [`StepConstants::boundary`].
 pub const BOUNDARY_WALL: u32 = 0;
 /// See [`BOUNDARY_WALL`].
@@ -91,7 +108,8 @@ pub struct StepConstants {
     pub width: u32,
     /// Grid height, cells.
     pub height: u32,
-    /// 1 for eight neighbours, 0 for four.
+    /// [`NEIGHBOURS_FOUR`], [`NEIGHBOURS_EIGHT`] or [`NEIGHBOURS_TRIANGULAR`] (the eight pipes
+    /// with one diagonal per row masked by the row's parity: non-zero means diagonals exist).
     pub eight_neighbours: u32,
     /// 1 for the depth-dependent cross-section, 0 for the classic constant one.
     pub depth_dependent: u32,
@@ -140,12 +158,15 @@ impl StepConstants {
         });
         let boundary_level = params.boundaries.map(|b| if let Boundary::Level { level } = b { level } else { 0.0 });
         let eight = params.neighbours == NeighbourMode::Eight;
+        let triangular = params.neighbours == NeighbourMode::Triangular;
         // With eight neighbours an orthogonal pipe along an edge of the grid is widened by dx/6
         // per edge it runs along (see `pipe_width`).
         let edge_share = if eight { cell_size / 6.0 } else { 0.0 };
         let one_edge = width_orth + edge_share;
         let widths = [width_orth, one_edge, one_edge + edge_share, width_diag];
-        let lengths = [cell_size, cell_size, cell_size, cell_size * std::f32::consts::SQRT_2];
+        // Every pipe of the triangular lattice joins cells `cell_size` apart.
+        let diagonal_length = if triangular { cell_size } else { cell_size * std::f32::consts::SQRT_2 };
+        let lengths = [cell_size, cell_size, cell_size, diagonal_length];
         let inverse_widths = widths.map(|w| if w > 0.0 { 1.0 / w } else { 0.0 });
         let mut conductance = [0.0f32; 4];
         for k in 0..4 {
@@ -154,14 +175,18 @@ impl StepConstants {
         StepConstants {
             width,
             height,
-            eight_neighbours: eight as u32,
+            eight_neighbours: match params.neighbours {
+                NeighbourMode::Four => NEIGHBOURS_FOUR,
+                NeighbourMode::Eight => NEIGHBOURS_EIGHT,
+                NeighbourMode::Triangular => NEIGHBOURS_TRIANGULAR,
+            },
             depth_dependent: (params.cross_section == CrossSection::DepthDependent) as u32,
             dt,
             gravity: params.gravity,
             cell_size,
             flux_decay: params.flux_decay(dt),
             pipe_depth: params.pipe_depth,
-            flux_to_quanta: (dt as f64 / (cell_size as f64 * cell_size as f64 * DEPTH_QUANTUM as f64)) as f32,
+            flux_to_quanta: (dt as f64 / (params.neighbours.cell_area(cell_size) * DEPTH_QUANTUM as f64)) as f32,
             film: dt * (3.0 * params.viscosity),
             advection: params.advects() as u32,
             boundary,
@@ -173,10 +198,18 @@ impl StepConstants {
         }
     }
 
-    /// Whether pipe `p` exists in this mode (diagonals only with eight neighbours).
+    /// Whether owned pipe `p` of a cell in row `y` exists in this mode: diagonals only with eight
+    /// neighbours, and on the triangular lattice one of them by the row's parity
+    /// ([`lattice_has_pipe`]).
     #[inline]
-    pub fn pipe_active(&self, p: usize) -> bool {
-        !is_diagonal(p) || self.eight_neighbours != 0
+    pub fn pipe_active(&self, p: usize, y: u32) -> bool {
+        !is_diagonal(p) || self.eight_neighbours == NEIGHBOURS_EIGHT || (self.eight_neighbours == NEIGHBOURS_TRIANGULAR && lattice_has_pipe(p, y))
+    }
+
+    /// Whether the cells lie on the triangular lattice ([`NeighbourMode::Triangular`]).
+    #[inline]
+    pub fn triangular(&self) -> bool {
+        self.eight_neighbours == NEIGHBOURS_TRIANGULAR
     }
 
     /// Whether cell `(x, y)` has a neighbour through owned pipe `p`.
@@ -262,6 +295,25 @@ pub fn pipe_width(c: &StepConstants, p: usize, x: u32, y: u32) -> f32 {
 /// Unit vector along owned pipe `p`, grid x and y.
 pub const PIPE_DIRECTIONS: [[f32; 2]; 4] = [[1.0, 0.0], [0.0, 1.0], [FRAC_1_SQRT_2, FRAC_1_SQRT_2], [-FRAC_1_SQRT_2, FRAC_1_SQRT_2]];
 const FRAC_1_SQRT_2: f32 = std::f32::consts::FRAC_1_SQRT_2;
+
+/// Unit vector, local X and Z, along owned pipe `p` of a cell in row `y`: [`PIPE_DIRECTIONS`] on
+/// the square grid; on the triangular lattice E is +X and the pipes to the row below point 60°
+/// and 120° from it (S is the 60° one on even rows, the 120° one on odd rows, which lie half a
+/// cell further along +X).
+#[inline]
+pub fn pipe_direction(c: &StepConstants, p: usize, y: u32) -> [f32; 2] {
+    if !c.triangular() {
+        return PIPE_DIRECTIONS[p];
+    }
+    const DOWN: f32 = crate::params::TRIANGULAR_ROW_SPACING;
+    match p {
+        0 => [1.0, 0.0],
+        1 if y % 2 == 0 => [0.5, DOWN],
+        1 => [-0.5, DOWN],
+        2 => [0.5, DOWN],
+        _ => [-0.5, DOWN],
+    }
+}
 
 /// Length of owned pipe `p`, m: `dx`, or `dx·√2` for a diagonal.
 #[inline]
@@ -546,18 +598,18 @@ pub fn stored_for_flux(c: &StepConstants, flux: f32, carried: f32) -> f32 {
     }
 }
 
-/// What owned pipe `p` (width `width` m, carrying over `carried` m, [`carried_depth`]) keeps
+/// What owned pipe `p` of a cell in row `y` (width `width` m, carrying over `carried` m, [`carried_depth`]) keeps
 /// after a body or a scripted push drags its water towards `velocity` (m/s along the grid's x
 /// and y): the stored value moves `weight` (0..1) of the way to what the pipe would keep if its
 /// water moved at `velocity`'s component along the pipe. Dry pipes are left alone, so no body
 /// puts speed into water that is not there. Depth is untouched: a nudge moves momentum, never
 /// water.
 #[inline]
-pub fn nudged_pipe(c: &StepConstants, p: usize, stored: f32, velocity: [f32; 2], weight: f32, width: f32, carried: f32) -> f32 {
+pub fn nudged_pipe(c: &StepConstants, p: usize, y: u32, stored: f32, velocity: [f32; 2], weight: f32, width: f32, carried: f32) -> f32 {
     if carried <= 0.0 || weight <= 0.0 {
         return stored;
     }
-    let [dx, dy] = PIPE_DIRECTIONS[p];
+    let [dx, dy] = pipe_direction(c, p, y);
     let along = velocity[0] * dx + velocity[1] * dy;
     let mut target = along * width;
     if keeps_flux(c) {

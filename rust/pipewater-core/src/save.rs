@@ -14,7 +14,9 @@
 //!
 //! Payload, version 4 (older versions differ where said):
 //! 1. grid: width `u32`, height `u32`, cell size `f32` (m);
-//! 2. params: gravity `f32`, damping `f32`, neighbours `u8` (4 or 8), cross-section `u8`
+//! 2. params: gravity `f32`, damping `f32`, neighbours `u8` (4 or 8, or 6 for the triangular
+//!    lattice: a value added without a new version, since older files never hold it and an older
+//!    build refuses it by name), cross-section `u8`
 //!    (0 classic, 1 depth-dependent), pipe depth `f32`, four boundaries (N, E, S, W) as kind `u8`
 //!    (0 wall, 1 open, 2 inflow, 3 fixed level) and its inflow rate or level `f32`, cfl `f32`, max step `f32`, max substeps
 //!    `u32`, and from version 2 on momentum advection `u8` (0 off, 1 on; version 1 states were
@@ -172,6 +174,7 @@ impl SavedState {
         u8_(&mut p, match pr.neighbours {
             NeighbourMode::Four => 4,
             NeighbourMode::Eight => 8,
+            NeighbourMode::Triangular => 6,
         });
         u8_(&mut p, match pr.cross_section {
             CrossSection::Classic => 0,
@@ -406,7 +409,8 @@ impl Reader<'_> {
         let neighbours = match self.u8("neighbour mode")? {
             4 => NeighbourMode::Four,
             8 => NeighbourMode::Eight,
-            other => return Err(invalid(format!("neighbour mode {other} (4 or 8)"))),
+            6 => NeighbourMode::Triangular,
+            other => return Err(invalid(format!("neighbour mode {other} (4, 8 or 6)"))),
         };
         let cross_section = match self.u8("cross-section mode")? {
             0 => CrossSection::Classic,

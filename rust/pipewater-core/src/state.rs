@@ -3,7 +3,7 @@
 use crate::error::{Error, Result};
 use crate::grid::Grid;
 use crate::params::Params;
-use crate::pipes::{carried_depth, centre_velocity, discharge, face_depth, flux_per_stored, pipe_width, stored_for_flux, StepConstants, NEIGHBOUR_OFFSETS, PIPE_DIRECTIONS, PIPE_OFFSETS};
+use crate::pipes::{carried_depth, centre_velocity, discharge, face_depth, flux_per_stored, pipe_direction, pipe_width, stored_for_flux, StepConstants, NEIGHBOUR_OFFSETS, PIPE_OFFSETS};
 use crate::quanta::{depth_to_quanta, quanta_to_depth, MAX_DEPTH, MAX_TERRAIN_ABS};
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -111,12 +111,12 @@ impl State {
                 for (p, pipe) in pipes.iter_mut().enumerate() {
                     let (ox, oy) = PIPE_OFFSETS[p];
                     let (nx, ny) = (x as i64 + ox as i64, y as i64 + oy as i64);
-                    if !c.pipe_active(p) || nx < 0 || ny < 0 || nx >= g.width as i64 || ny >= g.height as i64 {
+                    if !c.pipe_active(p, y) || nx < 0 || ny < 0 || nx >= g.width as i64 || ny >= g.height as i64 {
                         continue;
                     }
                     let j = g.index(nx as u32, ny as u32);
                     let (va, vb) = (velocity(x, y), velocity(nx as u32, ny as u32));
-                    let e = PIPE_DIRECTIONS[p];
+                    let e = pipe_direction(&c, p, y);
                     let along = 0.5 * ((va[0] + vb[0]) * e[0] + (va[1] + vb[1]) * e[1]);
                     let (ba, bb) = (self.terrain[i], self.terrain[j]);
                     let depth = face_depth(ba + self.depth_m(i), ba, bb + self.depth_m(j), bb);

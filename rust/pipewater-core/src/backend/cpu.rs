@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::params::ErosionParams;
 use crate::pipes::{
     accelerate_advecting, accelerate_carried, advect_held, advect_weighted, advection_weights, carried_depth, held_water, cell_limits, discharge, edge_outflow, fixed_flux_per_stored,
-    flux_per_stored, inflow_for_cell, kept_flow, level_edge_inflow_quanta, nudged_pipe, pipe_class, pipe_quanta, pipe_width, transfer_limit, upstream_split,
+    flux_per_stored, inflow_for_cell, is_diagonal, kept_flow, level_edge_inflow_quanta, nudged_pipe, pipe_class, pipe_quanta, pipe_width, transfer_limit, upstream_split,
     CellLimits, StepConstants, Upstream, CLASS_DIAGONAL, CLASS_ORTHOGONAL, PIPE_OFFSETS,
 };
 use crate::quanta::{DEPTH_QUANTUM, MAX_DEPTH_QUANTA};
@@ -250,14 +250,14 @@ impl CpuBackend {
             let i = nudge.cell as usize;
             let (x, y) = (nudge.cell % w, nudge.cell / w);
             for p in 0..4 {
-                if !(c.pipe_active(p) && c.pipe_in_grid(x, y, p)) {
+                if !(c.pipe_active(p, y) && c.pipe_in_grid(x, y, p)) {
                     continue;
                 }
                 let (ox, oy) = PIPE_OFFSETS[p];
                 let j = ((y as i32 + oy) as u32 * w + (x as i32 + ox) as u32) as usize;
                 let carried = carried_depth(c, self.step_terrain[i], self.state.depth[i], self.step_terrain[j], self.state.depth[j]);
                 let width = pipe_width(c, p, x, y);
-                self.state.flow[i][p] = nudged_pipe(c, p, self.state.flow[i][p], [nudge.velocity_x, nudge.velocity_y], nudge.weight, width, carried);
+                self.state.flow[i][p] = nudged_pipe(c, p, y, self.state.flow[i][p], [nudge.velocity_x, nudge.velocity_y], nudge.weight, width, carried);
             }
         }
     }
@@ -542,7 +542,7 @@ impl StepFields<'_> {
         let i = y * self.w + x;
         let (mut carried, mut flux) = ([0.0; 4], [0.0; 4]);
         for p in 0..4 {
-            if pipe_exists(self.eight, self.w, self.h, x, y, p) {
+            if pipe_exists(self.eight, self.w, self.h, x, y, p) && c.pipe_active(p, y as u32) {
                 let j = (i as isize + self.offsets[p]) as usize;
                 carried[p] = carried_depth(c, self.terrain[i], self.depth[i], self.terrain[j], self.depth[j]);
                 flux[p] = self.flow[i][p] * flux_per_stored(c, carried[p]);
@@ -585,7 +585,7 @@ impl StepFields<'_> {
         let (depth_here, half_cell) = (self.depth[i] as f32 * DEPTH_QUANTUM, 0.5 * c.cell_size);
         let (mut fluxes, mut stored) = ([0.0; 4], [0.0; 4]);
         for p in 0..4 {
-            let exists = if INTERIOR { c.pipe_active(p) } else { pipe_exists(self.eight, w, h, x, y, p) };
+            let exists = if INTERIOR { c.pipe_active(p, y32) } else { pipe_exists(self.eight, w, h, x, y, p) && c.pipe_active(p, y32) };
             if !exists {
                 continue;
             }
@@ -626,8 +626,11 @@ fn interior_carried_and_flux(c: &StepConstants, flow: &[f32; 4], terrain_here: &
     // The far ends of the pipes E, S, SE, SW.
     let ends = [(bed_e, depth_e), (bed_s, depth_s), (bed_se, depth_se), (bed_sw, depth_sw)];
     let (mut carried, mut flux) = ([0.0; 4], [0.0; 4]);
+    // Only advection reads these, and it never runs on the triangular lattice (Params::advects),
+    // so no row's parity masks a diagonal here.
+    debug_assert!(!c.triangular());
     for p in 0..4 {
-        if c.pipe_active(p) {
+        if !is_diagonal(p) || c.eight_neighbours != 0 {
             carried[p] = carried_depth(c, bed, depth, ends[p].0, ends[p].1);
             flux[p] = flow[p] * flux_per_stored(c, carried[p]);
         }

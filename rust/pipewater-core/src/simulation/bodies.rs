@@ -96,7 +96,7 @@ impl Simulation {
         if radius == 0.0 {
             return Ok(());
         }
-        for (cell, weight) in self.grid.footprint(x, z, radius) {
+        for (cell, weight) in self.lattice().footprint(x, z, radius) {
             bodies::merge_nudge(&mut self.pending_nudges, cell, weight, velocity);
         }
         Ok(())

@@ -81,7 +81,7 @@ impl Simulation {
     pub(super) fn water_edit_shares(&self, x: f32, z: f32, volume: f32, radius: f32) -> Result<Option<Vec<(u32, i64)>>> {
         Self::check_point(x, z)?;
         self.check_edit(volume, radius)?;
-        let footprint = self.grid.footprint(x, z, radius);
+        let footprint = self.lattice().footprint(x, z, radius);
         if footprint.is_empty() || volume == 0.0 {
             return Ok(None);
         }
@@ -107,8 +107,8 @@ impl Simulation {
         let Some(shares) = self.water_edit_shares(x, z, volume, radius)? else { return Ok(0.0) };
         if let Some(&(cell, most)) = shares.iter().max_by_key(|s| s.1).filter(|s| s.1 > MAX_DEPTH_QUANTA as i64) {
             // From the weights, not from `most`: a request past i64::MAX quanta saturated.
-            let depth = volume as f64 / self.grid.cell_area() as f64 * most as f64 / shares.iter().map(|s| s.1 as f64).sum::<f64>();
-            let fits = self.largest_fitting_volume(&self.grid.footprint(x, z, radius));
+            let depth = volume as f64 / self.lattice().cell_area() * most as f64 / shares.iter().map(|s| s.1 as f64).sum::<f64>();
+            let fits = self.largest_fitting_volume(&self.lattice().footprint(x, z, radius));
             let (cx, cy) = (cell % self.grid.width, cell / self.grid.width);
             return Err(Error::invalid(
                 "volume",
@@ -231,7 +231,7 @@ impl Simulation {
     pub fn fill_basin(&mut self, x: f32, z: f32, level: f32) -> Result<f64> {
         Self::check_point(x, z)?;
         check_range("level", level, -MAX_TERRAIN_ABS, MAX_TERRAIN_ABS)?;
-        let Some((cx, cy)) = self.grid.cell_at(x, z) else {
+        let Some((cx, cy)) = self.lattice().cell_at(x, z) else {
             return Err(Error::invalid("position", format!("({x}, {z})"), "a point over the grid"));
         };
         let state = self.on_backend(|b| b.read_state())?;
@@ -260,7 +260,7 @@ impl Simulation {
         check_range("delta_height", delta_height, -MAX_TERRAIN_DELTA, MAX_TERRAIN_DELTA)?;
         self.check_edit(0.0, radius)?;
         let cells: Vec<CellTerrain> =
-            self.grid.footprint(x, z, radius).into_iter().map(|(cell, w)| CellTerrain { cell, delta: delta_height * w }).collect();
+            self.lattice().footprint(x, z, radius).into_iter().map(|(cell, w)| CellTerrain { cell, delta: delta_height * w }).collect();
         self.on_backend(|b| b.edit_terrain(&cells))
     }
 

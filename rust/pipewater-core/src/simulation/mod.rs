@@ -32,9 +32,10 @@ use crate::backend::{Backend, BackendKind, CellWater, FramePlan, PipeNudge};
 use crate::detail::DetailDriver;
 use crate::error::{check_range, Error, Result};
 use crate::grid::Grid;
+use crate::lattice::Lattice;
 use crate::params::{Boundary, CrossSection, Params, LONGEST_STEP};
 use crate::pipes::{edge_cell_count, StepConstants};
-use crate::quanta::{quantum_volume, DEPTH_QUANTUM, MAX_DEPTH, MAX_DEPTH_QUANTA, MAX_TERRAIN_ABS};
+use crate::quanta::{DEPTH_QUANTUM, MAX_DEPTH, MAX_DEPTH_QUANTA, MAX_TERRAIN_ABS};
 use crate::state::State;
 use crate::frame::FrameReport;
 use crate::sources::Source;
@@ -309,9 +310,16 @@ impl Simulation {
         self.last_report
     }
 
-    /// Volume of one depth quantum in one cell, m³.
+    /// Volume of one depth quantum in one cell, m³ (a hexagonal cell of the triangular lattice
+    /// covers `cell_size²·√3/2`).
     pub fn quantum_volume(&self) -> f64 {
-        quantum_volume(self.grid.cell_size)
+        self.lattice().quantum_volume()
+    }
+
+    /// Where the cells lie in the world for the neighbour mode in force ([`Lattice`]): queries,
+    /// edits, sources and bodies place and read cells through it.
+    pub fn lattice(&self) -> Lattice {
+        Lattice::new(self.grid, self.params.neighbours)
     }
 
     /// The longest stable step for the current state, s: `cfl · dx / (|u| + c)`, where `c` is
@@ -448,7 +456,7 @@ fn check_edge_limits(params: &Params, grid: Grid, terrain: &[f32]) -> Result<()>
         match *boundary {
             Boundary::Inflow { rate } => {
                 let cells = edge_cell_count(grid.width, grid.height, e) as f64;
-                let area = grid.cell_area() as f64;
+                let area = Lattice::new(grid, params.neighbours).cell_area();
                 let fits = MAX_DEPTH as f64 * cells * area / LONGEST_STEP as f64;
                 if rate as f64 > fits {
                     return Err(Error::invalid(

@@ -3,6 +3,7 @@
 
 use super::Simulation;
 use crate::error::Result;
+use crate::lattice::Lattice;
 use crate::ledger::MassLedger;
 use crate::state::{Snapshot, State};
 use std::sync::Arc;
@@ -50,32 +51,32 @@ impl Simulation {
     /// the point, the terrain height where all four are dry. `None` off the grid.
     pub fn surface_height(&mut self, x: f32, z: f32) -> Option<f32> {
         let s = self.queried_snapshot(x, z)?;
-        sample_surface(&s, x, z)
+        sample_surface_on(&self.lattice(), &s, x, z)
     }
 
     /// Water depth (m) at local `(x, z)`, bilinear. `None` off the grid.
     pub fn depth(&mut self, x: f32, z: f32) -> Option<f32> {
         let s = self.queried_snapshot(x, z)?;
-        self.grid.sample_bilinear(x, z, |i| s.height[i][1], lerp)
+        self.lattice().sample(x, z, |i| s.height[i][1], lerp)
     }
 
     /// Terrain height (local Y, m) at local `(x, z)`, bilinear. `None` off the grid.
     pub fn terrain_height(&mut self, x: f32, z: f32) -> Option<f32> {
         let s = self.queried_snapshot(x, z)?;
-        self.grid.sample_bilinear(x, z, |i| s.height[i][2], lerp)
+        self.lattice().sample(x, z, |i| s.height[i][2], lerp)
     }
 
     /// Depth-averaged flow velocity (local X, local Z; m/s) at local `(x, z)`, bilinear. `None`
     /// off the grid.
     pub fn flow_velocity(&mut self, x: f32, z: f32) -> Option<[f32; 2]> {
         let s = self.queried_snapshot(x, z)?;
-        self.grid.sample_bilinear(x, z, |i| [s.flow[i][0], s.flow[i][1]], |a, b, t| [lerp(a[0], b[0], t), lerp(a[1], b[1], t)])
+        self.lattice().sample(x, z, |i| [s.flow[i][0], s.flow[i][1]], |a, b, t| [lerp(a[0], b[0], t), lerp(a[1], b[1], t)])
     }
 
     /// The snapshot a query at local `(x, z)` reads, once the backend knows which cells it
     /// needs. `None` off the grid or before any snapshot exists.
     pub(super) fn queried_snapshot(&mut self, x: f32, z: f32) -> Option<Arc<Snapshot>> {
-        let (cells, _, _) = self.grid.bilinear_cells(x, z)?;
+        let cells = self.lattice().sample_cells(x, z)?.map(|(cell, _)| cell);
         self.backend.want_cells(&cells);
         self.backend.snapshot()
     }
@@ -88,13 +89,19 @@ fn lerp(a: f32, b: f32, t: f32) -> f32 {
 /// Surface height at a local point: bilinear weights over the four surrounding cells, dry cells
 /// left out so a shore does not lift the water; the terrain where all four are dry.
 pub fn sample_surface(s: &Snapshot, x: f32, z: f32) -> Option<f32> {
-    let g = s.grid;
-    let wet = g.sample_bilinear(x, z, |i| if s.height[i][3] > 0.0 { [s.height[i][0], 1.0] } else { [0.0, 0.0] }, |a, b, t| {
+    sample_surface_on(&Lattice::square(s.grid), s, x, z)
+}
+
+/// [`sample_surface`] over the cells of `lattice` (the triangle around the point on the
+/// triangular lattice).
+pub fn sample_surface_on(lattice: &Lattice, s: &Snapshot, x: f32, z: f32) -> Option<f32> {
+    let g = lattice;
+    let wet = g.sample(x, z, |i| if s.height[i][3] > 0.0 { [s.height[i][0], 1.0] } else { [0.0, 0.0] }, |a, b, t| {
         [lerp(a[0], b[0], t), lerp(a[1], b[1], t)]
     })?;
     if wet[1] > 1.0e-6 {
         Some(wet[0] / wet[1])
     } else {
-        g.sample_bilinear(x, z, |i| s.height[i][0], lerp)
+        g.sample(x, z, |i| s.height[i][0], lerp)
     }
 }

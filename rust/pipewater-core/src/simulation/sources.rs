@@ -45,7 +45,7 @@ impl Simulation {
 
     /// The cells of a source within `radius` m of local `(x, z)` and their shares of its rate.
     pub(super) fn source_cells(&self, x: f32, z: f32, radius: f32) -> Result<Vec<(u32, f64)>> {
-        let footprint = self.grid.footprint(x, z, radius);
+        let footprint = self.lattice().footprint(x, z, radius);
         if footprint.is_empty() {
             return Err(Error::invalid("position", format!("({x}, {z})"), "a point whose radius reaches the grid"));
         }
@@ -67,7 +67,7 @@ impl Simulation {
     /// of its heaviest cell (`cells`: cells and shares) in one step of [`LONGEST_STEP`] s.
     pub(super) fn check_source_rate(&self, rate: f32, cells: &[(u32, f64)]) -> Result<()> {
         let share = cells.iter().map(|&(_, share)| share).fold(0.0, f64::max);
-        let area = self.grid.cell_area() as f64;
+        let area = self.lattice().cell_area();
         let per_step = rate.abs() as f64 * share * LONGEST_STEP as f64 / area;
         if per_step <= MAX_DEPTH as f64 {
             return Ok(());
