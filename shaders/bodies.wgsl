@@ -58,8 +58,18 @@ fn displace(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
     }
 }
 
-// pipes.rs PIPE_DIRECTIONS.
-fn pipe_direction(p: u32) -> vec2<f32> {
+// pipes.rs pipe_direction: PIPE_DIRECTIONS, or the triangular lattice's E, 60° and 120° (S is
+// the 60° one on even rows, the 120° one on odd rows).
+fn pipe_direction(p: u32, y: i32) -> vec2<f32> {
+    if triangular(c) {
+        let down = 0.8660254;
+        switch p {
+            case 0u: { return vec2<f32>(1.0, 0.0); }
+            case 1u: { return vec2<f32>(select(0.5, -0.5, (y & 1) == 1), down); }
+            case 2u: { return vec2<f32>(0.5, down); }
+            default: { return vec2<f32>(-0.5, down); }
+        }
+    }
     switch p {
         case 0u: { return vec2<f32>(1.0, 0.0); }
         case 1u: { return vec2<f32>(0.0, 1.0); }
@@ -69,11 +79,11 @@ fn pipe_direction(p: u32) -> vec2<f32> {
 }
 
 // pipes.rs nudged_pipe.
-fn nudged_pipe(p: u32, stored: f32, velocity: vec2<f32>, weight: f32, width: f32, carried: f32) -> f32 {
+fn nudged_pipe(p: u32, y: i32, stored: f32, velocity: vec2<f32>, weight: f32, width: f32, carried: f32) -> f32 {
     if carried <= 0.0 || weight <= 0.0 {
         return stored;
     }
-    let d = pipe_direction(p);
+    let d = pipe_direction(p, y);
     let along = velocity.x * d.x + velocity.y * d.y;
     var wanted = along * width;
     if keeps_flux(c) {
@@ -97,12 +107,12 @@ fn nudge_pipes(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
         var pipes = flux[i];
         for (var p = 0u; p < 4u; p++) {
             let other = cell + pipe_offset(p);
-            if !pipe_active(c, p) || !cell_in_grid(c, other) {
+            if !pipe_active(c, p, cell.y) || !cell_in_grid(c, other) {
                 continue;
             }
             let j = u32(other.y) * c.width + u32(other.x);
             let carried = carried_depth(c, step_terrain[i], depth[i], step_terrain[j], depth[j]);
-            pipes[p] = nudged_pipe(p, pipes[p], velocity, weight, pipe_width(c, p, cell), carried);
+            pipes[p] = nudged_pipe(p, cell.y, pipes[p], velocity, weight, pipe_width(c, p, cell), carried);
         }
         flux[i] = pipes;
     }

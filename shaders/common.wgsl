@@ -47,6 +47,8 @@ struct StepConstants {
 // specialised for it compiles only the code that mode runs (the step kernel is; the edit, body
 // and snapshot passes read `c`).
 override EIGHT_NEIGHBOURS: i32 = -1;
+// The triangular lattice (pipes.rs NEIGHBOURS_TRIANGULAR; EIGHT_NEIGHBOURS is 1 with it).
+override TRIANGULAR: i32 = -1;
 override DEPTH_DEPENDENT: i32 = -1;
 override ADVECTION: i32 = -1;
 // Whether any edge is open, an inflow or a fixed level (pipes.rs has_edge_exchange).
@@ -57,6 +59,14 @@ fn eight_neighbours(c: StepConstants) -> bool {
         return EIGHT_NEIGHBOURS == 1;
     }
     return c.eight_neighbours != 0u;
+}
+
+// pipes.rs StepConstants::triangular.
+fn triangular(c: StepConstants) -> bool {
+    if TRIANGULAR >= 0 {
+        return TRIANGULAR == 1;
+    }
+    return c.eight_neighbours == 2u;
 }
 
 fn depth_dependent(c: StepConstants) -> bool {
@@ -130,8 +140,16 @@ fn cell_in_grid(c: StepConstants, p: vec2<i32>) -> bool {
     return p.x >= 0 && p.y >= 0 && p.x < i32(c.width) && p.y < i32(c.height);
 }
 
-fn pipe_active(c: StepConstants, p: u32) -> bool {
-    return p < 2u || eight_neighbours(c);
+// pipes.rs StepConstants::pipe_active for owned pipe p of a cell in row y: on the triangular
+// lattice SE only on odd rows and SW only on even ones (pipes.rs lattice_has_pipe).
+fn pipe_active(c: StepConstants, p: u32, y: i32) -> bool {
+    if p < 2u {
+        return true;
+    }
+    if !eight_neighbours(c) {
+        return false;
+    }
+    return !triangular(c) || ((p == 2u) == ((y & 1) == 1));
 }
 
 // pipes.rs inflow_for_cell.

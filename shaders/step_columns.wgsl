@@ -255,10 +255,11 @@ fn in_window(window: u32, d: vec2<i32>) -> bool {
     return ((window >> u32((d.y + 2) * 5 + d.x + 2)) & 1u) != 0u;
 }
 
-// Whether owned pipe p of the cell `d` away from the window's centre exists: that cell and the
-// pipe's far end on the grid (diagonals only with eight neighbours).
-fn pipe_exists_at(window: u32, d: vec2<i32>, p: u32) -> bool {
-    return pipe_active(c, p) && in_window(window, d) && in_window(window, d + pipe_offset(p));
+// Whether owned pipe p of the cell `d` away from the window's centre, in row `row`, exists: that
+// cell and the pipe's far end on the grid (diagonals only with eight neighbours, and on the
+// triangular lattice by the row's parity).
+fn pipe_exists_at(window: u32, d: vec2<i32>, row: i32, p: u32) -> bool {
+    return pipe_active(c, p, row) && in_window(window, d) && in_window(window, d + pipe_offset(p));
 }
 
 // common.wgsl pipe_class for owned pipe p of the cell `d` away from the window's centre (which
@@ -331,7 +332,7 @@ fn far_ends(y: i32, lanes: Lanes, east: vec2<i32>) -> FarEnds {
 
 // The depth carrying owned pipe p of `h` (pipes.rs carried_depth), 0 where it does not exist.
 fn carried_of(h: Here, ends: FarEnds, p: u32) -> f32 {
-    return select(0.0, carried_depth(c, h.bed, h.depth, ends.bed[p], ends.depth[p]), pipe_exists_at(h.window, vec2<i32>(0), p));
+    return select(0.0, carried_depth(c, h.bed, h.depth, ends.bed[p], ends.depth[p]), pipe_exists_at(h.window, vec2<i32>(0), h.cell.y, p));
 }
 
 fn carried_depths(h: Here, ends: FarEnds) -> vec4<f32> {
@@ -341,7 +342,7 @@ fn carried_depths(h: Here, ends: FarEnds) -> vec4<f32> {
 // Phase B: the flux before the step of owned pipe p of `h`, which carries over `carried`
 // (backend/cpu.rs phase 0; 0 where the pipe does not exist).
 fn old_flux(h: Here, carried: f32, p: u32) -> f32 {
-    return select(0.0, h.flow[p] * flux_per_stored(c, carried), pipe_exists_at(h.window, vec2<i32>(0), p));
+    return select(0.0, h.flow[p] * flux_per_stored(c, carried), pipe_exists_at(h.window, vec2<i32>(0), h.cell.y, p));
 }
 
 fn old_fluxes(h: Here, carried: vec4<f32>) -> vec4<f32> {

@@ -130,10 +130,10 @@ mod stats {
             let layouts = [set_layout];
             let layout = device.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&layouts), None).map_err(|e| e.to_string())?;
             let modes = [
-                ("8 neighbours, advection", StepMode { eight_neighbours: true, depth_dependent: true, advection: true, edge_exchange: false }),
-                ("8 neighbours, no advection", StepMode { eight_neighbours: true, depth_dependent: true, advection: false, edge_exchange: false }),
-                ("8 neighbours, advection, open edges", StepMode { eight_neighbours: true, depth_dependent: true, advection: true, edge_exchange: true }),
-                ("4 neighbours, advection", StepMode { eight_neighbours: false, depth_dependent: true, advection: true, edge_exchange: false }),
+                ("8 neighbours, advection", StepMode { eight_neighbours: true, triangular: false, depth_dependent: true, advection: true, edge_exchange: false }),
+                ("8 neighbours, no advection", StepMode { eight_neighbours: true, triangular: false, depth_dependent: true, advection: false, edge_exchange: false }),
+                ("8 neighbours, advection, open edges", StepMode { eight_neighbours: true, triangular: false, depth_dependent: true, advection: true, edge_exchange: true }),
+                ("4 neighbours, advection", StepMode { eight_neighbours: false, triangular: false, depth_dependent: true, advection: true, edge_exchange: false }),
             ];
             for &c in &columns {
                 for (label, mode) in modes {

@@ -66,8 +66,11 @@ pub const BYTES_PER_CELL_STEP: u32 = 44;
 /// `common.wgsl`): a mode compiles only the code it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct StepMode {
-    /// Eight neighbours rather than four.
+    /// Eight neighbours rather than four (also on the triangular lattice, whose diagonals the
+    /// row's parity masks).
     pub eight_neighbours: bool,
+    /// The triangular lattice ([`crate::NeighbourMode::Triangular`]).
+    pub triangular: bool,
     /// Depth-dependent cross-section rather than the classic one.
     pub depth_dependent: bool,
     /// Momentum advection.
@@ -79,15 +82,16 @@ pub struct StepMode {
 impl StepMode {
     /// The mode of steps with constants `c`.
     pub fn of(c: &StepConstants) -> Self {
-        StepMode { eight_neighbours: c.eight_neighbours != 0, depth_dependent: c.depth_dependent != 0, advection: c.advection != 0, edge_exchange: c.has_edge_exchange() }
+        StepMode { eight_neighbours: c.eight_neighbours != 0, triangular: c.triangular(), depth_dependent: c.depth_dependent != 0, advection: c.advection != 0, edge_exchange: c.has_edge_exchange() }
     }
 
     /// The pipeline-overridable constants that fix this mode, by name, for a kernel of shape
     /// `kernel`.
-    pub fn overrides(&self, kernel: &ColumnKernel) -> [(&'static str, f64); 6] {
+    pub fn overrides(&self, kernel: &ColumnKernel) -> [(&'static str, f64); 7] {
         let flag = |on: bool| if on { 1.0 } else { 0.0 };
         [
             ("EIGHT_NEIGHBOURS", flag(self.eight_neighbours)),
+            ("TRIANGULAR", flag(self.triangular)),
             ("DEPTH_DEPENDENT", flag(self.depth_dependent)),
             ("ADVECTION", flag(self.advection)),
             ("EDGE_EXCHANGE", flag(self.edge_exchange)),

@@ -163,7 +163,7 @@ mod tests {
 
     #[test]
     fn every_rendering_device_entry_point_translates_to_spirv() {
-        let modes = (0..16).map(|m| StepMode { eight_neighbours: m & 1 != 0, depth_dependent: m & 2 != 0, advection: m & 4 != 0, edge_exchange: m & 8 != 0 });
+        let modes = (0..16).map(|m| StepMode { eight_neighbours: m & 1 != 0, triangular: false, depth_dependent: m & 2 != 0, advection: m & 4 != 0, edge_exchange: m & 8 != 0 });
         let steps: Vec<Program> = modes.map(|mode| step_program(mode, &ColumnKernel { columns: 128, per_invocation: 1, band_rows: None }).expect("the step translates in every mode")).collect();
         for p in all_programs().expect("translates").into_iter().chain(steps) {
             println!("{}: {} words, workgroup {:?}, bindings {:?}", p.entry_point, p.words.len(), p.workgroup_size, names(&p));
@@ -201,7 +201,7 @@ mod tests {
 
     #[test]
     fn every_program_enters_at_main_as_godot_expects() {
-        let mode = StepMode { eight_neighbours: true, depth_dependent: true, advection: true, edge_exchange: false };
+        let mode = StepMode { eight_neighbours: true, triangular: false, depth_dependent: true, advection: true, edge_exchange: false };
         let step = step_program(mode, &ColumnKernel { columns: 64, per_invocation: 1, band_rows: None }).unwrap();
         assert_eq!(step.workgroup_size, [64, 1, 1], "the COLUMNS override sets the workgroup size");
         let pairs = step_program(mode, &ColumnKernel { columns: 128, per_invocation: 2, band_rows: None }).unwrap();
