@@ -3,7 +3,7 @@
 //!
 //! `RAYON_NUM_THREADS=1 valgrind --tool=callgrind --collect-atstart=no
 //! --toggle-collect='*CpuBackend*step*' target/release/examples/cpu_steps -- [--size 256]
-//! [--steps 16] [--no-advection] [--current U] [--four] [--no-sleep]`: `--no-sleep` steps every
+//! [--steps 16] [--no-advection] [--current U] [--four | --triangular] [--no-sleep]`: `--no-sleep` steps every
 //! cell (sleeping tiles are on otherwise, as in a simulation).
 //!
 //! Prints the wall time too (meaningful on an idle machine only).
@@ -23,7 +23,13 @@ fn main() {
     let side: u32 = arg(&args, "--size").unwrap_or(256);
     let steps: u32 = arg(&args, "--steps").unwrap_or(16);
     let current: f32 = arg(&args, "--current").unwrap_or(0.0);
-    let neighbours = if args.iter().any(|a| a == "--four") { NeighbourMode::Four } else { NeighbourMode::Eight };
+    let neighbours = if args.iter().any(|a| a == "--four") {
+        NeighbourMode::Four
+    } else if args.iter().any(|a| a == "--triangular") {
+        NeighbourMode::Triangular
+    } else {
+        NeighbourMode::Eight
+    };
     let params = Params { neighbours, momentum_advection: !args.iter().any(|a| a == "--no-advection"), ..Params::default() };
     let grid = Grid::new(side, side, 1.0).expect("grid");
     let mut state = scenarios::benchmark_lake(grid);
