@@ -42,14 +42,11 @@ fn pipe_is_still(stored: f32, carried: f32, width: f32) -> bool {
     return carried <= 0.0 || abs(stored * flux_per_stored(c, carried)) <= SOLIDIFY_SPEED * width * carried;
 }
 
-// cooling.rs cell_is_still: the four pipes the cell owns and the four its neighbours own
-// towards it.
+// cooling.rs cell_is_still: the pipes the cell owns and those its neighbours own towards it, as
+// the neighbour mode has them (pipe_active).
 fn cell_is_still(here: vec2<i32>) -> bool {
     let w = i32(c.width);
     for (var p = 0u; p < 4u; p++) {
-        if p >= 2u && !eight_neighbours(c) {
-            continue;
-        }
         let offset = pipe_offset(p);
         for (var side = 0; side < 2; side++) {
             // side 0: the pipe `here` owns towards here + offset; side 1: the one here − offset
@@ -60,7 +57,7 @@ fn cell_is_still(here: vec2<i32>) -> bool {
                 owner = here - offset;
                 other = here;
             }
-            if !cell_in_grid(c, owner) || !cell_in_grid(c, other) {
+            if !cell_in_grid(c, owner) || !cell_in_grid(c, other) || !pipe_active(c, p, owner.y) {
                 continue;
             }
             let a = u32(owner.y * w + owner.x);

@@ -4,7 +4,8 @@
 //! rounds (water, lava, cooling lava, water, …) so that all three see the same machine.
 //!
 //! `cargo run --release -p pipewater-core --example viscosity_cost -- [--size 256] [--steps 100]
-//! [--rounds 5] [--no-sleep] [--backend cpu|gpu]`: `--no-sleep` steps every cell (sleeping tiles
+//! [--rounds 5] [--frames 1] [--no-sleep] [--backend cpu|gpu]`: each round runs `--frames` frames
+//! of `--steps` steps (cooling runs once a frame, so fewer steps a frame weigh it more); `--no-sleep` steps every cell (sleeping tiles
 //! are on otherwise, as in a game, and then the slower lava leaves more of the grid asleep);
 //! `--backend gpu` runs on wgpu (cooling's own passes after each frame, `shaders/cooling.wgsl`),
 //! each round ending with a wait for the device (a read of the ledger, the same for all three).
@@ -38,6 +39,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let side: u32 = arg(&args, "--size").unwrap_or(256);
     let steps: u32 = arg(&args, "--steps").unwrap_or(100);
+    let frames: u32 = arg(&args, "--frames").unwrap_or(1).max(1);
     let rounds: u32 = arg(&args, "--rounds").unwrap_or(5);
     let sleeping = !args.iter().any(|a| a == "--no-sleep");
     let backend = match arg::<String>(&args, "--backend").as_deref() {
@@ -55,10 +57,12 @@ fn main() {
     for round in 0..rounds {
         for (k, sim) in sims.iter_mut().enumerate() {
             let start = Instant::now();
-            sim.run_steps(0.02, steps).expect("steps");
+            for _ in 0..frames {
+                sim.run_steps(0.02, steps).expect("steps");
+            }
             // Waits for the device on the GPU (the ledger's counters are read back).
             sim.ledger().expect("ledger");
-            let per = start.elapsed().as_secs_f64() * 1e9 / (side as f64 * side as f64 * steps as f64);
+            let per = start.elapsed().as_secs_f64() * 1e9 / (side as f64 * side as f64 * steps as f64 * frames as f64);
             ns[k].push(per);
             println!("round {round}: {:>12}: {per:.2} ns per cell-step", names[k]);
         }
@@ -70,7 +74,7 @@ fn main() {
     let m: Vec<f64> = ns.iter_mut().map(median).collect();
     let solidified = sims[2].ledger().expect("ledger").solidified as f64 * sims[2].quantum_volume();
     println!(
-        "{side}², {steps} steps × {rounds} rounds, sleeping {sleeping}, {} threads: median ns per cell-step: water {:.2}, lava {:.2} ({:+.0} %), cooling lava {:.2} ({:+.0} % over lava); {solidified:.2} m³ set",
+        "{side}², {frames} frames of {steps} steps × {rounds} rounds, sleeping {sleeping}, {} threads: median ns per cell-step: water {:.2}, lava {:.2} ({:+.0} %), cooling lava {:.2} ({:+.0} % over lava); {solidified:.2} m³ set",
         rayon::current_num_threads(),
         m[0],
         m[1],

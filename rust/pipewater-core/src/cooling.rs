@@ -12,7 +12,7 @@
 //! judges every cell's stillness before any cell changes and then applies these same functions
 //! in `f32` (WGSL has no `f64`, and `f32` addition is correctly rounded on both sides).
 
-use crate::pipes::{carried_depth, flux_per_stored, is_diagonal, pipe_width, StepConstants, PIPE_OFFSETS};
+use crate::pipes::{carried_depth, flux_per_stored, pipe_width, StepConstants, PIPE_OFFSETS};
 use crate::quanta::{DEPTH_QUANTUM, MAX_TERRAIN_ABS};
 use crate::state::State;
 
@@ -28,21 +28,18 @@ pub fn pipe_is_still(c: &StepConstants, stored: f32, carried: f32, width: f32) -
     carried <= 0.0 || (stored * flux_per_stored(c, carried)).abs() <= SOLIDIFY_SPEED * width * carried
 }
 
-/// Whether every pipe through cell `(x, y)` (its four owned pipes and the four its neighbours own
-/// towards it) is still ([`pipe_is_still`]), over the beds `beds` (m) and the state's depths and
-/// pipes.
+/// Whether every pipe through cell `(x, y)` (its owned pipes and those its neighbours own towards
+/// it, as the neighbour mode has them: [`StepConstants::pipe_active`]) is still
+/// ([`pipe_is_still`]), over the beds `beds` (m) and the state's depths and pipes.
 pub fn cell_is_still(c: &StepConstants, state: &State, beds: &[f32], x: u32, y: u32) -> bool {
     let w = c.width as usize;
     let here = y as usize * w + x as usize;
     for (p, &(ox, oy)) in PIPE_OFFSETS.iter().enumerate() {
-        if is_diagonal(p) && c.eight_neighbours == 0 {
-            continue;
-        }
         // The pipe this cell owns towards (x+ox, y+oy), then the one (x−ox, y−oy) owns towards it.
         for (owner, sign) in [((x as i64, y as i64), 1i64), ((x as i64 - ox as i64, y as i64 - oy as i64), -1)] {
             let other = (x as i64 + sign * ox as i64, y as i64 + sign * oy as i64);
             let inside = |(a, b): (i64, i64)| a >= 0 && b >= 0 && a < c.width as i64 && b < c.height as i64;
-            if !inside(owner) || !inside(other) {
+            if !inside(owner) || !inside(other) || !c.pipe_active(p, owner.1 as u32) {
                 continue;
             }
             let (owner_index, other_index) = (owner.1 as usize * w + owner.0 as usize, other.1 as usize * w + other.0 as usize);
