@@ -426,6 +426,32 @@ mod tests {
         p
     }
 
+    /// Every neighbour mode is found by its name (and its count of neighbours); any other name
+    /// is refused with an error that names `neighbours` and the accepted values.
+    #[test]
+    fn neighbour_modes_are_found_by_name_and_unknown_names_refused() {
+        for mode in NeighbourMode::ALL {
+            println!("{mode:?}: {:?}", mode.name());
+            assert_eq!(NeighbourMode::from_name(mode.name()).unwrap(), mode);
+        }
+        assert_eq!(NeighbourMode::from_name("6").unwrap(), NeighbourMode::Triangular);
+        let refused = NeighbourMode::from_name("hexagonal-ish").unwrap_err().to_string();
+        println!("unknown name: {refused}");
+        assert!(refused.contains("neighbours") && refused.contains("four, eight or triangular"));
+    }
+
+    /// Erosion is written for the square grid: with it on, the triangular lattice is refused
+    /// with an error naming `neighbours`; with it off, the lattice validates.
+    #[test]
+    fn erosion_is_refused_on_the_triangular_lattice() {
+        let mut p = Params { neighbours: NeighbourMode::Triangular, ..Params::default() };
+        assert!(p.validate().is_ok());
+        p.erosion.enabled = true;
+        let refused = p.validate().unwrap_err().to_string();
+        println!("triangular with erosion: {refused}");
+        assert!(refused.contains("neighbours"));
+    }
+
     /// Every row of the range table is what `Params::validate` checks: both ends pass, a step
     /// beyond either end fails with an error that names the parameter and prints the range.
     #[test]

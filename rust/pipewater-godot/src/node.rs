@@ -213,7 +213,9 @@ pub struct PipeWater {
     #[var(set)]
     #[init(val = Params::default().damping as f64)]
     damping: f64,
-    /// Four or eight neighbours per cell (`NEIGHBOURS_FOUR`, `NEIGHBOURS_EIGHT`).
+    /// Four or eight neighbours per cell on a square grid, or six on a triangular lattice of
+    /// hexagonal cells (`NEIGHBOURS_FOUR`, `NEIGHBOURS_EIGHT`, `NEIGHBOURS_TRIANGULAR`; see
+    /// `docs/MODEL.md` for what follows the lattice).
     #[export]
     #[var(set)]
     #[init(val = WaterNeighbours::Eight)]

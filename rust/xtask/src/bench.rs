@@ -48,11 +48,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--modes" => {
                 options.modes = value()?
                     .split(',')
-                    .map(|m| match m {
-                        "4" => Ok(NeighbourMode::Four),
-                        "8" => Ok(NeighbourMode::Eight),
-                        other => Err(format!("--modes {other}: expected 4, 8 or 4,8")),
-                    })
+                    .map(|m| NeighbourMode::from_name(m).map_err(|e| format!("--modes: {e} (4, 8, 6 or a list such as 4,8,6)")))
                     .collect::<Result<_, _>>()?
             }
             "--steps" => options.steps_per_frame = value()?.parse().map_err(|e| format!("--steps: {e}"))?,
@@ -117,7 +113,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 match measure(preference, side, Params { neighbours: mode, momentum_advection: options.momentum_advection, ..Params::default() }, &options) {
                     Ok((rate, ns, device)) => println!(
                         "| {kind:?} | {side}² | {} | {:.3} G | {:.3} | {device} |",
-                        if mode == NeighbourMode::Four { 4 } else { 8 },
+                        match mode {
+                            NeighbourMode::Four => 4,
+                            NeighbourMode::Eight => 8,
+                            NeighbourMode::Triangular => 6,
+                        },
                         rate / 1e9,
                         ns / 1e6
                     ),

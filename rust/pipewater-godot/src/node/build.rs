@@ -61,6 +61,7 @@ pub fn core_params(p: &ParamInputs) -> Params {
         neighbours: match p.neighbours {
             WaterNeighbours::Four => NeighbourMode::Four,
             WaterNeighbours::Eight => NeighbourMode::Eight,
+            WaterNeighbours::Triangular => NeighbourMode::Triangular,
         },
         cross_section: match p.cross_section {
             WaterCrossSection::Classic => CrossSection::Classic,
@@ -474,6 +475,10 @@ mod tests {
         let p = core_params(&inputs);
         println!("FOUR, CLASSIC -> {:?}, {:?}", p.neighbours, p.cross_section);
         assert_eq!((p.neighbours, p.cross_section), (NeighbourMode::Four, CrossSection::Classic));
+        inputs.neighbours = WaterNeighbours::Triangular;
+        let p = core_params(&inputs);
+        println!("TRIANGULAR -> {:?}", p.neighbours);
+        assert_eq!(p.neighbours, NeighbourMode::Triangular);
     }
 
     #[test]

@@ -30,7 +30,7 @@ impl PipeWater {
             return 0.0;
         }
         let Some(sim) = self.sim.as_mut() else { return 0.0 };
-        let (quantum, on_grid) = (sim.quantum_volume(), !sim.grid().footprint(xz[0], xz[1], radius).is_empty());
+        let (quantum, on_grid) = (sim.quantum_volume(), !sim.lattice().footprint(xz[0], xz[1], radius).is_empty());
         let result = sim.add_water(xz[0], xz[1], volume, radius);
         let Some(placed) = self.errors.core_result("add_water", Some(result)) else { return 0.0 };
         self.sync_server_edit(edit);
@@ -225,7 +225,7 @@ impl PipeWater {
     pub(super) fn edit_args(&mut self, method: &str, global_position: Vector3, volume: f64, radius: f64) -> Option<([f32; 2], f32, f32)> {
         let volume = self.errors.accept(validate::volume(method, volume))?;
         let (_, xz) = self.local_point(method, global_position)?;
-        let extent = self.sim.as_ref()?.grid().extent();
+        let extent = self.sim.as_ref()?.lattice().extent();
         let radius = self.errors.accept(validate::radius(method, radius, extent))?;
         Some((xz, volume, radius))
     }

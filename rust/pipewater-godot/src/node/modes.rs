@@ -25,6 +25,10 @@ impl PipeWater {
     /// `neighbour_mode`: eight pipes (orthogonal and diagonal).
     #[constant]
     const NEIGHBOURS_EIGHT: i64 = 1;
+    /// `neighbour_mode`: six pipes on a triangular lattice (hexagonal cells, odd rows offset half
+    /// a cell along local +X, rows `cell_size·√3/2` apart).
+    #[constant]
+    const NEIGHBOURS_TRIANGULAR: i64 = 2;
     /// `cross_section`: constant pipe cross-section (`pipe_depth`).
     #[constant]
     const CROSS_SECTION_CLASSIC: i64 = 0;
@@ -75,6 +79,11 @@ pub enum WaterNeighbours {
     /// All eight neighbours: fronts spread as circles.
     #[default]
     Eight = 1,
+    /// Six neighbours on a triangular lattice: hexagonal cells of `cell_size²·√3/2`, odd rows
+    /// shifted half a cell along local +X, rows `cell_size·√3/2` apart along local Z, so the
+    /// water covers `(grid_width + ½)·cell_size × grid_height·cell_size·√3/2`. Fronts spread as
+    /// circles; for hex maps. Pressure-driven (no momentum advection yet); no erosion.
+    Triangular = 2,
 }
 
 /// How a pipe's cross-section is chosen.
@@ -117,6 +126,7 @@ mod tests {
             (WaterBackend::Cpu as i64, PipeWater::BACKEND_CPU),
             (WaterNeighbours::Four as i64, PipeWater::NEIGHBOURS_FOUR),
             (WaterNeighbours::Eight as i64, PipeWater::NEIGHBOURS_EIGHT),
+            (WaterNeighbours::Triangular as i64, PipeWater::NEIGHBOURS_TRIANGULAR),
             (WaterCrossSection::Classic as i64, PipeWater::CROSS_SECTION_CLASSIC),
             (WaterCrossSection::DepthDependent as i64, PipeWater::CROSS_SECTION_DEPTH_DEPENDENT),
             (WaterBoundary::Wall as i64, PipeWater::BOUNDARY_WALL),

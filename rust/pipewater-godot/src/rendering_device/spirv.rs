@@ -163,7 +163,8 @@ mod tests {
 
     #[test]
     fn every_rendering_device_entry_point_translates_to_spirv() {
-        let modes = (0..16).map(|m| StepMode { eight_neighbours: m & 1 != 0, triangular: false, depth_dependent: m & 2 != 0, advection: m & 4 != 0, edge_exchange: m & 8 != 0 });
+        // The triangular lattice (bit 16) has its diagonals and never advects.
+        let modes = (0..32).filter(|m| m & 16 == 0 || m & 4 == 0).map(|m| StepMode { eight_neighbours: m & 17 != 0, triangular: m & 16 != 0, depth_dependent: m & 2 != 0, advection: m & 4 != 0, edge_exchange: m & 8 != 0 });
         let steps: Vec<Program> = modes.map(|mode| step_program(mode, &ColumnKernel { columns: 128, per_invocation: 1, band_rows: None }).expect("the step translates in every mode")).collect();
         for p in all_programs().expect("translates").into_iter().chain(steps) {
             println!("{}: {} words, workgroup {:?}, bindings {:?}", p.entry_point, p.words.len(), p.workgroup_size, names(&p));
