@@ -83,6 +83,9 @@ struct Sleeping {
     last: Option<StepConstants>,
     /// Per tile: whether the current step steps it.
     awake: Vec<bool>,
+    /// Per tile: whether a step stepped it since [`Backend::take_changed_tiles`] last asked (all
+    /// of a new state's tiles count as stepped).
+    stepped_since_taken: Vec<bool>,
     /// Per row of tiles: the columns of its awake tiles, as runs of cells.
     runs: Vec<Vec<Range<usize>>>,
     report: SleepReport,
@@ -99,6 +102,7 @@ impl Sleeping {
             moving: (0..n).map(|_| AtomicBool::new(true)).collect(),
             last: None,
             awake: vec![true; n],
+            stepped_since_taken: vec![true; n],
             runs: Vec::new(),
             report: SleepReport { enabled, tiles: Some(tiles), ..SleepReport::default() },
         }
@@ -109,6 +113,14 @@ impl Sleeping {
         if let Some(t) = self.tiles.tile_of_cell(cell) {
             self.changed[t].store(true, Ordering::Relaxed);
         }
+    }
+
+    /// The tiles stepped since the last call, and those an edit, forcing or cooling changed that
+    /// no step has planned yet: every tile whose depth may differ from what the caller saw.
+    fn take_changed(&mut self) -> Vec<bool> {
+        let changed = self.stepped_since_taken.iter().zip(&self.changed).map(|(&s, c)| s || c.load(Ordering::Relaxed)).collect();
+        self.stepped_since_taken.fill(false);
+        changed
     }
 
     /// Wakes every tile for the next step (a new state, terrain or setting).
@@ -129,6 +141,7 @@ impl Sleeping {
             flag.store(false, Ordering::Relaxed);
         }
         self.last = Some(*c);
+        self.stepped_since_taken.iter_mut().zip(&self.awake).for_each(|(s, &a)| *s |= a);
         let [tw, th] = self.tiles.tiles.map(|n| n as usize);
         let (size, width) = (CPU_TILE as usize, self.tiles.cells[0] as usize);
         self.runs.clear();
@@ -1043,6 +1056,14 @@ impl Backend for CpuBackend {
 
     fn awake_tiles(&mut self) -> Option<AwakeTiles> {
         Some(AwakeTiles { tiles: self.sleeping.tiles, awake: self.sleeping.awake.clone() })
+    }
+
+    fn take_changed_tiles(&mut self) -> Option<AwakeTiles> {
+        Some(AwakeTiles { tiles: self.sleeping.tiles, awake: self.sleeping.take_changed() })
+    }
+
+    fn read_depth(&mut self, which: Option<(&TileGrid, &[bool])>, depth: &mut [i32]) -> Result<()> {
+        super::copy_tiles(&self.state.depth, which, depth)
     }
 
     fn configure_detail(&mut self, layout: Option<DetailLayout>) -> Result<()> {

@@ -328,6 +328,13 @@ macro_rules! gpu_backend_methods {
             Ok(self.host.state_from(&fields[0], &fields[1], &fields[2]))
         }
 
+        fn read_depth(&mut self, which: Option<(&$crate::backend::sleep::TileGrid, &[bool])>, depth: &mut [i32]) -> $crate::Result<()> {
+            // The depth alone: a sixth of what `read_state` moves from the device.
+            let k = self.host.current;
+            let bytes = self.read_whole(&[$crate::backend::gpu_host::DeviceField::Depth(k)])?.remove(0);
+            $crate::backend::copy_tiles(&bytemuck::pod_collect_to_vec::<u8, i32>(&bytes), which, depth)
+        }
+
         fn recovery_point(&mut self) -> Option<$crate::backend::recovery::RecoveryPoint> {
             self.harvest();
             Some(self.host.recovery_point())

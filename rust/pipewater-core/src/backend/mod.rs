@@ -241,6 +241,22 @@ pub trait Backend: Send {
     fn awake_tiles(&mut self) -> Option<sleep::AwakeTiles> {
         None
     }
+    /// The tiles whose depth may have changed since the last call (stepped in any step since,
+    /// or touched by an edit, forcing, cooling or a new state that no step has planned yet), and
+    /// forgets them: what a sync server compares instead of every tile. `None` where the backend
+    /// does not track this (then any tile may have changed). One caller per backend: a second
+    /// one would take the first one's tiles.
+    fn take_changed_tiles(&mut self) -> Option<sleep::AwakeTiles> {
+        None
+    }
+    /// Copies the current depth quanta of the cells in the tiles `which` marks (of `tiles`, or
+    /// every cell when `None`) into `depth` (row-major, a cell each); other cells are left as
+    /// they are. Waits for the device. Queued edits are applied first, as for
+    /// [`Backend::read_state`], which the default reads whole.
+    fn read_depth(&mut self, which: Option<(&sleep::TileGrid, &[bool])>, depth: &mut [i32]) -> Result<()> {
+        let state = self.read_state()?;
+        copy_tiles(&state.depth, which, depth)
+    }
 
     // ---- Detail waves ([`crate::detail`]): a layer of its own, run beside the frame's steps. ----
 
@@ -321,6 +337,35 @@ impl RestoredState {
         let point = &self.point;
         self.snapshot.clone().unwrap_or_else(|| Arc::new(point.state.snapshot(point.frame, point.counters)))
     }
+}
+
+/// Copies the cells of the tiles `which` marks (every cell when `None`) from `from` into `to`,
+/// both row-major over the tiles' grid: what [`Backend::read_depth`] hands back.
+pub fn copy_tiles<T: Copy>(from: &[T], which: Option<(&sleep::TileGrid, &[bool])>, to: &mut [T]) -> Result<()> {
+    if to.len() != from.len() {
+        return Err(Error::WrongLength { name: "depth", expected: from.len(), actual: to.len() });
+    }
+    let Some((tiles, marked)) = which else {
+        to.copy_from_slice(from);
+        return Ok(());
+    };
+    let cells = tiles.cells[0] as usize * tiles.cells[1] as usize;
+    if cells != from.len() {
+        return Err(Error::WrongLength { name: "depth", expected: cells, actual: from.len() });
+    }
+    if marked.len() != tiles.count() {
+        return Err(Error::WrongLength { name: "tiles", expected: tiles.count(), actual: marked.len() });
+    }
+    let width = tiles.cells[0] as usize;
+    for t in (0..marked.len()).filter(|&t| marked[t]) {
+        let (xs, ys) = tiles.cell_ranges(t);
+        for y in ys {
+            let row = y as usize * width;
+            let cols = row + xs.start as usize..row + xs.end as usize;
+            to[cols.clone()].copy_from_slice(&from[cols]);
+        }
+    }
+    Ok(())
 }
 
 /// Drops `value` on a thread of its own: freeing a large grid's fields gives their pages back to

@@ -102,6 +102,36 @@ impl TileGrid {
         span(tx, self.cells[0], self.size[0]) * span(ty, self.cells[1], self.size[1])
     }
 
+    /// The columns and rows of cells tile `t` covers.
+    pub fn cell_ranges(&self, t: usize) -> (std::ops::Range<u32>, std::ops::Range<u32>) {
+        let (tx, ty) = ((t % self.tiles[0] as usize) as u32, (t / self.tiles[0] as usize) as u32);
+        let span = |k: u32, n: u32, size: u32| (k * size).min(n)..((k + 1) * size).min(n);
+        (span(tx, self.cells[0], self.size[0]), span(ty, self.cells[1], self.size[1]))
+    }
+
+    /// The tiles of `other` (a cutting of the same cells) that share a cell with a tile `which`
+    /// marks: a change known by this grid's tiles, told in `other`'s. `None` when the two cut
+    /// different grids.
+    pub fn cover(&self, which: &[bool], other: &TileGrid) -> Option<Vec<bool>> {
+        if self.cells != other.cells || which.len() != self.count() {
+            return None;
+        }
+        let mut marked = vec![false; other.count()];
+        for t in (0..which.len()).filter(|&t| which[t]) {
+            let (xs, ys) = self.cell_ranges(t);
+            if xs.is_empty() || ys.is_empty() {
+                continue;
+            }
+            let (x0, x1) = (xs.start / other.size[0], (xs.end - 1) / other.size[0]);
+            for oy in ys.start / other.size[1]..=(ys.end - 1) / other.size[1] {
+                for ox in x0..=x1 {
+                    marked[(oy * other.tiles[0] + ox) as usize] = true;
+                }
+            }
+        }
+        Some(marked)
+    }
+
     /// Whether tile `t` has cells on a grid edge that exchanges water with the outside under `c`
     /// (open, inflow or fixed level): such tiles never sleep.
     pub fn on_exchanging_edge(&self, c: &StepConstants, t: usize) -> bool {

@@ -30,6 +30,21 @@ impl Simulation {
         self.on_backend(|b| b.read_state())
     }
 
+    /// Copies the current depth quanta of the cells in the tiles `which` marks (every cell when
+    /// `None`) into `depth` (row-major, the grid's size), leaving other cells as they are; waits
+    /// for the device if needed. Cheaper than [`Simulation::read_state`]: the CPU backend copies
+    /// only those tiles, a GPU backend reads the depth alone.
+    pub fn read_depth(&mut self, which: Option<(&crate::backend::sleep::TileGrid, &[bool])>, depth: &mut [i32]) -> Result<()> {
+        let depth = std::cell::RefCell::new(depth);
+        self.on_backend(|b| b.read_depth(which, &mut depth.borrow_mut()))
+    }
+
+    /// The tiles whose depth may have changed since the last call ([`crate::backend::Backend::take_changed_tiles`]);
+    /// `None` where the backend cannot tell (then any tile may have).
+    pub fn take_changed_tiles(&mut self) -> Option<crate::backend::sleep::AwakeTiles> {
+        self.backend.take_changed_tiles()
+    }
+
     /// The ledger as of the current state (waits for the device if needed).
     pub fn ledger(&mut self) -> Result<MassLedger> {
         let counters = self.on_backend(|b| b.read_counters())?;

@@ -195,6 +195,11 @@ impl SyncServer {
         Ok(n)
     }
 
+    /// Tile `t`'s newest version: (version, total quanta, hash); `None` off the tiles.
+    pub fn tile_summary(&self, t: usize) -> Option<(u32, i64, u32)> {
+        self.history.get(t)?.last().map(|v| (v.version, v.total, v.hash))
+    }
+
     /// A client's packet: its effect on the server's view of the client, and what the game must
     /// answer. Refuses (with the reason, changing nothing) a packet that does not decode, a kind
     /// only the server sends, a peer that has not said hello, and tiles or versions the server

@@ -31,6 +31,10 @@ pub struct ServerSession {
     requests: Vec<EditRequest>,
     next_sync: f64,
     captures: u64,
+    /// The water as the last capture read it (quanta, row-major): a capture reads only the
+    /// tiles the backend says changed since, into this.
+    depth: Vec<i32>,
+    tiles_read: u64,
 }
 
 impl ServerSession {
@@ -38,7 +42,9 @@ impl ServerSession {
     pub fn start(config: SyncConfig, sim: &mut Simulation) -> Result<Self> {
         let state = sim.read_state()?;
         let hash = terrain_hash(&state.grid, &state.terrain);
-        Ok(ServerSession { server: SyncServer::new(config, state.grid, hash, &state.depth)?, requests: Vec::new(), next_sync: f64::NEG_INFINITY, captures: 0 })
+        // What changed before the start is in `state`: the next capture looks only past it.
+        let _ = sim.take_changed_tiles();
+        Ok(ServerSession { server: SyncServer::new(config, state.grid, hash, &state.depth)?, requests: Vec::new(), next_sync: f64::NEG_INFINITY, captures: 0, depth: state.depth, tiles_read: 0 })
     }
 
     /// The protocol's server (figures, settings).
@@ -108,7 +114,13 @@ impl ServerSession {
             // first capture after a join compares against the last one, so nothing is missed.
             return Ok(Vec::new());
         }
-        self.server.capture(&sim.read_state()?.depth, None)?;
+        // Only the tiles whose water may have changed since the last capture are read and
+        // compared (a backend that cannot tell has every tile read and compared).
+        let tiles = self.server.tiles();
+        let changed = sim.take_changed_tiles().and_then(|c| c.tiles.cover(&c.awake, &tiles));
+        sim.read_depth(changed.as_deref().map(|c| (&tiles, c)), &mut self.depth)?;
+        self.server.capture(&self.depth, changed.as_deref())?;
+        self.tiles_read += changed.as_ref().map_or(tiles.count(), |c| c.iter().filter(|&&t| t).count()) as u64;
         self.captures += 1;
         let mut out = Vec::new();
         for peer in self.server.clients() {
@@ -120,6 +132,12 @@ impl ServerSession {
     /// Captures of the water taken so far.
     pub fn captures(&self) -> u64 {
         self.captures
+    }
+
+    /// Tiles read and compared over all captures so far (every tile each capture on a backend
+    /// that cannot tell which changed).
+    pub fn tiles_read(&self) -> u64 {
+        self.tiles_read
     }
 }
 
