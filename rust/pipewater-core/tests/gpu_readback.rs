@@ -361,3 +361,46 @@ fn reading_the_depth_alone_gives_the_states_depth_and_only_the_tiles_asked_for()
     assert_eq!(wrong, 0);
     assert!(written_right > 0 && untouched > 0);
 }
+
+/// Blocking reads from several threads at once, on the one shared device, each beside the
+/// others' frames and a save's worker: none panics and each reads its own water whole. wgpu-core
+/// 30's blocking poll asserted that a queue it found empty had reached the submission it waited
+/// for, which another thread's poll could make false (a panic inside wgpu); the backends now wait
+/// by polling without blocking. Prints the reads made and the threads that panicked.
+#[test]
+fn blocking_reads_on_several_threads_share_the_device_without_a_panic() {
+    if !gpu_or_skip("blocking_reads_on_several_threads_share_the_device_without_a_panic") {
+        return;
+    }
+    const THREADS: usize = 4;
+    const ROUNDS: usize = 120;
+    let workers: Vec<_> = (0..THREADS)
+        .map(|k| {
+            std::thread::spawn(move || {
+                let grid = Grid::new(48 + 8 * k as u32, 40, 0.5).unwrap();
+                let mut sim = Simulation::new(scenarios::dam_break(grid, 12, 1.0, 0.1), Params::default(), BackendPreference::Gpu).unwrap();
+                let total = sim.read_state().unwrap().total_quanta();
+                let (mut reads, mut save) = (0, None);
+                for round in 0..ROUNDS {
+                    sim.advance(1.0 / 120.0).unwrap();
+                    let state = sim.read_state().unwrap();
+                    assert_eq!(state.total_quanta(), total, "thread {k} round {round}: a closed basin keeps its water");
+                    // A save's worker waits for its read while this thread steps and reads on.
+                    match round % 20 {
+                        0 => save = Some(sim.begin_save().unwrap()),
+                        10 => assert!(!save.take().expect("begun").wait().unwrap().is_empty()),
+                        _ => {}
+                    }
+                    reads += 1;
+                }
+                reads
+            })
+        })
+        .collect();
+    let results: Vec<_> = workers.into_iter().map(|w| w.join()).collect();
+    let panicked = results.iter().filter(|r| r.is_err()).count();
+    let reads: usize = results.iter().filter_map(|r| r.as_ref().ok()).sum();
+    println!("{THREADS} threads: {reads} blocking reads of {}; threads that panicked: {panicked}", THREADS * ROUNDS);
+    assert_eq!(panicked, 0);
+    assert_eq!(reads, THREADS * ROUNDS);
+}

@@ -15,6 +15,39 @@ pub const EDIT_WORKGROUP: u32 = 64;
 pub const TILES_WORKGROUP: u32 = 64;
 
 
+/// Waits, at most `limit`, until `done` holds, polling `device` without blocking in it.
+///
+/// Why not `PollType::Wait`: wgpu-core 30 asserts, inside a blocking poll, that a queue it finds
+/// empty has reached the submission it waited for, and another thread's poll (or submit, which
+/// polls too) can empty the queue between the two reads (gfx-rs/wgpu#9958, fixed after 30.0.2).
+/// Every simulation of the process shares one device and a save's worker waits on it from its
+/// own thread, so a blocking poll could panic. A non-blocking poll asserts nothing; the sleep
+/// between polls grows from 20 µs to 1 ms, so a short wait costs little and a long one no core.
+pub fn poll_until(device: &wgpu::Device, limit: std::time::Duration, what: &str, done: impl Fn() -> bool) -> Result<()> {
+    let start = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_micros(20);
+    loop {
+        let _ = device.poll(wgpu::PollType::Poll);
+        if done() {
+            return Ok(());
+        }
+        if start.elapsed() > limit {
+            return Err(Error::DeviceLost(format!("{what} did not finish within {} s", limit.as_secs())));
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(std::time::Duration::from_millis(1));
+    }
+}
+
+/// Waits, at most `limit`, until the device has finished everything submitted to `queue` so far
+/// ([`poll_until`] says why this does not block in the device's poll).
+pub fn wait_for_submitted(device: &wgpu::Device, queue: &wgpu::Queue, limit: std::time::Duration, what: &str) -> Result<()> {
+    let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = finished.clone();
+    queue.on_submitted_work_done(move || flag.store(true, std::sync::atomic::Ordering::Release));
+    poll_until(device, limit, what, || finished.load(std::sync::atomic::Ordering::Acquire))
+}
+
 /// The shared device, its queue, and the compiled pipelines.
 pub struct GpuContext {
     /// The device every simulation of the process runs on.

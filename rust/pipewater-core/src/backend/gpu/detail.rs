@@ -348,14 +348,11 @@ impl GpuDetail {
         });
         let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("detail fields read") });
         encoder.copy_buffer_to_buffer(&self.fields[self.host.current()], 0, &staging, 0, bytes);
-        let index = self.ctx.queue.submit([encoder.finish()]);
+        self.ctx.queue.submit([encoder.finish()]);
         let state = Arc::new(AtomicU32::new(SLOT_PENDING));
         let flag = state.clone();
         staging.map_async(wgpu::MapMode::Read, .., move |r| flag.store(if r.is_ok() { SLOT_READY } else { SLOT_FAILED }, Ordering::Release));
-        device.poll(wgpu::PollType::Wait { submission_index: Some(index), timeout: None }).map_err(|e| Error::Gpu(e.to_string()))?;
-        while state.load(Ordering::Acquire) == SLOT_PENDING {
-            device.poll(wgpu::PollType::Wait { submission_index: None, timeout: None }).map_err(|e| Error::Gpu(e.to_string()))?;
-        }
+        super::context::poll_until(device, super::DEVICE_WAIT_LIMIT, "the detail waves' read", || state.load(Ordering::Acquire) != SLOT_PENDING)?;
         self.ctx.check()?;
         if state.load(Ordering::Acquire) != SLOT_READY {
             return Err(Error::Gpu("mapping the detail fields failed".into()));

@@ -60,7 +60,7 @@ use crate::error::{Error, Result};
 use crate::pipes::StepConstants;
 use crate::state::{Counters, State};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -236,8 +236,9 @@ pub struct GpuBackend {
     /// (forcing, terrain edits).
     edit_groups: Option<[[wgpu::BindGroup; 2]; 2]>,
     slots: Vec<Slot>,
-    /// Frames submitted by `advance` and not yet waited for: (our sequence number, wgpu's index).
-    in_flight: VecDeque<(u64, wgpu::SubmissionIndex)>,
+    /// Frames submitted by `advance` and not yet waited for: (our sequence number, set when the
+    /// device has finished it).
+    in_flight: VecDeque<(u64, Arc<AtomicBool>)>,
     /// Submissions made, and how many of them the device is known to have finished (everything up
     /// to the last one waited for: a queue runs its submissions in order).
     submissions: u64,
@@ -366,7 +367,7 @@ impl GpuBackend {
     /// Waits until the device has finished everything submitted so far, without reading
     /// anything back (benchmarks).
     pub fn wait_idle(&mut self) -> Result<()> {
-        self.wait_for_device(None)?;
+        self.wait_for_device()?;
         self.finished = self.submissions;
         self.in_flight.clear();
         self.check()
@@ -404,16 +405,10 @@ impl GpuBackend {
         }
     }
 
-    /// Waits, at most [`DEVICE_WAIT_LIMIT`], until the device has finished `submission`
-    /// (everything submitted when `None`).
-    fn wait_for_device(&self, submission: Option<wgpu::SubmissionIndex>) -> Result<()> {
-        match self.ctx.device.poll(wgpu::PollType::Wait { submission_index: submission, timeout: Some(DEVICE_WAIT_LIMIT) }) {
-            Ok(_) => Ok(()),
-            Err(wgpu::PollError::Timeout) => {
-                Err(Error::DeviceLost(format!("the device did not finish its work within {} s", DEVICE_WAIT_LIMIT.as_secs())))
-            }
-            Err(e) => Err(Error::Gpu(e.to_string())),
-        }
+    /// Waits, at most [`DEVICE_WAIT_LIMIT`], until the device has finished the work submitted so
+    /// far ([`context::poll_until`] says why not in a blocking poll).
+    fn wait_for_device(&self) -> Result<()> {
+        context::wait_for_submitted(&self.ctx.device, &self.ctx.queue, DEVICE_WAIT_LIMIT, "the device's work")
     }
 
     /// Polls the device until `done` holds, at most [`DEVICE_WAIT_LIMIT`]: for `map_async`
@@ -907,11 +902,11 @@ impl GpuBackend {
             encoder.copy_buffer_to_buffer(buffer, 0, &staging, at, size);
             at += size;
         }
-        let (_, index) = self.submit(encoder);
+        self.submit(encoder);
         let state = Arc::new(AtomicU32::new(SLOT_PENDING));
         let flag = state.clone();
         staging.map_async(wgpu::MapMode::Read, .., move |r| flag.store(if r.is_ok() { SLOT_READY } else { SLOT_FAILED }, Ordering::Release));
-        self.wait_for_device(Some(index))?;
+        self.wait_for_device()?;
         self.wait_for_callbacks("a blocking read", || state.load(Ordering::Acquire) != SLOT_PENDING)?;
         self.check()?;
         if state.load(Ordering::Acquire) != SLOT_READY {
@@ -965,23 +960,15 @@ impl GpuBackend {
         encoder.copy_buffer_to_buffer(&self.terrain, 0, &staging, c, 4 * n);
         encoder.copy_buffer_to_buffer(&self.depth[current], 0, &staging, c + 4 * n, 4 * n);
         encoder.copy_buffer_to_buffer(&self.flux[current], 0, &staging, c + 8 * n, 16 * n);
-        let (_, index) = self.submit(encoder);
+        self.submit(encoder);
         let mapped = Arc::new(AtomicU32::new(SLOT_PENDING));
         let flag = mapped.clone();
         staging.map_async(wgpu::MapMode::Read, .., move |r| flag.store(if r.is_ok() { SLOT_READY } else { SLOT_FAILED }, Ordering::Release));
         let frame = self.host.frames;
         Ok(Box::new(move || {
             let _give_back = borrowed;
-            match device.poll(wgpu::PollType::Wait { submission_index: Some(index), timeout: Some(DEVICE_WAIT_LIMIT) }) {
-                Ok(_) => {}
-                Err(wgpu::PollError::Timeout) => return Err(Error::DeviceLost(format!("a save's read did not finish within {} s", DEVICE_WAIT_LIMIT.as_secs()))),
-                Err(e) => return Err(Error::Gpu(e.to_string())),
-            }
-            let start = Instant::now();
-            while mapped.load(Ordering::Acquire) == SLOT_PENDING && start.elapsed() < DEVICE_WAIT_LIMIT {
-                let _ = device.poll(wgpu::PollType::Poll);
-                std::thread::yield_now();
-            }
+            // The map's callback runs once the copy is done: that is the wait.
+            context::poll_until(&device, DEVICE_WAIT_LIMIT, "a save's read", || mapped.load(Ordering::Acquire) != SLOT_PENDING)?;
             if mapped.load(Ordering::Acquire) != SLOT_READY {
                 return Err(Error::Gpu("mapping a save's read failed".into()));
             }
@@ -1062,7 +1049,7 @@ impl Backend for GpuBackend {
         // Back-pressure: never more than MAX_FRAMES_IN_FLIGHT frames queued on the device.
         while self.in_flight.len() >= MAX_FRAMES_IN_FLIGHT {
             let (submitted, oldest) = self.in_flight.pop_front().expect("non-empty");
-            self.wait_for_device(Some(oldest))?;
+            context::poll_until(&self.ctx.device, DEVICE_WAIT_LIMIT, "a frame in flight", || oldest.load(Ordering::Acquire))?;
             self.finished = submitted;
         }
         // Every finished frame's readback arrives and is applied before this frame is recorded:
@@ -1119,8 +1106,11 @@ impl Backend for GpuBackend {
             }
             at += 1;
         }
-        let (submitted, index) = self.submit(encoder);
-        self.in_flight.push_back((submitted, index));
+        let (submitted, _) = self.submit(encoder);
+        let finished = Arc::new(AtomicBool::new(false));
+        let flag = finished.clone();
+        self.ctx.queue.on_submitted_work_done(move || flag.store(true, Ordering::Release));
+        self.in_flight.push_back((submitted, finished));
         if let Some(detail) = &mut self.detail {
             detail.submitted(detail_read);
         }

@@ -409,10 +409,8 @@ impl World {
 
     /// Waits until the device has finished the work submitted so far.
     pub fn wait_idle(&self) -> Result<()> {
-        match self.ctx.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: Some(DEVICE_WAIT_LIMIT) }) {
-            Ok(_) => self.ctx.check(),
-            Err(e) => Err(Error::Gpu(e.to_string())),
-        }
+        super::context::wait_for_submitted(&self.ctx.device, &self.ctx.queue, DEVICE_WAIT_LIMIT, "the world's work")?;
+        self.ctx.check()
     }
 
     /// Most steps the host runs past the flags it last saw: water needs `side` steps from a wet
@@ -540,13 +538,7 @@ fn map_and_wait(ctx: &GpuContext, staging: &wgpu::Buffer, what: &str) -> Result<
     let state = Arc::new(AtomicU32::new(READ_PENDING));
     let flag = state.clone();
     staging.map_async(wgpu::MapMode::Read, .., move |r| flag.store(if r.is_ok() { READ_READY } else { READ_FAILED }, Ordering::Release));
-    let start = Instant::now();
-    while state.load(Ordering::Acquire) == READ_PENDING {
-        if start.elapsed() > DEVICE_WAIT_LIMIT {
-            return Err(Error::DeviceLost(format!("{what} did not arrive within {} s", DEVICE_WAIT_LIMIT.as_secs())));
-        }
-        let _ = ctx.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: Some(Duration::from_millis(50)) });
-    }
+    super::context::poll_until(&ctx.device, DEVICE_WAIT_LIMIT, what, || state.load(Ordering::Acquire) != READ_PENDING)?;
     ctx.check()?;
     if state.load(Ordering::Acquire) != READ_READY {
         return Err(Error::Gpu(format!("mapping {what} failed")));
@@ -978,14 +970,7 @@ impl World {
     }
 
     fn wait_until(&self, done: impl Fn(&[FlagRead]) -> bool) -> Result<()> {
-        let start = Instant::now();
-        while !done(&self.reads) {
-            if start.elapsed() > DEVICE_WAIT_LIMIT {
-                return Err(Error::DeviceLost(format!("the world's page flags did not arrive within {} s", DEVICE_WAIT_LIMIT.as_secs())));
-            }
-            let _ = self.ctx.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: Some(Duration::from_millis(50)) });
-        }
-        Ok(())
+        super::context::poll_until(&self.ctx.device, DEVICE_WAIT_LIMIT, "the world's page flags", || done(&self.reads))
     }
 
     /// Depth (quanta) of every cell of the `w × h` region from (x, y), row-major: zero in pages
@@ -1112,11 +1097,18 @@ impl World {
     /// ledger. Waits for it; [`World::begin_save`] does not.
     pub fn save(&mut self) -> Result<Vec<u8>> {
         let mut job = self.begin_save()?;
+        let start = Instant::now();
         loop {
             if let Some(done) = self.poll_save(&mut job) {
                 return done;
             }
-            self.ctx.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: Some(Duration::from_millis(50)) }).map_err(|e| Error::Gpu(e.to_string()))?;
+            if start.elapsed() > DEVICE_WAIT_LIMIT {
+                return Err(Error::DeviceLost(format!("the world's save did not arrive within {} s", DEVICE_WAIT_LIMIT.as_secs())));
+            }
+            // Not a blocking poll, whose timeout was taken for an error and which can panic
+            // inside wgpu ([`super::context::poll_until`]): the worker needs time, not polls.
+            let _ = self.ctx.device.poll(wgpu::PollType::Poll);
+            std::thread::sleep(Duration::from_micros(200));
         }
     }
 
