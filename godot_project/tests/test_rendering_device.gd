@@ -58,6 +58,7 @@ func _run() -> void:
 	await _test_a_lost_rendering_device_moves_the_water_to_wgpu()
 	await _test_a_lost_rendering_device_gives_back_water_and_terrain_no_query_read()
 	await _test_detail_waves_run_on_the_gpu_into_a_texture2drd()
+	await _test_lava_sets_on_the_rendering_device_as_on_the_cpu()
 	await _test_rebuilds_and_frees_leave_nothing_behind()
 	_finish()
 
@@ -116,6 +117,44 @@ func _test_auto_picks_the_rendering_device_and_textures_stay_on_the_gpu() -> voi
 			"a frame reads back less than the grid's texels (%d bytes, grid %d)" % [small, 64 * 48 * 32])
 	water.queue_free()
 	await process_frame
+
+
+## A still pool of lava 0.2 m deep setting at 1 cm/s for 60 frames, then held (cooling off) while
+## queries catch up: on the RenderingDevice (cooling.wgsl) as much sets as on the CPU, to the
+## quantum, the ledger balances with the solidified volume in it, and the ground under the pool
+## rose by the depth that set.
+func _test_lava_sets_on_the_rendering_device_as_on_the_cpu() -> void:
+	print("-- a still pool of lava setting for 60 frames, RenderingDevice vs CPU")
+	var results := []
+	for backend: int in [PipeWater.BACKEND_RENDERING_DEVICE, PipeWater.BACKEND_CPU]:
+		var water: PipeWater = await _make_water(backend, Vector2i(32, 24), 0.2)
+		var lava := PipeWaterFluid.new()
+		lava.apply_preset(PipeWaterFluid.PRESET_LAVA)
+		lava.solidify_rate = 0.01
+		water.fluid = lava
+		water.paused = false
+		await _frames(60)
+		lava.solidify_rate = 0.0
+		var point := Vector3(3, 0, 2)
+		water.get_terrain_height(point)
+		await _frames(QUERY_FRAMES)
+		var ledger: Dictionary = water.get_water_ledger()
+		var solidified: float = water.get_solidified_volume()
+		var rise: float = water.get_terrain_height(point)
+		print("   %s: solidified %.9f m³, ground at %s rose %.9f m; ledger %s" % [
+				water.get_backend_description(), solidified, point, rise, ledger])
+		_near(ledger["total"], ledger["expected"], 1.0e-9,
+				"%s: total = expected, solidified counted" % backend)
+		_near(ledger["solidified"], solidified, 1.0e-12,
+				"%s: the ledger's solidified is the node's" % backend)
+		results.append([solidified, rise])
+		water.queue_free()
+		await process_frame
+	_check(results[0][0] > 0.0, "lava set on the RenderingDevice (%.6f m³)" % results[0][0])
+	_near(results[0][0], results[1][0], 1.0e-9, "the RenderingDevice set as much as the CPU")
+	_near(results[0][1], results[1][1], 1.0e-9, "and the ground rose as far (%.6f m)" % results[1][1])
+	_near(results[0][1] * 32 * 24, results[0][0], 1.0e-6,
+			"the rise over the pool is the volume that set")
 
 
 func _test_queries_arrive_within_the_documented_frames() -> void:

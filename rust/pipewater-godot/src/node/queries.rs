@@ -78,8 +78,9 @@ impl PipeWater {
     }
 
     /// The mass ledger, m³: `initial`, `added`, `removed`, `boundary_in`, `boundary_out`,
-    /// `expected` (= initial + added − removed + boundary_in − boundary_out) and `total`. Waits
-    /// for the GPU when it runs; for debugging and tests, not every frame.
+    /// `solidified` (fluid that cooled into ground), `expected` (= initial + added − removed +
+    /// boundary_in − boundary_out − solidified) and `total`. Waits for the GPU when it runs; for
+    /// debugging and tests, not every frame.
     #[func]
     fn get_water_ledger(&mut self) -> VarDictionary {
         let mut d = VarDictionary::new();
@@ -96,7 +97,8 @@ impl PipeWater {
                 d.set("removed", c.removed as f64 * qv);
                 d.set("boundary_in", c.boundary_in as f64 * qv);
                 d.set("boundary_out", c.boundary_out as f64 * qv);
-                d.set("expected", (ledger.initial + c.net()) as f64 * qv);
+                d.set("solidified", ledger.solidified as f64 * qv);
+                d.set("expected", ledger.expected_total() as f64 * qv);
                 let total = sim.read_state().map(|s| s.total_quanta() as f64 * qv).unwrap_or(f64::NAN);
                 d.set("total", total);
             }
