@@ -108,15 +108,21 @@ fn cell_texels(cell: vec2<i32>) -> CellTexels {
             // What the pipe keeps, as the flux it carries (state.rs snapshot_reusing).
             f *= flux_per_stored(c, select(face, c.pipe_depth, c.depth_dependent == 0u));
         }
-        let off = vec2<f32>(neighbour_offset(n));
+        var off = vec2<f32>(neighbour_offset(n));
+        if triangular(c) {
+            // pipes.rs lattice_neighbour_direction: odd rows lie half a cell further along +X.
+            off = vec2<f32>(off.x + 0.5 * f32((o.y & 1) - (cell.y & 1)), off.y * 0.8660254);
+        }
         q.x += f * off.x;
         q.y += f * off.y;
         let per_depth = f * inverse_depth(face);
         v.x += per_depth * off.x;
         v.y += per_depth * off.y;
     }
-    q *= 0.5 / c.cell_size;
-    v *= 0.5 / c.cell_size;
+    // pipes.rs discharge, or lattice_discharge_and_velocity's 1/(√3·dx) on the triangular lattice.
+    let scale = select(0.5 / c.cell_size, 0.57735026 / c.cell_size, triangular(c));
+    q *= scale;
+    v *= scale;
     let speed = length(v);
     var t: CellTexels;
     t.height = vec4<f32>(b + d, d, b, select(0.0, 1.0, d > WET_DEPTH));

@@ -226,7 +226,7 @@ impl Erosion {
             self.speed.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
                 for (x, speed) in row.iter_mut().enumerate() {
                     // Dry cells carry nothing, whatever their pipes say.
-                    *speed = if state_ref.depth[y * w + x] > 0 { state_ref.cell_texels(x as u32, y as u32, fixed_flux_per_stored).1[2] } else { 0.0 };
+                    *speed = if state_ref.depth[y * w + x] > 0 { state_ref.cell_texels(x as u32, y as u32, fixed_flux_per_stored, false).1[2] } else { 0.0 };
                 }
             });
         }

@@ -814,6 +814,37 @@ pub fn discharge(cell_size: f32, outgoing: &[f32; 8]) -> [f32; 2] {
     [qx * scale, qy * scale]
 }
 
+/// Unit vector, local X and Z, from a cell in row `y` of the triangular lattice towards its
+/// neighbour at grid offset [`NEIGHBOUR_OFFSETS`]`[n]` (the two offsets per row pair that
+/// [`lattice_has_pipe`] masks get a direction too; their pipes carry nothing).
+#[inline]
+pub fn lattice_neighbour_direction(n: usize, y: u32) -> [f32; 2] {
+    let (ox, oy) = NEIGHBOUR_OFFSETS[n];
+    // Odd rows lie half a cell further along +X.
+    let shift = 0.5 * ((y as i64 + oy as i64).rem_euclid(2) - (y % 2) as i64) as f32;
+    [ox as f32 + shift, oy as f32 * crate::params::TRIANGULAR_ROW_SPACING]
+}
+
+/// [`discharge`] and [`centre_velocity`] of a cell in row `y` of the triangular lattice, local
+/// X and Z: `q = Σ F·e/(√3·dx)` over the six pipes' unit vectors `e`
+/// ([`lattice_neighbour_direction`]), which is `d·u` for uniform flow (`Σ e·eᵀ = 3·I` and every
+/// pipe is `dx/√3` wide), and the velocity likewise from each pipe's flux over its face depth.
+/// Summed neighbour by neighbour in [`NEIGHBOUR_OFFSETS`] order, as `snapshot.wgsl` sums them.
+#[inline]
+pub fn lattice_discharge_and_velocity(cell_size: f32, y: u32, outgoing: &[f32; 8], face_depths: &[f32; 8]) -> ([f32; 2], [f32; 2]) {
+    let (mut q, mut v) = ([0.0f32; 2], [0.0f32; 2]);
+    for n in 0..8 {
+        let e = lattice_neighbour_direction(n, y);
+        let per_depth = outgoing[n] * inverse_depth(face_depths[n]);
+        q[0] += outgoing[n] * e[0];
+        q[1] += outgoing[n] * e[1];
+        v[0] += per_depth * e[0];
+        v[1] += per_depth * e[1];
+    }
+    let scale = crate::params::TRIANGULAR_FACE_RATIO / cell_size;
+    ([q[0] * scale, q[1] * scale], [v[0] * scale, v[1] * scale])
+}
+
 /// The eight neighbour offsets in the order used by [`discharge`]: first the four owned pipes
 /// (E, S, SE, SW), then the four owned by neighbours, seen from this cell (W, N, NW, NE).
 pub const NEIGHBOUR_OFFSETS: [(i32, i32); 8] = [(1, 0), (0, 1), (1, 1), (-1, 1), (-1, 0), (0, -1), (-1, -1), (1, -1)];

@@ -3,7 +3,7 @@
 use crate::error::{Error, Result};
 use crate::grid::Grid;
 use crate::params::Params;
-use crate::pipes::{carried_depth, centre_velocity, discharge, face_depth, flux_per_stored, pipe_direction, pipe_width, stored_for_flux, StepConstants, NEIGHBOUR_OFFSETS, PIPE_OFFSETS};
+use crate::pipes::{carried_depth, centre_velocity, discharge, face_depth, flux_per_stored, lattice_discharge_and_velocity, pipe_direction, pipe_width, stored_for_flux, StepConstants, NEIGHBOUR_OFFSETS, PIPE_OFFSETS};
 use crate::quanta::{depth_to_quanta, quanta_to_depth, MAX_DEPTH, MAX_TERRAIN_ABS};
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -199,9 +199,10 @@ impl State {
     }
 
     /// The height and flow texels of cell `(x, y)` (the layouts of [`Snapshot::height`] and
-    /// [`Snapshot::flow`]); `fixed_flux_per_stored` as for [`State::snapshot_reusing`]. The
-    /// snapshot and the detail layer ([`crate::detail`]) read each cell through this one function.
-    pub fn cell_texels(&self, x: u32, y: u32, fixed_flux_per_stored: Option<f32>) -> ([f32; 4], [f32; 4]) {
+    /// [`Snapshot::flow`]); `fixed_flux_per_stored` and `triangular` as for
+    /// [`State::snapshot_reusing`]. The snapshot and the detail layer ([`crate::detail`]) read
+    /// each cell through this one function.
+    pub fn cell_texels(&self, x: u32, y: u32, fixed_flux_per_stored: Option<f32>, triangular: bool) -> ([f32; 4], [f32; 4]) {
         let g = self.grid;
         let i = g.index(x, y);
         let d = self.depth_m(i);
@@ -211,23 +212,28 @@ impl State {
         for (flow, face) in outgoing.iter_mut().zip(faces) {
             *flow *= fixed_flux_per_stored.unwrap_or(face);
         }
-        let q = discharge(g.cell_size, &outgoing);
-        let v = centre_velocity(g.cell_size, &outgoing, &faces);
+        let (q, v) = if triangular {
+            lattice_discharge_and_velocity(g.cell_size, y, &outgoing, &faces)
+        } else {
+            (discharge(g.cell_size, &outgoing), centre_velocity(g.cell_size, &outgoing, &faces))
+        };
         let speed = v[0].hypot(v[1]);
         ([b + d, d, b, if d > WET_DEPTH { 1.0 } else { 0.0 }], [v[0], v[1], speed, q[0].hypot(q[1])])
     }
 
     /// Builds the snapshot that queries and textures read (rows in parallel), for pipes that carry
-    /// their flow over the face depth (depth-dependent mode).
+    /// their flow over the face depth (depth-dependent mode), on the square grid.
     pub fn snapshot(&self, sequence: u64, counters: Counters) -> Snapshot {
-        self.snapshot_reusing(sequence, counters, None, None)
+        self.snapshot_reusing(sequence, counters, None, None, false)
     }
 
     /// [`State::snapshot`], writing into the buffers of `spare` (an earlier snapshot nobody holds
     /// any more) when it has them: a large grid's fresh buffers cost more in page faults than
     /// the writing itself. `fixed_flux_per_stored` is [`crate::pipes::fixed_flux_per_stored`] of
     /// the step that made the fields: `None` where the pipes' flow is carried over the face depth.
-    pub fn snapshot_reusing(&self, sequence: u64, counters: Counters, spare: Option<Snapshot>, fixed_flux_per_stored: Option<f32>) -> Snapshot {
+    /// `triangular` ([`crate::pipes::StepConstants::triangular`]): the flow texels sum the pipes
+    /// along the triangular lattice's directions ([`lattice_discharge_and_velocity`]).
+    pub fn snapshot_reusing(&self, sequence: u64, counters: Counters, spare: Option<Snapshot>, fixed_flux_per_stored: Option<f32>, triangular: bool) -> Snapshot {
         let g = self.grid;
         let w = g.width as usize;
         let (mut height, mut flow) = Snapshot::texel_buffers(spare, g.cell_count());
@@ -238,7 +244,7 @@ impl State {
             .map(|(y, (height_row, flow_row))| {
                 let mut extremes = (0.0f32, 0.0f32);
                 for x in 0..w {
-                    let (height, flow) = self.cell_texels(x as u32, y as u32, fixed_flux_per_stored);
+                    let (height, flow) = self.cell_texels(x as u32, y as u32, fixed_flux_per_stored, triangular);
                     height_row[x] = height;
                     flow_row[x] = flow;
                     extremes = (extremes.0.max(flow[2]), extremes.1.max(height[1]));
@@ -449,7 +455,7 @@ mod tests {
         let address = on_screen.height.as_ptr();
         drop(on_screen);
         let reused = spares.take();
-        let next = state.snapshot_reusing(2, Counters::default(), reused, None);
+        let next = state.snapshot_reusing(2, Counters::default(), reused, None, false);
         println!("taken while held: {while_held}; next snapshot reuses the buffer: {}", next.height.as_ptr() == address);
         assert!(!while_held, "a snapshot still held is never written into");
         assert_eq!(next.height.as_ptr(), address, "a released snapshot's buffer is reused");

@@ -258,7 +258,7 @@ fn gpu_snapshots_recompute_every_tile_whose_water_changed_and_only_sleep_where_n
         gpu.sync().unwrap();
         let snapshot = gpu.snapshot().unwrap();
         let counters = gpu.read_counters().unwrap();
-        let reference = gpu.read_state().unwrap().snapshot_reusing(snapshot.sequence, counters, None, pipewater_core::pipes::fixed_flux_per_stored(c));
+        let reference = gpu.read_state().unwrap().snapshot_reusing(snapshot.sequence, counters, None, pipewater_core::pipes::fixed_flux_per_stored(c), c.triangular());
         // Relative to the texel's largest component: a velocity component that nearly cancels
         // carries the rounding of the whole sum.
         let mut worst = 0.0f32;

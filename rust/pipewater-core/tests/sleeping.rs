@@ -193,7 +193,7 @@ fn cpu_snapshots_written_tile_by_tile_equal_fresh_ones_after_every_kind_of_chang
     let mut check = |cpu: &mut CpuBackend, c: &StepConstants, stage: &str, expect_change: bool| {
         let snapshot = cpu.snapshot().unwrap();
         let counters = cpu.read_counters().unwrap();
-        let fresh = cpu.state().snapshot_reusing(snapshot.sequence, counters, None, fixed_flux_per_stored(c));
+        let fresh = cpu.state().snapshot_reusing(snapshot.sequence, counters, None, fixed_flux_per_stored(c), c.triangular());
         let texels = |s: &pipewater_core::Snapshot| -> Vec<u32> { s.height.iter().chain(&s.flow).flatten().map(|v| v.to_bits()).collect() };
         let differing = texels(&snapshot).iter().zip(texels(&fresh)).filter(|(a, b)| **a != *b).count();
         let changed = previous.as_ref().map_or(g.cell_count(), |p| p.height.iter().zip(&fresh.height).zip(p.flow.iter().zip(&fresh.flow)).filter(|((a, b), (c, d))| a != b || c != d).count());

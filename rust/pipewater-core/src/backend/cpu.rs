@@ -49,6 +49,9 @@ pub struct CpuBackend {
     /// The constant depth that turned the pipes' stored values into fluxes in the last step,
     /// if it was constant, for the snapshot ([`State::snapshot_reusing`]).
     fixed_flux_per_stored: Option<f32>,
+    /// Whether the last frame's steps ran on the triangular lattice: its flow texels sum the
+    /// pipes along the lattice's directions.
+    triangular: bool,
     counters: Counters,
     frames: u64,
     /// Snapshots, written over older ones tile by tile as the sleeping tiles change.
@@ -188,6 +191,7 @@ impl CpuBackend {
             carried: vec![[0.0; 4]; n],
             limits: vec![CellLimits::default(); n],
             fixed_flux_per_stored: None,
+            triangular: false,
             counters: Counters::default(),
             frames: 0,
             snapshots: TileSnapshots::new(TileGrid::new(state.grid.width, state.grid.height, [CPU_TILE, CPU_TILE])),
@@ -977,6 +981,8 @@ impl Backend for CpuBackend {
         self.sleeping.report.steps = 0;
         self.sleeping.report.cells_stepped = 0;
         let fixed = fixed_flux_per_stored(&plan.constants);
+        // The detail layer reads this frame's flow texels.
+        let triangular_before = std::mem::replace(&mut self.triangular, plan.constants.triangular());
         if plan.substeps == 0 {
             self.advance_detail(fixed)?;
         }
@@ -993,7 +999,7 @@ impl Backend for CpuBackend {
                 self.erode(&plan.constants, fixed);
             }
         }
-        if fixed.map(f32::to_bits) != self.fixed_flux_per_stored.map(f32::to_bits) {
+        if fixed.map(f32::to_bits) != self.fixed_flux_per_stored.map(f32::to_bits) || triangular_before != self.triangular {
             // What every cell's flow texels show changed.
             self.snapshots.mark_all();
         }
@@ -1031,7 +1037,7 @@ impl Backend for CpuBackend {
     }
 
     fn snapshot(&mut self) -> Option<Arc<Snapshot>> {
-        Some(self.snapshots.get(&self.state, self.frames, self.counters, self.fixed_flux_per_stored))
+        Some(self.snapshots.get(&self.state, self.frames, self.counters, self.fixed_flux_per_stored, self.triangular))
     }
 
     fn read_state(&mut self) -> Result<State> {
@@ -1185,7 +1191,8 @@ impl CpuBackend {
     fn advance_detail(&mut self, fixed: Option<f32>) -> Result<()> {
         let (Some(detail), Some(frame)) = (self.detail.as_mut(), self.queued_detail.take()) else { return Ok(()) };
         let state = &self.state;
-        detail.advance(&frame, |x, y| state.cell_texels(x, y, fixed))?;
+        let triangular = self.triangular;
+        detail.advance(&frame, |x, y| state.cell_texels(x, y, fixed, triangular))?;
         self.detail_texels = None;
         Ok(())
     }

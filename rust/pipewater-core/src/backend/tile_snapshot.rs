@@ -90,7 +90,7 @@ impl TileSnapshots {
     /// The snapshot of `state` (frame `sequence`, ledger `counters`, `fixed_flux_per_stored` as
     /// for [`State::snapshot_reusing`]): the current one, or a new one written over a free spare
     /// (only the tiles marked since that spare was written) or into new buffers.
-    pub fn get(&mut self, state: &State, sequence: u64, counters: Counters, fixed_flux_per_stored: Option<f32>) -> Arc<Snapshot> {
+    pub fn get(&mut self, state: &State, sequence: u64, counters: Counters, fixed_flux_per_stored: Option<f32>, triangular: bool) -> Arc<Snapshot> {
         if let Some((_, snapshot)) = &self.current {
             return snapshot.clone();
         }
@@ -107,7 +107,7 @@ impl TileSnapshots {
         let stale: Vec<bool> = self.marked_at.iter().map(|&m| written.is_none_or(|w| m > w)).collect();
         self.written = stale.iter().filter(|&&s| s).count();
         let mut snapshot = Snapshot { grid: state.grid, sequence, height, flow, total_quanta: 0, counters, max_speed: 0.0, max_depth: 0.0 };
-        self.write_stale(state, &mut snapshot, &stale, fixed_flux_per_stored);
+        self.write_stale(state, &mut snapshot, &stale, fixed_flux_per_stored, triangular);
         let total = self.shares.iter().copied().fold(Share::default(), add_shares);
         snapshot.total_quanta = total.quanta;
         snapshot.max_speed = total.max_speed;
@@ -126,7 +126,7 @@ impl TileSnapshots {
     /// Writes the texels and shares of the `stale` tiles. Rows are shared out among the
     /// threads (a few tiles' rows are as many tasks as a whole band's), each row keeping its
     /// part of each tile's share; the parts are then added up per tile.
-    fn write_stale(&mut self, state: &State, snapshot: &mut Snapshot, stale: &[bool], fixed_flux_per_stored: Option<f32>) {
+    fn write_stale(&mut self, state: &State, snapshot: &mut Snapshot, stale: &[bool], fixed_flux_per_stored: Option<f32>, triangular: bool) {
         let [size_x, size_y] = self.tiles.size.map(|s| s as usize);
         let [tw, th] = self.tiles.tiles.map(|n| n as usize);
         let (w, h) = (state.grid.width as usize, state.grid.height as usize);
@@ -142,7 +142,7 @@ impl TileSnapshots {
                 for (tx, part) in parts.iter_mut().enumerate().filter(|(tx, _)| stale[ty * tw + tx]) {
                     let mut s = Share::default();
                     for x in tx * size_x..((tx + 1) * size_x).min(w) {
-                        let (hx, fx) = state.cell_texels(x as u32, y as u32, fixed_flux_per_stored);
+                        let (hx, fx) = state.cell_texels(x as u32, y as u32, fixed_flux_per_stored, triangular);
                         height[x] = hx;
                         flow[x] = fx;
                         s.quanta += state.depth[y * w + x] as i64;
@@ -192,7 +192,7 @@ mod tests {
             state.flow[cell] = [0.25 * round as f32, -0.1, 0.0, 0.05];
             snapshots.invalidate();
             snapshots.mark_around(cell as u32);
-            let incremental = snapshots.get(&state, round as u64, Counters::default(), None);
+            let incremental = snapshots.get(&state, round as u64, Counters::default(), None, false);
             let fresh = state.snapshot(round as u64, Counters::default());
             let differing = incremental.height.iter().zip(&fresh.height).chain(incremental.flow.iter().zip(&fresh.flow)).filter(|(a, b)| a != b).count();
             let written = snapshots.tiles_written();
@@ -216,16 +216,16 @@ mod tests {
         let g = Grid::new(96, 64, 1.0).unwrap();
         let mut state = rough_lake(g, 4, 1.5, 1.0);
         let mut snapshots = TileSnapshots::new(TileGrid::new(g.width, g.height, [32, 32]));
-        let first = snapshots.get(&state, 0, Counters::default(), None).height[g.index(80, 10)];
+        let first = snapshots.get(&state, 0, Counters::default(), None, false).height[g.index(80, 10)];
         // The first snapshot becomes the free spare; a cell of tile 2 changes without a mark.
         snapshots.invalidate();
         state.depth[g.index(80, 10)] += 100_000;
-        let again = snapshots.get(&state, 1, Counters::default(), None).height[g.index(80, 10)];
+        let again = snapshots.get(&state, 1, Counters::default(), None, false).height[g.index(80, 10)];
         println!("unmarked cell depth texel: before {} after {} (state now {})", first[1], again[1], state.depth_m(g.index(80, 10)));
         assert_eq!(first, again, "an unmarked tile was written");
         snapshots.invalidate();
         snapshots.mark(2);
-        let marked = snapshots.get(&state, 2, Counters::default(), None);
+        let marked = snapshots.get(&state, 2, Counters::default(), None, false);
         println!("after marking tile 2: {}", marked.height[g.index(80, 10)][1]);
         assert_eq!(marked.height[g.index(80, 10)][1], state.depth_m(g.index(80, 10)));
     }

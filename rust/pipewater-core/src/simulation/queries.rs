@@ -22,7 +22,7 @@ impl Simulation {
         let state = self.on_backend(|b| b.read_state())?;
         let counters = self.on_backend(|b| b.read_counters())?;
         let fixed = crate::pipes::fixed_flux_per_stored(&self.step_constants(&self.params));
-        Ok(state.snapshot_reusing(self.frames, counters, None, fixed))
+        Ok(state.snapshot_reusing(self.frames, counters, None, fixed, self.lattice().triangular))
     }
 
     /// Reads the whole current state, waiting for the device if needed.
