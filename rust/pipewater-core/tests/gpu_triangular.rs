@@ -101,3 +101,42 @@ fn a_lake_at_rest_on_the_triangular_lattice_stays_exactly_still_on_gpu() {
     println!("triangular lake at rest on the GPU: {changed} depths changed, largest |flow| {largest_flow:e}");
     assert_eq!((changed, largest_flow, differing), (0, 0.0, 0));
 }
+
+/// The device's own snapshot pass (`snapshot.wgsl`) sums the flow texels along the triangular
+/// lattice's directions as the CPU does (`State::snapshot_reusing` with `triangular`): after
+/// five frames of a flowing column its texels match the CPU's of the same state within the
+/// tolerance `gpu_readback.rs` uses for every mode (1e-4 relative: a GPU may fuse multiply-adds).
+#[test]
+fn the_device_snapshot_reads_the_triangular_lattices_flow_as_the_cpu_does() {
+    use pipewater_core::backend::gpu::GpuBackend;
+    use pipewater_core::backend::{Backend, FramePlan};
+    use pipewater_core::pipes::{fixed_flux_per_stored, StepConstants};
+    const TEXEL_TOLERANCE: f32 = 1.0e-4;
+    if !gpu_or_skip("the_device_snapshot_reads_the_triangular_lattices_flow_as_the_cpu_does") {
+        return;
+    }
+    let g = Grid::new(40, 46, 0.5).unwrap();
+    let mut state = State::new(g);
+    for i in 0..g.cell_count() {
+        state.depth[i] = depth_to_quanta(if (i as u32 % 40) < 12 && (i as u32 / 40) < 20 { 1.0 } else { 0.05 });
+    }
+    let mut gpu = GpuBackend::new(&state).unwrap();
+    let constants = StepConstants::new(&triangular(), g.width, g.height, g.cell_size, 0.02, [0; 4]);
+    for _ in 0..5 {
+        let _ = gpu.snapshot();
+        gpu.advance(&FramePlan { constants, substeps: 20, forcing: &[] }).unwrap();
+    }
+    gpu.sync().unwrap();
+    let snapshot = gpu.snapshot().unwrap();
+    let counters = gpu.read_counters().unwrap();
+    let reference = gpu.read_state().unwrap().snapshot_reusing(snapshot.sequence, counters, None, fixed_flux_per_stored(&constants), true);
+    let mut worst = 0.0f32;
+    for (a, b) in snapshot.flow.iter().zip(&reference.flow) {
+        for k in 0..4 {
+            worst = worst.max((a[k] - b[k]).abs() / b[k].abs().max(1e-3));
+        }
+    }
+    println!("triangular flow texels, device vs CPU: worst relative difference {worst:.2e}; fastest {} vs {} m/s", snapshot.max_speed, reference.max_speed);
+    assert!(reference.max_speed > 0.1, "the water moves");
+    assert!(worst <= TEXEL_TOLERANCE);
+}
