@@ -12,7 +12,7 @@
 //! client's packets) a frame, the join's time and bytes, and the steady bytes a second.
 
 use pipewater_core::scenarios::river_valley;
-use pipewater_core::sync::{terrain_hash, SyncClient, SyncConfig, SyncServer, SERVER_PEER};
+use pipewater_core::sync::{terrain_hash, CaptureReader, SyncClient, SyncConfig, SyncServer, SERVER_PEER};
 use pipewater_core::{BackendPreference, Grid, Params, Simulation};
 use std::time::{Duration, Instant};
 
@@ -46,14 +46,15 @@ fn main() {
     let config = SyncConfig { budget_kbps: budget, ..SyncConfig::default() };
     let depth = sim.read_state().expect("state").depth;
     let mut server = SyncServer::new(config.clone(), grid, hash, &depth).expect("server");
-    // A second server fed as `ServerSession` feeds it: only the tiles the backend says changed
-    // since the last sync (`take_changed_tiles`) are read (`read_depth`) and compared; it serves
-    // no client, and must find the tiles the full comparison finds.
+    // A second server fed as `ServerSession` feeds it (`CaptureReader`): on the CPU only the
+    // tiles the backend says changed since the last sync are read and compared, and must be
+    // found changed as the full comparison finds them; on wgpu every tile, read without waiting
+    // (the read begun at the last sync), so its captures are a sync older and not compared. It
+    // serves no client.
     let mut changed_server = SyncServer::new(config, grid, hash, &depth).expect("server");
     let sync_tiles = changed_server.tiles();
-    let mut changed_depth = depth.clone();
-    let _ = sim.take_changed_tiles();
-    let (mut changed_read_capture, mut changed_differs, mut changed_tiles_read) = (Duration::ZERO, 0usize, 0usize);
+    let mut water = CaptureReader::new(&mut sim, depth.clone());
+    let (mut changed_read_capture, mut changed_differs, mut compared) = (Duration::ZERO, 0usize, 0usize);
     let mut client = SyncClient::new(grid, hash);
     // The river's middle: a third of the way down the valley, on its centre line.
     let focus = grid.cell_centre(side / 3, side / 2);
@@ -91,12 +92,14 @@ fn main() {
         changed_tiles += full;
         capture += t.elapsed();
         let t = Instant::now();
-        let changed = sim.take_changed_tiles().and_then(|c| c.tiles.cover(&c.awake, &sync_tiles));
-        sim.read_depth(changed.as_deref().map(|c| (&sync_tiles, c)), &mut changed_depth).expect("depth");
-        let by_changed = changed_server.capture(&changed_depth, changed.as_deref()).expect("capture");
+        if let Some((depth, changed)) = water.read(&mut sim, &sync_tiles).expect("depth") {
+            let by_changed = changed_server.capture(depth, changed.as_deref()).expect("capture");
+            if changed.is_some() {
+                changed_differs += (by_changed != full) as usize;
+                compared += 1;
+            }
+        }
         changed_read_capture += t.elapsed();
-        changed_tiles_read += changed.as_ref().map_or(sync_tiles.count(), |c| c.iter().filter(|&&m| m).count());
-        changed_differs += (by_changed != full) as usize;
         if server.clients().contains(&2) {
             let t = Instant::now();
             to_client.extend(server.poll(2, now).expect("poll").into_iter().map(|o| o.bytes));
@@ -130,10 +133,10 @@ fn main() {
         steady.map_or("join not complete".to_string(), |r| format!("{r:.0} ({:.1})", r * 8.0 / 1000.0)),
     );
     println!(
-        "the session's way (changed tiles read and compared): {:.2} ms/frame, with encoding {:.1} % of the step; {:.1} of {} tiles read a sync; sync ticks whose count of changed tiles differed from the full comparison's: {changed_differs}",
+        "the session's way (CaptureReader): {:.2} ms/frame, with encoding {:.1} % of the step; {:.1} of {} tiles read a sync; of {compared} ticks compared with the full comparison, {changed_differs} found another count of changed tiles",
         per_frame(changed_read_capture),
         100.0 * (changed_read_capture + encode).as_secs_f64() / step.as_secs_f64(),
-        changed_tiles_read as f64 / syncs.max(1) as f64,
+        water.tiles_read() as f64 / syncs.max(1) as f64,
         sync_tiles.count()
     );
     println!("{} of {} tiles current at the end; client applied {} tile updates; {} sync ticks at {sync_hz} Hz over {seconds} s", stats.tiles_current, server.tiles().count(), client.stats().tiles_applied, syncs);

@@ -257,6 +257,13 @@ pub trait Backend: Send {
         let state = self.read_state()?;
         copy_tiles(&state.depth, which, depth)
     }
+    /// Starts reading every cell's depth quanta as they are after the work submitted so far,
+    /// without waiting for the device: the reader it returns waits (little, when called a frame
+    /// or more later) and gives them. `None` where the backend has no such read (the caller
+    /// reads with [`Backend::read_depth`]) or while the last one's reader has not finished.
+    fn begin_depth_read(&mut self) -> Result<Option<DepthReader>> {
+        Ok(None)
+    }
 
     // ---- Detail waves ([`crate::detail`]): a layer of its own, run beside the frame's steps. ----
 
@@ -378,6 +385,10 @@ pub fn drop_elsewhere<T: Send + 'static>(value: T) {
 /// The rest of a [`Backend::begin_state_read`]: run on a worker thread, it gives the state and
 /// counters of the frame the read began on.
 pub type StateReader = Box<dyn FnOnce() -> Result<(State, Counters)> + Send>;
+
+/// The rest of a [`Backend::begin_depth_read`]: every cell's depth quanta (row-major) as they
+/// were when the read began.
+pub type DepthReader = Box<dyn FnOnce() -> Result<Vec<i32>> + Send>;
 
 /// Frames between a GPU `advance` and the snapshot that shows it; 0 on the CPU.
 pub const CPU_SNAPSHOT_LATENCY: u32 = 0;

@@ -39,6 +39,13 @@ impl Simulation {
         self.on_backend(|b| b.read_depth(which, &mut depth.borrow_mut()))
     }
 
+    /// Starts reading every cell's depth without waiting for the device
+    /// ([`crate::backend::Backend::begin_depth_read`]); `None` where the backend reads only
+    /// waiting ([`Simulation::read_depth`]) or a read is still out.
+    pub fn begin_depth_read(&mut self) -> Result<Option<crate::backend::DepthReader>> {
+        self.on_backend(|b| b.begin_depth_read())
+    }
+
     /// The tiles whose depth may have changed since the last call ([`crate::backend::Backend::take_changed_tiles`]);
     /// `None` where the backend cannot tell (then any tile may have).
     pub fn take_changed_tiles(&mut self) -> Option<crate::backend::sleep::AwakeTiles> {

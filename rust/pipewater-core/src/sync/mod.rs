@@ -38,7 +38,7 @@ pub use client::{ClientEvent, SyncClient};
 pub use codec::{Packet, MAX_PACKET_BYTES};
 pub use replica::{apply_edit, Replica, ReplicaFrame};
 pub use server::{ServerEvent, SyncServer};
-pub use session::{ClientSession, EditRequest, ServerSession, SYNC_HZ};
+pub use session::{CaptureReader, ClientSession, EditRequest, ServerSession, SYNC_HZ};
 
 use crate::backend::sleep::TileGrid;
 use crate::error::{check_range, Error, Result};

@@ -6,6 +6,8 @@
 //! [`Outgoing::reliable`] says.
 
 use super::{apply_edit, terrain_hash, ClientEvent, Edit, Outgoing, Replica, ReplicaFrame, ServerEvent, SyncClient, SyncConfig, SyncServer, SERVER_PEER};
+use crate::backend::sleep::TileGrid;
+use crate::backend::DepthReader;
 use crate::error::Result;
 use crate::simulation::Simulation;
 
@@ -31,10 +33,74 @@ pub struct ServerSession {
     requests: Vec<EditRequest>,
     next_sync: f64,
     captures: u64,
-    /// The water as the last capture read it (quanta, row-major): a capture reads only the
-    /// tiles the backend says changed since, into this.
+    water: CaptureReader,
+}
+
+/// What a server's capture reads of its simulation's water, as cheaply as the backend allows:
+/// only the tiles the backend says changed since the last capture (the CPU backend,
+/// [`Simulation::take_changed_tiles`]); otherwise every tile, read without waiting for the
+/// device where the backend can (wgpu: the read begun at the last capture is taken at this one,
+/// so the copies are one capture period older), else read now.
+#[derive(Debug)]
+pub struct CaptureReader {
+    /// The water as the last capture read it (quanta, row-major).
     depth: Vec<i32>,
+    pending: Option<PendingDepth>,
     tiles_read: u64,
+}
+
+/// A depth read begun at the last capture.
+struct PendingDepth(DepthReader);
+
+impl std::fmt::Debug for PendingDepth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PendingDepth")
+    }
+}
+
+impl CaptureReader {
+    /// A reader whose simulation's water is `depth` now; what changed before is forgotten.
+    pub fn new(sim: &mut Simulation, depth: Vec<i32>) -> Self {
+        let _ = sim.take_changed_tiles();
+        CaptureReader { depth, pending: None, tiles_read: 0 }
+    }
+
+    /// Reads the water for a capture over `tiles`: the depths and, when only some tiles can
+    /// have changed, which (what [`super::SyncServer::capture`] takes). `None` when the first
+    /// read without waiting has just begun: nothing to capture yet.
+    pub fn read(&mut self, sim: &mut Simulation, tiles: &TileGrid) -> Result<Option<(&[i32], Option<Vec<bool>>)>> {
+        if let Some(changed) = sim.take_changed_tiles().and_then(|c| c.tiles.cover(&c.awake, tiles)) {
+            sim.read_depth(Some((tiles, &changed)), &mut self.depth)?;
+            self.tiles_read += changed.iter().filter(|&&t| t).count() as u64;
+            return Ok(Some((&self.depth, Some(changed))));
+        }
+        // The read begun last time is taken before the next begins: they share the backend's
+        // one buffer.
+        let begun = self.pending.take();
+        let had_read = begun.is_some();
+        if let Some(PendingDepth(reader)) = begun {
+            self.depth = reader()?;
+        }
+        self.pending = sim.begin_depth_read()?.map(PendingDepth);
+        if !had_read {
+            if self.pending.is_some() {
+                return Ok(None);
+            }
+            sim.read_depth(None, &mut self.depth)?;
+        }
+        self.tiles_read += tiles.count() as u64;
+        Ok(Some((&self.depth, None)))
+    }
+
+    /// Drops a read that is out (nobody will capture it).
+    pub fn forget(&mut self) {
+        self.pending = None;
+    }
+
+    /// Tiles read over all captures so far.
+    pub fn tiles_read(&self) -> u64 {
+        self.tiles_read
+    }
 }
 
 impl ServerSession {
@@ -42,9 +108,9 @@ impl ServerSession {
     pub fn start(config: SyncConfig, sim: &mut Simulation) -> Result<Self> {
         let state = sim.read_state()?;
         let hash = terrain_hash(&state.grid, &state.terrain);
+        let server = SyncServer::new(config, state.grid, hash, &state.depth)?;
         // What changed before the start is in `state`: the next capture looks only past it.
-        let _ = sim.take_changed_tiles();
-        Ok(ServerSession { server: SyncServer::new(config, state.grid, hash, &state.depth)?, requests: Vec::new(), next_sync: f64::NEG_INFINITY, captures: 0, depth: state.depth, tiles_read: 0 })
+        Ok(ServerSession { server, requests: Vec::new(), next_sync: f64::NEG_INFINITY, captures: 0, water: CaptureReader::new(sim, state.depth) })
     }
 
     /// The protocol's server (figures, settings).
@@ -112,16 +178,19 @@ impl ServerSession {
         if self.server.clients().is_empty() {
             // Nobody to send to: no need to read the water (a single player with sync on). The
             // first capture after a join compares against the last one, so nothing is missed.
+            self.water.forget();
             return Ok(Vec::new());
         }
-        // Only the tiles whose water may have changed since the last capture are read and
-        // compared (a backend that cannot tell has every tile read and compared).
         let tiles = self.server.tiles();
-        let changed = sim.take_changed_tiles().and_then(|c| c.tiles.cover(&c.awake, &tiles));
-        sim.read_depth(changed.as_deref().map(|c| (&tiles, c)), &mut self.depth)?;
-        self.server.capture(&self.depth, changed.as_deref())?;
-        self.tiles_read += changed.as_ref().map_or(tiles.count(), |c| c.iter().filter(|&&t| t).count()) as u64;
-        self.captures += 1;
+        if let Some((depth, changed)) = self.water.read(sim, &tiles)? {
+            self.server.capture(depth, changed.as_deref())?;
+            self.captures += 1;
+        }
+        self.poll_clients(now)
+    }
+
+    /// Every client's packets as of now.
+    fn poll_clients(&mut self, now: f64) -> Result<Vec<(i32, Outgoing)>> {
         let mut out = Vec::new();
         for peer in self.server.clients() {
             out.extend(self.server.poll(peer, now)?.into_iter().map(|o| (peer, o)));
@@ -137,7 +206,7 @@ impl ServerSession {
     /// Tiles read and compared over all captures so far (every tile each capture on a backend
     /// that cannot tell which changed).
     pub fn tiles_read(&self) -> u64 {
-        self.tiles_read
+        self.water.tiles_read()
     }
 }
 

@@ -236,6 +236,10 @@ pub struct GpuBackend {
     /// (forcing, terrain edits).
     edit_groups: Option<[[wgpu::BindGroup; 2]; 2]>,
     slots: Vec<Slot>,
+    /// The mappable buffer of the grid's depth that [`Backend::begin_depth_read`] reads into,
+    /// made on its first use and kept (making one of a large grid's size holds the caller), and
+    /// its state (`SLOT_*`): one read at a time.
+    depth_read: Option<(wgpu::Buffer, Arc<AtomicU32>)>,
     /// Frames submitted by `advance` and not yet waited for: (our sequence number, set when the
     /// device has finished it).
     in_flight: VecDeque<(u64, Arc<AtomicBool>)>,
@@ -334,6 +338,7 @@ impl GpuBackend {
             detail_flow_groups,
             edit_groups: None,
             slots,
+            depth_read: None,
             in_flight: VecDeque::new(),
             submissions: 0,
             finished: 0,
@@ -1026,6 +1031,47 @@ impl Backend for GpuBackend {
 
     fn begin_state_read(&mut self) -> Result<super::StateReader> {
         self.begin_whole_read()
+    }
+
+    fn begin_depth_read(&mut self) -> Result<Option<super::DepthReader>> {
+        let queued = self.host.take_edits();
+        self.submit_edits(queued)?;
+        let bytes = 4 * self.host.grid.cell_count() as u64;
+        if let Some((buffer, state)) = &self.depth_read {
+            match state.load(Ordering::Acquire) {
+                // A read whose reader was dropped unread: its mapping is given back here.
+                SLOT_READY => {
+                    buffer.unmap();
+                    state.store(SLOT_FREE, Ordering::Release);
+                }
+                SLOT_FAILED => state.store(SLOT_FREE, Ordering::Release),
+                SLOT_FREE => {}
+                _ => return Ok(None),
+            }
+        }
+        if self.depth_read.as_ref().is_none_or(|(buffer, _)| buffer.size() != bytes) {
+            let buffer = self.ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some("depth read"), size: bytes, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
+            self.depth_read = Some((buffer, Arc::new(AtomicU32::new(SLOT_FREE))));
+        }
+        let (buffer, state) = self.depth_read.clone().expect("made above");
+        let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("depth read") });
+        encoder.copy_buffer_to_buffer(&self.depth[self.host.current], 0, &buffer, 0, bytes);
+        self.submit(encoder);
+        state.store(SLOT_PENDING, Ordering::Release);
+        let flag = state.clone();
+        buffer.map_async(wgpu::MapMode::Read, .., move |r| flag.store(if r.is_ok() { SLOT_READY } else { SLOT_FAILED }, Ordering::Release));
+        let device = self.ctx.device.clone();
+        Ok(Some(Box::new(move || {
+            context::poll_until(&device, DEVICE_WAIT_LIMIT, "the depth read", || state.load(Ordering::Acquire) != SLOT_PENDING)?;
+            if state.load(Ordering::Acquire) != SLOT_READY {
+                state.store(SLOT_FREE, Ordering::Release);
+                return Err(Error::Gpu("mapping the depth read failed".into()));
+            }
+            let depth = buffer.get_mapped_range(..).map(|view| bytemuck::pod_collect_to_vec::<u8, i32>(&view)).map_err(|e| Error::Gpu(e.to_string()));
+            buffer.unmap();
+            state.store(SLOT_FREE, Ordering::Release);
+            depth
+        })))
     }
 
     fn kind(&self) -> BackendKind {
