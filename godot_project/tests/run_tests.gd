@@ -30,9 +30,10 @@ const SPEED_TOLERANCE := 1.0e-3
 const LEVEL_TOLERANCE := 0.02
 ## The most water a cell holds, m (2³¹ − 1 quanta of 2⁻²⁰ m, named 2048 m in errors).
 const MAX_DEPTH := 2048.0
-## Bytes of a readback's header (ledger and totals), of one 8×8-cell tile, and per cell of a full
-## read (a height and a flow texel).
-const READBACK_HEADER_BYTES := 48
+## Bytes of a readback's header (ledger and totals: backend/readback.rs HEADER_WORDS, 14 since the
+## ledger counts solidified quanta), of one 8×8-cell tile, and per cell of a full read (a height
+## and a flow texel).
+const READBACK_HEADER_BYTES := 56
 const READBACK_TILE_BYTES := 2048
 ## Bytes of the sleeping tiles' report that every wgpu read carries behind the snapshot
 ## (backend/sleep.rs SLEEP_REPORT_BYTES).

@@ -496,12 +496,15 @@ func _client() -> void:
 		await physics_frame
 	print("[client %d] connected" % get_multiplayer().get_unique_id())
 	_last_snapshot = {"offline_edit": offline}
-	while true:
+	# Until the node goes: the quit command frees it while this loop waits for frames.
+	while is_instance_valid(_water):
 		await _frames(10)
 		_report_to_server({})
 
 
 func _report_to_server(extra: Dictionary) -> void:
+	if not is_instance_valid(_water):
+		return
 	var message := _last_snapshot.duplicate()
 	message.merge(extra, true)
 	message["stats"] = _water.get_sync_stats()
