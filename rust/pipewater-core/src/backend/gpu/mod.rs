@@ -62,7 +62,7 @@ use crate::state::{Counters, State};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Most frames submitted and not yet finished on the device, and the number of staging buffers.
 /// `advance` waits for the frame this many submissions back before it submits another, so a
@@ -420,15 +420,7 @@ impl GpuBackend {
     /// callbacks of work the device has finished. Our poll fires the callbacks it finds; one
     /// that another thread's poll has taken runs there, after that thread's earlier callbacks.
     fn wait_for_callbacks(&self, what: &str, done: impl Fn() -> bool) -> Result<()> {
-        let start = Instant::now();
-        while !done() {
-            if start.elapsed() > DEVICE_WAIT_LIMIT {
-                return Err(Error::DeviceLost(format!("{what}: its map callback did not run within {} s of the device finishing", DEVICE_WAIT_LIMIT.as_secs())));
-            }
-            let _ = self.ctx.device.poll(wgpu::PollType::Poll);
-            std::thread::yield_now();
-        }
-        Ok(())
+        context::poll_until(&self.ctx.device, DEVICE_WAIT_LIMIT, &format!("{what}: its map callback"), done)
     }
 
     /// Waits until the readback of every submission the device has finished has arrived: its
