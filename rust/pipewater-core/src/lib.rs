@@ -39,6 +39,8 @@ pub mod sync;
 pub mod terrain_source;
 pub mod validation;
 pub mod world_save;
+#[cfg(feature = "gpu")]
+pub mod world_water;
 
 pub use backend::{Backend, BackendKind};
 pub use bodies::{Body, BodyForce, HullPart, HullShape};

@@ -19,36 +19,7 @@ impl Simulation {
     /// more than an `i64` holds, so they are summed and balanced in `i128`; a share saturates
     /// rather than wrapping. Callers refuse or clip any share past [`MAX_DEPTH_QUANTA`].
     pub(super) fn distribute(&self, footprint: &[(u32, f32)], quanta: i64) -> Vec<(u32, i64)> {
-        let total_weight: f64 = footprint.iter().map(|&(_, w)| w as f64).sum();
-        let mut shares: Vec<(u32, i64, f64)> = footprint
-            .iter()
-            .map(|&(cell, w)| {
-                let exact = quanta as f64 * w as f64 / total_weight;
-                (cell, exact.floor() as i64, exact - exact.floor())
-            })
-            .collect();
-        // Positive: quanta still to hand out, largest remainders first; negative: the floors
-        // rounded up past the request (f64 rounding), taken back from the smallest remainders.
-        let mut left = quanta as i128 - shares.iter().map(|s| s.1 as i128).sum::<i128>();
-        let mut order: Vec<usize> = (0..shares.len()).collect();
-        order.sort_by(|&a, &b| shares[b].2.total_cmp(&shares[a].2));
-        for &i in order.iter().cycle().take(shares.len() * 2) {
-            if left <= 0 {
-                break;
-            }
-            shares[i].1 = shares[i].1.saturating_add(1);
-            left -= 1;
-        }
-        for &i in order.iter().rev().cycle().take(shares.len() * 2) {
-            if left >= 0 {
-                break;
-            }
-            if shares[i].1 > 0 {
-                shares[i].1 -= 1;
-                left += 1;
-            }
-        }
-        shares.into_iter().map(|(cell, q, _)| (cell, q)).collect()
+        distribute_quanta(footprint, quanta)
     }
 
     /// The largest volume (m³) whose share for the heaviest cell of `footprint` is the
@@ -357,4 +328,39 @@ pub fn basin_fill(state: &State, start: (u32, u32), level: f32, diagonal: bool) 
         ));
     }
     Ok(cells)
+}
+
+/// Splits `quanta` over a footprint in proportion to its weights, exactly (largest remainder):
+/// see [`Simulation::distribute`]. Shared with the world in pages ([`crate::world_water`]).
+pub(crate) fn distribute_quanta(footprint: &[(u32, f32)], quanta: i64) -> Vec<(u32, i64)> {
+    let total_weight: f64 = footprint.iter().map(|&(_, w)| w as f64).sum();
+    let mut shares: Vec<(u32, i64, f64)> = footprint
+        .iter()
+        .map(|&(cell, w)| {
+            let exact = quanta as f64 * w as f64 / total_weight;
+            (cell, exact.floor() as i64, exact - exact.floor())
+        })
+        .collect();
+    // Positive: quanta still to hand out, largest remainders first; negative: the floors
+    // rounded up past the request (f64 rounding), taken back from the smallest remainders.
+    let mut left = quanta as i128 - shares.iter().map(|s| s.1 as i128).sum::<i128>();
+    let mut order: Vec<usize> = (0..shares.len()).collect();
+    order.sort_by(|&a, &b| shares[b].2.total_cmp(&shares[a].2));
+    for &i in order.iter().cycle().take(shares.len() * 2) {
+        if left <= 0 {
+            break;
+        }
+        shares[i].1 = shares[i].1.saturating_add(1);
+        left -= 1;
+    }
+    for &i in order.iter().rev().cycle().take(shares.len() * 2) {
+        if left >= 0 {
+            break;
+        }
+        if shares[i].1 > 0 {
+            shares[i].1 -= 1;
+            left += 1;
+        }
+    }
+    shares.into_iter().map(|(cell, q, _)| (cell, q)).collect()
 }

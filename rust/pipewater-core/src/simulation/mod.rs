@@ -23,7 +23,8 @@ mod save_jobs;
 mod sources;
 
 pub use edits::basin_fill;
-pub use queries::sample_surface;
+pub use queries::{sample_surface, sample_surface_on};
+pub(crate) use edits::distribute_quanta;
 pub use recovery::DeviceLoss;
 pub use save_jobs::{RestoreJob, SaveJob, DEFAULT_RESTORE_BYTES_PER_POLL, RESTORE_BYTES_PER_CELL};
 
@@ -380,20 +381,7 @@ impl Simulation {
         }
         let frame_time = step as f64 * substeps as f64;
         let qv = self.quantum_volume();
-        let mut inflow_quanta = [0i32; 4];
-        for (e, boundary) in self.params.boundaries.iter().enumerate() {
-            if let Boundary::Inflow { rate } = *boundary {
-                let cells = edge_cell_count(self.grid.width, self.grid.height, e) as f64 * substeps as f64;
-                let owed = rate as f64 * frame_time / qv + self.inflow_carry[e];
-                let wanted = (owed / cells).floor();
-                let per_cell = wanted.clamp(0.0, MAX_DEPTH_QUANTA as f64);
-                inflow_quanta[e] = per_cell as i32;
-                // What a cell cannot hold in one step is not owed later (steps past LONGEST_STEP).
-                self.inflow_carry[e] = if per_cell < wanted { 0.0 } else { owed - per_cell * cells };
-            } else {
-                self.inflow_carry[e] = 0.0;
-            }
-        }
+        let inflow_quanta = inflow_quanta_per_step(&self.params, self.grid.width, self.grid.height, frame_time, substeps, qv, &mut self.inflow_carry);
         let mut forcing = Vec::new();
         for source in &mut self.sources {
             let owed = source.rate as f64 * frame_time / qv + source.carry;
@@ -544,4 +532,25 @@ fn gpu_backend(_state: &State) -> Result<Box<dyn Backend>> {
 fn pipe_storage(params: &Params) -> (bool, CrossSection, u32) {
     let keeps_flux = params.cross_section == CrossSection::DepthDependent && !params.momentum_advection;
     (keeps_flux, params.cross_section, params.pipe_depth.to_bits())
+}
+
+/// Quanta each cell of an `Inflow` edge gains per step over a frame of `substeps` steps lasting
+/// `frame_time` s, with `carry` (quanta owed per edge) kept between frames so that the rate is
+/// met exactly over time. Shared by the dense grid and the world in pages.
+pub(crate) fn inflow_quanta_per_step(params: &Params, width: u32, height: u32, frame_time: f64, substeps: u32, qv: f64, carry: &mut [f64; 4]) -> [i32; 4] {
+    let mut inflow_quanta = [0i32; 4];
+    for (e, boundary) in params.boundaries.iter().enumerate() {
+        if let Boundary::Inflow { rate } = *boundary {
+            let cells = edge_cell_count(width, height, e) as f64 * substeps as f64;
+            let owed = rate as f64 * frame_time / qv + carry[e];
+            let wanted = (owed / cells).floor();
+            let per_cell = wanted.clamp(0.0, MAX_DEPTH_QUANTA as f64);
+            inflow_quanta[e] = per_cell as i32;
+            // What a cell cannot hold in one step is not owed later (steps past LONGEST_STEP).
+            carry[e] = if per_cell < wanted { 0.0 } else { owed - per_cell * cells };
+        } else {
+            carry[e] = 0.0;
+        }
+    }
+    inflow_quanta
 }

@@ -475,6 +475,22 @@ impl World {
         Ok(())
     }
 
+    /// Terrain (m) of the `w × h` cells from (x, y), row-major, from the host's copy (which holds
+    /// every page's terrain, resident or not): no wait for the device.
+    pub fn terrain_region(&self, x: u32, y: u32, w: u32, h: u32) -> Result<Vec<f32>> {
+        if x as u64 + w as u64 > self.width as u64 || y as u64 + h as u64 > self.height as u64 {
+            return Err(Error::invalid("region", format!("{w}x{h} at ({x}, {y})"), format!("a region within the {}x{} world", self.width, self.height)));
+        }
+        let mut out = Vec::with_capacity(w as usize * h as usize);
+        for row in y..y + h {
+            for col in x..x + w {
+                let (page, at) = self.page_cell(col, row);
+                out.push(self.terrain[page].as_ref().map_or(self.ground, |t| t[at]));
+            }
+        }
+        Ok(out)
+    }
+
     fn upload_terrain(&self, page: usize) {
         let cells = (self.side * self.side) as usize;
         let at = self.slots[page][0] as u64 * cells as u64 * 4;

@@ -1,0 +1,528 @@
+//! Water for a whole world through the same calls as a dense grid: [`WorldWater`] puts the
+//! model's parameters, world coordinates in metres, frames of any length, sources, brushes and
+//! queries over the world in pages ([`crate::backend::gpu::world::World`]), and reads the water
+//! around a point (a camera, a player) as texels of the layouts the dense grid's textures use.
+//!
+//! Coordinates are the dense grid's: local metres with the origin at the world's centre, cell
+//! `(x, y)` spanning `[x, x+1) × [y, y+1)` cell sizes from the corner at `-extent / 2`. Every read
+//! builds the [`State`] of a small region (one cell of margin around what is asked, so that each
+//! cell's velocity sees its neighbours' pipes) and runs the dense grid's own texel and sampling
+//! functions on it, so a world and a dense grid answer the same question the same way.
+//!
+//! What the world does not do yet, and refuses by name: the triangular lattice, erosion and
+//! cooling (no world pass), bodies and the detail layer.
+
+use crate::backend::gpu::world::{World, WorldReport};
+use crate::error::{check_range, Error, Result};
+use crate::frame::FrameReport;
+use crate::grid::Grid;
+use crate::ledger::MassLedger;
+use crate::lattice::Lattice;
+use crate::params::{Boundary, CrossSection, NeighbourMode, Params};
+use crate::pipes::{fixed_flux_per_stored, StepConstants};
+use crate::quanta::{DEPTH_QUANTUM, MAX_DEPTH, MAX_DEPTH_QUANTA, MAX_TERRAIN_ABS};
+use crate::simulation::{distribute_quanta, sample_surface_on};
+use crate::simulation::{inflow_quanta_per_step, MAX_EDIT_VOLUME, MAX_FRAME_DELTA, MAX_TERRAIN_DELTA, MIN_STEP};
+use crate::sources::SourceId;
+use crate::state::{Snapshot, State};
+
+/// Largest window [`WorldWater::read_window`] reads in one call, cells a side: the dense grid's
+/// largest side.
+pub const MAX_WINDOW_SIDE: u32 = 4096;
+
+/// Depth (m) the step length assumes before any water was seen: the step is chosen for waves in
+/// water at least this deep.
+const SMALLEST_DEPTH_BOUND: f32 = 1.0;
+
+/// A source or drain: `rate` m³/s spread over its cells by weight.
+#[derive(Debug, Clone)]
+struct WorldSource {
+    id: SourceId,
+    rate: f32,
+    /// (x, y, weight share summing to 1).
+    cells: Vec<(u32, u32, f64)>,
+    /// Quanta owed to the next frame (the fraction a frame could not place).
+    carry: f64,
+}
+
+/// Water and ground around a point of the world, in the dense grid's texel layouts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorldWindow {
+    /// First cell (x, y) of the window.
+    pub origin: [u32; 2],
+    /// Cells along x and y.
+    pub size: [u32; 2],
+    /// Height texels, row-major: (surface m, depth m, terrain m, 1 if wet else 0), as
+    /// [`Snapshot::height`].
+    pub height: Vec<[f32; 4]>,
+    /// Flow texels, row-major: (velocity x m/s, velocity z m/s, speed m/s, discharge m²/s), as
+    /// [`Snapshot::flow`].
+    pub flow: Vec<[f32; 4]>,
+    /// Deepest water in the window, m.
+    pub max_depth: f32,
+    /// Fastest water in the window, m/s.
+    pub max_speed: f32,
+}
+
+/// A world in pages behind the calls a game makes of a dense grid (module docs).
+pub struct WorldWater {
+    world: World,
+    params: Params,
+    cell_size: f32,
+    sources: Vec<WorldSource>,
+    next_source: u32,
+    inflow_carry: [f64; 4],
+    carried_time: f32,
+    /// Deepest water the step length assumes, m: grows with what edits, sources, edges and reads
+    /// show, never shrinks (a longer step than the water allows ripples; a shorter one only costs).
+    depth_bound: f32,
+    /// Fastest water the step length assumes when momentum is advected, m/s.
+    speed_bound: f32,
+    /// Water in the world when it was made or loaded, quanta.
+    initial_total: i64,
+    elapsed: f64,
+    last_report: FrameReport,
+}
+
+impl WorldWater {
+    /// A dry world of `width × height` cells of `cell_size` m, its ground at `ground` m, stepping
+    /// with `params`. Refused, naming the setting, for what the world does not do yet.
+    pub fn new(width: u32, height: u32, cell_size: f32, ground: f32, params: Params) -> Result<WorldWater> {
+        check_range("cell_size", cell_size, crate::grid::CELL_SIZE_RANGE.0, crate::grid::CELL_SIZE_RANGE.1)?;
+        Self::check_params(&params)?;
+        let world = World::new(width, height, ground)?;
+        Ok(Self::around(world, cell_size, params, 0))
+    }
+
+    fn around(world: World, cell_size: f32, params: Params, initial_total: i64) -> WorldWater {
+        let mut water = WorldWater {
+            world,
+            params,
+            cell_size,
+            sources: Vec::new(),
+            next_source: 1,
+            inflow_carry: [0.0; 4],
+            carried_time: 0.0,
+            depth_bound: SMALLEST_DEPTH_BOUND,
+            speed_bound: 0.0,
+            initial_total,
+            elapsed: 0.0,
+            last_report: FrameReport::default(),
+        };
+        water.raise_depth_bound_for_edges();
+        water
+    }
+
+    fn check_params(params: &Params) -> Result<()> {
+        params.validate()?;
+        if params.neighbours == NeighbourMode::Triangular {
+            return Err(Error::invalid("neighbours", "Triangular", "Four or Eight: a world in pages steps the square grid only"));
+        }
+        if params.erosion.enabled {
+            return Err(Error::invalid("erosion", "on", "off: a world in pages has no erosion pass"));
+        }
+        if params.solidify_rate > 0.0 {
+            return Err(Error::invalid("solidify_rate", params.solidify_rate, "0: a world in pages has no cooling pass"));
+        }
+        Ok(())
+    }
+
+    /// The paged world underneath, for its report, saves and figures.
+    pub fn world(&self) -> &World {
+        &self.world
+    }
+
+    /// The paged world underneath, mutably (saves, residency tests).
+    pub fn world_mut(&mut self) -> &mut World {
+        &mut self.world
+    }
+
+    /// Cells along x and y.
+    pub fn size(&self) -> [u32; 2] {
+        self.world.size()
+    }
+
+    /// Side of a cell, m.
+    pub fn cell_size(&self) -> f32 {
+        self.cell_size
+    }
+
+    /// Size of the world along local X and Z, m.
+    pub fn extent(&self) -> [f32; 2] {
+        let [w, h] = self.size();
+        [w as f32 * self.cell_size, h as f32 * self.cell_size]
+    }
+
+    /// The parameters the world steps with.
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
+    /// Changes the parameters (refused, keeping the old ones, as [`WorldWater::new`] refuses).
+    pub fn set_params(&mut self, params: Params) -> Result<()> {
+        Self::check_params(&params)?;
+        self.params = params;
+        self.raise_depth_bound_for_edges();
+        Ok(())
+    }
+
+    /// Water one quantum of depth on one cell holds, m³.
+    pub fn quantum_volume(&self) -> f64 {
+        DEPTH_QUANTUM as f64 * self.cell_size as f64 * self.cell_size as f64
+    }
+
+    /// What the pages hold and did.
+    pub fn report(&self) -> WorldReport {
+        self.world.report()
+    }
+
+    /// Simulated time so far, s.
+    pub fn elapsed(&self) -> f64 {
+        self.elapsed
+    }
+
+    /// What the last frame did.
+    pub fn last_report(&self) -> FrameReport {
+        self.last_report
+    }
+
+    /// Continuous cell coordinates of a local point (cell `(x, y)` spans `[x, x+1) × [y, y+1)`).
+    fn to_cells(&self, x: f32, z: f32) -> [f64; 2] {
+        let [w, h] = self.size();
+        [x as f64 / self.cell_size as f64 + w as f64 * 0.5, z as f64 / self.cell_size as f64 + h as f64 * 0.5]
+    }
+
+    /// A region of cells around the continuous cell point `at`, reaching `reach` cells each way
+    /// (clipped to the world), and the dense grid of its size: `None` off the world.
+    fn region_around(&self, at: [f64; 2], reach: f64) -> Option<(u32, u32, Grid)> {
+        let [w, h] = self.size();
+        let (x0, y0) = ((at[0] - reach).floor().max(0.0), (at[1] - reach).floor().max(0.0));
+        let (x1, y1) = ((at[0] + reach).ceil().min(w as f64), (at[1] + reach).ceil().min(h as f64));
+        if x1 <= x0 || y1 <= y0 || x0 >= w as f64 || y0 >= h as f64 {
+            return None;
+        }
+        // A dense grid has at least two cells a side.
+        let (x0, y0) = (x0.min((w as f64 - 2.0).max(0.0)) as u32, y0.min((h as f64 - 2.0).max(0.0)) as u32);
+        let (rw, rh) = ((x1 as u32 - x0).max(2).min(w - x0), (y1 as u32 - y0).max(2).min(h - y0));
+        Grid::new(rw, rh, self.cell_size).ok().map(|g| (x0, y0, g))
+    }
+
+    /// Local coordinates within a region's grid of a world point.
+    fn region_local(&self, x: f32, z: f32, x0: u32, y0: u32, grid: &Grid) -> (f32, f32) {
+        let [cx, cy] = self.to_cells(x, z);
+        (((cx - x0 as f64) - grid.width as f64 * 0.5) as f32 * self.cell_size, ((cy - y0 as f64) - grid.height as f64 * 0.5) as f32 * self.cell_size)
+    }
+
+    /// The cells (x, y) within `radius` m of a local point with the dense grid's weights
+    /// ([`Grid::footprint`]), and whether the point is on the world at all.
+    fn footprint(&self, x: f32, z: f32, radius: f32) -> Vec<(u32, u32, f32)> {
+        let reach = radius as f64 / self.cell_size as f64 + 2.0;
+        let Some((x0, y0, grid)) = self.region_around(self.to_cells(x, z), reach) else { return Vec::new() };
+        let (lx, lz) = self.region_local(x, z, x0, y0, &grid);
+        grid.footprint(lx, lz, radius).into_iter().map(|(cell, weight)| (x0 + cell % grid.width, y0 + cell / grid.width, weight)).collect()
+    }
+
+    /// Shares of `volume` m³ over the footprint, exact to the quantum: refused naming `volume`
+    /// when a cell would hold more than [`MAX_DEPTH`].
+    fn shares(&self, x: f32, z: f32, volume: f32, radius: f32) -> Result<Vec<(u32, u32, i64)>> {
+        for (name, v) in [("x", x), ("z", z)] {
+            if !v.is_finite() {
+                return Err(Error::invalid(name, v, "a finite local position, m"));
+            }
+        }
+        check_range("volume", volume, 0.0, MAX_EDIT_VOLUME)?;
+        check_range("radius", radius, 0.0, 1.0e6)?;
+        let footprint = self.footprint(x, z, radius);
+        if footprint.is_empty() {
+            return Ok(Vec::new());
+        }
+        let quanta = (volume as f64 / self.quantum_volume()).round().min(i64::MAX as f64) as i64;
+        let indexed: Vec<(u32, f32)> = footprint.iter().enumerate().map(|(k, &(_, _, weight))| (k as u32, weight)).collect();
+        let shares = distribute_quanta(&indexed, quanta);
+        if let Some(&(k, most)) = shares.iter().max_by_key(|s| s.1).filter(|s| s.1 > MAX_DEPTH_QUANTA as i64) {
+            let (cx, cy, _) = footprint[k as usize];
+            let total_weight: f64 = indexed.iter().map(|s| s.1 as f64).sum();
+            let heaviest = indexed.iter().map(|s| s.1 as f64).fold(0.0, f64::max);
+            let fits = MAX_DEPTH_QUANTA as f64 * self.quantum_volume() * total_weight / heaviest;
+            return Err(Error::invalid(
+                "volume",
+                format!("{volume} m³"),
+                format!(
+                    "0 ..= {fits:.6} m³ within radius {radius} m here: it would put {:.1} m of water on cell ({cx}, {cy}), past the {MAX_DEPTH} m a cell holds (spread it over a larger radius)",
+                    most as f64 * DEPTH_QUANTUM as f64
+                ),
+            ));
+        }
+        Ok(shares.into_iter().filter(|s| s.1 != 0).map(|(k, q)| (footprint[k as usize].0, footprint[k as usize].1, q)).collect())
+    }
+
+    /// Adds `volume` m³ of water within `radius` m of local `(x, z)` before the next step, split
+    /// exactly into quanta; returns the volume placed (nothing off the world). Refused, nothing
+    /// added, past what a cell holds.
+    pub fn add_water(&mut self, x: f32, z: f32, volume: f32, radius: f32) -> Result<f64> {
+        let shares = self.shares(x, z, volume, radius)?;
+        let cells: Vec<(u32, u32, i32)> = shares.iter().map(|&(cx, cy, q)| (cx, cy, q as i32)).collect();
+        self.world.add_water(&cells)?;
+        let peak = shares.iter().map(|s| s.2).max().unwrap_or(0);
+        self.depth_bound = self.depth_bound.max(peak as f32 * DEPTH_QUANTUM);
+        Ok(shares.iter().map(|s| s.2 as f64).sum::<f64>() * self.quantum_volume())
+    }
+
+    /// Takes up to `volume` m³ of water from within `radius` m of local `(x, z)` before the next
+    /// step, never more than a cell holds (the ledger counts what left).
+    pub fn remove_water(&mut self, x: f32, z: f32, volume: f32, radius: f32) -> Result<()> {
+        let volume = volume.min(MAX_EDIT_VOLUME);
+        let footprint = self.footprint(x, z, radius);
+        check_range("volume", volume, 0.0, MAX_EDIT_VOLUME)?;
+        if footprint.is_empty() {
+            return Ok(());
+        }
+        let quanta = (volume as f64 / self.quantum_volume()).round().min(i64::MAX as f64) as i64;
+        let indexed: Vec<(u32, f32)> = footprint.iter().enumerate().map(|(k, &(_, _, weight))| (k as u32, weight)).collect();
+        let cells: Vec<(u32, u32, i32)> =
+            distribute_quanta(&indexed, quanta).into_iter().filter(|s| s.1 != 0).map(|(k, q)| (footprint[k as usize].0, footprint[k as usize].1, -(q.min(MAX_DEPTH_QUANTA as i64) as i32))).collect();
+        self.world.add_water(&cells)
+    }
+
+    /// Raises (or with a negative `delta` lowers) the ground within `radius` m of local `(x, z)`
+    /// by `delta` m at the centre, the dense grid's smooth weight towards the rim, keeping the
+    /// water: on resident and non-resident pages alike.
+    pub fn modify_terrain(&mut self, x: f32, z: f32, delta: f32, radius: f32) -> Result<()> {
+        check_range("delta", delta, -MAX_TERRAIN_DELTA, MAX_TERRAIN_DELTA)?;
+        check_range("radius", radius, 0.0, 1.0e6)?;
+        let footprint = self.footprint(x, z, radius);
+        let Some(&(fx, fy, _)) = footprint.first() else { return Ok(()) };
+        let (x0, y0, x1, y1) = footprint.iter().fold((fx, fy, fx, fy), |(a, b, c, d), &(cx, cy, _)| (a.min(cx), b.min(cy), c.max(cx), d.max(cy)));
+        let (w, h) = (x1 - x0 + 1, y1 - y0 + 1);
+        let mut heights = self.world.terrain_region(x0, y0, w, h)?;
+        for &(cx, cy, weight) in &footprint {
+            let at = ((cy - y0) * w + (cx - x0)) as usize;
+            heights[at] = (heights[at] + delta * weight).clamp(-MAX_TERRAIN_ABS, MAX_TERRAIN_ABS);
+        }
+        self.world.set_terrain_region(x0, y0, w, h, &heights)
+    }
+
+    /// Sets the ground of the `w × h` cells from cell (x, y), row-major, keeping the water.
+    pub fn set_terrain_region(&mut self, x: u32, y: u32, w: u32, h: u32, heights: &[f32]) -> Result<()> {
+        self.world.set_terrain_region(x, y, w, h, heights)
+    }
+
+    /// A source (positive `rate`, m³/s) or drain (negative) within `radius` m of local `(x, z)`.
+    /// A frame's water enters before its first step (a dense grid spreads it over the steps).
+    pub fn add_source(&mut self, x: f32, z: f32, rate: f32, radius: f32) -> Result<SourceId> {
+        check_range("rate", rate, -MAX_EDIT_VOLUME, MAX_EDIT_VOLUME)?;
+        let footprint = self.footprint(x, z, radius);
+        if footprint.is_empty() {
+            return Err(Error::invalid("position", format!("({x}, {z})"), format!("within the world's {:?} m around its centre", self.extent())));
+        }
+        let total: f64 = footprint.iter().map(|c| c.2 as f64).sum();
+        let id = SourceId(self.next_source);
+        self.next_source += 1;
+        self.sources.push(WorldSource { id, rate, cells: footprint.iter().map(|&(cx, cy, weight)| (cx, cy, weight as f64 / total)).collect(), carry: 0.0 });
+        Ok(id)
+    }
+
+    /// Removes a source; `false` when no source has that id.
+    pub fn remove_source(&mut self, id: SourceId) -> bool {
+        let before = self.sources.len();
+        self.sources.retain(|s| s.id != id);
+        self.sources.len() != before
+    }
+
+    fn raise_depth_bound_for_edges(&mut self) {
+        for boundary in self.params.boundaries {
+            if let Boundary::Level { level } = boundary {
+                // The lowest ground along an edge is not known without reading it: bound by
+                // the level over the world's ground as far as MAX_DEPTH.
+                let [w, h] = self.size();
+                let ground = self.world.terrain_region(0, 0, 1.min(w), 1.min(h)).map_or(0.0, |t| t[0]);
+                self.depth_bound = self.depth_bound.max((level - ground).clamp(0.0, MAX_DEPTH));
+            }
+        }
+    }
+
+    /// The longest stable step the world can take, s: the dense grid's `cfl · dx / (|u| + c)`
+    /// with the deepest and fastest water the world has seen (module docs of the bound).
+    pub fn stable_step(&self) -> f32 {
+        let depth = match self.params.cross_section {
+            CrossSection::DepthDependent => self.depth_bound,
+            CrossSection::Classic => self.params.pipe_depth,
+        };
+        let speed = if self.params.advects() { self.speed_bound } else { 0.0 };
+        let wave = (self.params.gravity * depth).sqrt() + speed;
+        let stable = if wave > 0.0 { self.params.cfl * self.cell_size / wave } else { f32::INFINITY };
+        stable.clamp(MIN_STEP, self.params.max_step)
+    }
+
+    /// Advances by `delta` s in as many equal steps as stability needs (at most `max_substeps`;
+    /// past that, time is dropped), as [`crate::Simulation::advance`].
+    pub fn advance(&mut self, delta: f32) -> Result<FrameReport> {
+        check_range("delta", delta, 0.0, MAX_FRAME_DELTA)?;
+        let delta = delta + self.carried_time;
+        if delta < MIN_STEP {
+            self.carried_time = delta;
+            self.last_report = FrameReport::default();
+            return Ok(self.last_report);
+        }
+        self.carried_time = 0.0;
+        let stable = self.stable_step();
+        let wanted = (delta / stable).ceil().max(1.0);
+        let capped = wanted > self.params.max_substeps as f32;
+        let substeps = wanted.min(self.params.max_substeps as f32) as u32;
+        let step = if capped { stable } else { (delta / substeps as f32).max(MIN_STEP) };
+        let simulated = step * substeps as f32;
+        let dropped = if capped { (delta - simulated).max(0.0) } else { 0.0 };
+        self.run_steps(step, substeps)?;
+        self.last_report = FrameReport { substeps, step, simulated, dropped };
+        Ok(self.last_report)
+    }
+
+    /// Runs exactly `substeps` steps of `step` s: sources' water first, then the steps.
+    pub fn run_steps(&mut self, step: f32, substeps: u32) -> Result<()> {
+        check_range("step", step, MIN_STEP, crate::simulation::MAX_STEP_LENGTH)?;
+        if substeps == 0 {
+            return Ok(());
+        }
+        let frame_time = step as f64 * substeps as f64;
+        let qv = self.quantum_volume();
+        let [w, h] = self.size();
+        let inflow = inflow_quanta_per_step(&self.params, w, h, frame_time, substeps, qv, &mut self.inflow_carry);
+        let mut cells = Vec::new();
+        for source in &mut self.sources {
+            let owed = source.rate as f64 * frame_time / qv + source.carry;
+            let mut placed = 0.0;
+            for &(cx, cy, share) in &source.cells {
+                let quanta = (owed * share).trunc().clamp(-(MAX_DEPTH_QUANTA as f64), MAX_DEPTH_QUANTA as f64);
+                if quanta != 0.0 {
+                    cells.push((cx, cy, quanta as i32));
+                    placed += quanta;
+                }
+            }
+            source.carry = owed - placed;
+            let peak = cells.iter().map(|c| c.2).max().unwrap_or(0);
+            self.depth_bound = self.depth_bound.max(peak as f32 * DEPTH_QUANTUM);
+        }
+        if !cells.is_empty() {
+            self.world.add_water(&cells)?;
+        }
+        let constants = StepConstants::new(&self.params, w, h, self.cell_size, step, inflow);
+        self.world.advance(&constants, substeps)?;
+        self.elapsed += frame_time;
+        Ok(())
+    }
+
+    /// The constants of a step of `step` s (no inflow), for texel conversions.
+    fn texel_constants(&self) -> StepConstants {
+        let [w, h] = self.size();
+        StepConstants::new(&self.params, w, h, self.cell_size, self.last_report.step.max(MIN_STEP), [0; 4])
+    }
+
+    /// The state of the `w × h` cells from (x0, y0): terrain from the host, depth and pipes from
+    /// the device (waits for it).
+    fn region_state(&mut self, x0: u32, y0: u32, grid: Grid) -> Result<State> {
+        let terrain = self.world.terrain_region(x0, y0, grid.width, grid.height)?;
+        let depth = self.world.read_depth(x0, y0, grid.width, grid.height)?;
+        let flow = self.world.read_flow(x0, y0, grid.width, grid.height)?;
+        Ok(State { grid, terrain, depth, flow })
+    }
+
+    /// Water and ground of the `w × h` cells from cell (x, y) (clipped to the world), in the
+    /// dense grid's texel layouts. Waits for the device; `w`, `h` at most [`MAX_WINDOW_SIDE`].
+    pub fn read_window(&mut self, x: u32, y: u32, w: u32, h: u32) -> Result<WorldWindow> {
+        let [ww, wh] = self.size();
+        if w == 0 || h == 0 || w > MAX_WINDOW_SIDE || h > MAX_WINDOW_SIDE || x >= ww || y >= wh {
+            return Err(Error::invalid("window", format!("{w}x{h} at ({x}, {y})"), format!("1 ..= {MAX_WINDOW_SIDE} cells a side, starting within the {ww}x{wh} world")));
+        }
+        let (w, h) = (w.min(ww - x), h.min(wh - y));
+        // One cell of margin each way where the world has it: a cell's velocity reads the pipes
+        // its west and north neighbours own.
+        let (mx0, my0) = (x.saturating_sub(1), y.saturating_sub(1));
+        let (mx1, my1) = ((x + w + 1).min(ww), (y + h + 1).min(wh));
+        let grid = Grid::new((mx1 - mx0).max(2), (my1 - my0).max(2), self.cell_size)?;
+        let (mx0, my0) = (mx0.min(ww.saturating_sub(grid.width)), my0.min(wh.saturating_sub(grid.height)));
+        let state = self.region_state(mx0, my0, grid)?;
+        let fixed = fixed_flux_per_stored(&self.texel_constants());
+        let mut window = WorldWindow { origin: [x, y], size: [w, h], height: Vec::with_capacity((w * h) as usize), flow: Vec::with_capacity((w * h) as usize), max_depth: 0.0, max_speed: 0.0 };
+        for row in y..y + h {
+            for col in x..x + w {
+                let (height, flow) = state.cell_texels(col - mx0, row - my0, fixed, false);
+                window.max_depth = window.max_depth.max(height[1]);
+                window.max_speed = window.max_speed.max(flow[2]);
+                window.height.push(height);
+                window.flow.push(flow);
+            }
+        }
+        self.depth_bound = self.depth_bound.max(window.max_depth);
+        self.speed_bound = self.speed_bound.max(window.max_speed);
+        Ok(window)
+    }
+
+    /// The snapshot of a few cells around a local point, and the point's local coordinates within
+    /// it: `None` off the world.
+    fn snapshot_around(&mut self, x: f32, z: f32) -> Result<Option<(Snapshot, f32, f32)>> {
+        if !x.is_finite() || !z.is_finite() {
+            return Ok(None);
+        }
+        let Some((x0, y0, grid)) = self.region_around(self.to_cells(x, z), 2.0) else { return Ok(None) };
+        let (lx, lz) = self.region_local(x, z, x0, y0, &grid);
+        if grid.cell_at(lx, lz).is_none() {
+            return Ok(None);
+        }
+        let state = self.region_state(x0, y0, grid)?;
+        let fixed = fixed_flux_per_stored(&self.texel_constants());
+        let snapshot = state.snapshot_reusing(0, Default::default(), None, fixed, false);
+        Ok(Some((snapshot, lx, lz)))
+    }
+
+    /// Water surface height (local Y, m) at local `(x, z)`, as [`crate::Simulation::surface_height`]:
+    /// `None` off the world. Waits for the device.
+    pub fn surface_height(&mut self, x: f32, z: f32) -> Result<Option<f32>> {
+        Ok(self.snapshot_around(x, z)?.and_then(|(s, lx, lz)| sample_surface_on(&Lattice::square(s.grid), &s, lx, lz)))
+    }
+
+    /// Water depth (m) at local `(x, z)`, bilinear; `None` off the world.
+    pub fn depth(&mut self, x: f32, z: f32) -> Result<Option<f32>> {
+        Ok(self.snapshot_around(x, z)?.and_then(|(s, lx, lz)| Lattice::square(s.grid).sample(lx, lz, |i| s.height[i][1], lerp)))
+    }
+
+    /// Terrain height (local Y, m) at local `(x, z)`, bilinear; `None` off the world.
+    pub fn terrain_height(&mut self, x: f32, z: f32) -> Result<Option<f32>> {
+        Ok(self.snapshot_around(x, z)?.and_then(|(s, lx, lz)| Lattice::square(s.grid).sample(lx, lz, |i| s.height[i][2], lerp)))
+    }
+
+    /// Depth-averaged flow velocity (local X, local Z; m/s) at local `(x, z)`; `None` off the world.
+    pub fn flow_velocity(&mut self, x: f32, z: f32) -> Result<Option<[f32; 2]>> {
+        Ok(self
+            .snapshot_around(x, z)?
+            .and_then(|(s, lx, lz)| Lattice::square(s.grid).sample(lx, lz, |i| [s.flow[i][0], s.flow[i][1]], |a, b, t| [lerp(a[0], b[0], t), lerp(a[1], b[1], t)])))
+    }
+
+    /// The ledger: water at the start, added and removed by edits and sources, in and out through
+    /// the edges; and the water held now, quanta. Waits for the device.
+    pub fn ledger(&mut self) -> Result<(MassLedger, i64)> {
+        let counters = self.world.counters()?;
+        let held = self.world.total_quanta()?;
+        Ok((MassLedger { initial: self.initial_total, counters, solidified: counters.solidified }, held))
+    }
+
+    /// The world's save ([`crate::world_save`]); the parameters and cell size are the caller's.
+    pub fn save(&mut self) -> Result<Vec<u8>> {
+        self.world.save()
+    }
+
+    /// A world loaded from [`WorldWater::save`]'s bytes, stepping with `params` on cells of
+    /// `cell_size` m.
+    pub fn load(bytes: &[u8], cell_size: f32, params: Params) -> Result<WorldWater> {
+        check_range("cell_size", cell_size, crate::grid::CELL_SIZE_RANGE.0, crate::grid::CELL_SIZE_RANGE.1)?;
+        Self::check_params(&params)?;
+        let mut world = World::load(bytes)?;
+        let held = world.total_quanta()?;
+        let counters = world.counters()?;
+        // The save carries its counters: the water it began with is what balances them.
+        Ok(Self::around(world, cell_size, params, held - counters.net()))
+    }
+}
+
+fn lerp(a: f32, b: f32, t: f32) -> f32 {
+    a + (b - a) * t
+}
