@@ -7,7 +7,8 @@
 //! waves' texture). [`saved_state`] is the `PipeWaterState` resource that `save_state()` returns
 //! (and `initial_state` holds); [`water_body`] is `PipeWaterBody`, a hull that pushes water;
 //! [`water_source`] is `PipeWaterSource`, a spring or drain placed in the scene; [`erosion_settings`]
-//! is `PipeWaterErosion`, the settings of erosion (`PipeWater.erosion`). [`fluid_settings`] is `PipeWaterFluid`, the fluid
+//! is `PipeWaterErosion`, the settings of erosion (`PipeWater.erosion`). [`world_node`] is `PipeWaterWorld`, water for a world in pages
+//! (far past one grid's size) with a window of textures around a focus node. [`fluid_settings`] is `PipeWaterFluid`, the fluid
 //! (`PipeWater.fluid`: viscosity, cooling, density, colour). Argument checks
 //! live in
 //! [`validate`], coordinate mapping in [`mapping`], texture packing in [`texels`], the surface
@@ -31,6 +32,7 @@ pub mod surface;
 pub mod texels;
 pub mod validate;
 pub mod water_body;
+pub mod world_node;
 pub use node::water_source;
 
 /// The extension's entry point (`gdext_rust_init` in the `.gdextension` file).

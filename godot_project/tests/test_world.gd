@@ -1,0 +1,140 @@
+extends "res://tests/test_base.gd"
+## Headless tests of [PipeWaterWorld], water for a world in pages on the wgpu device: a world
+## past the largest PipeWater grid holds a lake where it was poured, answers queries anywhere,
+## keeps its ledger exact, shows the water around its focus node in its textures, and refuses bad
+## input with a message and no effect. That the world steps as the dense grid does, bit for bit,
+## is tested in Rust (tests/gpu_world.rs, tests/gpu_world_water.rs).
+
+const SIDE: int = 20000
+
+
+func _initialize() -> void:
+	_run.call_deferred()
+
+
+func _run() -> void:
+	print("PipeWater world tests, Godot %s" % Engine.get_version_info().string)
+	await _test_a_lake_in_a_world_past_the_dense_limit()
+	await _test_bad_input_is_refused_with_no_effect()
+	_finish("PIPEWATER WORLD TESTS")
+
+
+## Global position of the centre of cell (x, y) of a world of SIDE² 1 m cells at the origin.
+func _cell_position(x: int, y: int) -> Vector3:
+	return Vector3(x + 0.5 - SIDE / 2.0, 0.0, y + 0.5 - SIDE / 2.0)
+
+
+func _make_world() -> PipeWaterWorld:
+	var world := PipeWaterWorld.new()
+	world.world_size = Vector2i(SIDE, SIDE)
+	world.cell_size = 1.0
+	world.ground_height = 10.0
+	world.running = false
+	root.add_child(world)
+	await process_frame
+	return world
+
+
+func _test_a_lake_in_a_world_past_the_dense_limit() -> void:
+	print("-- a %d² world (PipeWater's grid stops at 16384²): a lake in a basin near a corner" % SIDE)
+	var world: PipeWaterWorld = await _make_world()
+	_check(world.is_ready(), "the world exists: %s" % world.get_last_error())
+	if not world.is_ready():
+		world.free()
+		return
+	# A basin 6 m deep: cells 105..134 on a side at 4 m, walls at 10 m.
+	var heights := PackedFloat32Array()
+	for i in 40 * 40:
+		var inside: bool = i % 40 >= 5 and i % 40 < 35 and i / 40 >= 5 and i / 40 < 35
+		heights.append(4.0 if inside else 10.0)
+	world.set_terrain_region(Vector2i(100, 100), Vector2i(40, 40), heights)
+	var centre: Vector3 = _cell_position(120, 120) - Vector3(0.5, 0.0, 0.5)
+	var placed: float = world.add_water(centre, 900.0, 14.0)
+	_near(placed, 900.0, 0.001, "add_water places 900 m³")
+	var focus := Node3D.new()
+	root.add_child(focus)
+	focus.global_position = centre
+	world.focus_node = world.get_path_to(focus)
+	world.window_cells = 64
+	for i in 1200:
+		world.step(1.0 / 30.0)
+	var surface: float = world.get_height(centre)
+	var depth: float = world.get_depth(centre)
+	print("   after 40 s: surface %.4f m, depth %.4f m at the basin's centre" % [surface, depth])
+	_near(surface, 5.0, 0.05, "900 m³ over the 30 × 30 m floor stands at 5 m")
+	_near(depth, 1.0, 0.05, "the lake is 1 m deep")
+	_near(world.get_height(Vector3.ZERO), 10.0, 1.0e-6,
+			"the dry centre of the world answers with its ground")
+	_check(world.get_height(Vector3(SIDE, 0.0, 0.0)) == -INF, "off the world get_height is -INF")
+	var ledger: Dictionary = world.get_water_ledger()
+	print("   ledger: %s" % ledger)
+	_check(ledger.get("exact", false), "the ledger is exact")
+	_near(ledger.get("held", 0.0), 900.0, 0.001, "the world holds the 900 m³ poured")
+	var report: Dictionary = world.get_world_report()
+	print("   report: %s" % report)
+	_check(report.get("device_bytes", 1 << 40) < 200 * 1024 * 1024,
+			"the device holds %.1f MiB, not the world's %d MiB of dense fields" % [
+				report.get("device_bytes", 0) / 1048576.0, SIDE * SIDE * 44 / 1048576])
+	var origin: Vector2i = report.get("window_origin", Vector2i(-1, -1))
+	_check(origin.x <= 105 and origin.x + 64 >= 135 and origin.y <= 105 and origin.y + 64 >= 135,
+			"the 64-cell window around the focus covers the basin (origin %s)" % origin)
+	var texture: ImageTexture = world.height_texture
+	_check(texture != null and texture.get_size() == Vector2(64, 64),
+			"height_texture is the 64² window")
+	# The image the texture was given (a headless renderer keeps a texture's first image).
+	var image: Image = world.get_height_image()
+	_check(image != null and image.get_size() == Vector2i(64, 64),
+			"get_height_image() is the 64² window")
+	if image != null:
+		var texel: Color = image.get_pixel(120 - origin.x, 120 - origin.y)
+		print("   height texel at the basin's centre: %s" % texel)
+		_near(texel.g, depth, 0.02, "the texel's depth is the query's")
+		_check(texel.a == 1.0 and absf(texel.b - 4.0) < 1.0e-6, "the texel is wet over the 4 m floor")
+	var rect: Rect2 = world.get_window_rect()
+	_check(rect.has_point(Vector2(centre.x, centre.z)), "get_window_rect() holds the focus: %s" % rect)
+	var source: int = world.add_source(_cell_position(SIDE - 60, SIDE - 60), 3.0, 2.0)
+	_check(source >= 0, "a source at the far corner")
+	world.step(1.0)
+	var far_depth: float = world.get_depth(_cell_position(SIDE - 60, SIDE - 60))
+	_check(far_depth > 0.0, "its water is at the far corner: %.4f m deep" % far_depth)
+	_check(world.remove_source(source) and not world.remove_source(source), "remove_source once")
+	_check(world.get_water_ledger().get("exact", false), "the ledger is exact with the source")
+	focus.free()
+	world.free()
+
+
+func _test_bad_input_is_refused_with_no_effect() -> void:
+	print("-- bad input")
+	var world: PipeWaterWorld = await _make_world()
+	if not world.is_ready():
+		_check(false, "the world exists: %s" % world.get_last_error())
+		world.free()
+		return
+	var nan := Vector3(NAN, 0.0, 0.0)
+	var nan_placed: float = world.add_water(nan, 1.0, 1.0)
+	_check(nan_placed == 0.0 and world.get_last_error().contains("global_position"),
+			"add_water at NaN is refused: %s" % world.get_last_error())
+	var placed: float = world.add_water(Vector3.ZERO, 1.0e6, 0.1)
+	_check(placed == 0.0 and world.get_last_error().contains("volume"),
+			"a volume too deep for a cell is refused: %s" % world.get_last_error())
+	world.set_terrain_region(Vector2i(SIDE - 2, 0), Vector2i(4, 1), PackedFloat32Array([1, 2, 3, 4]))
+	_check(world.get_last_error().contains("terrain region"),
+			"a terrain region past the world is refused: %s" % world.get_last_error())
+	world.set_terrain_region(Vector2i(0, 0), Vector2i(2, 1), PackedFloat32Array([1, NAN]))
+	_check(world.get_last_error().contains("terrain height"),
+			"a NaN height is refused: %s" % world.get_last_error())
+	world.step(-1.0)
+	_check(world.get_last_error().contains("delta"), "a negative step is refused")
+	world.set_terrain_from_image(Vector2i.ZERO, null, 1.0, 0.0)
+	_check(world.get_last_error().contains("null"), "a null image is refused")
+	var ledger: Dictionary = world.get_water_ledger()
+	_check(ledger.get("held", -1.0) == 0.0 and ledger.get("added", -1.0) == 0.0,
+			"nothing was added: %s" % ledger)
+	world.world_size = Vector2i(0, 5)
+	world.step(0.1)
+	_check(not world.is_ready() and world.get_last_error().contains("world_size"),
+			"world_size 0 × 5 is refused: %s" % world.get_last_error())
+	world.world_size = Vector2i(64, 64)
+	world.step(0.1)
+	_check(world.is_ready(), "a good size makes the world again")
+	world.free()

@@ -1,0 +1,556 @@
+//! `PipeWaterWorld`: water for a world far larger than one `PipeWater` grid (16384² cells and
+//! past it), stored in pages whose memory and cost follow the water
+//! ([`pipewater_core::world_water::WorldWater`] on the wgpu device).
+//!
+//! The node is thin: it turns Godot positions into the world's local metres (the world centred on
+//! the node, like `PipeWater`'s grid), runs the world each physics frame, and shows the water in a
+//! window of cells around a focus node (the camera, a player) as `height_texture` and
+//! `flux_texture` in `PipeWater`'s texel layouts, drawn by the addon's water shader on a mesh that
+//! moves with the window. What it does not do yet is said in `docs/BACKENDS.md` ("Worlds in pages").
+
+use crate::errors::{core_message, ErrorLog};
+use crate::mapping::{global_to_local_point, OUTSIDE_HEIGHT};
+use crate::mesh_layout;
+use godot::classes::image::Format;
+use godot::classes::mesh::{ArrayType, PrimitiveType};
+use godot::classes::{ArrayMesh, INode3D, Image, ImageTexture, Material, MeshInstance3D, Node3D, ResourceLoader, Shader, ShaderMaterial};
+use godot::prelude::*;
+use pipewater_core::quanta::MAX_TERRAIN_ABS;
+use pipewater_core::world_water::{WorldWater, MAX_WINDOW_SIDE};
+use pipewater_core::Params;
+
+/// The addon's water shader, used when `water_material` is empty.
+const DEFAULT_SHADER: &str = "res://addons/pipe_water/water_surface.gdshader";
+/// Cells the window moves by at least: a focus walking about does not shift the textures (and
+/// the surface's vertices) every frame.
+pub const WINDOW_SNAP_CELLS: u32 = 16;
+/// Smallest window side, cells.
+pub const MIN_WINDOW_CELLS: i32 = 16;
+
+/// First cell of a `window`-cell window centred as near `focus` (continuous cell coordinates)
+/// as the world allows, snapped to [`WINDOW_SNAP_CELLS`]; the window lies within the world (or
+/// covers it, when the world is smaller).
+pub fn window_start(focus: [f64; 2], window: [u32; 2], world: [u32; 2]) -> [u32; 2] {
+    let mut start = [0u32; 2];
+    for axis in 0..2 {
+        let room = world[axis].saturating_sub(window[axis]);
+        let wanted = (focus[axis] - window[axis] as f64 / 2.0).clamp(0.0, room as f64);
+        let snapped = ((wanted / WINDOW_SNAP_CELLS as f64).round() as u32 * WINDOW_SNAP_CELLS).min(room);
+        start[axis] = if focus[axis].is_finite() { snapped } else { 0 };
+    }
+    start
+}
+
+/// Water for a whole world, stored in pages (see the module docs and `docs/BACKENDS.md`).
+#[derive(GodotClass)]
+#[class(init, base = Node3D)]
+pub struct PipeWaterWorld {
+    /// Cells along local X and Z. Each side 1 ..= 1 073 741 823; a world far past 16384² is what
+    /// this node is for. Changing it starts a new, dry world.
+    #[export]
+    #[init(val = Vector2i::new(4096, 4096))]
+    world_size: Vector2i,
+    /// Side of a cell, m. Changing it starts a new, dry world.
+    #[export(range = (0.01, 100.0, 0.01, or_greater, suffix = "m"))]
+    #[init(val = 1.0)]
+    cell_size: f64,
+    /// Height of the ground (local Y, m) wherever no terrain was set. Changing it starts a new,
+    /// dry world.
+    #[export(range = (-1000.0, 1000.0, 0.01, or_greater, or_less, suffix = "m"))]
+    ground_height: f64,
+    /// Gravity, m/s².
+    #[export(range = (0.1, 100.0, 0.01, suffix = "m/s²"))]
+    #[init(val = 9.81)]
+    gravity: f64,
+    /// Whether the world steps each physics frame.
+    #[export]
+    #[init(val = true)]
+    running: bool,
+    /// The node the shown window of water follows (a camera, a player); empty: the window stays
+    /// centred on this node.
+    #[export]
+    focus_node: NodePath,
+    /// Cells a side of the window around the focus that `height_texture` and `flux_texture`
+    /// hold and the surface mesh covers, 16 ..= 4096.
+    #[export(range = (16.0, 4096.0, 16.0))]
+    #[init(val = 256)]
+    window_cells: i32,
+    /// Whether the node draws the water itself (a child mesh with `water_material`).
+    #[export]
+    #[init(val = true)]
+    show_mesh: bool,
+    /// The water's material; empty: the addon's water shader.
+    #[export]
+    water_material: Option<Gd<Material>>,
+    /// The window's height texels (`Image.FORMAT_RGBAF`): surface, depth, terrain, wet.
+    #[var(get, no_set)]
+    height_texture: Option<Gd<ImageTexture>>,
+    /// The window's flow texels (`Image.FORMAT_RGBAF`): velocity x, velocity z, speed, discharge.
+    #[var(get, no_set)]
+    flux_texture: Option<Gd<ImageTexture>>,
+    /// The images the textures were last given (what scripts read on the CPU).
+    height_image: Option<Gd<Image>>,
+    flux_image: Option<Gd<Image>>,
+    water: Option<WorldWater>,
+    /// (world_size, cell_size, ground_height) the world was made with.
+    built_with: Option<(Vector2i, f64, f64)>,
+    /// First cell and size of the window shown.
+    window: Option<([u32; 2], [u32; 2])>,
+    mesh_instance: Option<Gd<MeshInstance3D>>,
+    mesh_cells: Option<([u32; 2], f32)>,
+    default_material: Option<Gd<Material>>,
+    #[init(val = ErrorLog::for_class("PipeWaterWorld"))]
+    errors: ErrorLog,
+    base: Base<Node3D>,
+}
+
+#[godot_api]
+impl INode3D for PipeWaterWorld {
+    fn ready(&mut self) {
+        self.ensure_world();
+    }
+
+    fn physics_process(&mut self, delta: f64) {
+        if !self.ensure_world() {
+            return;
+        }
+        if self.running {
+            let result = self.water.as_mut().map(|w| w.advance((delta as f32).clamp(0.0, 10.0)));
+            self.core("step", result);
+        }
+        self.show_window();
+    }
+
+    fn exit_tree(&mut self) {
+        if let Some(mut mesh) = self.mesh_instance.take().filter(|m| m.is_instance_valid()) {
+            mesh.set_material_override(Option::<&Gd<Material>>::None);
+            mesh.set_mesh(Option::<&Gd<godot::classes::Mesh>>::None);
+            mesh.queue_free();
+        }
+        self.mesh_cells = None;
+    }
+}
+
+#[godot_api]
+impl PipeWaterWorld {
+    /// Emitted after a new world was made (at start, or after `world_size`, `cell_size` or
+    /// `ground_height` changed).
+    #[signal]
+    fn world_rebuilt();
+
+    #[func]
+    fn get_height_texture(&self) -> Option<Gd<ImageTexture>> {
+        self.height_texture.clone()
+    }
+
+    #[func]
+    fn get_flux_texture(&self) -> Option<Gd<ImageTexture>> {
+        self.flux_texture.clone()
+    }
+
+    /// The window's height texels as an `Image` (what `height_texture` shows), for scripts that
+    /// read them on the CPU; null before the first frame.
+    #[func]
+    fn get_height_image(&self) -> Option<Gd<Image>> {
+        self.height_image.clone()
+    }
+
+    /// The window's flow texels as an `Image` (what `flux_texture` shows).
+    #[func]
+    fn get_flux_image(&self) -> Option<Gd<Image>> {
+        self.flux_image.clone()
+    }
+
+    /// The most recent error message; empty when none.
+    #[func]
+    fn get_last_error(&self) -> GString {
+        GString::from(self.errors.last())
+    }
+
+    /// Whether the world exists (a wgpu device was found and the settings were accepted).
+    #[func]
+    fn is_ready(&self) -> bool {
+        self.water.is_some()
+    }
+
+    /// Steps the world by `delta` seconds now (for tests and tools; the node steps itself each
+    /// physics frame while `running`).
+    #[func]
+    fn step(&mut self, delta: f64) {
+        if !self.ensure_world() {
+            return;
+        }
+        if !(0.0..=10.0).contains(&delta) {
+            self.errors.reject(format!("step: delta = {delta} is out of range: valid range is 0 ..= 10 s"));
+            return;
+        }
+        let result = self.water.as_mut().map(|w| w.advance(delta as f32));
+        self.core("step", result);
+        self.show_window();
+    }
+
+    /// Sets the ground (local Y, m) of `size` cells from cell `origin`, row-major `heights`,
+    /// keeping the water.
+    #[func]
+    fn set_terrain_region(&mut self, origin: Vector2i, size: Vector2i, heights: PackedFloat32Array) {
+        if !self.ensure_world() {
+            return;
+        }
+        if origin.x < 0 || origin.y < 0 || size.x < 1 || size.y < 1 {
+            self.errors.reject(format!("set_terrain_region: origin {origin} and size {size}: origin must be ≥ 0 and size ≥ 1 cell"));
+            return;
+        }
+        let result = self.water.as_mut().map(|w| w.set_terrain_region(origin.x as u32, origin.y as u32, size.x as u32, size.y as u32, heights.as_slice()));
+        self.core("set_terrain_region", result);
+    }
+
+    /// Sets the ground from an image, one pixel a cell from cell `origin`: red channel (or
+    /// luminance) × `height_scale` + `height_offset`, keeping the water.
+    #[func]
+    fn set_terrain_from_image(&mut self, origin: Vector2i, image: Option<Gd<Image>>, height_scale: f64, height_offset: f64) {
+        let Some(image) = image else {
+            self.errors.reject("set_terrain_from_image: image is null: pass an Image".into());
+            return;
+        };
+        if !height_scale.is_finite() || !height_offset.is_finite() {
+            self.errors.reject(format!("set_terrain_from_image: height_scale = {height_scale}, height_offset = {height_offset}: both must be finite"));
+            return;
+        }
+        let mut copy = image.duplicate_resource();
+        if copy.is_compressed() && copy.decompress() != godot::global::Error::OK {
+            self.errors.reject("set_terrain_from_image: the image is compressed and could not be decompressed".into());
+            return;
+        }
+        copy.convert(Format::RF);
+        let (w, h) = (copy.get_width(), copy.get_height());
+        let data = copy.get_data();
+        let heights: Vec<f32> =
+            bytemuck::pod_collect_to_vec::<u8, f32>(data.as_slice()).into_iter().map(|v| (v as f64 * height_scale + height_offset).clamp(-(MAX_TERRAIN_ABS as f64), MAX_TERRAIN_ABS as f64) as f32).collect();
+        self.set_terrain_region(origin, Vector2i::new(w, h), PackedFloat32Array::from(heights.as_slice()));
+    }
+
+    /// Adds `volume` m³ of water within `radius` m of a global position; returns the volume
+    /// placed (0 off the world, or refused).
+    #[func]
+    fn add_water(&mut self, global_position: Vector3, volume: f64, radius: f64) -> f64 {
+        let Some(local) = self.local("add_water", global_position) else { return 0.0 };
+        let result = self.water.as_mut().map(|w| w.add_water(local.x, local.z, volume as f32, radius as f32));
+        self.core("add_water", result).unwrap_or(0.0)
+    }
+
+    /// Takes up to `volume` m³ of water from within `radius` m of a global position.
+    #[func]
+    fn remove_water(&mut self, global_position: Vector3, volume: f64, radius: f64) {
+        let Some(local) = self.local("remove_water", global_position) else { return };
+        let result = self.water.as_mut().map(|w| w.remove_water(local.x, local.z, volume as f32, radius as f32));
+        self.core("remove_water", result);
+    }
+
+    /// Raises (or lowers) the ground by `delta` m at a global position, smoothly to `radius` m.
+    #[func]
+    fn modify_terrain(&mut self, global_position: Vector3, delta: f64, radius: f64) {
+        let Some(local) = self.local("modify_terrain", global_position) else { return };
+        let result = self.water.as_mut().map(|w| w.modify_terrain(local.x, local.z, delta as f32, radius as f32));
+        self.core("modify_terrain", result);
+    }
+
+    /// A spring (`rate` > 0, m³/s) or drain (`rate` < 0) within `radius` m of a global position;
+    /// returns its id for `remove_source`, or -1 when refused.
+    #[func]
+    fn add_source(&mut self, global_position: Vector3, rate: f64, radius: f64) -> i64 {
+        let Some(local) = self.local("add_source", global_position) else { return -1 };
+        let result = self.water.as_mut().map(|w| w.add_source(local.x, local.z, rate as f32, radius as f32));
+        self.core("add_source", result).map_or(-1, |id| id.0 as i64)
+    }
+
+    /// Removes a source; false when no source has that id.
+    #[func]
+    fn remove_source(&mut self, id: i64) -> bool {
+        let Ok(id) = u32::try_from(id) else { return false };
+        self.water.as_mut().is_some_and(|w| w.remove_source(pipewater_core::SourceId(id)))
+    }
+
+    /// Global Y of the water surface (the ground where dry) at a global position; `-INF` off the
+    /// world.
+    #[func]
+    fn get_height(&mut self, global_position: Vector3) -> f64 {
+        let Some(local) = self.local("get_height", global_position) else { return OUTSIDE_HEIGHT as f64 };
+        let result = self.water.as_mut().map(|w| w.surface_height(local.x, local.z));
+        match self.core("get_height", result).flatten() {
+            Some(y) => (self.base().get_global_transform() * Vector3::new(local.x, y, local.z)).y as f64,
+            None => OUTSIDE_HEIGHT as f64,
+        }
+    }
+
+    /// Water depth (m) at a global position; 0 off the world.
+    #[func]
+    fn get_depth(&mut self, global_position: Vector3) -> f64 {
+        let Some(local) = self.local("get_depth", global_position) else { return 0.0 };
+        let result = self.water.as_mut().map(|w| w.depth(local.x, local.z));
+        self.core("get_depth", result).flatten().unwrap_or(0.0) as f64
+    }
+
+    /// Flow velocity (global, m/s, horizontal) at a global position; zero off the world.
+    #[func]
+    fn get_flow_velocity(&mut self, global_position: Vector3) -> Vector3 {
+        let Some(local) = self.local("get_flow_velocity", global_position) else { return Vector3::ZERO };
+        let result = self.water.as_mut().map(|w| w.flow_velocity(local.x, local.z));
+        match self.core("get_flow_velocity", result).flatten() {
+            Some([vx, vz]) => self.base().get_global_transform().basis * Vector3::new(vx, 0.0, vz),
+            None => Vector3::ZERO,
+        }
+    }
+
+    /// The ledger: `initial`, `added`, `removed`, `boundary_in`, `boundary_out` and `held`
+    /// (m³), and `exact` (held equals initial + added − removed + in − out, to the quantum).
+    #[func]
+    fn get_water_ledger(&mut self) -> VarDictionary {
+        let mut out = VarDictionary::new();
+        let Some(water) = self.water.as_mut() else { return out };
+        let qv = water.quantum_volume();
+        match water.ledger() {
+            Ok((ledger, held)) => {
+                let c = ledger.counters;
+                out.set("initial", ledger.initial as f64 * qv);
+                out.set("added", c.added as f64 * qv);
+                out.set("removed", c.removed as f64 * qv);
+                out.set("boundary_in", c.boundary_in as f64 * qv);
+                out.set("boundary_out", c.boundary_out as f64 * qv);
+                out.set("held", held as f64 * qv);
+                out.set("exact", held == ledger.initial + c.net());
+            }
+            Err(e) => self.errors.reject(format!("get_water_ledger: {}", core_message(&e))),
+        }
+        out
+    }
+
+    /// What the pages hold: `pages`, `resident`, `watered` (pages with water fields), `wet`,
+    /// `allocated`, `freed`, `device_bytes`, `host_terrain_bytes`, and the window shown
+    /// (`window_origin`, `window_size`, cells).
+    #[func]
+    fn get_world_report(&self) -> VarDictionary {
+        let mut out = VarDictionary::new();
+        let Some(water) = self.water.as_ref() else { return out };
+        let r = water.report();
+        out.set("pages", r.pages as i64);
+        out.set("resident", r.resident as i64);
+        out.set("watered", r.watered as i64);
+        out.set("wet", r.wet as i64);
+        out.set("allocated", r.allocated as i64);
+        out.set("freed", r.freed as i64);
+        out.set("device_bytes", water.world().device_bytes() as i64);
+        out.set("host_terrain_bytes", water.world().host_terrain_bytes() as i64);
+        if let Some((origin, size)) = self.window {
+            out.set("window_origin", Vector2i::new(origin[0] as i32, origin[1] as i32));
+            out.set("window_size", Vector2i::new(size[0] as i32, size[1] as i32));
+        }
+        out
+    }
+
+    /// The window shown, in the node's local XZ metres: position (min corner) and size.
+    #[func]
+    fn get_window_rect(&self) -> Rect2 {
+        let (Some(water), Some((origin, size))) = (self.water.as_ref(), self.window) else { return Rect2::default() };
+        let [ex, ez] = water.extent();
+        let dx = water.cell_size();
+        Rect2::new(Vector2::new(origin[0] as f32 * dx - ex / 2.0, origin[1] as f32 * dx - ez / 2.0), Vector2::new(size[0] as f32 * dx, size[1] as f32 * dx))
+    }
+}
+
+impl PipeWaterWorld {
+    /// The world, made (again) when its settings changed; false (reported once per change)
+    /// when it cannot be.
+    fn ensure_world(&mut self) -> bool {
+        let wanted = (self.world_size, self.cell_size, self.ground_height);
+        if self.built_with == Some(wanted) {
+            return self.water.is_some();
+        }
+        self.built_with = Some(wanted);
+        self.water = None;
+        self.window = None;
+        let params = Params { gravity: self.gravity as f32, ..Params::default() };
+        let size = self.world_size;
+        if size.x < 1 || size.y < 1 {
+            self.errors.reject(format!("world_size = {size} is out of range: each side must be at least 1 cell"));
+            return false;
+        }
+        match WorldWater::new(size.x as u32, size.y as u32, self.cell_size as f32, self.ground_height as f32, params) {
+            Ok(water) => {
+                self.water = Some(water);
+                self.base_mut().emit_signal("world_rebuilt", &[]);
+                true
+            }
+            Err(e) => {
+                self.errors.reject(format!("world: {}", core_message(&e)));
+                false
+            }
+        }
+    }
+
+    /// A global position in the node's local space, or `None` (reported) when it is not finite
+    /// or there is no world.
+    fn local(&mut self, method: &str, global_position: Vector3) -> Option<Vector3> {
+        if !self.ensure_world() {
+            return None;
+        }
+        if let Some(water) = self.water.as_mut() {
+            let gravity = self.gravity as f32;
+            if water.params().gravity != gravity {
+                let params = Params { gravity, ..water.params().clone() };
+                if let Err(e) = water.set_params(params) {
+                    self.errors.reject(format!("gravity: {}", core_message(&e)));
+                }
+            }
+        }
+        let local = global_to_local_point(&self.base().get_global_transform(), global_position);
+        if local.is_none() {
+            self.errors.reject(format!("{method}: global_position = {global_position} is not a finite point the node's transform maps"));
+        }
+        local
+    }
+
+    fn core<T>(&mut self, method: &str, result: Option<pipewater_core::Result<T>>) -> Option<T> {
+        self.errors.core_result(method, result)
+    }
+
+    /// Reads the window around the focus into the textures and moves the surface with it.
+    fn show_window(&mut self) {
+        let Some(water) = self.water.as_ref() else { return };
+        let [w, h] = water.size();
+        let side = (self.window_cells.clamp(MIN_WINDOW_CELLS, MAX_WINDOW_SIDE as i32)) as u32;
+        let size = [side.min(w), side.min(h)];
+        let focus = if self.focus_node.is_empty() {
+            None
+        } else {
+            self.base().get_node_or_null(&self.focus_node).and_then(|n| n.try_cast::<Node3D>().ok()).map(|n| n.get_global_position())
+        };
+        let local = focus.and_then(|p| global_to_local_point(&self.base().get_global_transform(), p)).unwrap_or(Vector3::ZERO);
+        let dx = water.cell_size() as f64;
+        let cells = [local.x as f64 / dx + w as f64 / 2.0, local.z as f64 / dx + h as f64 / 2.0];
+        let origin = window_start(cells, size, [w, h]);
+        let read = self.water.as_mut().map(|water| water.read_window(origin[0], origin[1], size[0], size[1]));
+        let Some(window) = self.core("window", read) else { return };
+        self.window = Some((origin, size));
+        (self.height_image, self.height_texture) = update_texture(self.height_image.take(), self.height_texture.take(), &window.height, size);
+        (self.flux_image, self.flux_texture) = update_texture(self.flux_image.take(), self.flux_texture.take(), &window.flow, size);
+        self.show_surface(origin, size);
+    }
+
+    /// The child mesh over the window, with the material and its parameters.
+    fn show_surface(&mut self, origin: [u32; 2], size: [u32; 2]) {
+        if !self.show_mesh {
+            if let Some(mut mesh) = self.mesh_instance.take().filter(|m| m.is_instance_valid()) {
+                mesh.queue_free();
+            }
+            self.mesh_cells = None;
+            return;
+        }
+        let Some(water) = self.water.as_ref() else { return };
+        let dx = water.cell_size();
+        let [ex, ez] = water.extent();
+        if !self.mesh_instance.as_ref().is_some_and(|m| m.is_instance_valid()) {
+            let mut instance = MeshInstance3D::new_alloc();
+            instance.set_name("WaterSurface");
+            self.base_mut().add_child(&instance);
+            self.mesh_instance = Some(instance);
+            self.mesh_cells = None;
+        }
+        let material = self.material();
+        let Some(mut instance) = self.mesh_instance.clone() else { return };
+        if self.mesh_cells != Some((size, dx)) {
+            let data = mesh_layout::grid_mesh(size[0], size[1], dx);
+            let mut arrays = VarArray::new();
+            arrays.resize(ArrayType::MAX.ord() as usize, &Variant::nil());
+            let vertices: PackedVector3Array = data.positions.iter().map(|p| Vector3::new(p[0], p[1], p[2])).collect();
+            let indices: PackedInt32Array = data.indices.iter().map(|&i| i as i32).collect();
+            arrays.set(ArrayType::VERTEX.ord() as usize, &vertices.to_variant());
+            arrays.set(ArrayType::INDEX.ord() as usize, &indices.to_variant());
+            let mut mesh = ArrayMesh::new_gd();
+            mesh.add_surface_from_arrays(PrimitiveType::TRIANGLES, &arrays);
+            instance.set_mesh(&mesh);
+            let (wx, wz) = (size[0] as f32 * dx, size[1] as f32 * dx);
+            instance.set_custom_aabb(Aabb::new(Vector3::new(-wx / 2.0, -MAX_TERRAIN_ABS, -wz / 2.0), Vector3::new(wx, 2.0 * MAX_TERRAIN_ABS, wz)));
+            self.mesh_cells = Some((size, dx));
+        }
+        // The mesh is centred on the window: the shader reads the window's textures as a grid of
+        // its size centred on the mesh.
+        let centre = Vector3::new((origin[0] as f32 + size[0] as f32 / 2.0) * dx - ex / 2.0, 0.0, (origin[1] as f32 + size[1] as f32 / 2.0) * dx - ez / 2.0);
+        instance.set_position(centre);
+        instance.set_material_override(material.as_ref());
+        if let Some(mut shader) = material.and_then(|m| m.try_cast::<ShaderMaterial>().ok()) {
+            shader.set_shader_parameter("height_texture", &self.height_texture.to_variant());
+            shader.set_shader_parameter("flux_texture", &self.flux_texture.to_variant());
+            shader.set_shader_parameter("grid_size", &Vector2::new(size[0] as f32, size[1] as f32).to_variant());
+            shader.set_shader_parameter("cell_size", &dx.to_variant());
+            shader.set_shader_parameter("clipmap_levels", &1.0f32.to_variant());
+            shader.set_shader_parameter("clipmap_snap", &0.0f32.to_variant());
+        }
+    }
+
+    fn material(&mut self) -> Option<Gd<Material>> {
+        if let Some(m) = &self.water_material {
+            return Some(m.clone());
+        }
+        if self.default_material.is_none() {
+            let mut loader = ResourceLoader::singleton();
+            if !loader.exists(DEFAULT_SHADER) {
+                return None;
+            }
+            let shader = loader.load(DEFAULT_SHADER).and_then(|r| r.try_cast::<Shader>().ok())?;
+            let mut material = ShaderMaterial::new_gd();
+            material.set_shader(&shader);
+            self.default_material = Some(material.upcast());
+        }
+        self.default_material.clone()
+    }
+}
+
+/// `texels` (`size` row-major) into `image` and `texture`, reusing both when the size is the same.
+fn update_texture(image: Option<Gd<Image>>, texture: Option<Gd<ImageTexture>>, texels: &[[f32; 4]], size: [u32; 2]) -> (Option<Gd<Image>>, Option<Gd<ImageTexture>>) {
+    let bytes = PackedByteArray::from(bytemuck::cast_slice::<[f32; 4], u8>(texels));
+    let (w, h) = (size[0] as i32, size[1] as i32);
+    let same = image.as_ref().is_some_and(|i| i.get_width() == w && i.get_height() == h);
+    let image = match image {
+        Some(mut image) => {
+            image.set_data(w, h, false, Format::RGBAF, &bytes);
+            image
+        }
+        None => match Image::create_from_data(w, h, false, Format::RGBAF, &bytes) {
+            Some(image) => image,
+            None => return (None, texture),
+        },
+    };
+    let texture = match texture {
+        Some(mut t) if same => {
+            t.update(&image);
+            Some(t)
+        }
+        _ => ImageTexture::create_from_image(&image),
+    };
+    (Some(image), texture)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The window centres on the focus in steps of the snap, stays within the world, and covers a
+    /// world smaller than itself from its first cell.
+    #[test]
+    fn the_window_follows_the_focus_within_the_world() {
+        let world = [10_000, 6_000];
+        let cases = [
+            ([5000.0, 3000.0], [256, 256], [4880, 2880]),
+            ([5007.0, 3009.0], [256, 256], [4880, 2880]),
+            ([5020.0, 3000.0], [256, 256], [4896, 2880]),
+            ([3.0, 5999.0], [256, 256], [0, 5744]),
+            ([f64::NAN, 100.0], [256, 256], [0, 0]),
+        ];
+        for (focus, window, expected) in cases {
+            let got = window_start(focus, window, world);
+            println!("focus {focus:?}, window {window:?}: starts at {got:?} (expected {expected:?})");
+            assert_eq!(got, expected);
+        }
+        assert_eq!(window_start([50.0, 50.0], [256, 256], [100, 80]), [0, 0]);
+    }
+}
