@@ -22,7 +22,7 @@ extends "res://tests/test_base.gd"
 const SHADER_PATH := "res://addons/pipe_water/water_surface.gdshader"
 ## Parameters the node sets, not meant for tuning.
 const NODE_PARAMETERS: Array[String] = [
-	"height_texture", "flux_texture", "grid_size", "cell_size", "clipmap_snap",
+	"height_texture", "flux_texture", "grid_size", "cell_size", "triangular_lattice", "clipmap_snap",
 	"clipmap_spacing", "clipmap_quads", "clipmap_levels", "detail_texture", "detail_on",
 	"detail_period", "detail_offset", "detail_rect",
 ]
@@ -40,6 +40,9 @@ const PIXEL_CHANGE := 0.03
 ## The large grid that the node draws with a clipmap: cells per side, m per cell.
 const LARGE_CELLS := 1024
 const LARGE_CELL := 0.25
+## A drawn edge of the water lies within this of where the lattice puts it (m, with 1 m cells: a
+## few pixels, and the shore's fade over its last 0.12 m of depth).
+const LATTICE_EDGE_TOLERANCE := 0.15
 
 
 func _initialize() -> void:
@@ -64,6 +67,7 @@ func _run() -> void:
 	_test_the_shader_declares_nothing_it_does_not_use()
 	await _test_the_node_draws_water_with_it()
 	await _test_a_large_grid_draws_a_clipmap_that_covers_it()
+	await _test_water_on_the_triangular_lattice_is_drawn_where_its_cells_lie()
 	_finish()
 
 
@@ -243,6 +247,100 @@ func _test_a_large_grid_draws_a_clipmap_that_covers_it() -> void:
 	print("floor left unchanged by the water at %d of %d sampled pixels" % [unchanged, sampled])
 	_check(unchanged == 0, "the clipmap's rings cover the lake without a hole or gap (%d of %d "
 			% [unchanged, sampled] + "pixels show the bare floor)")
+	scene.queue_free()
+	await process_frame
+	await process_frame
+
+
+## On NEIGHBOURS_TRIANGULAR the surface is drawn where the lattice's cells lie. A 40 × 40
+## lattice of 1 m cells, 1 m of water over flat ground that rises to a dry 5 m shelf from column
+## 30 and from row 30 on, seen straight down by an orthographic camera (red floor under it): the
+## water's drawn east edge on an even row and on an odd row, and its south edge, lie where the
+## lattice puts them, about 0.19 of a cell past the last wet cell's centre (where the ground,
+## read linearly between that cell and the dry one, rises through the surface). Odd rows lie half
+## a cell further east; rows dx·√3/2 apart, so the south edge lies at 8.39 m, where drawing the
+## array as a square grid would put it at 9.69 m.
+func _test_water_on_the_triangular_lattice_is_drawn_where_its_cells_lie() -> void:
+	var cells := 40
+	var scene := Node3D.new()
+	root.add_child(scene)
+	var sun := DirectionalLight3D.new()
+	sun.rotation = Vector3(-0.9, 0.6, 0.0)
+	scene.add_child(sun)
+	var floor_material := StandardMaterial3D.new()
+	floor_material.albedo_color = Color(0.9, 0.1, 0.1)
+	var floor_plane := PlaneMesh.new()
+	floor_plane.size = Vector2(120.0, 120.0)
+	floor_plane.material = floor_material
+	var ground := MeshInstance3D.new()
+	ground.mesh = floor_plane
+	ground.position.y = -0.01
+	scene.add_child(ground)
+	var heights := PackedFloat32Array()
+	heights.resize(cells * cells)
+	for y in cells:
+		for x in cells:
+			heights[y * cells + x] = 5.0 if x >= 30 or y >= 30 else 0.0
+	var water := PipeWater.new()
+	water.grid_size = Vector2i(cells, cells)
+	water.cell_size = 1.0
+	water.neighbour_mode = PipeWater.NEIGHBOURS_TRIANGULAR
+	water.momentum_advection = false
+	water.detail_waves = false
+	water.terrain_heights = heights
+	water.initial_water_level = 1.0
+	water.paused = true
+	scene.add_child(water)
+	var camera := Camera3D.new()
+	camera.projection = Camera3D.PROJECTION_ORTHOGONAL
+	camera.size = 48.0
+	scene.add_child(camera)
+	camera.look_at_from_position(Vector3(0.0, 50.0, 0.0), Vector3.ZERO, Vector3.FORWARD)
+	camera.make_current()
+	for i in 5:
+		await process_frame
+	await RenderingServer.frame_post_draw
+	var with_water: Image = root.get_texture().get_image()
+	water.show_mesh = false
+	for i in 3:
+		await process_frame
+	await RenderingServer.frame_post_draw
+	var without_water: Image = root.get_texture().get_image()
+	var size: Vector2i = with_water.get_size()
+	var metres_per_pixel: float = camera.size / size.y
+	var row := sqrt(3.0) / 2.0
+	# The farthest drawn water along +X on the pixel row through local Z, and along +Z on the
+	# pixel column through local X, m (-INF when none).
+	var east_edge := func(z: float) -> float:
+		var py: int = int(z / metres_per_pixel + size.y / 2.0)
+		var edge := -INF
+		for px in size.x:
+			var a: Color = with_water.get_pixel(px, py)
+			var b: Color = without_water.get_pixel(px, py)
+			if absf(a.r - b.r) + absf(a.g - b.g) + absf(a.b - b.b) > PIXEL_CHANGE:
+				edge = maxf(edge, (px + 0.5 - size.x / 2.0) * metres_per_pixel)
+		return edge
+	var south_edge := func(x: float) -> float:
+		var px: int = int(x / metres_per_pixel + size.x / 2.0)
+		var edge := -INF
+		for py in size.y:
+			var a: Color = with_water.get_pixel(px, py)
+			var b: Color = without_water.get_pixel(px, py)
+			if absf(a.r - b.r) + absf(a.g - b.g) + absf(a.b - b.b) > PIXEL_CHANGE:
+				edge = maxf(edge, (py + 0.5 - size.y / 2.0) * metres_per_pixel)
+		return edge
+	# Rows 10 (even) and 11 (odd): their last wet cell, 29, is centred at 29.5 − 20.25 m and
+	# half a cell further east; row 29's centre lies 29.5·row − 20·row along Z.
+	var past := 0.19
+	var cases: Array = [
+		["east edge of even row 10", east_edge.call((10.5 - 20.0) * row), 29.5 - 20.25 + past],
+		["east edge of odd row 11", east_edge.call((11.5 - 20.0) * row), 30.0 - 20.25 + past],
+		["south edge at x = -3 m", south_edge.call(-3.0), (29.5 - 20.0) * row + past * row],
+	]
+	for case: Array in cases:
+		_near(case[1], case[2], LATTICE_EDGE_TOLERANCE, "the water's drawn %s (%.3f m a pixel)" % [case[0], metres_per_pixel])
+	_near(cases[1][1] - cases[0][1], 0.5, LATTICE_EDGE_TOLERANCE,
+			"odd rows are drawn half a cell further east than even rows")
 	scene.queue_free()
 	await process_frame
 	await process_frame

@@ -344,7 +344,7 @@ impl Simulation {
     pub fn fill_to_shore(&mut self, x: f32, z: f32, level: f32) -> Result<f64> {
         Self::check_point(x, z)?;
         check_range("level", level, -MAX_TERRAIN_ABS, MAX_TERRAIN_ABS)?;
-        let Some(cell) = self.grid().cell_at(x, z) else {
+        let Some(cell) = self.lattice().cell_at(x, z) else {
             return Err(Error::invalid("position", format!("({x}, {z})"), "a point over the grid"));
         };
         let state = self.read_state()?;

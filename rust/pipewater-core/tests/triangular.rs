@@ -224,3 +224,29 @@ fn flow_texels_read_a_uniform_current_back_on_the_triangular_lattice() {
     assert!(worst <= TOLERANCE * 0.3);
     assert!((queried[0] - current[0]).abs() <= 1.0e-4 && (queried[1] - current[1]).abs() <= 1.0e-4);
 }
+
+/// What is written for the square grid is refused on the triangular lattice, naming `neighbours`
+/// and the modes it accepts, with the water untouched: detail waves (their square tiles would lie
+/// across the hexagons) and floating bodies (their footprints would be laid on the square grid's
+/// centres, up to half a cell off and stretched along Z). Taking bodies away (an empty list) and
+/// turning the layer off stay accepted.
+#[test]
+fn detail_waves_and_floating_bodies_are_refused_on_the_triangular_lattice() {
+    let g = grid(24, 24, 1.0);
+    let mut state = State::new(g);
+    state.fill_to_level(1.0).unwrap();
+    let mut sim = Simulation::cpu(state, triangular()).unwrap();
+    let before = sim.read_state().unwrap().total_quanta();
+    let detail = sim.set_detail(Some(pipewater_core::DetailParams::default())).unwrap_err().to_string();
+    let hull = pipewater_core::HullShape::Sphere { radius: 1.0 };
+    let bodies = sim.couple_bodies(&[pipewater_core::Body::new(pipewater_core::glam::Vec3::new(0.0, 1.0, 0.0), hull)], 1.0 / 60.0, 1000.0).unwrap_err().to_string();
+    println!("detail waves: {detail}\nbodies: {bodies}");
+    for message in [&detail, &bodies] {
+        assert!(message.contains("neighbours") && message.contains("four or eight"), "{message}");
+    }
+    assert!(sim.detail_params().is_none());
+    sim.set_detail(None).unwrap();
+    assert!(sim.couple_bodies(&[], 1.0 / 60.0, 1000.0).unwrap().is_empty());
+    sim.run_steps(0.02, 10).unwrap();
+    assert_eq!(sim.read_state().unwrap().total_quanta(), before, "the water is untouched");
+}

@@ -17,7 +17,13 @@
 //! coincide with the next level's: no cracks, no T-junctions. The shader clamps every vertex to
 //! the grid, so the outermost level ends exactly on the grid's edge.
 //!
+//! **Triangular lattice** ([`lattice_mesh`]). The grid layout's vertices on the lattice's cell
+//! centres and edges, triangulated along the lattice's own triangles. A clipmap on the lattice is
+//! the same mesh as on the square grid; the shader spaces its rows `√3/2` as far apart along Z.
+//!
 //! Triangles wind clockwise seen from above (+Y), as Godot's `PlaneMesh`: Godot's front faces.
+
+use pipewater_core::{Grid, Lattice, NeighbourMode};
 
 /// Quads per side of a clipmap level's square (a multiple of 4: the hole is half of it).
 pub const CLIPMAP_QUADS: u32 = 256;
@@ -102,6 +108,52 @@ pub fn grid_mesh(width: u32, height: u32, cell_size: f32) -> MeshData {
     for row in 1..zs.len() as u32 {
         for column in 1..columns {
             push_quad(&mut mesh.indices, (row - 1) * columns + column - 1, (row - 1) * columns + column, row * columns + column - 1, row * columns + column);
+        }
+    }
+    mesh
+}
+
+/// A mesh for the triangular lattice of `width × height` cells of `cell_size` m
+/// ([`Lattice`], `NeighbourMode::Triangular`): a vertex on every cell centre (odd rows half a cell
+/// further along +X, rows `cell_size·√3/2` apart along Z) and on the lattice's edges, each row's
+/// edge vertices level with it and the north and south edges' vertices above and below the first
+/// and last rows' centres. Between two rows of centres every triangle is one of the lattice's
+/// equilateral triangles (each quad split along its short diagonal, which leans the other way
+/// from one pair of rows to the next), so the surface the shader draws is the lattice's own
+/// linear interpolation.
+pub fn lattice_mesh(width: u32, height: u32, cell_size: f32) -> MeshData {
+    let lattice = Lattice::new(Grid { width, height, cell_size }, NeighbourMode::Triangular);
+    let [ex, ez] = lattice.extent();
+    let mut mesh = MeshData::default();
+    // Vertex rows: the north edge, one per row of cells, the south edge; each row's X positions
+    // are those of the row of cells it lies on or next to.
+    let rows = height + 2;
+    let columns = width + 2;
+    let cell_row = |row: u32| row.saturating_sub(1).min(height - 1);
+    for row in 0..rows {
+        let z = match row {
+            0 => -0.5 * ez,
+            r if r == rows - 1 => 0.5 * ez,
+            r => lattice.cell_centre(0, r - 1)[1],
+        };
+        mesh.positions.push([-0.5 * ex, 0.0, z]);
+        for x in 0..width {
+            mesh.positions.push([lattice.cell_centre(x, cell_row(row))[0], 0.0, z]);
+        }
+        mesh.positions.push([0.5 * ex, 0.0, z]);
+    }
+    for row in 1..rows {
+        // Whether the row below lies half a cell further along +X than the row above (an even
+        // row of cells above an odd one): then the short diagonal runs north-east to south-west.
+        let shifted_east = cell_row(row) % 2 == 1 && cell_row(row - 1) % 2 == 0;
+        for column in 1..columns {
+            let (nw, ne) = ((row - 1) * columns + column - 1, (row - 1) * columns + column);
+            let (sw, se) = (row * columns + column - 1, row * columns + column);
+            if shifted_east || cell_row(row) == cell_row(row - 1) {
+                push_quad(&mut mesh.indices, nw, ne, sw, se);
+            } else {
+                mesh.indices.extend_from_slice(&[nw, ne, se, nw, se, sw]);
+            }
         }
     }
     mesh
@@ -224,6 +276,58 @@ mod tests {
             0.5 * ((b[2] - a[2]) * (c[0] - a[0]) - (b[0] - a[0]) * (c[2] - a[2])).abs()
         }).sum();
         assert_eq!(area, 10.0 * 6.0);
+    }
+
+    /// On the triangular lattice the mesh has a vertex on every cell centre where the core's
+    /// `Lattice` puts it (odd rows half a cell along +X, rows `dx·√3/2` apart), its triangles
+    /// between rows of centres are the lattice's equilateral ones (every side `dx`: the short
+    /// diagonal of each quad), and they cover the lattice's rectangle once.
+    #[test]
+    fn a_lattice_mesh_puts_its_vertices_on_the_lattice_and_its_triangles_along_it() {
+        let (w, h, dx) = (6u32, 5u32, 2.0f32);
+        let lattice = Lattice::new(Grid { width: w, height: h, cell_size: dx }, NeighbourMode::Triangular);
+        let mesh = lattice_mesh(w, h, dx);
+        println!("{w}×{h} lattice cells of {dx} m: {} vertices, {} triangles", mesh.positions.len(), mesh.indices.len() / 3);
+        assert_eq!(mesh.positions.len(), Layout::Grid { width: w, height: h }.vertex_count());
+        assert!(mesh.indices.iter().all(|&i| (i as usize) < mesh.positions.len()));
+        let mut farthest = 0.0f32;
+        let mut centres = HashSet::new();
+        for y in 0..h {
+            for x in 0..w {
+                let [cx, cz] = lattice.cell_centre(x, y);
+                let (i, d) = mesh.positions.iter().enumerate().map(|(i, p)| (i, (p[0] - cx).hypot(p[2] - cz))).fold((0, f32::MAX), |a, b| if b.1 < a.1 { b } else { a });
+                farthest = farthest.max(d);
+                centres.insert(i as u32);
+            }
+        }
+        let [cx, cz] = lattice.cell_centre(1, 1);
+        println!("cell (1, 1) at ({cx}, {cz}) m (the square grid's centre: (-3, -2)); farthest vertex from its cell centre {farthest:e} m");
+        assert!(farthest < 1.0e-5);
+        // Odd row 1: (1 + ½ + ½)·dx − (W + ½)·dx/2 along X; one row spacing north of the middle row.
+        assert!((cx - (-2.5)).abs() < 1e-5 && (cz - (-dx * 3f32.sqrt() / 2.0)).abs() < 1e-5);
+        let mut sides = (f32::MAX, 0.0f32);
+        for t in mesh.indices.chunks(3).filter(|t| t.iter().all(|i| centres.contains(i))) {
+            for k in 0..3 {
+                let (a, b) = (mesh.positions[t[k] as usize], mesh.positions[t[(k + 1) % 3] as usize]);
+                let side = (a[0] - b[0]).hypot(a[2] - b[2]);
+                sides = (sides.0.min(side), sides.1.max(side));
+            }
+        }
+        println!("sides of the triangles between centres: {} ..= {} m", sides.0, sides.1);
+        assert!((sides.0 - dx).abs() < 1e-5 && (sides.1 - dx).abs() < 1e-5);
+        let [ex, ez] = lattice.extent();
+        let xs: Vec<f32> = mesh.positions.iter().map(|p| p[0]).collect();
+        let zs: Vec<f32> = mesh.positions.iter().map(|p| p[2]).collect();
+        let bounds = |v: &[f32]| (v.iter().cloned().fold(f32::MAX, f32::min), v.iter().cloned().fold(f32::MIN, f32::max));
+        assert_eq!(bounds(&xs), (-0.5 * ex, 0.5 * ex));
+        assert_eq!(bounds(&zs), (-0.5 * ez, 0.5 * ez));
+        assert_clockwise_from_above(&mesh);
+        let area: f32 = mesh.indices.chunks(3).map(|t| {
+            let [a, b, c] = [t[0], t[1], t[2]].map(|i| mesh.positions[i as usize]);
+            0.5 * ((b[2] - a[2]) * (c[0] - a[0]) - (b[0] - a[0]) * (c[2] - a[2])).abs()
+        }).sum();
+        println!("area covered {area} m², the lattice's rectangle {} m²", ex * ez);
+        assert!((area - ex * ez).abs() < 1e-3);
     }
 
     #[test]

@@ -701,6 +701,8 @@ impl PipeWater {
     fn set_neighbour_mode(&mut self, value: WaterNeighbours) {
         self.neighbour_mode = value;
         self.pending.params();
+        // Detail waves run on the square grid only: the layer is checked again.
+        self.detail_changed = true;
     }
 
     /// Sets `cross_section`.

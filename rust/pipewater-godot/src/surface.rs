@@ -8,7 +8,7 @@ use godot::classes::mesh::{ArrayType, PrimitiveType};
 use godot::classes::{ArrayMesh, Material, Mesh, MeshInstance3D, ResourceLoader, Shader, ShaderMaterial};
 use godot::prelude::*;
 use pipewater_core::quanta::MAX_TERRAIN_ABS;
-use pipewater_core::Grid;
+use pipewater_core::{Grid, Lattice};
 
 /// Default water surface shader, loaded when `water_material` is empty.
 const DEFAULT_SHADER: &str = "res://addons/pipe_water/water_surface.gdshader";
@@ -18,13 +18,14 @@ const DEFAULT_SHADER: &str = "res://addons/pipe_water/water_surface.gdshader";
 pub struct WaterSurface {
     mesh_instance: Option<Gd<MeshInstance3D>>,
     default_material: Option<Gd<Material>>,
-    /// The mesh shown, and the layout and cell size it was built for.
-    mesh: Option<(Gd<ArrayMesh>, Layout, f32)>,
+    /// The mesh shown, and the layout, cell size and lattice (triangular or not) it was built for.
+    mesh: Option<(Gd<ArrayMesh>, Layout, f32, bool)>,
 }
 
 /// What the surface's material is given to draw the water.
 pub struct SurfaceInputs<'a> {
-    pub grid: Grid,
+    /// The cells and where they lie (the square grid or the triangular lattice).
+    pub lattice: Lattice,
     /// `water_material`; `None` for the default.
     pub material: Option<&'a Gd<Material>>,
     pub height_texture: Variant,
@@ -45,19 +46,22 @@ impl WaterSurface {
         Some(mesh_instance)
     }
 
-    /// Shapes the mesh to the grid and gives it the material, with the textures, the grid and
-    /// the clipmap's figures set as shader parameters on a `ShaderMaterial`.
+    /// Shapes the mesh to the grid (or the triangular lattice) and gives it the material, with
+    /// the textures, the grid, the lattice and the clipmap's figures set as shader parameters on
+    /// a `ShaderMaterial`.
     pub fn update(&mut self, inputs: SurfaceInputs) {
-        let grid = inputs.grid;
-        let [ex, ez] = grid.extent();
+        let lattice = inputs.lattice;
+        let grid = lattice.grid;
+        let [ex, ez] = lattice.extent();
         let layout = mesh_layout::choose_layout(grid.width, grid.height);
-        let mesh = self.mesh(layout, grid);
+        let mesh = self.mesh(layout, lattice);
         let material = self.material(inputs.material);
         if let Some(mut shader_material) = material.clone().and_then(|m| m.try_cast::<ShaderMaterial>().ok()) {
             shader_material.set_shader_parameter("height_texture", &inputs.height_texture);
             shader_material.set_shader_parameter("flux_texture", &inputs.flux_texture);
             shader_material.set_shader_parameter("grid_size", &Vector2::new(grid.width as f32, grid.height as f32).to_variant());
             shader_material.set_shader_parameter("cell_size", &grid.cell_size.to_variant());
+            shader_material.set_shader_parameter("triangular_lattice", &lattice.triangular.to_variant());
             let (snap, quads, levels) = match layout {
                 Layout::Grid { .. } => (0.0, 0, 1),
                 Layout::Clipmap { quads, levels } => (mesh_layout::clipmap_snap(grid.cell_size, levels), quads, levels),
@@ -109,24 +113,27 @@ impl WaterSurface {
         self.mesh = None;
     }
 
-    /// The mesh for `layout`, built when the layout or the cell size changed. The same
+    /// The mesh for `layout` on `lattice`, built when the layout, the cell size or the lattice
+    /// changed. The same
     /// `ArrayMesh` is refilled rather than swapped for a new one: fewer renderer resources churned
     /// on every rebuild, and Godot's headless renderer reports an error when a replaced mesh's
     /// instance is freed.
-    fn mesh(&mut self, layout: Layout, grid: Grid) -> Gd<ArrayMesh> {
-        if let Some((mesh, built, cell)) = &self.mesh {
-            if *built == layout && *cell == grid.cell_size {
+    fn mesh(&mut self, layout: Layout, lattice: Lattice) -> Gd<ArrayMesh> {
+        let grid: Grid = lattice.grid;
+        if let Some((mesh, built, cell, triangular)) = &self.mesh {
+            if *built == layout && *cell == grid.cell_size && *triangular == lattice.triangular {
                 return mesh.clone();
             }
         }
         let data = match layout {
+            Layout::Grid { width, height } if lattice.triangular => mesh_layout::lattice_mesh(width, height, grid.cell_size),
             Layout::Grid { width, height } => mesh_layout::grid_mesh(width, height, grid.cell_size),
             Layout::Clipmap { quads, levels } => mesh_layout::clipmap_mesh(quads, levels, grid.cell_size),
         };
-        let mut mesh = self.mesh.take().map(|(m, _, _)| m).unwrap_or_else(ArrayMesh::new_gd);
+        let mut mesh = self.mesh.take().map(|(m, _, _, _)| m).unwrap_or_else(ArrayMesh::new_gd);
         mesh.clear_surfaces();
         mesh.add_surface_from_arrays(PrimitiveType::TRIANGLES, &surface_arrays(&data));
-        self.mesh = Some((mesh.clone(), layout, grid.cell_size));
+        self.mesh = Some((mesh.clone(), layout, grid.cell_size, lattice.triangular));
         mesh
     }
 

@@ -4,7 +4,7 @@
 use super::{MAX_FRAME_DELTA, Simulation};
 use crate::bodies::{self, Body, BodyForce, Coupling};
 use crate::detail;
-use crate::error::{check_range, Result};
+use crate::error::{check_range, Error, Result};
 
 impl Simulation {
     /// Couples `bodies` (in this grid's local frame) with the water for the coming frame of
@@ -13,7 +13,8 @@ impl Simulation {
     /// returns the forces the water puts on each body (or why that body was left out). Call it
     /// once per frame before [`Simulation::advance`], with every body (an empty list takes the
     /// last ones out). Reads the newest snapshot, so on a GPU the bodies see water one or two
-    /// frames old.
+    /// frames old. Bodies are refused on the triangular lattice: their footprints are laid on the
+    /// square grid's cell centres, which would misplace them by up to half a cell.
     pub fn couple_bodies(&mut self, bodies: &[Body], frame_dt: f32, density: f32) -> Result<Vec<Result<BodyForce>>> {
         check_range("frame_dt", frame_dt, 0.0, MAX_FRAME_DELTA)?;
         check_range("density", density, 1.0, 1.0e5)?;
@@ -21,6 +22,9 @@ impl Simulation {
             self.on_backend(|b| b.set_displacement(&[]))?;
             self.apply_detail_pressure(&[], &[]);
             return Ok(Vec::new());
+        }
+        if self.lattice().triangular {
+            return Err(Error::invalid("neighbours", "triangular", "four or eight while floating bodies are coupled (bodies are written for the square grid)"));
         }
         let cells = bodies::cells_to_read(&self.grid, bodies);
         if !cells.is_empty() {

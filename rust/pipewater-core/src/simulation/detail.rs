@@ -3,20 +3,24 @@
 
 use super::Simulation;
 use crate::detail::{self, DetailDriver, DetailParams, DetailTexels, DetailWindow};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use std::sync::Arc;
 
 impl Simulation {
     /// Turns the detail wave layer ([`crate::detail`]) on with `params` (validated) or off
     /// (`None`). Changing the window or the subdivision puts the waves at rest; the other settings
     /// apply from the next frame. On error (bad settings, a backend that cannot allocate the
-    /// window) the layer stays as it was.
+    /// window) the layer stays as it was. Refused on the triangular lattice, where the layer's
+    /// square tiles would lie across the hexagonal cells.
     pub fn set_detail(&mut self, params: Option<DetailParams>) -> Result<()> {
         let Some(params) = params else {
             self.backend.configure_detail(None)?;
             self.detail = None;
             return Ok(());
         };
+        if self.lattice().triangular {
+            return Err(Error::invalid("neighbours", "triangular", "four or eight while detail waves are on (the detail layer is written for the square grid)"));
+        }
         params.validate()?;
         match &mut self.detail {
             Some(driver) => {

@@ -148,7 +148,7 @@ impl PipeWater {
         let height = validate::float_in("fill_to_shore: global_position (height in the node's space)", local.y as f64, -limit, limit, " m");
         let Some(level) = self.errors.accept(height) else { return 0.0 };
         let Some(sim) = self.sim.as_mut() else { return 0.0 };
-        if !sim.grid().contains(local.x, local.z) {
+        if !sim.lattice().contains(local.x, local.z) {
             return 0.0;
         }
         let result = sim.fill_to_shore(local.x, local.z, level);

@@ -59,6 +59,18 @@ impl PipeWater {
         if bodies.is_empty() && !self.had_bodies {
             return;
         }
+        if self.sim.as_ref().is_some_and(|s| s.lattice().triangular) {
+            // Refused by the core every frame; said once, when bodies arrive, rather than each
+            // physics frame. The hulls get no force from the water.
+            if !bodies.is_empty() && !self.had_bodies {
+                self.errors.reject(format!("bodies: {} PipeWaterBody hull(s) are not coupled: neighbour_mode = NEIGHBOURS_TRIANGULAR is out of range: valid range is NEIGHBOURS_FOUR or NEIGHBOURS_EIGHT while floating bodies are coupled (bodies are written for the square grid)", bodies.len()));
+            }
+            self.had_bodies = !bodies.is_empty();
+            for mut hull in members {
+                hull.bind_mut().clear_figures();
+            }
+            return;
+        }
         self.had_bodies = !bodies.is_empty();
         let density = self.fluid_density();
         let result = self.sim.as_mut().map(|s| s.couple_bodies(&bodies, delta as f32, density));

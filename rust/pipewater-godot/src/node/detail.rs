@@ -5,6 +5,7 @@
 use super::PipeWater;
 use crate::mapping::global_to_local_point;
 use godot::classes::Node3D;
+use godot::global::godot_warn;
 use godot::prelude::*;
 use pipewater_core::DetailParams;
 
@@ -56,7 +57,14 @@ impl PipeWater {
         self.detail_changed = false;
         // The layer may free the RD texture the material shows.
         self.detail_output.release();
-        let params = self.detail_params();
+        let mut params = self.detail_params();
+        if params.is_some() && self.sim.as_ref().is_some_and(|s| s.lattice().triangular) {
+            // The core refuses the layer on the lattice (its square tiles would lie across the
+            // hexagonal cells). A warning rather than an error: detail_waves is on by default,
+            // and the water itself runs the same without it.
+            godot_warn!("PipeWater: detail_waves is off with neighbour_mode = NEIGHBOURS_TRIANGULAR (the detail layer is written for the square grid, see docs/MODEL.md); set detail_waves = false to say so");
+            params = None;
+        }
         let result = self.sim.as_mut().map(|s| s.set_detail(params));
         self.errors.core_result("detail waves", result);
     }

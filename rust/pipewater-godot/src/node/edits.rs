@@ -103,7 +103,7 @@ impl PipeWater {
         let Some(sim) = self.sim.as_mut() else {
             return 0.0;
         };
-        if !sim.grid().contains(xz[0], xz[1]) {
+        if !sim.lattice().contains(xz[0], xz[1]) {
             return 0.0;
         }
         let result = sim.fill_basin(xz[0], xz[1], level);

@@ -65,7 +65,7 @@ impl PipeWater {
         let Some((_, xz)) = self.local_point("is_inside", global_position) else {
             return false;
         };
-        self.sim.as_ref().is_some_and(|s| s.grid().contains(xz[0], xz[1]))
+        self.sim.as_ref().is_some_and(|s| s.lattice().contains(xz[0], xz[1]))
     }
 
     /// Total water on the grid, m³ (from the newest snapshot).

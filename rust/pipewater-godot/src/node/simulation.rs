@@ -1,7 +1,7 @@
 //! Running the simulation: keeping it in step with the properties (build or update), advancing,
 //! resetting, and handing each result on to the outputs and the surface.
 
-use super::{PipeWater, WaterBackend};
+use super::{PipeWater, WaterBackend, WaterCrossSection};
 use super::build::{self, EdgeInputs, ParamInputs, Plan, TerrainInputs};
 use crate::saved_state::PipeWaterState;
 use crate::surface::SurfaceInputs;
@@ -295,8 +295,14 @@ impl PipeWater {
                 if params {
                     let params = self.params();
                     self.erosion_to_cpu(&params);
+                    let triangular = params.neighbours == pipewater_core::NeighbourMode::Triangular;
                     let result = self.sim.as_mut().map(|s| s.set_params(params));
-                    self.errors.core_result("parameters", result);
+                    if self.errors.core_result("parameters", result).is_some() {
+                        self.warn_lattice_limits(triangular);
+                    }
+                    // The neighbour mode may have moved the cells onto or off the triangular
+                    // lattice: the mesh and the shader follow.
+                    self.sync_surface();
                 }
                 if self.detail_changed {
                     self.apply_detail();
@@ -306,12 +312,23 @@ impl PipeWater {
         }
     }
 
+    /// Warns that `momentum_advection` is ignored on the triangular lattice (its advection is not
+    /// written: the step there is pressure-driven, fronts run at about 40 % of the shallow-water
+    /// speed). A warning, not a refusal: advection is on by default, and the lattice's step is a
+    /// complete model without it.
+    fn warn_lattice_limits(&self, triangular: bool) {
+        if triangular && self.momentum_advection && self.cross_section == WaterCrossSection::DepthDependent {
+            godot_warn!("PipeWater: momentum_advection is ignored with neighbour_mode = NEIGHBOURS_TRIANGULAR (advection is written for the square grid; the lattice's step is pressure-driven, see docs/MODEL.md); set momentum_advection = false to say so");
+        }
+    }
+
     /// Replaces the simulation with a new one from the properties; on failure (reported) the
     /// old one, if any, keeps running. The source nodes are placed again in the new one.
     fn build(&mut self) {
         let Some(grid) = self.errors.accept(build::grid(self.grid_size, self.cell_size)) else { return };
         let Some(start) = self.start(grid) else { return };
         let params = self.params();
+        self.warn_lattice_limits(params.neighbours == pipewater_core::NeighbourMode::Triangular);
         // The RD textures let go of the old backend's RIDs before it frees them.
         let old = self.outputs.release_rendering_device();
         self.detail_output.release();
@@ -449,12 +466,12 @@ impl PipeWater {
             self.surface.free();
             return;
         }
-        let Some(grid) = self.sim.as_ref().map(|s| s.grid()) else { return };
+        let Some(lattice) = self.sim.as_ref().map(|s| s.lattice()) else { return };
         if let Some(mesh_instance) = self.surface.instance_to_add() {
             self.base_mut().add_child_ex(&mesh_instance).internal(InternalMode::FRONT).done();
         }
         self.surface.update(SurfaceInputs {
-            grid,
+            lattice,
             material: self.water_material.as_ref(),
             height_texture: self.outputs.height_texture().to_variant(),
             flux_texture: self.outputs.flux_texture().to_variant(),
