@@ -15,6 +15,7 @@ func _initialize() -> void:
 func _run() -> void:
 	print("PipeWater world tests, Godot %s" % Engine.get_version_info().string)
 	await _test_a_lake_in_a_world_past_the_dense_limit()
+	await _test_ground_from_a_coarse_image_and_a_sea_at_an_edge()
 	await _test_bad_input_is_refused_with_no_effect()
 	_finish("PIPEWATER WORLD TESTS")
 
@@ -103,6 +104,39 @@ func _test_a_lake_in_a_world_past_the_dense_limit() -> void:
 	world.free()
 
 
+func _test_ground_from_a_coarse_image_and_a_sea_at_an_edge() -> void:
+	print("-- a 2 × 2 heightmap at 32 cells a pixel, and a sea held at the south edge")
+	var world := PipeWaterWorld.new()
+	world.world_size = Vector2i(64, 64)
+	world.running = false
+	root.add_child(world)
+	await process_frame
+	var image := Image.create(2, 2, false, Image.FORMAT_RF)
+	image.set_pixel(0, 0, Color(0.0, 0, 0))
+	image.set_pixel(1, 0, Color(1.0, 0, 0))
+	image.set_pixel(0, 1, Color(2.0, 0, 0))
+	image.set_pixel(1, 1, Color(3.0, 0, 0))
+	world.set_terrain_from_image(image, 2.0, -1.0, Vector2i.ZERO, 32)
+	_check(world.get_last_error().is_empty(), "the image is taken: %s" % world.get_last_error())
+	# Pixel centres at cells 16 and 48: half-way between them, the four pixels' mean.
+	_near(world.get_height(Vector3(0.0, 0.0, 0.0)), 2.0, 1.0e-5,
+			"the ground between the pixel centres is bilinear: (0 + 1 + 2 + 3)/4 × 2 − 1")
+	# Cell (16, 16) lies 1/64 pixel past the first pixel's centre along x and z: 0 + 1/64 × 1
+	# + 1/64 × 2 in pixel values.
+	_near(world.get_height(Vector3(-15.5, 0.0, -15.5)), 3.0 / 64.0 * 2.0 - 1.0, 1.0e-5,
+			"next to the first pixel's centre the ground is bilinear in the pixels")
+	world.boundary_south = PipeWater.BOUNDARY_LEVEL
+	world.boundary_level_south = 6.0
+	for i in 120:
+		world.step(1.0 / 30.0)
+	var ledger: Dictionary = world.get_water_ledger()
+	print("   after 4 s: %s" % ledger)
+	_check(ledger.get("boundary_in", 0.0) > 100.0, "the sea flows in over the low south edge")
+	_check(ledger.get("exact", false), "the ledger is exact with the sea")
+	_check(world.get_depth(Vector3(0.0, 0.0, 31.0)) > 0.5, "the south of the world is under the sea")
+	world.free()
+
+
 func _test_bad_input_is_refused_with_no_effect() -> void:
 	print("-- bad input")
 	var world: PipeWaterWorld = await _make_world()
@@ -125,8 +159,14 @@ func _test_bad_input_is_refused_with_no_effect() -> void:
 			"a NaN height is refused: %s" % world.get_last_error())
 	world.step(-1.0)
 	_check(world.get_last_error().contains("delta"), "a negative step is refused")
-	world.set_terrain_from_image(Vector2i.ZERO, null, 1.0, 0.0)
+	world.set_terrain_from_image(null, 1.0, 0.0, Vector2i.ZERO, 1)
 	_check(world.get_last_error().contains("null"), "a null image is refused")
+	var small := Image.create(4, 4, false, Image.FORMAT_RF)
+	world.set_terrain_from_image(small, 1.0, 0.0, Vector2i.ZERO, 0)
+	_check(world.get_last_error().contains("cells_per_pixel"), "0 cells a pixel is refused")
+	world.set_terrain_from_image(small, 1.0, 0.0, Vector2i(SIDE - 8, 0), 4)
+	_check(world.get_last_error().contains("past the"),
+			"an image past the world is refused: %s" % world.get_last_error())
 	var ledger: Dictionary = world.get_water_ledger()
 	_check(ledger.get("held", -1.0) == 0.0 and ledger.get("added", -1.0) == 0.0,
 			"nothing was added: %s" % ledger)

@@ -17,13 +17,16 @@ use godot::classes::{ArrayMesh, INode3D, Image, ImageTexture, Material, MeshInst
 use godot::prelude::*;
 use pipewater_core::quanta::MAX_TERRAIN_ABS;
 use pipewater_core::world_water::{WorldWater, MAX_WINDOW_SIDE};
-use pipewater_core::Params;
+use crate::node::WaterBoundary;
+use pipewater_core::{Boundary, Params};
 
 /// The addon's water shader, used when `water_material` is empty.
 const DEFAULT_SHADER: &str = "res://addons/pipe_water/water_surface.gdshader";
 /// Cells the window moves by at least: a focus walking about does not shift the textures (and
 /// the surface's vertices) every frame.
 pub const WINDOW_SNAP_CELLS: u32 = 16;
+/// Rows of cells [`PipeWaterWorld::set_terrain_from_image`] writes at a time.
+const TERRAIN_BAND_ROWS: u32 = 256;
 /// Smallest window side, cells.
 pub const MIN_WINDOW_CELLS: i32 = 16;
 
@@ -39,6 +42,29 @@ pub fn window_start(focus: [f64; 2], window: [u32; 2], world: [u32; 2]) -> [u32;
         start[axis] = if focus[axis].is_finite() { snapped } else { 0 };
     }
     start
+}
+
+/// Rows `first .. first + rows` of the ground an image of `size` pixels makes at `factor` cells a
+/// pixel: bilinear between pixel centres (cell centres sample at `(cell + ½)/factor − ½`),
+/// clamped at the image's edges, row-major over `size[0] · factor` columns.
+pub fn upsampled_band(pixels: &[f32], size: [u32; 2], factor: u32, first: u32, rows: u32) -> Vec<f32> {
+    let [iw, ih] = size;
+    let at = |x: i64, y: i64| pixels[(y.clamp(0, ih as i64 - 1) as u32 * iw + x.clamp(0, iw as i64 - 1) as u32) as usize];
+    let coordinate = |cell: u32| (cell as f64 + 0.5) / factor as f64 - 0.5;
+    let columns = iw * factor;
+    let mut out = Vec::with_capacity(columns as usize * rows as usize);
+    for row in first..first + rows {
+        let v = coordinate(row);
+        let (y0, ty) = (v.floor() as i64, (v - v.floor()) as f32);
+        for col in 0..columns {
+            let u = coordinate(col);
+            let (x0, tx) = (u.floor() as i64, (u - u.floor()) as f32);
+            let top = at(x0, y0) + (at(x0 + 1, y0) - at(x0, y0)) * tx;
+            let bottom = at(x0, y0 + 1) + (at(x0 + 1, y0 + 1) - at(x0, y0 + 1)) * tx;
+            out.push(top + (bottom - top) * ty);
+        }
+    }
+    out
 }
 
 /// Water for a whole world, stored in pages (see the module docs and `docs/BACKENDS.md`).
@@ -62,7 +88,46 @@ pub struct PipeWaterWorld {
     #[export(range = (0.1, 100.0, 0.01, suffix = "m/s²"))]
     #[init(val = 9.81)]
     gravity: f64,
+    /// Boundary of the local −Z edge (`PipeWater.BOUNDARY_WALL`, `BOUNDARY_OPEN`,
+    /// `BOUNDARY_INFLOW`, `BOUNDARY_LEVEL`), as on `PipeWater`.
+    #[export_group(name = "Boundaries")]
+    #[export]
+    boundary_north: WaterBoundary,
+    /// Boundary of the local +X edge.
+    #[export]
+    boundary_east: WaterBoundary,
+    /// Boundary of the local +Z edge.
+    #[export]
+    boundary_south: WaterBoundary,
+    /// Boundary of the local −X edge.
+    #[export]
+    boundary_west: WaterBoundary,
+    /// Inflow through the −Z edge when it is `BOUNDARY_INFLOW`, m³/s.
+    #[export(range = (0.0, 100.0, 0.01, or_greater, suffix = "m³/s"))]
+    inflow_rate_north: f64,
+    /// Inflow through the +X edge when it is `BOUNDARY_INFLOW`, m³/s.
+    #[export(range = (0.0, 100.0, 0.01, or_greater, suffix = "m³/s"))]
+    inflow_rate_east: f64,
+    /// Inflow through the +Z edge when it is `BOUNDARY_INFLOW`, m³/s.
+    #[export(range = (0.0, 100.0, 0.01, or_greater, suffix = "m³/s"))]
+    inflow_rate_south: f64,
+    /// Inflow through the −X edge when it is `BOUNDARY_INFLOW`, m³/s.
+    #[export(range = (0.0, 100.0, 0.01, or_greater, suffix = "m³/s"))]
+    inflow_rate_west: f64,
+    /// Surface of the water beyond the −Z edge when it is `BOUNDARY_LEVEL` (a sea), local m.
+    #[export(range = (-100.0, 100.0, 0.01, or_greater, or_less, suffix = "m"))]
+    boundary_level_north: f64,
+    /// Surface of the water beyond the +X edge when it is `BOUNDARY_LEVEL`, local m.
+    #[export(range = (-100.0, 100.0, 0.01, or_greater, or_less, suffix = "m"))]
+    boundary_level_east: f64,
+    /// Surface of the water beyond the +Z edge when it is `BOUNDARY_LEVEL`, local m.
+    #[export(range = (-100.0, 100.0, 0.01, or_greater, or_less, suffix = "m"))]
+    boundary_level_south: f64,
+    /// Surface of the water beyond the −X edge when it is `BOUNDARY_LEVEL`, local m.
+    #[export(range = (-100.0, 100.0, 0.01, or_greater, or_less, suffix = "m"))]
+    boundary_level_west: f64,
     /// Whether the world steps each physics frame.
+    #[export_group(name = "")]
     #[export]
     #[init(val = true)]
     running: bool,
@@ -99,6 +164,8 @@ pub struct PipeWaterWorld {
     mesh_instance: Option<Gd<MeshInstance3D>>,
     mesh_cells: Option<([u32; 2], f32)>,
     default_material: Option<Gd<Material>>,
+    /// Parameters last refused, so that the refusal is reported once.
+    refused_params: Option<Params>,
     #[init(val = ErrorLog::for_class("PipeWaterWorld"))]
     errors: ErrorLog,
     base: Base<Node3D>,
@@ -204,10 +271,12 @@ impl PipeWaterWorld {
         self.core("set_terrain_region", result);
     }
 
-    /// Sets the ground from an image, one pixel a cell from cell `origin`: red channel (or
-    /// luminance) × `height_scale` + `height_offset`, keeping the water.
+    /// Sets the ground from an image from cell `origin`: red channel (or luminance) ×
+    /// `height_scale` + `height_offset`, each pixel covering `cells_per_pixel`² cells (1 ..= 64;
+    /// bilinear between pixel centres, so a 1024² heightmap makes the ground of an 8192² world),
+    /// keeping the water. Written in bands: the full-resolution ground never exists at once.
     #[func]
-    fn set_terrain_from_image(&mut self, origin: Vector2i, image: Option<Gd<Image>>, height_scale: f64, height_offset: f64) {
+    fn set_terrain_from_image(&mut self, image: Option<Gd<Image>>, height_scale: f64, height_offset: f64, origin: Vector2i, cells_per_pixel: i64) {
         let Some(image) = image else {
             self.errors.reject("set_terrain_from_image: image is null: pass an Image".into());
             return;
@@ -216,17 +285,47 @@ impl PipeWaterWorld {
             self.errors.reject(format!("set_terrain_from_image: height_scale = {height_scale}, height_offset = {height_offset}: both must be finite"));
             return;
         }
+        if !(1..=64).contains(&cells_per_pixel) {
+            self.errors.reject(format!("set_terrain_from_image: cells_per_pixel = {cells_per_pixel} is out of range: valid range is 1 ..= 64"));
+            return;
+        }
+        if origin.x < 0 || origin.y < 0 {
+            self.errors.reject(format!("set_terrain_from_image: origin = {origin}: must be a cell, ≥ 0"));
+            return;
+        }
+        if !self.ensure_world() {
+            return;
+        }
         let mut copy = image.duplicate_resource();
         if copy.is_compressed() && copy.decompress() != godot::global::Error::OK {
             self.errors.reject("set_terrain_from_image: the image is compressed and could not be decompressed".into());
             return;
         }
         copy.convert(Format::RF);
-        let (w, h) = (copy.get_width(), copy.get_height());
-        let data = copy.get_data();
-        let heights: Vec<f32> =
-            bytemuck::pod_collect_to_vec::<u8, f32>(data.as_slice()).into_iter().map(|v| (v as f64 * height_scale + height_offset).clamp(-(MAX_TERRAIN_ABS as f64), MAX_TERRAIN_ABS as f64) as f32).collect();
-        self.set_terrain_region(origin, Vector2i::new(w, h), PackedFloat32Array::from(heights.as_slice()));
+        let (iw, ih) = (copy.get_width() as u32, copy.get_height() as u32);
+        let pixels: Vec<f32> = bytemuck::pod_collect_to_vec::<u8, f32>(copy.get_data().as_slice())
+            .into_iter()
+            .map(|v| (v as f64 * height_scale + height_offset).clamp(-(MAX_TERRAIN_ABS as f64), MAX_TERRAIN_ABS as f64) as f32)
+            .collect();
+        let factor = cells_per_pixel as u32;
+        let (w, h) = (iw * factor, ih * factor);
+        let [ww, wh] = self.water.as_ref().map_or([0, 0], |water| water.size());
+        if origin.x as u64 + w as u64 > ww as u64 || origin.y as u64 + h as u64 > wh as u64 {
+            self.errors.reject(format!(
+                "set_terrain_from_image: a {iw}x{ih} image at {cells_per_pixel} cells a pixel covers {w}x{h} cells from {origin}, past the {ww}x{wh} world"
+            ));
+            return;
+        }
+        let mut row = 0;
+        while row < h {
+            let rows = TERRAIN_BAND_ROWS.min(h - row);
+            let band = upsampled_band(&pixels, [iw, ih], factor, row, rows);
+            let result = self.water.as_mut().map(|water| water.set_terrain_region(origin.x as u32, origin.y as u32 + row, w, rows, &band));
+            if self.core("set_terrain_from_image", result).is_none() {
+                return;
+            }
+            row += rows;
+        }
     }
 
     /// Adds `volume` m³ of water within `radius` m of a global position; returns the volume
@@ -363,12 +462,13 @@ impl PipeWaterWorld {
     fn ensure_world(&mut self) -> bool {
         let wanted = (self.world_size, self.cell_size, self.ground_height);
         if self.built_with == Some(wanted) {
+            self.sync_params();
             return self.water.is_some();
         }
         self.built_with = Some(wanted);
         self.water = None;
         self.window = None;
-        let params = Params { gravity: self.gravity as f32, ..Params::default() };
+        let params = self.params();
         let size = self.world_size;
         if size.x < 1 || size.y < 1 {
             self.errors.reject(format!("world_size = {size} is out of range: each side must be at least 1 cell"));
@@ -387,20 +487,49 @@ impl PipeWaterWorld {
         }
     }
 
+    /// The core's parameters for the node's properties.
+    fn params(&self) -> Params {
+        let edge = |mode: WaterBoundary, rate: f64, level: f64| match mode {
+            WaterBoundary::Wall => Boundary::Wall,
+            WaterBoundary::Open => Boundary::Open,
+            WaterBoundary::Inflow => Boundary::Inflow { rate: rate as f32 },
+            WaterBoundary::Level => Boundary::Level { level: level as f32 },
+        };
+        Params {
+            gravity: self.gravity as f32,
+            // The core's edge order: north (−Z), east (+X), south (+Z), west (−X).
+            boundaries: [
+                edge(self.boundary_north, self.inflow_rate_north, self.boundary_level_north),
+                edge(self.boundary_east, self.inflow_rate_east, self.boundary_level_east),
+                edge(self.boundary_south, self.inflow_rate_south, self.boundary_level_south),
+                edge(self.boundary_west, self.inflow_rate_west, self.boundary_level_west),
+            ],
+            ..Params::default()
+        }
+    }
+
+    /// Hands changed properties to the world; a refused change is reported once and the world
+    /// keeps stepping with what it had.
+    fn sync_params(&mut self) {
+        let params = self.params();
+        let Some(water) = self.water.as_mut() else { return };
+        if *water.params() == params || self.refused_params.as_ref() == Some(&params) {
+            return;
+        }
+        match water.set_params(params.clone()) {
+            Ok(()) => self.refused_params = None,
+            Err(e) => {
+                self.errors.reject(format!("parameters: {}", core_message(&e)));
+                self.refused_params = Some(params);
+            }
+        }
+    }
+
     /// A global position in the node's local space, or `None` (reported) when it is not finite
     /// or there is no world.
     fn local(&mut self, method: &str, global_position: Vector3) -> Option<Vector3> {
         if !self.ensure_world() {
             return None;
-        }
-        if let Some(water) = self.water.as_mut() {
-            let gravity = self.gravity as f32;
-            if water.params().gravity != gravity {
-                let params = Params { gravity, ..water.params().clone() };
-                if let Err(e) = water.set_params(params) {
-                    self.errors.reject(format!("gravity: {}", core_message(&e)));
-                }
-            }
         }
         let local = global_to_local_point(&self.base().get_global_transform(), global_position);
         if local.is_none() {
@@ -552,5 +681,23 @@ mod tests {
             assert_eq!(got, expected);
         }
         assert_eq!(window_start([50.0, 50.0], [256, 256], [100, 80]), [0, 0]);
+    }
+
+    /// A heightmap made coarser holds its pixel values at the centres of their cell blocks'
+    /// middle, interpolates linearly between pixel centres, and keeps the edge value past the
+    /// outer pixel centres; bands put together equal the whole.
+    #[test]
+    fn an_image_made_coarser_is_interpolated_between_pixel_centres() {
+        let pixels = [0.0f32, 4.0, 8.0, 12.0];
+        let whole = upsampled_band(&pixels, [2, 2], 4, 0, 8);
+        let row0: Vec<f32> = whole[..8].to_vec();
+        println!("first row of a 2x2 image at 4 cells a pixel: {row0:?}");
+        // Cell centres 0.5..7.5 over 4: pixel coordinates -0.375, -0.125, 0.125, ..., 1.375.
+        assert_eq!(row0, vec![0.0, 0.0, 0.5, 1.5, 2.5, 3.5, 4.0, 4.0]);
+        let column0: Vec<f32> = (0..8).map(|r| whole[r * 8]).collect();
+        assert_eq!(column0, vec![0.0, 0.0, 1.0, 3.0, 5.0, 7.0, 8.0, 8.0]);
+        let bands: Vec<f32> = [(0, 3), (3, 5)].iter().flat_map(|&(first, rows)| upsampled_band(&pixels, [2, 2], 4, first, rows)).collect();
+        assert_eq!(bands, whole);
+        assert_eq!(upsampled_band(&pixels, [2, 2], 1, 0, 2), pixels.to_vec(), "one cell a pixel is the image");
     }
 }
