@@ -9,6 +9,8 @@
 //! - `persistence`: saving and loading, synchronous and asynchronous
 //!   (`res://tests/test_persistence.gd`), headless;
 //! - `sleeping`: sleeping tiles on the CPU backend (`res://tests/test_sleeping.gd`), headless;
+//! - `lattice`: the node on the triangular lattice, its queries, edits and mesh on the lattice's
+//!   cells and what it refuses there (`res://tests/test_lattice.gd`), headless;
 //! - `world`: `PipeWaterWorld`, a world in pages on the wgpu device (`res://tests/test_world.gd`),
 //!   headless;
 //! - `terrain_sources`: `terrain_source` over stand-ins of Terrain3D and HTerrain, a
@@ -209,6 +211,7 @@ fn test_version(godot: &Path, folders: &mut Vec<String>, package: &TestPackage) 
     report.layers.push(("run_tests", run("run_tests", headless("res://tests/run_tests.gd"), &FAILURE_MARKERS, PASS_LINE)));
     report.layers.push(("persistence", run("persistence", headless("res://tests/test_persistence.gd"), &FAILURE_MARKERS, PASS_LINE)));
     report.layers.push(("sleeping", run("sleeping", headless("res://tests/test_sleeping.gd"), &FAILURE_MARKERS, PASS_LINE)));
+    report.layers.push(("lattice", run("lattice", headless("res://tests/test_lattice.gd"), &FAILURE_MARKERS, PASS_LINE)));
     report.layers.push(("world", run("world", headless("res://tests/test_world.gd"), &FAILURE_MARKERS, PASS_LINE)));
     report.layers.push(("terrain_sources", run("terrain_sources", headless("res://tests/test_terrain_sources.gd"), &FAILURE_MARKERS, PASS_LINE)));
     report.layers.push(("multiplayer", run("multiplayer", headless("res://tests/test_multiplayer.gd"), &FAILURE_MARKERS, PASS_LINE)));
