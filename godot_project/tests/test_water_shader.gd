@@ -338,7 +338,8 @@ func _test_water_on_the_triangular_lattice_is_drawn_where_its_cells_lie() -> voi
 		["south edge at x = -3 m", south_edge.call(-3.0), (29.5 - 20.0) * row + past * row],
 	]
 	for case: Array in cases:
-		_near(case[1], case[2], LATTICE_EDGE_TOLERANCE, "the water's drawn %s (%.3f m a pixel)" % [case[0], metres_per_pixel])
+		_near(case[1], case[2], LATTICE_EDGE_TOLERANCE,
+				"the water's drawn %s (%.3f m a pixel)" % [case[0], metres_per_pixel])
 	_near(cases[1][1] - cases[0][1], 0.5, LATTICE_EDGE_TOLERANCE,
 			"odd rows are drawn half a cell further east than even rows")
 	scene.queue_free()
