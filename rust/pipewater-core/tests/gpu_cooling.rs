@@ -4,42 +4,21 @@
 #![cfg(feature = "gpu")]
 
 mod gpu_support;
+mod lava_fields;
 
 use gpu_support::*;
+use lava_fields::{ground_gain_quanta, lava_field};
 use pipewater_core::backend::cpu::CpuBackend;
 use pipewater_core::backend::gpu::GpuBackend;
 use pipewater_core::backend::{Backend, CellWater, FramePlan};
 use pipewater_core::cooling::{quanta_per_cell, solidify};
 use pipewater_core::pipes::StepConstants;
-use pipewater_core::{BackendPreference, Boundary, Grid, Params, Simulation, State, DEPTH_QUANTUM};
-
-/// A basin (x < 16) beside an incline rising 0.1 m a cell, 32 × 16 cells of 0.5 m, beds whole
-/// quanta (as `tests/viscosity.rs` pours its lava on).
-fn lava_field() -> State {
-    let g = Grid::new(32, 16, 0.5).unwrap();
-    let mut state = State::new(g);
-    for y in 0..16 {
-        for x in 0..32u32 {
-            let height = if x < 16 { 0.0 } else { 0.1 * (x - 15) as f32 };
-            state.terrain[g.index(x, y)] = (height / DEPTH_QUANTUM).round() * DEPTH_QUANTUM;
-        }
-    }
-    state
-}
+use pipewater_core::{BackendPreference, Boundary, Params, Simulation, State, DEPTH_QUANTUM};
 
 /// A runny lava (ν = 0.02 m²/s, so that it spreads over the basin within seconds) cooling at
 /// 1 mm/s, walled in.
 fn lava() -> Params {
     Params { viscosity: 0.02, solidify_rate: 1.0e-3, boundaries: [Boundary::Wall; 4], ..Params::default() }
-}
-
-/// The ground's gain from `before` to `after`, quanta (each cell's gain is a whole number of quanta).
-fn ground_gain_quanta(before: &State, after: &State) -> i64 {
-    before.terrain.iter().zip(&after.terrain).map(|(&b, &a)| {
-        let gain = (a as f64 - b as f64) / DEPTH_QUANTUM as f64;
-        assert_eq!(gain, gain.round(), "a bed rose by whole quanta");
-        gain as i64
-    }).sum()
 }
 
 /// Cells whose depth or terrain bits differ between `a` and `b`.

@@ -4,8 +4,10 @@
 //! quantum, to the fluid that left.
 
 mod common;
+mod lava_fields;
 
 use common::*;
+use lava_fields::{ground_gain_quanta, lava_field};
 use pipewater_core::validation::{FILM_DURATION, MUD_FILM};
 use pipewater_core::{BackendPreference, Boundary, Error, Grid, Params, Simulation, State, DEPTH_QUANTUM};
 
@@ -108,29 +110,6 @@ fn a_viscosity_or_solidify_rate_out_of_range_is_refused_and_the_parameters_are_k
         }
         assert_eq!(*sim.params(), before);
     }
-}
-
-/// Beds that are whole quanta under 16 m, so that a raised bed is exact in `f32` and the ground's
-/// gain can be counted in quanta: a basin (west half) beside an incline falling into it.
-fn lava_field() -> State {
-    let g = Grid::new(32, 16, 0.5).unwrap();
-    let mut state = State::new(g);
-    for y in 0..16 {
-        for x in 0..32u32 {
-            let height = if x < 16 { 0.0 } else { 0.1 * (x - 15) as f32 };
-            state.terrain[g.index(x, y)] = (height / DEPTH_QUANTUM).round() * DEPTH_QUANTUM;
-        }
-    }
-    state
-}
-
-/// The ground's gain since `before`, quanta (each cell's gain is a whole number of quanta).
-fn ground_gain_quanta(before: &State, after: &State) -> i64 {
-    before.terrain.iter().zip(&after.terrain).map(|(&b, &a)| {
-        let gain = (a as f64 - b as f64) / DEPTH_QUANTUM as f64;
-        assert_eq!(gain, gain.round(), "a bed rose by whole quanta");
-        gain as i64
-    }).sum()
 }
 
 /// Lava (ν = 100 m²/s) poured from a source onto an incline runs into a basin and cools at
