@@ -16,6 +16,7 @@
 use crate::backend::{CellTerrain, CellWater};
 use crate::error::{check_range, Error, Result};
 use crate::grid::{CellRect, Grid};
+use crate::lattice::Lattice;
 use crate::quanta::{DEPTH_QUANTUM, MAX_DEPTH, MAX_DEPTH_QUANTA};
 use crate::simulation::Simulation;
 use crate::quanta::MAX_TERRAIN_ABS;
@@ -179,7 +180,7 @@ pub fn downhill_below(state: &State, start: (u32, u32), level: f32, diagonal: bo
 /// camera 2·10⁶ m up) a half-cell step is below half an `f32` step of the distance, and `t + step`
 /// would stop moving. Distances and points are taken in `f64` for the same reason; only the
 /// heights asked of `height` are `f32`.
-pub fn ray_hit(grid: &Grid, y_range: (f32, f32), origin: [f32; 3], direction: [f32; 3], mut height: impl FnMut(f32, f32) -> Option<f32>) -> Option<[f32; 3]> {
+pub fn ray_hit(lattice: &Lattice, y_range: (f32, f32), origin: [f32; 3], direction: [f32; 3], mut height: impl FnMut(f32, f32) -> Option<f32>) -> Option<[f32; 3]> {
     let origin = origin.map(f64::from);
     let direction = direction.map(f64::from);
     let length = direction.iter().map(|d| d * d).sum::<f64>().sqrt();
@@ -187,8 +188,9 @@ pub fn ray_hit(grid: &Grid, y_range: (f32, f32), origin: [f32; 3], direction: [f
         return None;
     }
     let d = direction.map(|v| v / length);
-    let [ex, ez] = grid.extent().map(f64::from);
-    let cell = grid.cell_size as f64;
+    // The lattice's own rectangle: on the triangular lattice half a cell wider and √3/2 as deep.
+    let [ex, ez] = lattice.extent().map(f64::from);
+    let cell = lattice.grid.cell_size as f64;
     // Padded by a cell, so that flat ground still makes a box of some height.
     let low = [-0.5 * ex, y_range.0 as f64 - cell, -0.5 * ez];
     let high = [0.5 * ex, y_range.1 as f64 + cell, 0.5 * ez];
@@ -364,8 +366,8 @@ impl Simulation {
         if !(y_range.0.is_finite() && y_range.1.is_finite()) {
             return None;
         }
-        let grid = self.grid();
-        ray_hit(&grid, y_range, origin, direction, |x, z| self.surface_height(x, z))
+        let lattice = self.lattice();
+        ray_hit(&lattice, y_range, origin, direction, |x, z| self.surface_height(x, z))
     }
 }
 
@@ -457,14 +459,14 @@ mod tests {
         let g = grid(64, 64);
         let ground = |x: f32, z: f32| g.contains(x, z).then_some(2.0f32);
         for direction in [[0.0, -1.0, 0.0], [1.0, -1.0, 0.5], [-3.0, -2.0, 0.0]] {
-            let hit = ray_hit(&g, (2.0, 2.0), [-5.0, 12.0, 1.0], direction, ground).expect("a hit");
+            let hit = ray_hit(&Lattice::square(g), (2.0, 2.0), [-5.0, 12.0, 1.0], direction, ground).expect("a hit");
             // The plane y = 2 is 10 m below the origin.
             let t = 10.0 / -direction[1];
             let expected = [-5.0 + direction[0] * t, 2.0, 1.0 + direction[2] * t];
             println!("direction {direction:?}: hit {hit:?}, expected {expected:?}");
             assert!(hit.iter().zip(expected).all(|(a, b)| (a - b).abs() < 1.0e-3));
         }
-        assert_eq!(ray_hit(&g, (2.0, 2.0), [-5.0, 12.0, 1.0], [0.0, 1.0, 0.0], ground), None, "a ray upwards misses");
-        assert_eq!(ray_hit(&g, (2.0, 2.0), [100.0, 12.0, 0.0], [0.0, -1.0, 0.0], ground), None, "a ray beside the grid misses");
+        assert_eq!(ray_hit(&Lattice::square(g), (2.0, 2.0), [-5.0, 12.0, 1.0], [0.0, 1.0, 0.0], ground), None, "a ray upwards misses");
+        assert_eq!(ray_hit(&Lattice::square(g), (2.0, 2.0), [100.0, 12.0, 0.0], [0.0, -1.0, 0.0], ground), None, "a ray beside the grid misses");
     }
 }

@@ -250,3 +250,24 @@ fn detail_waves_and_floating_bodies_are_refused_on_the_triangular_lattice() {
     sim.run_steps(0.02, 10).unwrap();
     assert_eq!(sim.read_state().unwrap().total_quanta(), before, "the water is untouched");
 }
+
+/// A ray picks the lattice's own rectangle: straight down onto the east end of an odd row, which
+/// lies half a cell past the square grid's edge, it meets the water there; and down beyond the
+/// lattice's south edge (inside the square grid's `H·dx`, outside the lattice's `H·dx·√3/2`), it
+/// misses.
+#[test]
+fn a_ray_meets_the_water_over_the_lattices_own_rectangle() {
+    let g = grid(20, 20, 1.0);
+    let mut state = State::new(g);
+    state.fill_to_level(1.0).unwrap();
+    let lattice = Lattice::new(g, NeighbourMode::Triangular);
+    let mut sim = Simulation::cpu(state, triangular()).unwrap();
+    let [east_end, row] = lattice.cell_centre(19, 11);
+    let hit = sim.raycast([east_end + 0.4, 10.0, row], [0.0, -1.0, 0.0]);
+    let south = 0.5 * g.height as f32 * g.cell_size * 3f32.sqrt() / 2.0 + 0.5;
+    let beyond = sim.raycast([0.0, 10.0, south], [0.0, -1.0, 0.0]);
+    println!("down at x = {} (square grid's edge {}), z = {row}: {hit:?}; down at z = {south}: {beyond:?}", east_end + 0.4, 0.5 * g.width as f32);
+    let hit = hit.expect("the ray meets the water over the east end of an odd row");
+    assert!((hit[1] - 1.0).abs() < 1.0e-3, "it meets the surface at 1 m: {hit:?}");
+    assert_eq!(beyond, None, "south of the lattice the ray misses");
+}
