@@ -241,7 +241,8 @@ impl PipeWaterWorld {
     }
 
     /// Steps the world by `delta` seconds now (for tests and tools; the node steps itself each
-    /// physics frame while `running`).
+    /// physics frame while `running`). The textures follow at the next physics frame or
+    /// `refresh_window()`.
     #[func]
     fn step(&mut self, delta: f64) {
         if !self.ensure_world() {
@@ -253,7 +254,15 @@ impl PipeWaterWorld {
         }
         let result = self.water.as_mut().map(|w| w.advance(delta as f32));
         self.core("step", result);
-        self.show_window();
+    }
+
+    /// Reads the window around the focus into the textures now (the node does so once each
+    /// physics frame; a script that stepped the world by hand calls it before reading them).
+    #[func]
+    fn refresh_window(&mut self) {
+        if self.ensure_world() {
+            self.show_window();
+        }
     }
 
     /// Sets the ground (local Y, m) of `size` cells from cell `origin`, row-major `heights`,
