@@ -16,7 +16,8 @@
 use crate::backend::{CellTerrain, CellWater};
 use crate::error::{check_range, Error, Result};
 use crate::grid::{CellRect, Grid};
-use crate::lattice::Lattice;
+use crate::lattice::{neighbour_steps, Lattice};
+use crate::params::NeighbourMode;
 use crate::quanta::{DEPTH_QUANTUM, MAX_DEPTH, MAX_DEPTH_QUANTA};
 use crate::simulation::Simulation;
 use crate::quanta::MAX_TERRAIN_ABS;
@@ -141,10 +142,10 @@ pub fn smoothing(grid: &Grid, terrain: &[f32], footprint: &[(u32, f32)], strengt
 }
 
 /// Where a fill that makes `start` its shore begins: `start` itself when its ground lies below
-/// `level`, else the first cell below `level` on the path of steepest descent from it (over four
-/// neighbours, or eight with `diagonal`). `None` when that path ends in a low point at or above
-/// `level`: there is no basin below the point to fill.
-pub fn downhill_below(state: &State, start: (u32, u32), level: f32, diagonal: bool) -> Option<(u32, u32)> {
+/// `level`, else the first cell below `level` on the path of steepest descent from it (over the
+/// cells `neighbours` connects, [`neighbour_steps`]). `None` when that path ends in a low point at
+/// or above `level`: there is no basin below the point to fill.
+pub fn downhill_below(state: &State, start: (u32, u32), level: f32, neighbours: NeighbourMode) -> Option<(u32, u32)> {
     let grid = state.grid;
     let (mut x, mut y) = start;
     loop {
@@ -153,7 +154,7 @@ pub fn downhill_below(state: &State, start: (u32, u32), level: f32, diagonal: bo
             return Some((x, y));
         }
         let mut lowest = ((x, y), here);
-        for (dx, dy) in [(1i64, 0i64), (-1, 0), (0, 1), (0, -1), (1, 1), (-1, 1), (1, -1), (-1, -1)].into_iter().take(if diagonal { 8 } else { 4 }) {
+        for &(dx, dy) in neighbour_steps(neighbours, y) {
             let (nx, ny) = (x as i64 + dx, y as i64 + dy);
             if nx < 0 || ny < 0 || nx >= grid.width as i64 || ny >= grid.height as i64 {
                 continue;
@@ -350,7 +351,7 @@ impl Simulation {
             return Err(Error::invalid("position", format!("({x}, {z})"), "a point over the grid"));
         };
         let state = self.read_state()?;
-        match downhill_below(&state, cell, level, self.diagonal()) {
+        match downhill_below(&state, cell, level, self.params().neighbours) {
             Some(start) => self.fill_basin_from(&state, start, level),
             None => Ok(0.0),
         }
@@ -440,11 +441,11 @@ mod tests {
                 state.terrain[g.index(x, y)] = 4.0 - x as f32;
             }
         }
-        let start = downhill_below(&state, (0, 1), 1.5, true);
+        let start = downhill_below(&state, (0, 1), 1.5, NeighbourMode::Eight);
         println!("from the top of the slope to level 1.5: {start:?}");
         assert_eq!(start, Some((3, 1)));
-        assert_eq!(downhill_below(&state, (4, 1), 1.5, false), Some((4, 1)));
-        assert_eq!(downhill_below(&state, (0, 1), -1.0, true), None, "no ground below -1 m");
+        assert_eq!(downhill_below(&state, (4, 1), 1.5, NeighbourMode::Four), Some((4, 1)));
+        assert_eq!(downhill_below(&state, (0, 1), -1.0, NeighbourMode::Eight), None, "no ground below -1 m");
     }
 
     #[test]

@@ -16,6 +16,23 @@ use crate::grid::Grid;
 use crate::params::{NeighbourMode, TRIANGULAR_AREA_RATIO, TRIANGULAR_ROW_SPACING};
 use crate::quanta::DEPTH_QUANTUM;
 
+/// The cells a cell in row `y` exchanges water with, as `(dx, dy)` steps in the array: the four
+/// orthogonal ones, the four diagonals with eight neighbours, and on the triangular lattice the
+/// two diagonals of the neighbours in the rows beside it, which lean towards −X on even rows and
+/// +X on odd ones (`pipes::lattice_has_pipe`). Orthogonal steps come first. For walks over the
+/// cells (basin fills, the way downhill) that must take the steps water takes.
+pub fn neighbour_steps(neighbours: NeighbourMode, y: u32) -> &'static [(i64, i64)] {
+    const SQUARE: [(i64, i64); 8] = [(1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (-1, 1), (1, -1), (-1, -1)];
+    const EVEN_ROW: [(i64, i64); 6] = [(1, 0), (-1, 0), (0, 1), (0, -1), (-1, 1), (-1, -1)];
+    const ODD_ROW: [(i64, i64); 6] = [(1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (1, -1)];
+    match neighbours {
+        NeighbourMode::Four => &SQUARE[..4],
+        NeighbourMode::Eight => &SQUARE,
+        NeighbourMode::Triangular if y % 2 == 0 => &EVEN_ROW,
+        NeighbourMode::Triangular => &ODD_ROW,
+    }
+}
+
 /// A grid's cells placed in the world for a neighbour mode.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Lattice {

@@ -1,6 +1,7 @@
 //! Ready-made states for tests, benchmarks and the demo.
 
 use crate::grid::Grid;
+use crate::params::NeighbourMode;
 use crate::quanta::depth_to_quanta;
 use crate::simulation::basin_fill;
 use crate::state::State;
@@ -269,7 +270,7 @@ pub fn demo_landscape(grid: Grid, seed: u64, roughness: f32, relief: f32) -> Dem
     state.fill_to_level(lake_level).expect("demo_landscape: the lake's level lies within MAX_DEPTH of the terrain");
     // The reservoir: the basin behind the dam, filled as `Simulation::fill_basin` would.
     let start = (((DEMO_RESERVOIR_U * w) as u32).min(grid.width - 1), ((demo_centre_line(DEMO_RESERVOIR_U) * h) as u32).min(grid.height - 1));
-    for cell in basin_fill(&state, start, reservoir_level, true).expect("demo_landscape: the reservoir lies within MAX_DEPTH of the terrain") {
+    for cell in basin_fill(&state, start, reservoir_level, NeighbourMode::Eight).expect("demo_landscape: the reservoir lies within MAX_DEPTH of the terrain") {
         state.depth[cell.cell as usize] += cell.quanta;
     }
     let to_local = |u: f32, v: f32| [(u - 0.5) * w * grid.cell_size, (v - 0.5) * h * grid.cell_size];

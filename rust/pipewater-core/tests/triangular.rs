@@ -271,3 +271,29 @@ fn a_ray_meets_the_water_over_the_lattices_own_rectangle() {
     assert!((hit[1] - 1.0).abs() < 1.0e-3, "it meets the surface at 1 m: {hit:?}");
     assert_eq!(beyond, None, "south of the lattice the ray misses");
 }
+
+/// A basin fill and the walk downhill before it take the lattice's six neighbours: two hollows
+/// joined only through the lattice's diagonal (cell (5, 4) of an even row and (4, 5) below it to
+/// the west, which the square grid's four neighbours do not join and its eight join through a
+/// cell that is no neighbour here) fill together, the volume two hexagons' worth; and on the
+/// square grid with four neighbours the same ground fills one.
+#[test]
+fn a_basin_fill_follows_the_lattices_six_neighbours() {
+    let g = grid(12, 10, 1.0);
+    let mut state = State::new(g);
+    state.terrain.iter_mut().for_each(|t| *t = 5.0);
+    for (x, y) in [(5, 4), (4, 5)] {
+        state.terrain[g.index(x, y)] = 0.0;
+    }
+    let lattice = Lattice::new(g, NeighbourMode::Triangular);
+    let [x, z] = lattice.cell_centre(5, 4);
+    let mut sim = Simulation::cpu(state.clone(), triangular()).unwrap();
+    let filled = sim.fill_basin(x, z, 1.0).unwrap();
+    let hexagon = lattice.cell_area();
+    let mut square = Simulation::cpu(state, Params { neighbours: NeighbourMode::Four, ..Params::default() }).unwrap();
+    let [sx, sz] = g.cell_centre(5, 4);
+    let square_filled = square.fill_basin(sx, sz, 1.0).unwrap();
+    println!("fill to 1 m from cell (5, 4): {filled} m³ on the lattice (two hexagons: {}), {square_filled} m³ on the square grid's four neighbours", 2.0 * hexagon);
+    assert!((filled - 2.0 * hexagon).abs() < 1.0e-4, "both hollows filled");
+    assert!((square_filled - 1.0).abs() < 1.0e-4, "four neighbours do not join them");
+}

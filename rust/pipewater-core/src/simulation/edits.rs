@@ -5,6 +5,7 @@ use super::{EXACT_EDIT_DEPTH, MAX_EDIT_VOLUME, MAX_TERRAIN_DELTA, MIN_STEP, chec
 use crate::backend::{BackendKind, CellTerrain, CellWater, EditOutcome, FramePlan};
 use crate::error::{check_range, Error, Result};
 use crate::grid::CellRect;
+use crate::lattice::neighbour_steps;
 use crate::params::NeighbourMode;
 use crate::pipes::StepConstants;
 use crate::quanta::{DEPTH_QUANTUM, MAX_DEPTH, MAX_DEPTH_QUANTA, MAX_TERRAIN_ABS};
@@ -188,8 +189,8 @@ impl Simulation {
 
     /// Fills the basin around local point `(x, z)` with still water up to `level` (local Y, m),
     /// as if water were poured there until its surface stood at `level`: every cell reachable
-    /// from the point's cell through cells whose terrain lies below `level` (diagonal steps
-    /// included in eight-neighbour mode, where water takes them too) gets water up to that
+    /// from the point's cell through cells whose terrain lies below `level` (by the steps water
+    /// takes: diagonals in eight-neighbour mode, the six neighbours on the triangular lattice) gets water up to that
     /// surface. Water is only added, never removed. Returns the volume added, m³ (0 when the
     /// point's ground is at or above `level`).
     ///
@@ -212,16 +213,11 @@ impl Simulation {
     /// Fills the basin of `state` connected to cell `start` up to `level` (see
     /// [`basin_fill`]); returns the volume added, m³.
     pub(crate) fn fill_basin_from(&mut self, state: &State, start: (u32, u32), level: f32) -> Result<f64> {
-        let cells = basin_fill(state, start, level, self.diagonal())?;
+        let cells = basin_fill(state, start, level, self.params.neighbours)?;
         if cells.is_empty() {
             return Ok(0.0);
         }
         self.add_cells(&cells)
-    }
-
-    /// Whether water takes diagonal steps (eight-neighbour mode).
-    pub(crate) fn diagonal(&self) -> bool {
-        self.params.neighbours == NeighbourMode::Eight
     }
 
     /// Raises (positive) or digs (negative) the terrain by up to `delta_height` m around local
@@ -274,12 +270,13 @@ impl Simulation {
 }
 
 /// The water a basin fill adds: for every cell connected to `start` through cells whose terrain
-/// lies below `level` (four or eight neighbours), the whole quanta that raise its surface to
+/// lies below `level` (the cells `neighbours` connects, [`neighbour_steps`]: four, eight, or the
+/// triangular lattice's six), the whole quanta that raise its surface to
 /// `level`. Cells already at or above `level` add nothing but still connect the basin.
 ///
 /// Fails when `level` stands more than [`MAX_DEPTH`] above the basin's lowest ground: the
 /// error names the limit and the highest level that fits.
-pub fn basin_fill(state: &State, start: (u32, u32), level: f32, diagonal: bool) -> Result<Vec<CellWater>> {
+pub fn basin_fill(state: &State, start: (u32, u32), level: f32, neighbours: NeighbourMode) -> Result<Vec<CellWater>> {
     let grid = state.grid;
     let (w, h) = (grid.width as i64, grid.height as i64);
     let below = |i: usize| state.terrain[i] < level;
@@ -287,9 +284,6 @@ pub fn basin_fill(state: &State, start: (u32, u32), level: f32, diagonal: bool) 
     if !below(first) {
         return Ok(Vec::new());
     }
-    // Orthogonal steps first, so that the first four are the four-neighbour set.
-    const STEPS: [(i64, i64); 8] = [(1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (-1, 1), (1, -1), (-1, -1)];
-    let steps = if diagonal { &STEPS[..] } else { &STEPS[..4] };
     let mut seen = vec![false; grid.cell_count()];
     let mut stack = vec![(start.0 as i64, start.1 as i64)];
     seen[first] = true;
@@ -306,7 +300,7 @@ pub fn basin_fill(state: &State, start: (u32, u32), level: f32, diagonal: bool) 
         if add > 0 {
             cells.push(CellWater { cell: i as u32, quanta: add as i32 });
         }
-        for &(dx, dy) in steps {
+        for &(dx, dy) in neighbour_steps(neighbours, y as u32) {
             let (nx, ny) = (x + dx, y + dy);
             if nx < 0 || ny < 0 || nx >= w || ny >= h {
                 continue;
