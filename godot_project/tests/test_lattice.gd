@@ -142,12 +142,13 @@ func _test_the_triangular_lattice_places_queries_edits_and_the_mesh_on_its_cells
 
 
 ## On NEIGHBOURS_TRIANGULAR what is written for the square grid does not run quietly wrong:
-## erosion is refused naming neighbour_mode's range, a PipeWaterBody hull is not coupled (an error
-## naming neighbour_mode, said once, and the crate gets no buoyancy: it falls), and detail waves
-## stay off (a warning; add_ripple answers false).
+## erosion and a terrain_source are refused naming the neighbour mode's range (the ground stays
+## as terrain_heights gave it), a PipeWaterBody hull is not coupled (an error naming
+## neighbour_mode, said once, and the crate gets no buoyancy: it falls), and detail waves stay off
+## (a warning; add_ripple answers false).
 func _test_what_the_triangular_lattice_does_not_run_is_refused() -> void:
-	print("-- the triangular lattice refuses erosion, floating bodies and detail waves (each prints "
-			+ "a PipeWater error or warning)")
+	print("-- the triangular lattice refuses erosion, terrain sources, floating bodies and detail "
+			+ "waves (each prints a PipeWater error or warning)")
 	var water: PipeWater = ClassDB.instantiate(&"PipeWater")
 	water.backend = PipeWater.BACKEND_CPU
 	water.grid_size = Vector2i(24, 24)
@@ -175,6 +176,29 @@ func _test_what_the_triangular_lattice_does_not_run_is_refused() -> void:
 	_check(crate.position.y < 1.0,
 			"the refused hull gets no buoyancy: the crate fell to y = %.3f m" % crate.position.y)
 	crate.queue_free()
+	var body := StaticBody3D.new()
+	var shape_node := CollisionShape3D.new()
+	var shape := HeightMapShape3D.new()
+	shape.map_width = 8
+	shape.map_depth = 8
+	var data := PackedFloat32Array()
+	data.resize(64)
+	data.fill(3.0)
+	shape.map_data = data
+	shape_node.shape = shape
+	body.add_child(shape_node)
+	root.add_child(body)
+	water.clear_last_error()
+	water.terrain_source = water.get_path_to(shape_node)
+	water.step(1.0 / 60.0)
+	message = water.get_last_error()
+	_check(message.contains("terrain_source") and message.contains("NEIGHBOURS_EIGHT"),
+			"a terrain_source is refused on the lattice naming neighbour_mode's range: \"%s\""
+			% message)
+	_near(water.get_terrain_height(Vector3(1.0, 0.0, 1.0)), 0.0, HEIGHT_TOLERANCE,
+			"the ground stays as terrain_heights gave it, not the source's 3 m")
+	water.terrain_source = NodePath()
+	body.queue_free()
 	var erosion: Resource = ClassDB.instantiate(&"PipeWaterErosion")
 	erosion.set(&"enabled", true)
 	water.clear_last_error()

@@ -701,8 +701,11 @@ impl PipeWater {
     fn set_neighbour_mode(&mut self, value: WaterNeighbours) {
         self.neighbour_mode = value;
         self.pending.params();
-        // Detail waves run on the square grid only: the layer is checked again.
+        // Detail waves and terrain sources run on the square grid only: both are checked again.
         self.detail_changed = true;
+        if !self.terrain_source.is_empty() {
+            self.pending.terrain();
+        }
     }
 
     /// Sets `cross_section`.

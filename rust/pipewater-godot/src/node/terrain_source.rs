@@ -454,6 +454,17 @@ impl PipeWater {
         if self.terrain_source.is_empty() {
             return true;
         }
+        if self.neighbour_mode == super::WaterNeighbours::Triangular {
+            // Sources are read, written back and drained at the square grid's cell centres: on the
+            // lattice their ground would be stretched 2/√3 along Z. Said once per source.
+            if self.terrain_link.path.as_ref() != Some(&self.terrain_source) || self.terrain_link.kind.is_some() {
+                self.errors.reject(format!("terrain_source: {} is not read with neighbour_mode = NEIGHBOURS_TRIANGULAR: valid are NEIGHBOURS_FOUR or NEIGHBOURS_EIGHT (terrain sources are read at the square grid's cell centres); the ground comes from terrain_heights or heightmap", self.terrain_source));
+                self.terrain_link.disconnect();
+                self.terrain_link.path = Some(self.terrain_source.clone());
+                self.terrain_link.kind = None;
+            }
+            return false;
+        }
         if self.terrain_link.path.as_ref() == Some(&self.terrain_source) && self.terrain_link.kind.is_some() {
             return true;
         }
