@@ -120,17 +120,21 @@ pub fn brush_quanta(footprint: &[(u32, f32)], depth: f32) -> Vec<CellWater> {
 }
 
 /// The terrain changes of a smoothing brush: each cell of `footprint` moves towards the mean of
-/// its 3 × 3 neighbourhood (the cells on the grid) by `strength × weight` of the way (`strength`
+/// its neighbourhood (the cells on the grid of its 3 × 3 square, or itself and its six
+/// neighbours on the triangular lattice) by `strength × weight` of the way (`strength`
 /// `0 ..= 1`). Every cell is moved from the heights before the brush, so the result does not
 /// depend on the order of the cells.
-pub fn smoothing(grid: &Grid, terrain: &[f32], footprint: &[(u32, f32)], strength: f32) -> Vec<CellTerrain> {
+pub fn smoothing(lattice: &Lattice, terrain: &[f32], footprint: &[(u32, f32)], strength: f32) -> Vec<CellTerrain> {
+    let grid = lattice.grid;
+    let around = |y: u32| if lattice.triangular { neighbour_steps(NeighbourMode::Triangular, y) } else { neighbour_steps(NeighbourMode::Eight, y) };
     footprint
         .iter()
         .filter_map(|&(cell, weight)| {
             let (cx, cy) = ((cell % grid.width) as i64, (cell / grid.width) as i64);
-            let (mut sum, mut count) = (0.0f64, 0.0f64);
-            for y in (cy - 1).max(0)..=(cy + 1).min(grid.height as i64 - 1) {
-                for x in (cx - 1).max(0)..=(cx + 1).min(grid.width as i64 - 1) {
+            let (mut sum, mut count) = (terrain[cell as usize] as f64, 1.0f64);
+            for &(dx, dy) in around(cy as u32) {
+                let (x, y) = (cx + dx, cy + dy);
+                if x >= 0 && y >= 0 && x < grid.width as i64 && y < grid.height as i64 {
                     sum += terrain[grid.index(x as u32, y as u32)] as f64;
                     count += 1.0;
                 }
@@ -307,14 +311,14 @@ impl Simulation {
 
     /// Adds (`depth` > 0) or removes (`depth` < 0) up to `|depth|` m of water (`±2048 m`) at local
     /// point `(x, z)`, falling smoothly to nothing at `radius` m (`0 ..= 2 × grid extent`; the
-    /// footprint of [`Grid::footprint`]), in whole quanta; removal never takes more than is
+    /// footprint of [`Lattice::footprint`]), in whole quanta; removal never takes more than is
     /// there. Returns the net volume, m³ (negative when water was removed; on a GPU backend as
     /// [`Simulation::remove_water`] estimates it).
     pub fn paint_water(&mut self, x: f32, z: f32, depth: f32, radius: f32) -> Result<f64> {
         Self::check_point(x, z)?;
         check_range("depth", depth, -MAX_DEPTH, MAX_DEPTH)?;
         self.check_edit(0.0, radius)?;
-        let cells = brush_quanta(&self.grid().footprint(x, z, radius), depth);
+        let cells = brush_quanta(&self.lattice().footprint(x, z, radius), depth);
         if cells.is_empty() {
             return Ok(0.0);
         }
@@ -322,19 +326,19 @@ impl Simulation {
     }
 
     /// Smooths the terrain around local point `(x, z)`: each cell within `radius` m moves towards
-    /// the mean height of its 3 × 3 neighbourhood by `strength` (`0 ..= 1`) times its brush
+    /// the mean height of its neighbourhood ([`smoothing`]) by `strength` (`0 ..= 1`) times its brush
     /// weight (1 at the centre, falling smoothly to 0 at `radius`). Water depth is kept. Reads
     /// the whole state (a GPU backend waits for its device).
     pub fn smooth_terrain(&mut self, x: f32, z: f32, strength: f32, radius: f32) -> Result<()> {
         Self::check_point(x, z)?;
         check_range("strength", strength, 0.0, 1.0)?;
         self.check_edit(0.0, radius)?;
-        let footprint = self.grid().footprint(x, z, radius);
+        let footprint = self.lattice().footprint(x, z, radius);
         if footprint.is_empty() || strength == 0.0 {
             return Ok(());
         }
         let state = self.read_state()?;
-        let cells = smoothing(&self.grid(), &state.terrain, &footprint, strength);
+        let cells = smoothing(&self.lattice(), &state.terrain, &footprint, strength);
         self.change_terrain(&cells)
     }
 
@@ -425,10 +429,10 @@ mod tests {
         let g = grid(5, 5);
         let mut terrain = vec![0.0f32; 25];
         terrain[g.index(2, 2)] = 9.0;
-        let edits = smoothing(&g, &terrain, &[(g.index(2, 2) as u32, 1.0)], 1.0);
+        let edits = smoothing(&Lattice::square(g), &terrain, &[(g.index(2, 2) as u32, 1.0)], 1.0);
         println!("{edits:?}");
         assert_eq!(edits, vec![CellTerrain { cell: 12, delta: -8.0 }]);
-        assert!(smoothing(&g, &vec![2.0; 25], &[(12, 1.0)], 1.0).is_empty(), "flat ground stays as it is");
+        assert!(smoothing(&Lattice::square(g), &vec![2.0; 25], &[(12, 1.0)], 1.0).is_empty(), "flat ground stays as it is");
     }
 
     #[test]

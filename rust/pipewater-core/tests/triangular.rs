@@ -297,3 +297,26 @@ fn a_basin_fill_follows_the_lattices_six_neighbours() {
     assert!((filled - 2.0 * hexagon).abs() < 1.0e-4, "both hollows filled");
     assert!((square_filled - 1.0).abs() < 1.0e-4, "four neighbours do not join them");
 }
+
+/// The editor's brushes place their footprints on the lattice: painting water at a lattice
+/// centre with a radius under a cell lands in that cell alone (not in the array cell whose square
+/// centre lies nearest), and smoothing a one-cell spike averages it with its six neighbours
+/// (height 7 → 1, the mean of 7 and six zeros).
+#[test]
+fn the_brushes_paint_and_smooth_the_cells_of_the_lattice() {
+    let g = grid(16, 16, 1.0);
+    let lattice = Lattice::new(g, NeighbourMode::Triangular);
+    let mut state = State::new(g);
+    state.terrain[g.index(8, 8)] = 7.0;
+    let mut sim = Simulation::cpu(state, triangular()).unwrap();
+    let [x, z] = lattice.cell_centre(3, 13);
+    sim.paint_water(x, z, 0.5, 0.4).unwrap();
+    let painted = sim.read_state().unwrap();
+    let wet: Vec<(u32, u32)> = (0..g.cell_count()).filter(|&i| painted.depth[i] > 0).map(|i| (i as u32 % 16, i as u32 / 16)).collect();
+    let [sx, sz] = lattice.cell_centre(8, 8);
+    sim.smooth_terrain(sx, sz, 1.0, 0.4).unwrap();
+    let spike = sim.read_state().unwrap().terrain[g.index(8, 8)];
+    println!("painted at the lattice centre of (3, 13) ({x}, {z}): wet cells {wet:?}; the 7 m spike smoothed to {spike} m");
+    assert_eq!(wet, vec![(3, 13)], "the square grid would paint (3, 12)");
+    assert!((spike - 1.0).abs() < 1.0e-5, "the spike is the mean of itself and its six neighbours");
+}
