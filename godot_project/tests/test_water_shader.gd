@@ -67,6 +67,7 @@ func _run() -> void:
 	_test_the_shader_declares_nothing_it_does_not_use()
 	await _test_the_node_draws_water_with_it()
 	await _test_a_large_grid_draws_a_clipmap_that_covers_it()
+	await _test_a_large_grid_draws_a_clipmap_that_covers_it(true)
 	await _test_water_on_the_triangular_lattice_is_drawn_where_its_cells_lie()
 	_finish()
 
@@ -195,7 +196,9 @@ func _test_the_node_draws_water_with_it() -> void:
 	await process_frame
 
 
-func _test_a_large_grid_draws_a_clipmap_that_covers_it() -> void:
+## With [param triangular] the same lake on the triangular lattice, whose clipmap spaces its rows
+## √3/2 as far apart (its side along Z is 221.7 m).
+func _test_a_large_grid_draws_a_clipmap_that_covers_it(triangular := false) -> void:
 	# 1024² cells of 0.25 m: a 256 m lake, 2 m deep over a flat red floor with mounds of water
 	# on it, seen straight down from 120 m with a 50° field of view, so the picture spans the
 	# clipmap's three finest levels (±32, ±64, ±128 m) and the seams between them. A hole or a
@@ -221,6 +224,10 @@ func _test_a_large_grid_draws_a_clipmap_that_covers_it() -> void:
 	water.cell_size = LARGE_CELL
 	water.initial_water_level = 2.0
 	water.paused = true
+	if triangular:
+		water.neighbour_mode = PipeWater.NEIGHBOURS_TRIANGULAR
+		water.momentum_advection = false
+		water.detail_waves = false
 	scene.add_child(water)
 	# Mounds of water (one step spreads them a little), so the rings are checked over a surface
 	# that is not flat.
@@ -237,16 +244,17 @@ func _test_a_large_grid_draws_a_clipmap_that_covers_it() -> void:
 		await process_frame
 	var surface: MeshInstance3D = _surface_of(water)
 	var vertices: int = surface.mesh.surface_get_array_len(0) if surface and surface.mesh else 0
-	print("%d² grid: the surface mesh has %d vertices" % [LARGE_CELLS, vertices])
+	var lattice: String = " (triangular lattice)" if triangular else ""
+	print("%d² grid%s: the surface mesh has %d vertices" % [LARGE_CELLS, lattice, vertices])
 	_check(vertices > 0 and vertices < LARGE_CELLS * LARGE_CELLS / 2,
-			"a %d² grid is drawn by a clipmap of %d vertices, not one per cell" % [LARGE_CELLS,
-			vertices])
+			"a %d² grid%s is drawn by a clipmap of %d vertices, not one per cell" % [LARGE_CELLS,
+			lattice, vertices])
 	var seen: Dictionary = await _what_the_water_changes(water, 2)
 	var sampled: int = seen["sampled"]
 	var unchanged: int = sampled - seen["changed"]
 	print("floor left unchanged by the water at %d of %d sampled pixels" % [unchanged, sampled])
-	_check(unchanged == 0, "the clipmap's rings cover the lake without a hole or gap (%d of %d "
-			% [unchanged, sampled] + "pixels show the bare floor)")
+	_check(unchanged == 0, "the clipmap's rings cover the lake%s without a hole or gap (%d of %d "
+			% [lattice, unchanged, sampled] + "pixels show the bare floor)")
 	scene.queue_free()
 	await process_frame
 	await process_frame
