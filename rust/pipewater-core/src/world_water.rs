@@ -390,15 +390,18 @@ impl WorldWater {
         let mut cells = Vec::new();
         for source in &mut self.sources {
             let owed = source.rate as f64 * frame_time / qv + source.carry;
-            let mut placed = 0.0;
+            let (mut placed, mut capped) = (0.0, false);
             for &(cx, cy, share) in &source.cells {
-                let quanta = (owed * share).trunc().clamp(-(MAX_DEPTH_QUANTA as f64), MAX_DEPTH_QUANTA as f64);
+                let wanted = (owed * share).trunc();
+                let quanta = wanted.clamp(-(MAX_DEPTH_QUANTA as f64), MAX_DEPTH_QUANTA as f64);
+                capped |= quanta != wanted;
                 if quanta != 0.0 {
                     cells.push((cx, cy, quanta as i32));
                     placed += quanta;
                 }
             }
-            source.carry = owed - placed;
+            // What a cell cannot take in one frame is not owed later, as on a dense grid.
+            source.carry = if capped { 0.0 } else { owed - placed };
             let peak = cells.iter().map(|c| c.2).max().unwrap_or(0);
             self.depth_bound = self.depth_bound.max(peak as f32 * DEPTH_QUANTUM);
         }
