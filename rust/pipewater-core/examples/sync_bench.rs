@@ -8,8 +8,9 @@
 //! relief·cell) run for `--warmup` frames of 1/60 s, so the river is flowing; then one client
 //! joins in process (a lossless link) with its focus on the river's middle, and the server syncs
 //! at `--sync-hz`. Per sync tick it prints nothing; at the end a table: the step's time a frame,
-//! the sync's (reading the depths, capturing the changed tiles, encoding and compressing the
-//! client's packets) a frame, the join's time and bytes, and the steady bytes a second.
+//! the sync's (reading the depths and flows, capturing the changed tiles, encoding and
+//! compressing the client's packets) a frame, the join's time and bytes, and the steady bytes a
+//! second.
 
 use pipewater_core::scenarios::river_valley;
 use pipewater_core::sync::{terrain_hash, CaptureReader, SyncClient, SyncConfig, SyncServer, SERVER_PEER};
@@ -44,14 +45,15 @@ fn main() {
     println!("{}: {side}², warm-up of {warmup} frames in {:.1} s", sim.backend_description(), started.elapsed().as_secs_f64());
 
     let config = SyncConfig { budget_kbps: budget, ..SyncConfig::default() };
-    let depth = sim.read_state().expect("state").depth;
-    let mut server = SyncServer::new(config.clone(), grid, hash, &depth).expect("server");
+    let start = sim.read_state().expect("state");
+    let depth = start.depth.clone();
+    let mut server = SyncServer::new(config.clone(), grid, hash, &start.depth, &start.flow, sim.frames()).expect("server");
     // A second server fed as `ServerSession` feeds it (`CaptureReader`): on the CPU only the
     // tiles the backend says changed since the last sync are read and compared, and must be
     // found changed as the full comparison finds them; on wgpu every tile, read without waiting
     // (the read begun at the last sync), so its captures are a sync older and not compared. It
     // serves no client.
-    let mut changed_server = SyncServer::new(config, grid, hash, &depth).expect("server");
+    let mut changed_server = SyncServer::new(config, grid, hash, &start.depth, &start.flow, sim.frames()).expect("server");
     let sync_tiles = changed_server.tiles();
     let mut water = CaptureReader::new(&mut sim, depth.clone());
     let (mut changed_read_capture, mut changed_differs, mut compared) = (Duration::ZERO, 0usize, 0usize);
@@ -73,6 +75,12 @@ fn main() {
         sim.advance(FRAME).expect("advance");
         step += t.elapsed();
         now += FRAME as f64;
+        // The clients run the server's frames: each is logged with its step and steps.
+        if sim.frames() > server.frame() {
+            let report = sim.last_report();
+            server.record_frame(report.step, report.substeps).expect("frame");
+            changed_server.record_frame(report.step, report.substeps).expect("frame");
+        }
         if frame % sync_every != 0 {
             continue;
         }
@@ -85,15 +93,15 @@ fn main() {
             client.receive(SERVER_PEER, &bytes).expect("server packet");
         }
         let t = Instant::now();
-        let depth = sim.read_state().expect("state").depth;
+        let state = sim.read_state().expect("state");
         read += t.elapsed();
         let t = Instant::now();
-        let full = server.capture(&depth, None).expect("capture");
+        let full = server.capture(&state.depth, &state.flow, None).expect("capture");
         changed_tiles += full;
         capture += t.elapsed();
         let t = Instant::now();
         if let Some((depth, changed)) = water.read(&mut sim, &sync_tiles).expect("depth") {
-            let by_changed = changed_server.capture(depth, changed.as_deref()).expect("capture");
+            let by_changed = changed_server.capture(depth, &state.flow, changed.as_deref()).expect("capture");
             if changed.is_some() {
                 changed_differs += (by_changed != full) as usize;
                 compared += 1;

@@ -6,11 +6,13 @@ use pipewater_core::scenarios::dam_break;
 use pipewater_core::sync::{ClientSession, Edit, Outgoing, ServerSession, SyncConfig, SERVER_PEER};
 use pipewater_core::{Grid, Params, Simulation, DEPTH_QUANTUM};
 
-/// The bound on a client's water against the server's after the first second: an edit's 50 m³
-/// mound (1.8 m high) lands on the server a frame or two before the clients (0.35 m measured
-/// there), the dam break still moves about 3 cm a frame after 20 s, and a client's own flow is
-/// not the server's (docs/MULTIPLAYER.md). Issue 49's goal is 1 cm: not met, printed.
-const NEAR_M: f32 = 0.5;
+/// The bound on a client's water against the server's at the same frame after the first
+/// second: issue 49's 1 cm (the same backend on both sides gives 0; `tests/sync_moving_water.rs`
+/// holds it over a lossy network on 256²).
+const NEAR_M: f32 = 0.01;
+/// The bound on the exact copy a client received against the server's water now: the copy is
+/// the sync's latency old (a couple of frames of a dam break moving centimetres a frame).
+const COPY_LATENCY_M: f32 = 0.5;
 /// Smallest edit of the test, m³.
 const SMALLEST_EDIT_M3: f64 = 30.0;
 
@@ -28,16 +30,24 @@ struct Peer {
     session: ClientSession,
 }
 
-/// The largest depth difference (m) between two simulations and their totals (quanta).
-fn compare(a: &mut Simulation, b: &mut Simulation) -> (f32, i64, i64) {
-    let (x, y) = (a.read_state().unwrap().depth, b.read_state().unwrap().depth);
-    let worst = x.iter().zip(&y).map(|(&p, &q)| (p as i64 - q as i64).unsigned_abs()).max().unwrap_or(0);
+/// The largest depth difference (m) between a client's water and the server's at the frame the
+/// client has run to, and their totals (quanta).
+fn compare(a: &mut Simulation, y: &[i32]) -> (f32, i64, i64) {
+    let x = a.read_state().unwrap().depth;
+    let worst = x.iter().zip(y).map(|(&p, &q)| (p as i64 - q as i64).unsigned_abs()).max().unwrap_or(0);
     (worst as f32 * DEPTH_QUANTUM, x.iter().map(|&d| d as i64).sum(), y.iter().map(|&d| d as i64).sum())
 }
 
-/// One frame of every side: what was sent last frame arrives, the clients correct and step,
-/// the server answers requests (accepting all) and steps, and each side sends.
+/// One frame of every side: what was sent last frame arrives, the server answers requests
+/// (accepting all) and steps, the clients run the server's frames that are due, and each side
+/// sends.
 fn frame(now: f64, server_sim: &mut Simulation, server: &mut ServerSession, peers: &mut [Peer], wire: &mut Vec<(i32, i32, Outgoing)>) {
+    frame_keeping(now, server_sim, server, peers, wire, None);
+}
+
+/// [`frame`], keeping the server's water before its step (after the edits it accepted), by the
+/// frames run so far, in `history`: what a client shows once it has run as many.
+fn frame_keeping(now: f64, server_sim: &mut Simulation, server: &mut ServerSession, peers: &mut [Peer], wire: &mut Vec<(i32, i32, Outgoing)>, history: Option<&mut Vec<(u64, Vec<i32>)>>) {
     for (from, to, out) in std::mem::take(wire) {
         if to == SERVER_PEER {
             server.receive(from, &out.bytes, now).unwrap();
@@ -48,11 +58,13 @@ fn frame(now: f64, server_sim: &mut Simulation, server: &mut ServerSession, peer
     for request in server.take_requests() {
         server.accept(server_sim, request).unwrap();
     }
+    if let Some(history) = history {
+        history.push((server_sim.frames(), server_sim.read_state().unwrap().depth));
+    }
     server_sim.advance(FRAME as f32).unwrap();
     wire.extend(server.frame(server_sim, now).unwrap().into_iter().map(|(to, o)| (SERVER_PEER, to, o)));
     for p in peers.iter_mut() {
-        p.session.before_step(&mut p.sim).unwrap();
-        p.sim.advance(FRAME as f32).unwrap();
+        p.session.step(&mut p.sim).unwrap();
         wire.extend(p.session.frame(now).into_iter().map(|o| (p.id, SERVER_PEER, o)));
     }
 }
@@ -71,6 +83,7 @@ fn a_late_joiner_and_a_client_edit_leave_every_client_with_the_servers_water() {
     let mut wire = Vec::new();
     let mut now = 0.0;
     let mut worst_after_first_second = 0.0f32;
+    let mut history = Vec::new();
     for f in 0..1200 {
         if f == 120 {
             peers.push(Peer { id: 3, sim: world(), session: ClientSession::start(&mut world()).unwrap() });
@@ -82,13 +95,15 @@ fn a_late_joiner_and_a_client_edit_leave_every_client_with_the_servers_water() {
             server_sim.add_water(10.0, 10.0, SMALLEST_EDIT_M3 as f32, 3.0).unwrap();
             server.broadcast(Edit::AddWater { x: 10.0, z: 10.0, volume: SMALLEST_EDIT_M3 as f32, radius: 3.0 });
         }
-        frame(now, &mut server_sim, &mut server, &mut peers, &mut wire);
+        frame_keeping(now, &mut server_sim, &mut server, &mut peers, &mut wire, Some(&mut history));
         now += FRAME;
         if f % 30 != 29 {
             continue;
         }
         for p in peers.iter_mut() {
-            let (worst, mine, theirs) = compare(&mut p.sim, &mut server_sim);
+            let at = p.session.client().next_frame();
+            let Some((_, truth)) = history.iter().find(|(frame, _)| *frame == at) else { panic!("client {} at frame {at}", p.id) };
+            let (worst, mine, theirs) = compare(&mut p.sim, truth);
             let total_off = (mine - theirs).abs() as f64 * DEPTH_QUANTUM as f64;
             if f % 120 == 119 {
                 println!("t = {now:.1} s, client {}: largest difference {worst:.4} m, total {:.3} m³ against the server's {:.3} m³", p.id, mine as f64 * DEPTH_QUANTUM as f64, theirs as f64 * DEPTH_QUANTUM as f64);
@@ -137,7 +152,7 @@ fn a_server_without_clients_does_not_capture_and_a_join_gets_the_water_of_its_ti
     println!("captures alone over 1 s: {alone}; after a join, 1 s later: {}; the client's copy is {stale:.4} m from the server's water (complete: {})", server.captures(), peers[0].session.client().is_complete());
     assert_eq!(alone, 0);
     assert!(server.captures() > 20 && peers[0].session.client().is_complete());
-    assert!(stale < NEAR_M);
+    assert!(stale < COPY_LATENCY_M);
 }
 
 /// Which tiles a capture reads: the CPU backend reports the tiles whose water may have changed
@@ -239,7 +254,7 @@ fn a_server_reads_only_the_tiles_that_changed_and_finds_what_a_full_comparison_f
     let mut server_sim = Simulation::cpu(start.clone(), Params::default()).unwrap();
     let mut server = ServerSession::start(SyncConfig::default(), &mut server_sim).unwrap();
     let hash = pipewater_core::sync::terrain_hash(&grid, &start.terrain);
-    let mut reference = SyncServer::new(SyncConfig::default(), grid, hash, &start.depth).unwrap();
+    let mut reference = SyncServer::new(SyncConfig::default(), grid, hash, &start.depth, &start.flow, 0).unwrap();
     let mut peers = vec![Peer { id: 2, sim: Simulation::cpu(start.clone(), Params::default()).unwrap(), session: ClientSession::start(&mut Simulation::cpu(start.clone(), Params::default()).unwrap()).unwrap() }];
     let mut wire = Vec::new();
     let (mut now, mut disagreements) = (0.0, 0u32);
@@ -247,7 +262,8 @@ fn a_server_reads_only_the_tiles_that_changed_and_finds_what_a_full_comparison_f
         let captures = server.captures();
         frame(now, &mut server_sim, &mut server, &mut peers, &mut wire);
         if server.captures() > captures {
-            reference.capture(&server_sim.read_state().unwrap().depth, None).unwrap();
+            let state = server_sim.read_state().unwrap();
+            reference.capture(&state.depth, &state.flow, None).unwrap();
             let tiles = server.server().tiles();
             disagreements += (0..tiles.count()).filter(|&t| server.server().tile_summary(t) != reference.tile_summary(t)).count() as u32;
         }

@@ -15,6 +15,8 @@ mod bodies;
 mod cooling;
 mod detail;
 mod edits;
+mod overwrite;
+pub use overwrite::CellOverwrite;
 mod erosion;
 mod persistence;
 mod queries;

@@ -1,8 +1,8 @@
 //! The client's side: its exact copy of the server's tiles, the updates being reassembled, the
 //! acknowledgements and requests to send, and the server's edits in order.
 
-use super::codec::{decode_tile, max_raw_len, Packet, TileChecksum, TileChunk, Welcome, MAX_ACKS_PER_PACKET, MAX_CHUNK_DATA, MAX_RESYNC_PER_PACKET};
-use super::{tile_hash, tile_rect, scatter_tile, Edit, Outgoing, SERVER_PEER};
+use super::codec::{decode_tile, max_raw_len, Packet, TileChecksum, TileChunk, Welcome, MAX_ACKS_PER_PACKET, MAX_CHUNK_DATA, MAX_RESYNC_PER_PACKET, VALUES_PER_CELL};
+use super::{tile_hash, tile_rect, tile_values_depth, scatter_tile, Edit, Outgoing, SERVER_PEER};
 use crate::backend::sleep::TileGrid;
 use crate::error::{Error, Result};
 use crate::grid::{CellRect, Grid};
@@ -18,6 +18,8 @@ const MAX_BUFFERED_EDITS: usize = 65_536;
 const HELLO_INTERVAL: f64 = 1.0;
 /// Seconds between focus reports.
 const FOCUS_INTERVAL: f64 = 0.25;
+/// Most frames of the server's clock a client holds not yet run (18 minutes at 60 Hz).
+const MAX_PENDING_FRAMES: usize = 65_536;
 
 /// A tile update whose chunks are still arriving.
 #[derive(Debug)]
@@ -65,6 +67,8 @@ pub struct ClientStats {
     pub checksum_mismatches: u64,
     /// Server packets ignored because no welcome had come yet.
     pub before_welcome: u64,
+    /// Frames of the server's clock skipped because the server no longer had them.
+    pub frames_skipped: u64,
 }
 
 /// The client's side of water sync.
@@ -73,8 +77,9 @@ pub struct SyncClient {
     grid: Grid,
     terrain_hash: u32,
     tiles: Option<TileGrid>,
-    /// Per tile, its versions, oldest first; the last is the current copy. Empty: not received.
-    versions: Vec<Vec<(u32, Arc<[i32]>)>>,
+    /// Per tile, its versions (version, server frame, values as [`super::gather_tile_values`]
+    /// lays them out), oldest first; the last is the current copy. Empty: not received.
+    versions: Vec<Vec<(u32, u64, Arc<[i32]>)>>,
     /// Updates being reassembled, by tile, version and base (a tile's version can be sent
     /// against several bases as acknowledgements arrive).
     partials: HashMap<(u32, u32, u32), Partial>,
@@ -88,12 +93,20 @@ pub struct SyncClient {
     hello_sent_at: Option<f64>,
     next_edit_seq: u32,
     replay_expected: u32,
-    replay: BTreeMap<u32, (i32, Edit)>,
+    replay: BTreeMap<u32, (i32, Edit, u64)>,
     replay_done: bool,
-    live: BTreeMap<u32, (i32, Edit)>,
-    ready: Vec<(u32, i32, Edit)>,
+    live: BTreeMap<u32, (i32, Edit, u64)>,
+    ready: Vec<(u32, i32, Edit, u64)>,
     corrections: Vec<bool>,
+    /// Tiles whose copy a checksum found still the server's current water.
+    confirmations: Vec<bool>,
+    /// Per tile, the first copy received since the welcome (the keyframe's), kept until the
+    /// water starts from it ([`SyncClient::forget_first_copies`]) however many follow.
+    first_copies: Vec<Option<(u64, Arc<[i32]>)>>,
     stats: ClientStats,
+    /// The server's frames not yet run: `frames[0]` is frame `next_frame`.
+    frames: VecDeque<(f32, u32)>,
+    next_frame: u64,
 }
 
 impl SyncClient {
@@ -121,8 +134,40 @@ impl SyncClient {
             live: BTreeMap::new(),
             ready: Vec::new(),
             corrections: Vec::new(),
+            confirmations: Vec::new(),
+            first_copies: Vec::new(),
             stats: ClientStats::default(),
+            frames: VecDeque::new(),
+            next_frame: 0,
         }
+    }
+
+    /// The next frame of the server's clock to run, and its step length (s) and steps, when
+    /// the server has told it; taking it says the client's water runs it now.
+    pub fn take_frame(&mut self) -> Option<(u64, f32, u32)> {
+        let (step, substeps) = self.frames.pop_front()?;
+        self.next_frame += 1;
+        Some((self.next_frame - 1, step, substeps))
+    }
+
+    /// Index of the next frame of the server's clock the client's water runs (frames run so
+    /// far, counted as the server counts them).
+    pub fn next_frame(&self) -> u64 {
+        self.next_frame
+    }
+
+    /// Moves the clock to `frame` without running the frames before it (the water was set to
+    /// the server's at that frame): they are dropped. Does nothing for a frame already passed.
+    pub fn skip_to(&mut self, frame: u64) {
+        while self.next_frame < frame && self.frames.pop_front().is_some() {
+            self.next_frame += 1;
+        }
+        self.next_frame = self.next_frame.max(frame);
+    }
+
+    /// Frames the server told of that the client has not run yet.
+    pub fn frames_pending(&self) -> usize {
+        self.frames.len()
     }
 
     /// Forgets the session (the connection was lost, or the server went away): the copy,
@@ -146,7 +191,25 @@ impl SyncClient {
     /// The server's depths of tile `t` (quanta, row-major over the tile) as last received, and
     /// their version; `None` before the tile's first update.
     pub fn tile_depths(&self, t: usize) -> Option<(u32, &[i32])> {
-        self.versions.get(t)?.last().map(|(v, d)| (*v, &**d))
+        self.versions.get(t)?.last().map(|(v, _, d)| (*v, tile_values_depth(d)))
+    }
+
+    /// The server's water of tile `t` as last received: its version, the server frame it
+    /// describes and its values (depths and flows' bits, [`super::gather_tile_values`]).
+    pub fn tile_values(&self, t: usize) -> Option<(u32, u64, &[i32])> {
+        self.versions.get(t)?.last().map(|(v, f, d)| (*v, *f, &**d))
+    }
+
+    /// The first copy of tile `t` received since the welcome, until
+    /// [`SyncClient::forget_first_copies`]: the server frame it describes and its values. The
+    /// keyframe's copies all describe one frame.
+    pub fn tile_first_values(&self, t: usize) -> Option<(u64, &[i32])> {
+        self.first_copies.get(t)?.as_ref().map(|(f, d)| (*f, &**d))
+    }
+
+    /// Drops the keyframe's copies once the water started from them.
+    pub fn forget_first_copies(&mut self) {
+        self.first_copies = Vec::new();
     }
 
     /// Whether every tile has been received at least once.
@@ -159,8 +222,8 @@ impl SyncClient {
         let mut field = vec![0; self.grid.cell_count()];
         if let Some(tiles) = self.tiles {
             for (t, v) in self.versions.iter().enumerate() {
-                if let Some((_, d)) = v.last() {
-                    scatter_tile(&tiles, &mut field, t, d);
+                if let Some((_, _, d)) = v.last() {
+                    scatter_tile(&tiles, &mut field, t, tile_values_depth(d));
                 }
             }
         }
@@ -194,16 +257,26 @@ impl SyncClient {
     }
 
     /// The server's edits that are due, in the order the server applied them: (sequence
-    /// number, peer that asked, edit). Apply them to the client's own water in this order.
-    pub fn take_edits(&mut self) -> Vec<(u32, i32, Edit)> {
+    /// number, peer that asked, edit, server frames run before it). Apply them to the client's
+    /// own water in this order, each after running its frame count (a replayed edit of a late
+    /// joiner names a frame from before the join: apply it at once).
+    pub fn take_edits(&mut self) -> Vec<(u32, i32, Edit, u64)> {
         std::mem::take(&mut self.ready)
     }
 
-    /// Tiles whose copy changed or was confirmed current since the last call: the client's own
-    /// water there should move to [`SyncClient::tile_depths`] ([`super::blend_toward`]).
+    /// Tiles whose copy changed since the last call: the client's own water there should be
+    /// set to [`SyncClient::tile_values`] at the frame the copy describes.
     pub fn take_corrections(&mut self) -> Vec<usize> {
         let out: Vec<usize> = self.corrections.iter().enumerate().filter(|(_, &c)| c).map(|(t, _)| t).collect();
         self.corrections.fill(false);
+        out
+    }
+
+    /// Tiles whose copy a checksum confirmed as the server's current water since the last
+    /// call: the client's own water there should come to rest on it ([`super::blend_toward`]).
+    pub fn take_confirmations(&mut self) -> Vec<usize> {
+        let out: Vec<usize> = self.confirmations.iter().enumerate().filter(|(_, &c)| c).map(|(t, _)| t).collect();
+        self.confirmations.fill(false);
         out
     }
 
@@ -211,7 +284,7 @@ impl SyncClient {
     /// (a copy damaged in memory, or a bug), which the checksums must catch.
     #[doc(hidden)]
     pub fn damage_copy_for_tests(&mut self, t: usize, cell: usize, delta: i32) -> bool {
-        let Some((_, d)) = self.versions.get_mut(t).and_then(|v| v.last_mut()) else { return false };
+        let Some((_, _, d)) = self.versions.get_mut(t).and_then(|v| v.last_mut()) else { return false };
         let mut copy = d.to_vec();
         let Some(c) = copy.get_mut(cell) else { return false };
         *c = c.wrapping_add(delta);
@@ -238,7 +311,7 @@ impl SyncClient {
         }
         let (packet, _seq) = Packet::decode(bytes)?;
         if !packet.from_server() {
-            return Err(Error::invalid("packet kind", packet.name(), "a server's packet (welcome, tile chunk, checksums, edit applied, edit refused)"));
+            return Err(Error::invalid("packet kind", packet.name(), "a server's packet (welcome, tile chunk, checksums, edit applied, edit refused, frames)"));
         }
         if let Packet::Welcome(w) = packet {
             return self.welcome(w).map(Some);
@@ -252,7 +325,8 @@ impl SyncClient {
         match packet {
             Packet::TileChunk(chunk) => self.chunk(&tiles, chunk),
             Packet::Checksums(entries) => self.checksums(&tiles, &entries),
-            Packet::EditApplied { seq, peer, edit } => self.edit(seq, peer, edit),
+            Packet::EditApplied { seq, peer, frame, edit } => self.edit(seq, peer, frame, edit),
+            Packet::Frames { first, steps } => self.frames(first, &steps),
             Packet::EditRefused { request, reason } => Ok(Some(ClientEvent::Refused { request, reason })),
             _ => unreachable!("client kinds refused above"),
         }
@@ -271,6 +345,9 @@ impl SyncClient {
         if w.replay_count as usize > MAX_BUFFERED_EDITS || w.next_edit_seq == 0 {
             return Err(Error::invalid("welcome replay_count", w.replay_count, format!("0 ..= {MAX_BUFFERED_EDITS}, with next_edit_seq ≥ 1")));
         }
+        if w.frame > u64::MAX / 2 {
+            return Err(Error::invalid("welcome frame", w.frame, format!("0 ..= {}", u64::MAX / 2)));
+        }
         let stats = self.stats;
         let (focus, hello) = (std::mem::take(&mut self.focus), self.hello_sent_at);
         // Requests not yet sent survive; the rest of the session starts over.
@@ -281,6 +358,8 @@ impl SyncClient {
         self.tiles = Some(tiles);
         self.versions = vec![Vec::new(); tiles.count()];
         self.corrections = vec![false; tiles.count()];
+        self.confirmations = vec![false; tiles.count()];
+        self.first_copies = vec![None; tiles.count()];
         self.next_edit_seq = w.next_edit_seq;
         self.replay_expected = w.replay_count;
         self.replay_done = w.replay_count == 0;
@@ -289,7 +368,30 @@ impl SyncClient {
         self.hello_sent_at = hello;
         self.reliable.extend(requests);
         self.next_request = next_request;
+        self.next_frame = w.frame;
         Ok(ClientEvent::Welcomed)
+    }
+
+    fn frames(&mut self, first: u64, steps: &[(f32, u32)]) -> Result<Option<ClientEvent>> {
+        let known_end = self.next_frame + self.frames.len() as u64;
+        let end = first + steps.len() as u64;
+        if end <= known_end {
+            return Ok(None);
+        }
+        if first > known_end {
+            // The server dropped frames this client was not sent (it fell far behind): run on
+            // from where the server is; the tiles it receives correct the water.
+            self.stats.frames_skipped += first - known_end;
+            self.frames.clear();
+            self.next_frame = first;
+        }
+        let known_end = self.next_frame + self.frames.len() as u64;
+        let new = &steps[(known_end - first) as usize..];
+        if self.frames.len() + new.len() > MAX_PENDING_FRAMES {
+            return Err(Error::invalid("frames", format!("{} pending", self.frames.len() + new.len()), format!("0 ..= {MAX_PENDING_FRAMES} not yet run")));
+        }
+        self.frames.extend(new.iter().copied());
+        Ok(None)
     }
 
     fn chunk(&mut self, tiles: &TileGrid, c: TileChunk) -> Result<Option<ClientEvent>> {
@@ -298,13 +400,16 @@ impl SyncClient {
         }
         let t = c.tile as usize;
         let cells = tiles.cells_in(t) as usize;
-        let max_raw = max_raw_len(cells);
-        if (c.raw_len as usize) < cells || c.raw_len as usize > max_raw {
-            return Err(Error::invalid("raw_len", c.raw_len, format!("{cells} ..= {max_raw} bytes for tile {t}")));
+        let max_raw = max_raw_len(cells * VALUES_PER_CELL);
+        if (c.raw_len as usize) < cells * VALUES_PER_CELL || c.raw_len as usize > max_raw {
+            return Err(Error::invalid("raw_len", c.raw_len, format!("{} ..= {max_raw} bytes for tile {t}", cells * VALUES_PER_CELL)));
         }
         let max_chunks = lz4_flex::block::get_maximum_output_size(c.raw_len as usize).div_ceil(MAX_CHUNK_DATA);
         if c.count as usize > max_chunks {
             return Err(Error::invalid("chunk count", c.count, format!("1 ..= {max_chunks} for {} raw bytes", c.raw_len)));
+        }
+        if c.frame > u64::MAX / 2 {
+            return Err(Error::invalid("frame", c.frame, format!("0 ..= {}", u64::MAX / 2)));
         }
         let current = self.versions[t].last().map_or(0, |v| v.0);
         let has_base = c.base == 0 || self.versions[t].iter().any(|v| v.0 == c.base);
@@ -353,15 +458,22 @@ impl SyncClient {
             let earlier = self.partials.get(&key).and_then(|p| p.chunks[i].as_deref());
             compressed.extend_from_slice(if i == c.index as usize { &c.data } else { earlier.unwrap_or(&[]) });
         }
-        let base = (c.base != 0).then(|| self.versions[t].iter().find(|v| v.0 == c.base).map(|v| &*v.1)).flatten();
+        let base = (c.base != 0).then(|| self.versions[t].iter().find(|v| v.0 == c.base).map(|v| &*v.2)).flatten();
         let width = tile_rect(tiles, t).width as usize;
-        let values = decode_tile(&compressed, c.raw_len as usize, base, cells, width)?;
-        if let Some(i) = values.iter().position(|&d| !(0..=MAX_DEPTH_QUANTA).contains(&d)) {
+        let values = decode_tile(&compressed, c.raw_len as usize, base, cells * VALUES_PER_CELL, width)?;
+        if let Some(i) = values[..cells].iter().position(|&d| !(0..=MAX_DEPTH_QUANTA).contains(&d)) {
             return Err(Error::invalid("tile depth", format!("{} quanta at cell {i} of tile {t}", values[i]), format!("0 ..= {MAX_DEPTH_QUANTA} quanta")));
         }
+        if let Some(i) = values[cells..].iter().position(|&bits| !f32::from_bits(bits as u32).is_finite()) {
+            return Err(Error::invalid("tile flow", format!("{} at pipe {} of cell {} of tile {t}", f32::from_bits(values[cells + i] as u32), i / cells, i % cells), "a finite number"));
+        }
         self.partials.retain(|&(tile, version, _), _| tile != c.tile || version > c.version);
+        let values: Arc<[i32]> = Arc::from(values);
+        if let Some(first @ None) = self.first_copies.get_mut(t) {
+            *first = Some((c.frame, values.clone()));
+        }
         let versions = &mut self.versions[t];
-        versions.push((c.version, Arc::from(values)));
+        versions.push((c.version, c.frame, values));
         if versions.len() > MAX_VERSIONS_PER_TILE {
             versions.remove(0);
         }
@@ -379,15 +491,15 @@ impl SyncClient {
         let mut resync = Vec::new();
         for e in entries {
             let t = e.tile as usize;
-            let Some((version, depths)) = self.versions[t].last() else { continue };
+            let Some((version, _, values)) = self.versions[t].last() else { continue };
             if *version != e.version {
                 continue;
             }
-            let total: i64 = depths.iter().map(|&d| d as i64).sum();
-            if total == e.total && tile_hash(depths) == e.hash {
+            let total: i64 = tile_values_depth(values).iter().map(|&d| d as i64).sum();
+            if total == e.total && tile_hash(values) == e.hash {
                 // The server's tile has not changed since: the client's own water there should
                 // now come to rest on this copy.
-                self.corrections[t] = true;
+                self.confirmations[t] = true;
                 continue;
             }
             self.versions[t].clear();
@@ -402,29 +514,32 @@ impl SyncClient {
         Ok(event)
     }
 
-    fn edit(&mut self, seq: u32, peer: i32, edit: Edit) -> Result<Option<ClientEvent>> {
+    fn edit(&mut self, seq: u32, peer: i32, frame: u64, edit: Edit) -> Result<Option<ClientEvent>> {
         if seq == 0 {
             return Err(Error::invalid("edit seq", seq, "≥ 1"));
+        }
+        if frame > u64::MAX / 2 {
+            return Err(Error::invalid("edit frame", frame, format!("0 ..= {}", u64::MAX / 2)));
         }
         let before = self.ready.len();
         if seq < self.next_edit_seq && !self.replay_done {
             if self.replay.len() as u32 >= self.replay_expected && !self.replay.contains_key(&seq) {
                 return Err(Error::invalid("edit seq", seq, format!("one of the {} replayed edits, or ≥ {}", self.replay_expected, self.next_edit_seq)));
             }
-            self.replay.insert(seq, (peer, edit));
+            self.replay.insert(seq, (peer, edit, frame));
         } else if seq >= self.next_edit_seq {
             if self.live.len() >= MAX_BUFFERED_EDITS && !self.live.contains_key(&seq) {
                 return Err(Error::invalid("edit seq", seq, format!("within {MAX_BUFFERED_EDITS} of {}", self.next_edit_seq)));
             }
-            self.live.insert(seq, (peer, edit));
+            self.live.insert(seq, (peer, edit, frame));
         }
         if !self.replay_done && self.replay.len() as u32 == self.replay_expected {
-            self.ready.extend(std::mem::take(&mut self.replay).into_iter().map(|(s, (p, e))| (s, p, e)));
+            self.ready.extend(std::mem::take(&mut self.replay).into_iter().map(|(s, (p, e, f))| (s, p, e, f)));
             self.replay_done = true;
         }
         if self.replay_done {
-            while let Some((p, e)) = self.live.remove(&self.next_edit_seq) {
-                self.ready.push((self.next_edit_seq, p, e));
+            while let Some((p, e, f)) = self.live.remove(&self.next_edit_seq) {
+                self.ready.push((self.next_edit_seq, p, e, f));
                 self.next_edit_seq = self.next_edit_seq.wrapping_add(1).max(1);
             }
         }

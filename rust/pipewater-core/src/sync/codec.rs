@@ -14,14 +14,16 @@ use crate::error::{Error, Result};
 
 /// First bytes of every sync packet.
 pub const MAGIC: [u8; 3] = *b"PWS";
-/// Version of this wire format; a packet of another version is refused.
-pub const PROTOCOL_VERSION: u8 = 1;
+/// Version of this wire format; a packet of another version is refused (with both versions
+/// named, so a peer of an older build is told to update). 2: tiles carry their pipes' flows
+/// and the server frame they describe; edits carry their frame; the frame log ([`Packet::Frames`]).
+pub const PROTOCOL_VERSION: u8 = 2;
 /// Most bytes of one packet (header included).
 pub const MAX_PACKET_BYTES: usize = 1200;
 /// Bytes of the header: magic, version, kind, sequence.
 pub const HEADER_BYTES: usize = 3 + 1 + 1 + 4;
-/// Bytes of a tile chunk's own header: tile, base, version, raw length, index, count, data length.
-pub const CHUNK_HEADER_BYTES: usize = 4 + 4 + 4 + 4 + 2 + 2 + 2;
+/// Bytes of a tile chunk's own header: tile, base, version, frame, raw length, index, count, data length.
+pub const CHUNK_HEADER_BYTES: usize = 4 + 4 + 4 + 8 + 4 + 2 + 2 + 2;
 /// Most compressed payload bytes in one chunk.
 pub const MAX_CHUNK_DATA: usize = MAX_PACKET_BYTES - HEADER_BYTES - CHUNK_HEADER_BYTES;
 /// Bytes of one checksum entry: tile, version, total quanta, hash.
@@ -38,6 +40,15 @@ pub const MAX_FOCUS_POINTS: usize = 8;
 pub const MAX_REASON_BYTES: usize = 256;
 /// Bytes a varint of one `i32` takes at most.
 const MAX_VARINT_BYTES: usize = 5;
+/// Values a tile carries per cell: its depth (quanta) and the bits of its four pipes' flows
+/// (E, S, SE, SW, [`crate::State::flow`]), each field a plane of the tile's cells in that order.
+/// The flows travel as their exact `f32` bits: the client's next step reads them, and any
+/// rounding would make its water run differently from the server's.
+pub const VALUES_PER_CELL: usize = 5;
+/// Most frames one [`Packet::Frames`] carries.
+pub const MAX_FRAMES_PER_PACKET: usize = (MAX_PACKET_BYTES - HEADER_BYTES - 8 - 2) / 8;
+/// Most steps of one server frame ([`crate::Params::max_substeps`]'s range).
+pub const MAX_FRAME_SUBSTEPS: u32 = 100_000;
 
 /// What the server tells a client that said hello.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,6 +65,9 @@ pub struct Welcome {
     /// Earlier edits (terrain, sources) the server sends again, with their own sequence numbers
     /// below `next_edit_seq`, so that a late joiner's ground and springs match.
     pub replay_count: u32,
+    /// Frames the server's water has run ([`crate::Simulation::frames`]): the client's clock
+    /// starts here, and [`Packet::Frames`] continues from it.
+    pub frame: u64,
 }
 
 /// One piece of a tile's update: the tile's compressed payload is cut into chunks of at most
@@ -66,6 +80,9 @@ pub struct TileChunk {
     pub base: u32,
     /// Version the tile has after the update.
     pub version: u32,
+    /// Server frames run when the tile was taken: the client applies it once its own water has
+    /// run as many.
+    pub frame: u64,
     /// Bytes of the uncompressed payload.
     pub raw_len: u32,
     /// This chunk's index, `0 .. count`.
@@ -85,7 +102,7 @@ pub struct TileChecksum {
     pub version: u32,
     /// Sum of the tile's depths, quanta.
     pub total: i64,
-    /// [`super::tile_hash`] of the tile's depths.
+    /// [`super::tile_hash`] of the tile's values (depths and flows' bits).
     pub hash: u32,
 }
 
@@ -104,6 +121,9 @@ pub enum Packet {
         seq: u32,
         /// Peer that asked for it (1: the server itself).
         peer: i32,
+        /// Server frames run before the edit was applied: the client applies it after running
+        /// as many.
+        frame: u64,
         /// The edit.
         edit: Edit,
     },
@@ -113,6 +133,14 @@ pub enum Packet {
         request: u32,
         /// Why, as the game said it.
         reason: String,
+    },
+    /// Server → client: the step length (s) and step count of each server frame from `first`
+    /// on, which a client runs in the same order to keep the server's clock (reliable).
+    Frames {
+        /// Index of the first frame listed (frames run before it).
+        first: u64,
+        /// Per frame: step length, s, and steps.
+        steps: Vec<(f32, u32)>,
     },
     /// Client → server: join, or start over (reliable).
     Hello,
@@ -138,6 +166,7 @@ mod kind {
     pub const CHECKSUMS: u8 = 3;
     pub const EDIT_APPLIED: u8 = 4;
     pub const EDIT_REFUSED: u8 = 5;
+    pub const FRAMES: u8 = 6;
     pub const HELLO: u8 = 16;
     pub const ACK: u8 = 17;
     pub const EDIT_REQUEST: u8 = 18;
@@ -153,6 +182,7 @@ impl Packet {
             Packet::Checksums(_) => kind::CHECKSUMS,
             Packet::EditApplied { .. } => kind::EDIT_APPLIED,
             Packet::EditRefused { .. } => kind::EDIT_REFUSED,
+            Packet::Frames { .. } => kind::FRAMES,
             Packet::Hello => kind::HELLO,
             Packet::Ack(_) => kind::ACK,
             Packet::EditRequest { .. } => kind::EDIT_REQUEST,
@@ -169,6 +199,7 @@ impl Packet {
             Packet::Checksums(_) => "checksums",
             Packet::EditApplied { .. } => "edit applied",
             Packet::EditRefused { .. } => "edit refused",
+            Packet::Frames { .. } => "frames",
             Packet::Hello => "hello",
             Packet::Ack(_) => "ack",
             Packet::EditRequest { .. } => "edit request",
@@ -195,11 +226,14 @@ impl Packet {
                 for v in [w.cells[0], w.cells[1], w.tile_size, w.terrain_hash, w.next_edit_seq, w.replay_count] {
                     put_u32(&mut out, v);
                 }
+                out.extend_from_slice(&w.frame.to_le_bytes());
             }
             Packet::TileChunk(c) => {
-                for v in [c.tile, c.base, c.version, c.raw_len] {
+                for v in [c.tile, c.base, c.version] {
                     put_u32(&mut out, v);
                 }
+                out.extend_from_slice(&c.frame.to_le_bytes());
+                put_u32(&mut out, c.raw_len);
                 out.extend_from_slice(&c.index.to_le_bytes());
                 out.extend_from_slice(&c.count.to_le_bytes());
                 out.extend_from_slice(&(c.data.len().min(u16::MAX as usize) as u16).to_le_bytes());
@@ -214,10 +248,19 @@ impl Packet {
                     put_u32(&mut out, e.hash);
                 }
             }
-            Packet::EditApplied { seq, peer, edit } => {
+            Packet::EditApplied { seq, peer, frame, edit } => {
                 put_u32(&mut out, *seq);
                 out.extend_from_slice(&peer.to_le_bytes());
+                out.extend_from_slice(&frame.to_le_bytes());
                 edit.encode(&mut out);
+            }
+            Packet::Frames { first, steps } => {
+                out.extend_from_slice(&first.to_le_bytes());
+                put_count(&mut out, steps.len(), MAX_FRAMES_PER_PACKET, "frames")?;
+                for &(step, substeps) in steps {
+                    out.extend_from_slice(&step.to_le_bytes());
+                    put_u32(&mut out, substeps);
+                }
             }
             Packet::EditRefused { request, reason } => {
                 put_u32(&mut out, *request);
@@ -274,7 +317,7 @@ impl Packet {
         }
         let version = r.u8("packet version")?;
         if version != PROTOCOL_VERSION {
-            return Err(Error::invalid("packet version", version, format!("{PROTOCOL_VERSION}")));
+            return Err(Error::invalid("packet version", version, format!("{PROTOCOL_VERSION} (this build's protocol: the peer runs another PipeWater version; update both sides to the same one)")));
         }
         let kind = r.u8("packet kind")?;
         let seq = r.u32("packet sequence")?;
@@ -284,10 +327,10 @@ impl Packet {
                 for x in &mut v {
                     *x = r.u32("welcome")?;
                 }
-                Packet::Welcome(Welcome { cells: [v[0], v[1]], tile_size: v[2], terrain_hash: v[3], next_edit_seq: v[4], replay_count: v[5] })
+                Packet::Welcome(Welcome { cells: [v[0], v[1]], tile_size: v[2], terrain_hash: v[3], next_edit_seq: v[4], replay_count: v[5], frame: r.u64("welcome frame")? })
             }
             kind::TILE_CHUNK => {
-                let (tile, base, version, raw_len) = (r.u32("tile")?, r.u32("base")?, r.u32("version")?, r.u32("raw_len")?);
+                let (tile, base, version, frame, raw_len) = (r.u32("tile")?, r.u32("base")?, r.u32("version")?, r.u64("frame")?, r.u32("raw_len")?);
                 let (index, count, len) = (r.u16("chunk index")?, r.u16("chunk count")?, r.u16("chunk length")? as usize);
                 if count == 0 || index >= count {
                     return Err(Error::invalid("chunk index", format!("{index} of {count}"), "0 ..= count − 1, count ≥ 1"));
@@ -296,7 +339,7 @@ impl Packet {
                     return Err(Error::invalid("version", format!("{version} from base {base}"), "≥ 1 and above the base"));
                 }
                 let data = r.take(len, "chunk data")?.to_vec();
-                Packet::TileChunk(TileChunk { tile, base, version, raw_len, index, count, data })
+                Packet::TileChunk(TileChunk { tile, base, version, frame, raw_len, index, count, data })
             }
             kind::CHECKSUMS => {
                 let n = r.count(MAX_CHECKSUMS_PER_PACKET, CHECKSUM_ENTRY_BYTES, "checksum entries")?;
@@ -311,7 +354,28 @@ impl Packet {
             kind::EDIT_APPLIED => {
                 let seq = r.u32("edit seq")?;
                 let peer = i32::from_le_bytes(r.array("peer")?);
-                Packet::EditApplied { seq, peer, edit: Edit::decode(&mut r)? }
+                let frame = r.u64("edit frame")?;
+                Packet::EditApplied { seq, peer, frame, edit: Edit::decode(&mut r)? }
+            }
+            kind::FRAMES => {
+                let first = r.u64("first frame")?;
+                let n = r.count(MAX_FRAMES_PER_PACKET, 8, "frames")?;
+                let mut steps = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let step = r.f32("frame step")?;
+                    if !(crate::simulation::MIN_STEP..=crate::simulation::MAX_STEP_LENGTH).contains(&step) {
+                        return Err(Error::invalid("frame step", step, format!("{} ..= {} s", crate::simulation::MIN_STEP, crate::simulation::MAX_STEP_LENGTH)));
+                    }
+                    let substeps = r.u32("frame substeps")?;
+                    if !(1..=MAX_FRAME_SUBSTEPS).contains(&substeps) {
+                        return Err(Error::invalid("frame substeps", substeps, format!("1 ..= {MAX_FRAME_SUBSTEPS}")));
+                    }
+                    steps.push((step, substeps));
+                }
+                if first.checked_add(n as u64).is_none() {
+                    return Err(Error::invalid("first frame", first, format!("0 ..= {} with {n} frames", u64::MAX - n as u64)));
+                }
+                Packet::Frames { first, steps }
             }
             kind::EDIT_REFUSED => {
                 let request = r.u32("request")?;
@@ -351,7 +415,7 @@ impl Packet {
                 }
                 Packet::Focus(points)
             }
-            other => return Err(Error::invalid("packet kind", other, "1 ..= 5 (server) or 16 ..= 20 (client)")),
+            other => return Err(Error::invalid("packet kind", other, "1 ..= 6 (server) or 16 ..= 20 (client)")),
         };
         if r.at != bytes.len() {
             return Err(Error::invalid("packet length", format!("{} bytes", bytes.len()), format!("{} bytes for this packet", r.at)));
@@ -405,6 +469,10 @@ impl<'a> Reader<'a> {
 
     fn u32(&mut self, what: &'static str) -> Result<u32> {
         Ok(u32::from_le_bytes(self.array(what)?))
+    }
+
+    fn u64(&mut self, what: &'static str) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.array(what)?))
     }
 
     /// A finite `f32`.

@@ -253,6 +253,34 @@ pub fn gather_tile(tiles: &TileGrid, field: &[i32], t: usize, out: &mut Vec<i32>
     }
 }
 
+/// Copies tile `t`'s depths and pipe flows into `out` as [`codec::VALUES_PER_CELL`] planes of
+/// the tile's cells (row-major): depths (quanta), then the bits of the E, S, SE and SW flows.
+pub fn gather_tile_values(tiles: &TileGrid, depth: &[i32], flow: &[[f32; 4]], t: usize, out: &mut Vec<i32>) {
+    let r = tile_rect(tiles, t);
+    out.clear();
+    let w = tiles.cells[0] as usize;
+    for y in r.y..r.y + r.height {
+        let start = y as usize * w + r.x as usize;
+        out.extend_from_slice(&depth[start..start + r.width as usize]);
+    }
+    for pipe in 0..4 {
+        for y in r.y..r.y + r.height {
+            let start = y as usize * w + r.x as usize;
+            out.extend(flow[start..start + r.width as usize].iter().map(|f| f[pipe].to_bits() as i32));
+        }
+    }
+}
+
+/// The depths (the first plane) of a tile's values ([`gather_tile_values`]).
+pub fn tile_values_depth(values: &[i32]) -> &[i32] {
+    &values[..values.len() / codec::VALUES_PER_CELL]
+}
+
+/// The flow of cell `i` of a tile of `cells` cells from its values ([`gather_tile_values`]).
+pub fn tile_values_flow(values: &[i32], cells: usize, i: usize) -> [f32; 4] {
+    std::array::from_fn(|pipe| f32::from_bits(values[(pipe + 1) * cells + i] as u32))
+}
+
 /// Writes `values` (row-major over tile `t`) into a row-major field.
 pub fn scatter_tile(tiles: &TileGrid, field: &mut [i32], t: usize, values: &[i32]) {
     let r = tile_rect(tiles, t);

@@ -1,14 +1,15 @@
 //! What both sides do to their own [`Simulation`]: the server applies edits and says how they
-//! were applied; a client applies the server's edits in order and pulls its own water towards
-//! the server's copy without popping.
+//! were applied; a client runs the server's frames, sets its water to the server's tiles at the
+//! frames they describe and applies the server's edits at theirs, and pulls towards a copy that
+//! came too late without popping.
 
-use super::{blend_toward, gather_tile, Edit, SyncClient};
+use super::{blend_toward, gather_tile, tile_values_flow, Edit, SyncClient};
 use crate::backend::CellWater;
 use crate::error::{Error, Result};
 use crate::quanta::DEPTH_QUANTUM;
-use crate::simulation::Simulation;
+use crate::simulation::{CellOverwrite, Simulation};
 use crate::sources::SourceId;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 
 /// Applies `edit` to `sim` (the server's, or a client's own with `source_ids` mapping the
 /// server's source ids to its own) and returns it as applied: an [`Edit::AddSource`] carries the
@@ -67,20 +68,29 @@ pub fn apply_edit(sim: &mut Simulation, edit: Edit, source_ids: Option<&mut Hash
 /// What [`Replica::frame`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ReplicaFrame {
+    /// Server frames the client's water ran.
+    pub frames: usize,
     /// Server edits applied to the client's own water.
     pub edits: usize,
     /// Server edits that failed on the client's water (a source it does not know).
     pub edits_failed: usize,
-    /// Tiles whose water moved towards the server's this frame.
+    /// Tiles set exactly to the server's water at the frame it describes.
+    pub tiles_exact: usize,
+    /// Tiles whose copy came after the client had run past its frame, blended instead.
+    pub tiles_late: usize,
+    /// Tiles whose water moved towards the server's this frame (exact or blended).
     pub tiles_corrected: usize,
     /// Tiles still blending after this frame.
     pub tiles_blending: usize,
-    /// Largest difference from the server's copy before this frame's correction, m.
+    /// Largest difference between the client's water and the server's copy just before a
+    /// correction this frame, m: at the copy's own frame for exact tiles (how far the client's
+    /// own steps had gone from the server's), else at whatever frame the client was.
     pub largest_difference: f32,
 }
 
-/// A client's own water kept near the server's: the protocol's client and what the corrections
-/// need between frames.
+/// A client's own water kept on the server's: the protocol's client and what the corrections
+/// need between frames. The water runs the server's frames ([`SyncClient::take_frame`]), not
+/// its own clock, so that with the same backend on both sides each step is the server's.
 #[derive(Debug)]
 pub struct Replica {
     /// The protocol's client: give it the server's packets, send what it polls.
@@ -90,7 +100,13 @@ pub struct Replica {
     /// Share of a larger difference taken per frame, `0 < fraction ≤ 1`.
     pub blend_fraction: f32,
     blending: BTreeSet<usize>,
+    /// Tiles whose newest copy the water has not been set to yet.
+    waiting: BTreeSet<usize>,
+    /// Server edits not applied yet: (sequence, peer, edit, frames run before it).
+    edits: VecDeque<(u32, i32, Edit, u64)>,
     source_ids: HashMap<u32, SourceId>,
+    /// Whether the water was set whole to the server's keyframe: until then the clock waits.
+    started: bool,
 }
 
 /// Default snap threshold: 1 cm, below what a player sees on a water surface.
@@ -101,31 +117,166 @@ pub const DEFAULT_BLEND_FRACTION: f32 = 0.25;
 impl Replica {
     /// A replica around `client`, with the default snap threshold and blend rate.
     pub fn new(client: SyncClient) -> Self {
-        Replica { client, snap_quanta: (DEFAULT_SNAP_DEPTH / DEPTH_QUANTUM) as i32, blend_fraction: DEFAULT_BLEND_FRACTION, blending: BTreeSet::new(), source_ids: HashMap::new() }
+        Replica {
+            client,
+            snap_quanta: (DEFAULT_SNAP_DEPTH / DEPTH_QUANTUM) as i32,
+            blend_fraction: DEFAULT_BLEND_FRACTION,
+            blending: BTreeSet::new(),
+            waiting: BTreeSet::new(),
+            edits: VecDeque::new(),
+            source_ids: HashMap::new(),
+            started: false,
+        }
     }
 
     /// Forgets the session: see [`SyncClient::reset`].
     pub fn reset(&mut self) {
         self.client.reset();
         self.blending.clear();
+        self.waiting.clear();
+        self.edits.clear();
         self.source_ids.clear();
+        self.started = false;
     }
 
-    /// One frame of the client's own water, before it steps: the server's edits in order, then
-    /// every tile with news from the server moves towards the server's copy (snapped when
-    /// close, blended otherwise, [`blend_toward`]). Reads `sim`'s state once.
-    pub fn frame(&mut self, sim: &mut Simulation) -> Result<ReplicaFrame> {
+    /// The server welcomed the client again (a new session): the water waits for the new
+    /// keyframe.
+    pub fn restart(&mut self) {
+        self.blending.clear();
+        self.waiting.clear();
+        self.started = false;
+    }
+
+    /// Whether the water runs on the server's clock (the keyframe was applied).
+    pub fn started(&self) -> bool {
+        self.started
+    }
+
+    /// Once every tile has come: sets the whole water to the keyframe (every tile's first copy,
+    /// all of the frame the server took them at) and moves the clock there. The server's edits
+    /// of earlier frames that changed only water are in the keyframe and are dropped; the
+    /// others (ground, sources) are applied. Returns whether the water started.
+    fn start(&mut self, sim: &mut Simulation, report: &mut ReplicaFrame) -> Result<bool> {
+        let Some(tiles) = self.client.tiles() else { return Ok(false) };
+        if !self.client.is_complete() {
+            return Ok(false);
+        }
+        let frames: Vec<u64> = (0..tiles.count()).filter_map(|t| self.client.tile_first_values(t).map(|(f, _)| f)).collect();
+        let frame = frames.iter().copied().max().unwrap_or(0);
+        let consistent = frames.iter().all(|&f| f == frame);
+        let width = tiles.cells[0] as usize;
+        let mut cells = Vec::with_capacity(sim.grid().cell_count());
+        for t in 0..tiles.count() {
+            // Tiles of another frame (the keyframe's copy was dropped for newer ones): the newest
+            // copy, blended later if the water runs differently.
+            let (Some((_, values)), Some(rect)) = (if consistent { self.client.tile_first_values(t) } else { self.client.tile_values(t).map(|(_, f, v)| (f, v)) }, self.client.tile_rect(t)) else { continue };
+            let n = (rect.width * rect.height) as usize;
+            for i in 0..n {
+                let cell = (rect.y as usize + i / rect.width as usize) * width + rect.x as usize + i % rect.width as usize;
+                cells.push(CellOverwrite { cell: cell as u32, depth: values[i], flow: tile_values_flow(values, n, i) });
+            }
+        }
+        sim.overwrite_cells(&cells)?;
+        self.client.forget_first_copies();
+        self.client.skip_to(frame);
+        while self.edits.front().is_some_and(|e| e.3 < frame) {
+            let (_seq, _peer, edit, _frame) = self.edits.pop_front().expect("checked above");
+            if edit.replayed_on_join() {
+                match apply_edit(sim, edit, Some(&mut self.source_ids)) {
+                    Ok(_) => report.edits += 1,
+                    Err(_) => report.edits_failed += 1,
+                }
+            }
+        }
+        // Newer copies than the keyframe's are set at their own frames.
+        self.waiting = (0..tiles.count()).filter(|&t| self.client.tile_values(t).is_some_and(|(_, f, _)| f > frame)).collect();
+        report.tiles_exact += tiles.count();
+        self.started = true;
+        Ok(true)
+    }
+
+    /// One frame of the client's own water: runs up to `frames` of the server's frames that
+    /// the client was told of, each as the server ran it ([`Simulation::run_steps`] with the
+    /// server's step and steps). Before each, the tiles whose copy describes the water after
+    /// exactly the frames run so far are set to it, depths and flows, bit for bit
+    /// ([`Simulation::overwrite_cells`]), and the server's edits stamped with that frame are
+    /// applied in order. A copy that came after its frame was run is dropped; a copy a checksum
+    /// confirmed is blended towards (snapped when close, [`blend_toward`]). Until every tile has
+    /// come once the clock waits, then the water is set whole to the keyframe.
+    pub fn frame(&mut self, sim: &mut Simulation, frames: usize) -> Result<ReplicaFrame> {
         let mut report = ReplicaFrame::default();
-        for (_seq, _peer, edit) in self.client.take_edits() {
+        self.edits.extend(self.client.take_edits());
+        self.waiting.extend(self.client.take_corrections());
+        let confirmed = self.client.take_confirmations();
+        if !self.started && !self.start(sim, &mut report)? {
+            return Ok(report);
+        }
+        self.blending.extend(confirmed);
+        for _ in 0..frames {
+            self.at_frame(sim, self.client.next_frame(), &mut report)?;
+            let Some((_, step, substeps)) = self.client.take_frame() else { break };
+            sim.run_steps(step, substeps)?;
+            report.frames += 1;
+        }
+        self.at_frame(sim, self.client.next_frame(), &mut report)?;
+        self.blend(sim, &mut report)?;
+        Ok(report)
+    }
+
+    /// What is due when the water has run `frame` of the server's frames: the copies of that
+    /// frame exactly, then the edits the server applied after it.
+    fn at_frame(&mut self, sim: &mut Simulation, frame: u64, report: &mut ReplicaFrame) -> Result<()> {
+        let Some(tiles) = self.client.tiles() else { return Ok(()) };
+        let mut due = Vec::new();
+        let mut late = Vec::new();
+        for &t in &self.waiting {
+            match self.client.tile_values(t) {
+                Some((_, f, _)) if f == frame => due.push(t),
+                Some((_, f, _)) if f > frame => {}
+                _ => late.push(t),
+            }
+        }
+        // A copy of a frame already run is not the server's water now: the next one will be
+        // on time (the server sends the tile again while it changes).
+        for t in late {
+            self.waiting.remove(&t);
+            report.tiles_late += 1;
+        }
+        if !due.is_empty() {
+            let state = sim.read_state()?;
+            let width = tiles.cells[0] as usize;
+            let mut cells = Vec::new();
+            for &t in &due {
+                self.waiting.remove(&t);
+                self.blending.remove(&t);
+                let (Some((_, _, values)), Some(rect)) = (self.client.tile_values(t), self.client.tile_rect(t)) else { continue };
+                let n = (rect.width * rect.height) as usize;
+                for i in 0..n {
+                    let cell = (rect.y as usize + i / rect.width as usize) * width + rect.x as usize + i % rect.width as usize;
+                    let off = (values[i] as i64 - state.depth[cell] as i64).unsigned_abs();
+                    report.largest_difference = report.largest_difference.max(off as f32 * DEPTH_QUANTUM);
+                    cells.push(CellOverwrite { cell: cell as u32, depth: values[i], flow: tile_values_flow(values, n, i) });
+                }
+                report.tiles_exact += 1;
+                report.tiles_corrected += 1;
+            }
+            sim.overwrite_cells(&cells)?;
+        }
+        while self.edits.front().is_some_and(|e| e.3 <= frame) {
+            let (_seq, _peer, edit, _frame) = self.edits.pop_front().expect("checked above");
             match apply_edit(sim, edit, Some(&mut self.source_ids)) {
                 Ok(_) => report.edits += 1,
                 Err(_) => report.edits_failed += 1,
             }
         }
-        self.blending.extend(self.client.take_corrections());
-        let Some(tiles) = self.client.tiles() else { return Ok(report) };
+        Ok(())
+    }
+
+    /// Moves the water of the tiles being blended a step towards their copies.
+    fn blend(&mut self, sim: &mut Simulation, report: &mut ReplicaFrame) -> Result<()> {
+        let Some(tiles) = self.client.tiles() else { return Ok(()) };
         if self.blending.is_empty() {
-            return Ok(report);
+            return Ok(());
         }
         let state = sim.read_state()?;
         let mut local = Vec::new();
@@ -159,6 +310,6 @@ impl Replica {
         if !cells.is_empty() {
             sim.change_water(&cells)?;
         }
-        Ok(report)
+        Ok(())
     }
 }

@@ -1,8 +1,8 @@
 //! The server's side: the versions of each tile, and per client what it acknowledged, what is
 //! in flight, where it looks and how much of its budget is left.
 
-use super::codec::{encode_tile, Packet, TileChecksum, TileChunk, Welcome, MAX_CHECKSUMS_PER_PACKET, MAX_CHUNK_DATA};
-use super::{gather_tile, tile_hash, tile_rect, Edit, Outgoing, SyncConfig, PACKET_OVERHEAD_BYTES, SERVER_PEER};
+use super::codec::{encode_tile, Packet, TileChecksum, TileChunk, Welcome, MAX_CHECKSUMS_PER_PACKET, MAX_CHUNK_DATA, MAX_FRAMES_PER_PACKET, MAX_FRAME_SUBSTEPS};
+use super::{gather_tile_values, tile_hash, tile_rect, tile_values_depth, Edit, Outgoing, SyncConfig, PACKET_OVERHEAD_BYTES, SERVER_PEER};
 use crate::backend::sleep::TileGrid;
 use crate::error::{Error, Result};
 use crate::grid::Grid;
@@ -15,22 +15,28 @@ use std::sync::Arc;
 const MAX_VERSIONS_PER_TILE: usize = 16;
 /// Most replayed edits kept for late joiners (terrain and sources).
 const MAX_EDIT_LOG: usize = 65_536;
+/// Most frames of the frame log kept for clients that have not been sent them yet (18 minutes
+/// at 60 Hz); a client further behind starts over with a new welcome.
+const MAX_FRAME_LOG: usize = 65_536;
 /// Seconds of budget a client may save up (a burst).
 const BURST_SECONDS: f64 = 0.1;
 /// Priority of a tile that the client has never received: above any change count, so a
 /// keyframe goes before updates (nearest first).
 const KEYFRAME_PRIORITY: f64 = 1.0e15;
 
-/// One version of a tile's depths.
+/// One version of a tile's water: depths and pipe flows.
 #[derive(Debug, Clone)]
 struct TileVersion {
     version: u32,
+    /// Server frames run when it was taken.
+    frame: u64,
     /// Sum over captures up to this version of the quanta that changed (|Δ| per cell): the
     /// difference of two versions' `change` says how much moved between them.
     change: u64,
     total: i64,
     hash: u32,
-    depths: Arc<[i32]>,
+    /// [`super::gather_tile_values`]: depths, then the flows' bits.
+    values: Arc<[i32]>,
 }
 
 /// A client as the server sees it.
@@ -49,10 +55,16 @@ struct Client {
     checksum_cursor: usize,
     checksum_credit: f64,
     keyframe_complete: bool,
+    /// While the keyframe is incomplete: every tile's version as of the first capture after the
+    /// join, which the keyframe sends, so that all its tiles describe one frame and the client
+    /// can start from them at once (tiles of different frames side by side run differently).
+    keyframe: Vec<TileVersion>,
     joined_at: f64,
     /// Seconds from the join to the last tile of the keyframe acknowledged.
     join_seconds: Option<f64>,
     bytes_sent: u64,
+    /// Frames of the frame log sent to it so far (the first not sent).
+    frames_sent: u64,
 }
 
 /// What a client's packet asks of the game.
@@ -94,22 +106,66 @@ pub struct SyncServer {
     history: Vec<Vec<TileVersion>>,
     clients: BTreeMap<i32, Client>,
     next_edit_seq: u32,
-    edit_log: Vec<(u32, i32, Edit)>,
+    edit_log: Vec<(u32, i32, Edit, u64)>,
     captures: u64,
+    /// Frames the water has run ([`SyncServer::record_frame`]).
+    frame: u64,
+    /// Step length and steps of frames `frame_log_start ..` (the frames clients still need).
+    frame_log: VecDeque<(f32, u32)>,
+    frame_log_start: u64,
 }
 
 impl SyncServer {
     /// A server for water on `grid`, whose terrain at the start hashes to `terrain_hash`
-    /// ([`super::terrain_hash`]), holding `depth` (quanta, row-major) now.
-    pub fn new(config: SyncConfig, grid: Grid, terrain_hash: u32, depth: &[i32]) -> Result<Self> {
+    /// ([`super::terrain_hash`]), holding `depth` (quanta, row-major) and pipe `flow` now, after
+    /// `frame` frames ([`crate::Simulation::frames`]).
+    pub fn new(config: SyncConfig, grid: Grid, terrain_hash: u32, depth: &[i32], flow: &[[f32; 4]], frame: u64) -> Result<Self> {
         config.check()?;
-        if depth.len() != grid.cell_count() {
-            return Err(Error::WrongLength { name: "depth", expected: grid.cell_count(), actual: depth.len() });
-        }
         let tiles = TileGrid::new(grid.width, grid.height, [config.tile_size; 2]);
-        let mut server = SyncServer { config, grid, tiles, terrain_hash, history: vec![Vec::new(); tiles.count()], clients: BTreeMap::new(), next_edit_seq: 1, edit_log: Vec::new(), captures: 0 };
-        server.capture(depth, None)?;
+        let mut server = SyncServer {
+            config,
+            grid,
+            tiles,
+            terrain_hash,
+            history: vec![Vec::new(); tiles.count()],
+            clients: BTreeMap::new(),
+            next_edit_seq: 1,
+            edit_log: Vec::new(),
+            captures: 0,
+            frame,
+            frame_log: VecDeque::new(),
+            frame_log_start: frame,
+        };
+        server.capture(depth, flow, None)?;
         Ok(server)
+    }
+
+    /// Frames the water has run, as the server's clock says.
+    pub fn frame(&self) -> u64 {
+        self.frame
+    }
+
+    /// The water ran one more frame of `substeps` steps of `step` seconds
+    /// ([`crate::Simulation::run_steps`]): clients run the same frames in the same order. Call it
+    /// after every frame that ran a step, before the next capture or edit.
+    pub fn record_frame(&mut self, step: f32, substeps: u32) -> Result<()> {
+        if !(crate::simulation::MIN_STEP..=crate::simulation::MAX_STEP_LENGTH).contains(&step) {
+            return Err(Error::invalid("step", step, format!("{} ..= {} s", crate::simulation::MIN_STEP, crate::simulation::MAX_STEP_LENGTH)));
+        }
+        if !(1..=MAX_FRAME_SUBSTEPS).contains(&substeps) {
+            return Err(Error::invalid("substeps", substeps, format!("1 ..= {MAX_FRAME_SUBSTEPS}")));
+        }
+        self.frame += 1;
+        self.frame_log.push_back((step, substeps));
+        // Keep what the furthest-behind client still needs, within a bound.
+        let needed = self.clients.values().map(|c| c.frames_sent).min().unwrap_or(self.frame);
+        while self.frame_log_start < needed || self.frame_log.len() > MAX_FRAME_LOG {
+            if self.frame_log.pop_front().is_none() {
+                break;
+            }
+            self.frame_log_start += 1;
+        }
+        Ok(())
     }
 
     /// The tiles.
@@ -132,13 +188,17 @@ impl SyncServer {
         Ok(())
     }
 
-    /// Takes the water as it is now (`depth`, quanta, row-major): each tile that differs from
-    /// its current version gets a new one. `candidates`, when given (one flag per tile), limits
-    /// the comparison to those tiles, e.g. the tiles the backend stepped or edited since the
-    /// last capture; a tile outside them must not have changed. Returns how many tiles changed.
-    pub fn capture(&mut self, depth: &[i32], candidates: Option<&[bool]>) -> Result<usize> {
+    /// Takes the water as it is now, after [`SyncServer::frame`] frames (`depth`, quanta, and
+    /// the pipes' `flow`, row-major): each tile whose depths or flows differ from its current
+    /// version gets a new one. `candidates`, when given (one flag per tile), limits the
+    /// comparison to those tiles, e.g. the tiles the backend stepped or edited since the last
+    /// capture; a tile outside them must not have changed. Returns how many tiles changed.
+    pub fn capture(&mut self, depth: &[i32], flow: &[[f32; 4]], candidates: Option<&[bool]>) -> Result<usize> {
         if depth.len() != self.grid.cell_count() {
             return Err(Error::WrongLength { name: "depth", expected: self.grid.cell_count(), actual: depth.len() });
+        }
+        if flow.len() != self.grid.cell_count() {
+            return Err(Error::WrongLength { name: "flow", expected: self.grid.cell_count(), actual: flow.len() });
         }
         if let Some(c) = candidates {
             if c.len() != self.tiles.count() {
@@ -148,27 +208,30 @@ impl SyncServer {
         self.captures += 1;
         let tiles = self.tiles;
         let captures = self.captures.min(u32::MAX as u64 - 1) as u32;
+        let frame = self.frame;
         let changed: Vec<(usize, TileVersion)> = (0..tiles.count())
             .into_par_iter()
             .filter(|&t| candidates.is_none_or(|c| c[t]))
             .map_init(Vec::new, |scratch, t| {
-                gather_tile(&tiles, depth, t, scratch);
+                gather_tile_values(&tiles, depth, flow, t, scratch);
                 let last = self.history[t].last();
-                if last.is_some_and(|v| *v.depths == **scratch) {
+                if last.is_some_and(|v| *v.values == **scratch) {
                     return None;
                 }
+                let now = tile_values_depth(scratch);
                 let moved: u64 = match last {
-                    Some(v) => v.depths.iter().zip(scratch.iter()).map(|(&a, &b)| (a as i64 - b as i64).unsigned_abs()).sum(),
-                    None => scratch.iter().map(|&d| d.unsigned_abs() as u64).sum(),
+                    Some(v) => tile_values_depth(&v.values).iter().zip(now).map(|(&a, &b)| (a as i64 - b as i64).unsigned_abs()).sum(),
+                    None => now.iter().map(|&d| d.unsigned_abs() as u64).sum(),
                 };
                 let version = TileVersion {
                     // Versions follow the capture count, so a tile's versions grow with time
                     // and a version names one capture.
                     version: captures,
+                    frame,
                     change: last.map_or(0, |v| v.change).saturating_add(moved.max(1)),
-                    total: scratch.iter().map(|&d| d as i64).sum(),
+                    total: now.iter().map(|&d| d as i64).sum(),
                     hash: tile_hash(scratch),
-                    depths: Arc::from(scratch.as_slice()),
+                    values: Arc::from(scratch.as_slice()),
                 };
                 Some((t, version))
             })
@@ -236,12 +299,14 @@ impl SyncServer {
                 for (t, v) in entries {
                     let t = t as usize;
                     // An acknowledgement older than one already taken is a late packet.
-                    if v > client.acked[t] && self.history[t].iter().any(|h| h.version == v) {
+                    let pinned = client.keyframe.get(t).is_some_and(|k| k.version == v);
+                    if v > client.acked[t] && (pinned || self.history[t].iter().any(|h| h.version == v)) {
                         client.acked[t] = v;
                     }
                 }
                 if !client.keyframe_complete && client.acked.iter().all(|&v| v != 0) {
                     client.keyframe_complete = true;
+                    client.keyframe = Vec::new();
                     client.join_seconds = Some(now - client.joined_at);
                 }
                 Ok(None)
@@ -255,6 +320,7 @@ impl SyncServer {
                 if tiles.is_empty() {
                     client.acked.fill(0);
                     client.keyframe_complete = false;
+                    client.keyframe = Vec::new();
                 } else {
                     for t in tiles {
                         client.acked[t as usize] = 0;
@@ -271,7 +337,7 @@ impl SyncServer {
                 self.clients.get_mut(&peer).expect("checked above").focus = points;
                 Ok(None)
             }
-            Packet::Welcome(_) | Packet::TileChunk(_) | Packet::Checksums(_) | Packet::EditApplied { .. } | Packet::EditRefused { .. } => unreachable!("refused above"),
+            Packet::Welcome(_) | Packet::TileChunk(_) | Packet::Checksums(_) | Packet::EditApplied { .. } | Packet::EditRefused { .. } | Packet::Frames { .. } => unreachable!("refused above"),
         }
     }
 
@@ -289,13 +355,14 @@ impl SyncServer {
     fn join(&mut self, peer: i32, now: f64) {
         let n = self.tiles.count();
         let mut reliable = VecDeque::new();
-        let replay: Vec<_> = self.edit_log.iter().map(|&(seq, peer, edit)| Packet::EditApplied { seq, peer, edit }).collect();
+        let replay: Vec<_> = self.edit_log.iter().map(|&(seq, peer, edit, frame)| Packet::EditApplied { seq, peer, frame, edit }).collect();
         reliable.push_back(Packet::Welcome(Welcome {
             cells: self.tiles.cells,
             tile_size: self.config.tile_size,
             terrain_hash: self.terrain_hash,
             next_edit_seq: self.next_edit_seq,
             replay_count: replay.len() as u32,
+            frame: self.frame,
         }));
         reliable.extend(replay);
         let client = Client {
@@ -309,9 +376,11 @@ impl SyncServer {
             checksum_cursor: 0,
             checksum_credit: 0.0,
             keyframe_complete: false,
+            keyframe: Vec::new(),
             joined_at: now,
             join_seconds: None,
             bytes_sent: self.clients.get(&peer).map_or(0, |c| c.bytes_sent),
+            frames_sent: self.frame,
         };
         self.clients.insert(peer, client);
     }
@@ -340,10 +409,11 @@ impl SyncServer {
         let seq = self.next_edit_seq;
         self.next_edit_seq = self.next_edit_seq.wrapping_add(1).max(1);
         if edit.replayed_on_join() && self.edit_log.len() < MAX_EDIT_LOG {
-            self.edit_log.push((seq, peer, edit));
+            self.edit_log.push((seq, peer, edit, self.frame));
         }
+        let frame = self.frame;
         for client in self.clients.values_mut() {
-            client.reliable.push_back(Packet::EditApplied { seq, peer, edit });
+            client.reliable.push_back(Packet::EditApplied { seq, peer, frame, edit });
         }
         seq
     }
@@ -362,8 +432,14 @@ impl SyncServer {
         let config = self.config.clone();
         let grid = self.grid;
         let history = &self.history;
+        let (frame_log, frame_log_start, frame_now) = (&self.frame_log, self.frame_log_start, self.frame);
         let client = self.clients.get_mut(&peer).ok_or_else(|| Error::invalid("peer", peer, "a client that said hello"))?;
         let kbps = if client.keyframe_complete { config.budget_kbps } else { config.join_budget_kbps };
+        if !client.keyframe_complete && client.keyframe.is_empty() {
+            // A version holds from the capture that took it until the next: every tile's newest
+            // is the water after the frames run now, which the keyframe says of them all.
+            client.keyframe = history.iter().map(|v| TileVersion { frame: frame_now, ..v.last().expect("every tile has a version from the first capture").clone() }).collect();
+        }
         let rate = kbps as f64 * 1000.0 / 8.0;
         let dt = client.last_poll.map_or(0.0, |t| (now - t).clamp(0.0, 1.0));
         client.last_poll = Some(now);
@@ -379,6 +455,18 @@ impl SyncServer {
             out.push(Outgoing { bytes, reliable });
             Ok(())
         };
+        // The frames first: edits name the frame after which they apply, and the client runs
+        // only frames it was told of. Reliable and in order with the edits.
+        let log_end = frame_log_start + frame_log.len() as u64;
+        let mut from = client.frames_sent.max(frame_log_start);
+        while from < log_end {
+            let n = ((log_end - from) as usize).min(MAX_FRAMES_PER_PACKET);
+            let at = (from - frame_log_start) as usize;
+            let steps: Vec<(f32, u32)> = frame_log.range(at..at + n).copied().collect();
+            send(client, &Packet::Frames { first: from, steps }, true)?;
+            from += n as u64;
+        }
+        client.frames_sent = from;
         while let Some(packet) = client.reliable.pop_front() {
             send(client, &packet, true)?;
         }
@@ -412,8 +500,8 @@ impl SyncServer {
         let tile_side = config.tile_size as f32 * grid.cell_size;
         let mut queue: Vec<(f64, usize)> = Vec::new();
         for (t, versions) in history.iter().enumerate() {
-            let Some(current) = versions.last() else { continue };
             let acked = client.acked[t];
+            let Some(current) = (if acked == 0 { client.keyframe.get(t) } else { None }).or(versions.last()) else { continue };
             if acked == current.version {
                 continue;
             }
@@ -441,18 +529,21 @@ impl SyncServer {
                 break;
             }
             let versions = &history[t];
-            let current = versions.last().expect("queued tiles have a version");
-            let base = versions.iter().find(|v| v.version == client.acked[t] && v.version != 0);
-            let (raw_len, compressed) = encode_tile(&current.depths, base.map(|b| &*b.depths), tile_rect(&tiles, t).width as usize);
+            let acked = client.acked[t];
+            let current = (if acked == 0 { client.keyframe.get(t) } else { None }).or(versions.last()).expect("queued tiles have a version").clone();
+            let base = versions.iter().find(|v| v.version == acked && v.version != 0);
+            let (raw_len, compressed) = encode_tile(&current.values, base.map(|b| &*b.values), tile_rect(&tiles, t).width as usize);
             let count = compressed.len().div_ceil(MAX_CHUNK_DATA).max(1);
             // Only what the budget holds now: a tile larger than the whole bucket waits for a
-            // full one (and then leaves a debt), so the average stays at the budget.
+            // half-full one (and then leaves a debt), so the average stays at the budget. Half,
+            // not full: the frame log and checksums take a little of every poll, so a bucket
+            // may never be full when the tiles' turn comes.
             let cost = (compressed.len() + count * (super::codec::HEADER_BYTES + super::codec::CHUNK_HEADER_BYTES + PACKET_OVERHEAD_BYTES)) as f64;
-            if cost > client.tokens && client.tokens < cap {
+            if cost > client.tokens && client.tokens < cap * 0.5 {
                 break;
             }
             for (index, data) in compressed.chunks(MAX_CHUNK_DATA).enumerate() {
-                let chunk = TileChunk { tile: t as u32, base: base.map_or(0, |b| b.version), version: current.version, raw_len: raw_len as u32, index: index as u16, count: count as u16, data: data.to_vec() };
+                let chunk = TileChunk { tile: t as u32, base: base.map_or(0, |b| b.version), version: current.version, frame: current.frame, raw_len: raw_len as u32, index: index as u16, count: count as u16, data: data.to_vec() };
                 send(client, &Packet::TileChunk(chunk), false)?;
             }
             client.sent[t] = (current.version, now);

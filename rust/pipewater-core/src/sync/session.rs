@@ -8,12 +8,18 @@
 use super::{apply_edit, terrain_hash, ClientEvent, Edit, Outgoing, Replica, ReplicaFrame, ServerEvent, SyncClient, SyncConfig, SyncServer, SERVER_PEER};
 use crate::backend::sleep::TileGrid;
 use crate::backend::DepthReader;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::simulation::Simulation;
 
 /// Syncs a second (captures of the server's water and polls of each side). Half of a 60 Hz
 /// physics rate: a tile's change is sent at most 33 ms after it happened.
 pub const SYNC_HZ: f64 = 30.0;
+
+/// Frames a client's water runs behind the newest server frame it was told of (67 ms at 60 Hz):
+/// room for tile updates that arrive after the frame log of their frame.
+pub const CLIENT_LAG_FRAMES: usize = 4;
+/// Most server frames a client runs in one of its frames when catching up.
+pub const MAX_CATCH_UP_FRAMES: usize = 32;
 
 /// A client's request as the server's game sees it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -33,7 +39,7 @@ pub struct ServerSession {
     requests: Vec<EditRequest>,
     next_sync: f64,
     captures: u64,
-    water: CaptureReader,
+    tiles_read: u64,
 }
 
 /// What a server's capture reads of its simulation's water, as cheaply as the backend allows:
@@ -108,9 +114,10 @@ impl ServerSession {
     pub fn start(config: SyncConfig, sim: &mut Simulation) -> Result<Self> {
         let state = sim.read_state()?;
         let hash = terrain_hash(&state.grid, &state.terrain);
-        let server = SyncServer::new(config, state.grid, hash, &state.depth)?;
+        let server = SyncServer::new(config, state.grid, hash, &state.depth, &state.flow, sim.frames())?;
         // What changed before the start is in `state`: the next capture looks only past it.
-        Ok(ServerSession { server, requests: Vec::new(), next_sync: f64::NEG_INFINITY, captures: 0, water: CaptureReader::new(sim, state.depth) })
+        let _ = sim.take_changed_tiles();
+        Ok(ServerSession { server, requests: Vec::new(), next_sync: f64::NEG_INFINITY, captures: 0, tiles_read: 0 })
     }
 
     /// The protocol's server (figures, settings).
@@ -167,9 +174,20 @@ impl ServerSession {
         self.server.remove_client(peer)
     }
 
-    /// Once a frame, after the step: at the sync rate, captures the water and returns every
-    /// client's packets (peer, packet); between syncs, nothing.
+    /// Once a frame, after the step: notes the frame the water ran (its step and steps, which
+    /// the clients run too), and at the sync rate captures the water and returns every
+    /// client's packets (peer, packet); between syncs, nothing. Must be called after every
+    /// frame that ran steps: two frames run since the last call are an error (the clients
+    /// could not run the first as the server did).
     pub fn frame(&mut self, sim: &mut Simulation, now: f64) -> Result<Vec<(i32, Outgoing)>> {
+        let missed = sim.frames().saturating_sub(self.server.frame());
+        if missed > 1 {
+            return Err(Error::invalid("frames since the last ServerSession::frame", missed, "0 ..= 1 (call it after every advance)"));
+        }
+        if missed == 1 {
+            let report = sim.last_report();
+            self.server.record_frame(report.step, report.substeps)?;
+        }
         if now < self.next_sync {
             return Ok(Vec::new());
         }
@@ -178,14 +196,16 @@ impl ServerSession {
         if self.server.clients().is_empty() {
             // Nobody to send to: no need to read the water (a single player with sync on). The
             // first capture after a join compares against the last one, so nothing is missed.
-            self.water.forget();
             return Ok(Vec::new());
         }
         let tiles = self.server.tiles();
-        if let Some((depth, changed)) = self.water.read(sim, &tiles)? {
-            self.server.capture(depth, changed.as_deref())?;
-            self.captures += 1;
-        }
+        // Only the tiles the backend stepped or edited can differ (the CPU backend says which);
+        // flows are read with the depths, so the whole state is read.
+        let changed = sim.take_changed_tiles().and_then(|c| c.tiles.cover(&c.awake, &tiles));
+        let state = sim.read_state()?;
+        self.tiles_read += changed.as_ref().map_or(tiles.count(), |c| c.iter().filter(|&&t| t).count()) as u64;
+        self.server.capture(&state.depth, &state.flow, changed.as_deref())?;
+        self.captures += 1;
         self.poll_clients(now)
     }
 
@@ -206,7 +226,7 @@ impl ServerSession {
     /// Tiles read and compared over all captures so far (every tile each capture on a backend
     /// that cannot tell which changed).
     pub fn tiles_read(&self) -> u64 {
-        self.water.tiles_read()
+        self.tiles_read
     }
 }
 
@@ -235,8 +255,10 @@ impl ClientSession {
     /// A packet from peer `from`: refused (with the reason, changing nothing) unless it is a
     /// well-formed packet from the server (peer 1).
     pub fn receive(&mut self, from: i32, bytes: &[u8]) -> Result<()> {
-        if let Some(ClientEvent::Refused { request, reason }) = self.replica.client.receive(from, bytes)? {
-            self.refusals.push((request, reason));
+        match self.replica.client.receive(from, bytes)? {
+            Some(ClientEvent::Refused { request, reason }) => self.refusals.push((request, reason)),
+            Some(ClientEvent::Welcomed) => self.replica.restart(),
+            _ => {}
         }
         Ok(())
     }
@@ -256,10 +278,19 @@ impl ClientSession {
         self.replica.client.set_focus(points)
     }
 
-    /// Once a frame, before the step: the server's edits, and the tiles with news pulled towards
-    /// the server's copy ([`Replica::frame`]).
-    pub fn before_step(&mut self, sim: &mut Simulation) -> Result<ReplicaFrame> {
-        let frame = self.replica.frame(sim)?;
+    /// Once a frame, instead of advancing `sim` itself: runs the server's frames that are due
+    /// ([`Replica::frame`]), at the server's pace and [`CLIENT_LAG_FRAMES`] behind the newest
+    /// the client was told of, so that a tile update arriving up to that many frames after
+    /// the frame log is still applied at its own frame. When the server's frames pile up (a
+    /// client slower than the server, a stall), it catches up to that lag at once.
+    pub fn step(&mut self, sim: &mut Simulation) -> Result<ReplicaFrame> {
+        let pending = self.replica.client.frames_pending();
+        let frames = if pending > 2 * CLIENT_LAG_FRAMES {
+            (pending - CLIENT_LAG_FRAMES).min(MAX_CATCH_UP_FRAMES)
+        } else {
+            usize::from(pending > CLIENT_LAG_FRAMES)
+        };
+        let frame = self.replica.frame(sim, frames)?;
         if frame.tiles_corrected > 0 {
             self.largest_difference = frame.largest_difference;
         }

@@ -86,8 +86,14 @@ fn seconds_now() -> f64 {
 }
 
 impl PipeWater {
+    /// Whether this node's water is a multiplayer client's, which runs the server's frames.
+    pub(super) fn is_sync_client(&self) -> bool {
+        matches!(self.sync_link.role, Some(Role::Client(_)))
+    }
+
     /// Before the step: follows the multiplayer's state (server, client, or neither), takes what
-    /// arrived, answers edit requests (server) or pulls the water towards the server's (client).
+    /// arrived, answers edit requests (server) or runs the server's frames that are due, setting
+    /// the water to the server's tiles at theirs (client).
     pub(super) fn sync_before_step(&mut self) {
         if !self.multiplayer_sync || godot::classes::Engine::singleton().is_editor_hint() {
             if self.sync_link.role.is_some() || self.sync_link.listening.is_some() {
@@ -107,7 +113,9 @@ impl PipeWater {
             Some(Role::Client(_)) => {
                 self.send_focus();
                 let (Some(Role::Client(session)), Some(sim)) = (self.sync_link.role.as_mut(), self.sim.as_mut()) else { return };
-                let result = session.before_step(sim);
+                let started = std::time::Instant::now();
+                let result = session.step(sim).map(|_| ());
+                self.step_usec = started.elapsed().as_micros() as i64;
                 let refusals = session.take_refusals();
                 if session.client().is_complete() && self.sync_link.join_seconds.is_none() {
                     self.sync_link.join_seconds = Some(seconds_now() - self.sync_link.started_at);

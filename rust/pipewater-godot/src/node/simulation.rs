@@ -415,6 +415,11 @@ impl PipeWater {
 
     /// Runs one frame of `delta` simulated seconds; returns the substeps taken.
     pub(super) fn advance(&mut self, delta: f32) -> u32 {
+        if self.is_sync_client() {
+            // A multiplayer client's water runs the server's frames (in `sync_before_step`), not
+            // its own clock: its steps are then the server's.
+            return 0;
+        }
         let started = Instant::now();
         let result = self.sim.as_mut().map(|s| s.advance(delta));
         let report = self.errors.core_result("step", result);
