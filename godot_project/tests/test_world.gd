@@ -16,7 +16,9 @@ func _run() -> void:
 	print("PipeWater world tests, Godot %s" % Engine.get_version_info().string)
 	await _test_a_lake_in_a_world_past_the_dense_limit()
 	await _test_ground_from_a_coarse_image_and_a_sea_at_an_edge()
+	await _test_saves_load_back_and_bad_bytes_are_refused()
 	await _test_bad_input_is_refused_with_no_effect()
+	await _test_the_world_demo_runs_and_its_dam_breaks()
 	_finish("PIPEWATER WORLD TESTS")
 
 
@@ -138,6 +140,44 @@ func _test_ground_from_a_coarse_image_and_a_sea_at_an_edge() -> void:
 	world.free()
 
 
+func _test_saves_load_back_and_bad_bytes_are_refused() -> void:
+	print("-- save_state, save_state_async and load_state of a %d² world" % SIDE)
+	var world: PipeWaterWorld = await _make_world()
+	if not world.is_ready():
+		_check(false, "the world exists: %s" % world.get_last_error())
+		world.free()
+		return
+	var spot: Vector3 = _cell_position(300, 7000)
+	world.add_water(spot, 500.0, 20.0)
+	for i in 60:
+		world.step(1.0 / 30.0)
+	var depth: float = world.get_depth(spot)
+	var bytes: PackedByteArray = world.save_state()
+	print("   %d bytes saved; depth at the spot %.4f m" % [bytes.size(), depth])
+	_check(bytes.size() > 0 and bytes.size() < 1 << 20, "the save holds the wet pages only")
+	world.remove_water(spot, 400.0, 30.0)
+	world.step(0.0)
+	_check(world.get_depth(spot) < depth, "water taken out after the save")
+	_check(world.load_state(bytes), "load_state takes the save: %s" % world.get_last_error())
+	_near(world.get_depth(spot), depth, 1.0e-6, "the water is back as saved")
+	_check(world.get_water_ledger().get("exact", false), "the ledger is exact after the load")
+	_check(not world.load_state(bytes.slice(0, bytes.size() / 2)), "half a save is refused")
+	print("   %s" % world.get_last_error())
+	_near(world.get_depth(spot), depth, 1.0e-6, "and the world is kept")
+	_check(world.save_state_async(), "save_state_async begins")
+	_check(not world.save_state_async() and world.get_last_error().contains("already"),
+			"a second save while one is on its way is refused")
+	var async_bytes: PackedByteArray = await world.state_saved
+	# Resumed inside the node's emission: let it return before freeing the node.
+	await process_frame
+	print("   the asynchronous save: %d bytes" % async_bytes.size())
+	_check(not world.is_saving_state(), "no save on its way")
+	world.add_water(spot, 100.0, 20.0)
+	_check(world.load_state(async_bytes), "the asynchronous save loads")
+	_near(world.get_depth(spot), depth, 1.0e-6, "with the water of when it began")
+	world.free()
+
+
 func _test_bad_input_is_refused_with_no_effect() -> void:
 	print("-- bad input")
 	var world: PipeWaterWorld = await _make_world()
@@ -179,3 +219,33 @@ func _test_bad_input_is_refused_with_no_effect() -> void:
 	world.step(0.1)
 	_check(world.is_ready(), "a good size makes the world again")
 	world.free()
+
+
+func _test_the_world_demo_runs_and_its_dam_breaks() -> void:
+	print("-- the world demo (res://demo/world/world_demo.tscn): 8192², a reservoir, a dam")
+	var demo: Node3D = (load("res://demo/world/world_demo.tscn") as PackedScene).instantiate()
+	root.add_child(demo)
+	await process_frame
+	var world: PipeWaterWorld = demo.get_node_or_null("World")
+	_check(world != null and world.is_ready(), "the demo made its world")
+	if world == null or not world.is_ready():
+		demo.free()
+		return
+	for i in 30:
+		await physics_frame
+	var ledger: Dictionary = world.get_water_ledger()
+	var report: Dictionary = world.get_world_report()
+	print("   after 30 physics frames: %s; %s" % [ledger, report])
+	_check(ledger.get("added", 0.0) > 5.0e5, "the reservoir was filled (over 5·10⁵ m³)")
+	_check(ledger.get("exact", false), "the ledger is exact")
+	_check(report.get("watered", 0) < report.get("pages", 0) / 10,
+			"a small part of the world's pages holds water fields")
+	var dam: Vector3 = demo.call("_map_point", demo.call("_river_x", 1, 185.0), 185.0)
+	var before: float = world.get_height(dam)
+	demo.call("breach_dam")
+	world.step(0.0)
+	var after: float = world.get_height(dam)
+	print("   the dam's crest at its middle: %.2f m before the breach, %.2f m after" % [before,
+			after])
+	_check(after < before - 10.0, "the breach cuts the dam down")
+	demo.free()

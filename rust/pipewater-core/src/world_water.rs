@@ -12,7 +12,7 @@
 //! What the world does not do yet, and refuses by name: the triangular lattice, erosion and
 //! cooling (no world pass), bodies and the detail layer.
 
-use crate::backend::gpu::world::{World, WorldReport};
+use crate::backend::gpu::world::{World, WorldReport, WorldSaveJob};
 use crate::error::{check_range, Error, Result};
 use crate::frame::FrameReport;
 use crate::grid::Grid;
@@ -511,6 +511,17 @@ impl WorldWater {
     /// The world's save ([`crate::world_save`]); the parameters and cell size are the caller's.
     pub fn save(&mut self) -> Result<Vec<u8>> {
         self.world.save()
+    }
+
+    /// Begins a save that [`WorldWater::poll_save`] finishes while the world steps on (the
+    /// device copies the pages' fields; a worker reads and encodes them).
+    pub fn begin_save(&mut self) -> Result<WorldSaveJob> {
+        self.world.begin_save()
+    }
+
+    /// The save's bytes once its worker is done; `None` while it works.
+    pub fn poll_save(&mut self, job: &mut WorldSaveJob) -> Option<Result<Vec<u8>>> {
+        self.world.poll_save(job)
     }
 
     /// A world loaded from [`WorldWater::save`]'s bytes, stepping with `params` on cells of

@@ -16,6 +16,7 @@ use godot::classes::mesh::{ArrayType, PrimitiveType};
 use godot::classes::{ArrayMesh, INode3D, Image, ImageTexture, Material, MeshInstance3D, Node3D, ResourceLoader, Shader, ShaderMaterial};
 use godot::prelude::*;
 use pipewater_core::quanta::MAX_TERRAIN_ABS;
+use pipewater_core::backend::gpu::world::WorldSaveJob;
 use pipewater_core::world_water::{WorldWater, MAX_WINDOW_SIDE};
 use crate::node::WaterBoundary;
 use pipewater_core::{Boundary, Params};
@@ -164,6 +165,10 @@ pub struct PipeWaterWorld {
     mesh_instance: Option<Gd<MeshInstance3D>>,
     mesh_cells: Option<([u32; 2], f32)>,
     default_material: Option<Gd<Material>>,
+    /// Whether the water changed since the window was last read.
+    window_stale: bool,
+    /// A save on its way (`save_state_async`).
+    saving: Option<WorldSaveJob>,
     /// Parameters last refused, so that the refusal is reported once.
     refused_params: Option<Params>,
     #[init(val = ErrorLog::for_class("PipeWaterWorld"))]
@@ -181,11 +186,20 @@ impl INode3D for PipeWaterWorld {
         if !self.ensure_world() {
             return;
         }
+        self.poll_save();
         if self.running {
             let result = self.water.as_mut().map(|w| w.advance((delta as f32).clamp(0.0, 10.0)));
             self.core("step", result);
+            self.window_stale = true;
         }
-        self.show_window();
+    }
+
+    fn process(&mut self, _delta: f64) {
+        // Once a drawn frame, not once a physics tick: a slow frame runs several ticks, and the
+        // window is for drawing.
+        if self.water.is_some() {
+            self.show_window(false);
+        }
     }
 
     fn exit_tree(&mut self) {
@@ -228,6 +242,77 @@ impl PipeWaterWorld {
         self.flux_image.clone()
     }
 
+    /// Emitted when a `save_state_async()` is done: the save's bytes (empty, with the reason in
+    /// `get_last_error()`, when it failed).
+    #[signal]
+    fn state_saved(bytes: PackedByteArray);
+
+    /// The world's water and ground as bytes (only pages holding water or set ground,
+    /// LZ4-compressed; `docs/BACKENDS.md`), waiting for the device. Sources are not in it: a game
+    /// adds its springs again after `load_state`. Empty, reported, when it fails.
+    #[func]
+    fn save_state(&mut self) -> PackedByteArray {
+        if !self.ensure_world() {
+            return PackedByteArray::new();
+        }
+        let result = self.water.as_mut().map(|w| w.save());
+        self.core("save_state", result).map_or_else(PackedByteArray::new, |bytes| PackedByteArray::from(bytes.as_slice()))
+    }
+
+    /// Begins a save that does not hold the game: the device copies the pages' fields, a worker
+    /// reads and encodes them, and `state_saved` brings the bytes a few frames later. False,
+    /// reported, when a save is already on its way or it cannot begin.
+    #[func]
+    fn save_state_async(&mut self) -> bool {
+        if !self.ensure_world() {
+            return false;
+        }
+        if self.saving.is_some() {
+            self.errors.reject("save_state_async: a save is already on its way; wait for state_saved".into());
+            return false;
+        }
+        let result = self.water.as_mut().map(|w| w.begin_save());
+        match self.core("save_state_async", result) {
+            Some(job) => {
+                self.saving = Some(job);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether a `save_state_async()` is on its way.
+    #[func]
+    fn is_saving_state(&self) -> bool {
+        self.saving.is_some()
+    }
+
+    /// Replaces the world with a saved one (its size becomes `world_size`; `cell_size` and the
+    /// edges stay the node's). A file from anyone is checked field by field: bad bytes are
+    /// refused, reported, and the world kept. Sources are not in a save.
+    #[func]
+    fn load_state(&mut self, bytes: PackedByteArray) -> bool {
+        if !self.ensure_world() {
+            return false;
+        }
+        match WorldWater::load(bytes.as_slice(), self.cell_size as f32, self.params()) {
+            Ok(water) => {
+                let [w, h] = water.size();
+                self.world_size = Vector2i::new(w as i32, h as i32);
+                self.built_with = Some((self.world_size, self.cell_size, self.ground_height));
+                self.water = Some(water);
+                self.saving = None;
+                self.window = None;
+                self.window_stale = true;
+                true
+            }
+            Err(e) => {
+                self.errors.reject(format!("load_state: {}", core_message(&e)));
+                false
+            }
+        }
+    }
+
     /// The most recent error message; empty when none.
     #[func]
     fn get_last_error(&self) -> GString {
@@ -254,6 +339,7 @@ impl PipeWaterWorld {
         }
         let result = self.water.as_mut().map(|w| w.advance(delta as f32));
         self.core("step", result);
+        self.window_stale = true;
     }
 
     /// Reads the window around the focus into the textures now (the node does so once each
@@ -261,7 +347,7 @@ impl PipeWaterWorld {
     #[func]
     fn refresh_window(&mut self) {
         if self.ensure_world() {
-            self.show_window();
+            self.show_window(true);
         }
     }
 
@@ -276,6 +362,7 @@ impl PipeWaterWorld {
             self.errors.reject(format!("set_terrain_region: origin {origin} and size {size}: origin must be ≥ 0 and size ≥ 1 cell"));
             return;
         }
+        self.window_stale = true;
         let result = self.water.as_mut().map(|w| w.set_terrain_region(origin.x as u32, origin.y as u32, size.x as u32, size.y as u32, heights.as_slice()));
         self.core("set_terrain_region", result);
     }
@@ -329,6 +416,7 @@ impl PipeWaterWorld {
         while row < h {
             let rows = TERRAIN_BAND_ROWS.min(h - row);
             let band = upsampled_band(&pixels, [iw, ih], factor, row, rows);
+            self.window_stale = true;
             let result = self.water.as_mut().map(|water| water.set_terrain_region(origin.x as u32, origin.y as u32 + row, w, rows, &band));
             if self.core("set_terrain_from_image", result).is_none() {
                 return;
@@ -342,6 +430,7 @@ impl PipeWaterWorld {
     #[func]
     fn add_water(&mut self, global_position: Vector3, volume: f64, radius: f64) -> f64 {
         let Some(local) = self.local("add_water", global_position) else { return 0.0 };
+        self.window_stale = true;
         let result = self.water.as_mut().map(|w| w.add_water(local.x, local.z, volume as f32, radius as f32));
         self.core("add_water", result).unwrap_or(0.0)
     }
@@ -350,6 +439,7 @@ impl PipeWaterWorld {
     #[func]
     fn remove_water(&mut self, global_position: Vector3, volume: f64, radius: f64) {
         let Some(local) = self.local("remove_water", global_position) else { return };
+        self.window_stale = true;
         let result = self.water.as_mut().map(|w| w.remove_water(local.x, local.z, volume as f32, radius as f32));
         self.core("remove_water", result);
     }
@@ -358,6 +448,7 @@ impl PipeWaterWorld {
     #[func]
     fn modify_terrain(&mut self, global_position: Vector3, delta: f64, radius: f64) {
         let Some(local) = self.local("modify_terrain", global_position) else { return };
+        self.window_stale = true;
         let result = self.water.as_mut().map(|w| w.modify_terrain(local.x, local.z, delta as f32, radius as f32));
         self.core("modify_terrain", result);
     }
@@ -477,6 +568,7 @@ impl PipeWaterWorld {
         self.built_with = Some(wanted);
         self.water = None;
         self.window = None;
+        self.saving = None;
         let params = self.params();
         let size = self.world_size;
         if size.x < 1 || size.y < 1 {
@@ -494,6 +586,21 @@ impl PipeWaterWorld {
                 false
             }
         }
+    }
+
+    /// Hands a finished asynchronous save to `state_saved`.
+    fn poll_save(&mut self) {
+        let (Some(water), Some(job)) = (self.water.as_mut(), self.saving.as_mut()) else { return };
+        let Some(result) = water.poll_save(job) else { return };
+        self.saving = None;
+        let bytes = match result {
+            Ok(bytes) => PackedByteArray::from(bytes.as_slice()),
+            Err(e) => {
+                self.errors.reject(format!("save_state_async: {}", core_message(&e)));
+                PackedByteArray::new()
+            }
+        };
+        self.base_mut().emit_signal("state_saved", &[bytes.to_variant()]);
     }
 
     /// The core's parameters for the node's properties.
@@ -552,7 +659,9 @@ impl PipeWaterWorld {
     }
 
     /// Reads the window around the focus into the textures and moves the surface with it.
-    fn show_window(&mut self) {
+    /// Reads the window around the focus into the textures when the water changed since the
+    /// last read or the window moved (or always, with `force`), and moves the surface with it.
+    fn show_window(&mut self, force: bool) {
         let Some(water) = self.water.as_ref() else { return };
         let [w, h] = water.size();
         let side = (self.window_cells.clamp(MIN_WINDOW_CELLS, MAX_WINDOW_SIDE as i32)) as u32;
@@ -566,6 +675,10 @@ impl PipeWaterWorld {
         let dx = water.cell_size() as f64;
         let cells = [local.x as f64 / dx + w as f64 / 2.0, local.z as f64 / dx + h as f64 / 2.0];
         let origin = window_start(cells, size, [w, h]);
+        if !force && !self.window_stale && self.window == Some((origin, size)) {
+            return;
+        }
+        self.window_stale = false;
         let read = self.water.as_mut().map(|water| water.read_window(origin[0], origin[1], size[0], size[1]));
         let Some(window) = self.core("window", read) else { return };
         self.window = Some((origin, size));
