@@ -939,12 +939,15 @@ impl PipeWater {
 
     /// Figures of `multiplayer_sync` on this peer: `role` (`"server"`, `"client"`, `"waiting"`
     /// for a connection, or `"off"`), `bytes_sent` and `bytes_received` (payloads, B),
-    /// `packets_refused`, `seconds` since the session began; on the server `tiles`, `captures`
-    /// and `clients` (peer id → `bytes_sent` with 40 B a packet of headers, `tiles_current`,
-    /// `join_seconds`, -1 until its join completes); on a client `tiles`, `tiles_applied`,
-    /// `checksum_mismatches`, `complete` (every tile received), `join_seconds` (-1 until then)
-    /// and `largest_difference` (m: how far its own water was from the server's copy where the
-    /// last correction came).
+    /// `packets_refused`, `seconds` since the session began; on the server `tiles`, `captures`,
+    /// `frame` (frames its water has run: the clients' clock) and `clients` (peer id →
+    /// `bytes_sent` with 40 B a packet of headers, `tiles_current`, `join_seconds`, -1 until its
+    /// join completes); on a client `tiles`, `tiles_applied`, `checksum_mismatches`, `complete`
+    /// (every tile received), `join_seconds` (-1 until then), `started` (its water was set to
+    /// the server's keyframe and runs the server's frames), `frame` (the server's frames its
+    /// water has run: compare with the server's water of the same `frame`) and
+    /// `largest_difference` (m: how far its water was from the server's copy where the last
+    /// correction came, at the copy's frame).
     #[func]
     fn get_sync_stats(&self) -> VarDictionary {
         self.sync_stats()

@@ -282,14 +282,11 @@ impl ClientSession {
     /// ([`Replica::frame`]), at the server's pace and [`CLIENT_LAG_FRAMES`] behind the newest
     /// the client was told of, so that a tile update arriving up to that many frames after
     /// the frame log is still applied at its own frame. When the server's frames pile up (a
-    /// client slower than the server, a stall), it catches up to that lag at once.
+    /// client slower than the server, a stall), it catches up by a quarter of the excess a
+    /// frame (at most [`MAX_CATCH_UP_FRAMES`]), so that its water still shows most frames.
     pub fn step(&mut self, sim: &mut Simulation) -> Result<ReplicaFrame> {
         let pending = self.replica.client.frames_pending();
-        let frames = if pending > 2 * CLIENT_LAG_FRAMES {
-            (pending - CLIENT_LAG_FRAMES).min(MAX_CATCH_UP_FRAMES)
-        } else {
-            usize::from(pending > CLIENT_LAG_FRAMES)
-        };
+        let frames = if pending > CLIENT_LAG_FRAMES { (1 + (pending - CLIENT_LAG_FRAMES - 1) / 4).min(MAX_CATCH_UP_FRAMES) } else { 0 };
         let frame = self.replica.frame(sim, frames)?;
         if frame.tiles_corrected > 0 {
             self.largest_difference = frame.largest_difference;
@@ -304,6 +301,12 @@ impl ClientSession {
         }
         self.next_sync = if self.next_sync.is_finite() && now - self.next_sync < 1.0 { self.next_sync + 1.0 / SYNC_HZ } else { now + 1.0 / SYNC_HZ };
         self.replica.client.poll(now)
+    }
+
+    /// Whether the client's water started from the server's keyframe and runs the server's
+    /// frames ([`Replica::started`]).
+    pub fn started(&self) -> bool {
+        self.replica.started()
     }
 
     /// Largest difference (m) between the client's own water and the server's copy, over the

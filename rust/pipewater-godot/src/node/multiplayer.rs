@@ -223,6 +223,7 @@ impl PipeWater {
                 d.set("clients", &clients.to_variant());
                 d.set("tiles", server.tiles().count() as i64);
                 d.set("captures", session.captures() as i64);
+                d.set("frame", server.frame() as i64);
             }
             Some(Role::Client(session)) => {
                 let client = session.client();
@@ -233,6 +234,8 @@ impl PipeWater {
                 d.set("complete", client.is_complete());
                 d.set("join_seconds", link.join_seconds.unwrap_or(-1.0));
                 d.set("largest_difference", session.largest_difference() as f64);
+                d.set("frame", client.next_frame() as i64);
+                d.set("started", session.started());
             }
             None => {}
         }
