@@ -421,14 +421,13 @@ fn blocking_reads_on_several_threads_share_the_device_without_a_panic() {
     assert_eq!(reads, THREADS * ROUNDS);
 }
 
-/// A multiplayer server on wgpu captures its water from the depth read it began at the last
-/// sync (it never waits for the device), so a client's copy is one sync behind while the water
-/// moves and exact once it is still: after 2 s of a dam break stepped on the GPU and then 1 s of
-/// syncs without steps, the client holds the server's water quantum for quantum. Prints the
-/// captures, the tiles read and the cells that differ.
+/// A multiplayer server on wgpu captures its water (depths and flows, read whole each sync:
+/// protocol 2 sends the pipes, and waits for the device to read them): after 2 s of a dam break
+/// stepped on the GPU and then 1 s of syncs without steps, the client holds the server's water
+/// quantum for quantum. Prints the captures, the tiles read and the cells that differ.
 #[test]
-fn a_server_on_the_gpu_syncs_from_reads_it_does_not_wait_for() {
-    if !gpu_or_skip("a_server_on_the_gpu_syncs_from_reads_it_does_not_wait_for") {
+fn a_server_on_the_gpu_syncs_its_water_to_a_client() {
+    if !gpu_or_skip("a_server_on_the_gpu_syncs_its_water_to_a_client") {
         return;
     }
     use pipewater_core::sync::{ClientSession, ServerSession, SyncConfig, SERVER_PEER};

@@ -6,7 +6,7 @@
 //! simulation; nothing here knows about sockets or clocks beyond the seconds it is given.
 //!
 //! - **The unit of sync is a tile** of [`SyncConfig::tile_size`]² cells (by default the CPU
-//!   backend's sleeping tile): its water depths in integer quanta. The server numbers each
+//!   backend's sleeping tile): its water depths in integer quanta and its pipes' flows. The server numbers each
 //!   tile's contents with a version that grows when a cell changes.
 //! - **Deltas against what the client acknowledged**: per client and tile the server knows the
 //!   version the client acknowledged and sends the difference from it (version 0, nothing, for
@@ -23,10 +23,16 @@
 //!   it (with the peer id), and accepted edits reach every client with consecutive sequence
 //!   numbers, in the order the server applied them.
 //!
-//! Between updates a client steps its own copy of the water (an ordinary simulation), so that
-//! the surface moves at the frame rate and tiles outside the budget keep flowing; the exact
-//! copy it receives ([`SyncClient::tile_depths`]) is the truth it corrects its own towards,
-//! snapping small differences and blending large ones ([`blend_toward`]).
+//! - **One clock, the server's frames**: the server logs the step and steps of every frame its
+//!   water runs ([`SyncServer::record_frame`]); tiles carry depths and the pipes' flows (their
+//!   exact bits, [`codec::VALUES_PER_CELL`]) stamped with the frame they were taken at, and edits
+//!   the frame after which they were applied.
+//!
+//! A client's water runs the server's frames, a few behind ([`ClientSession::step`]), and is
+//! set to each tile's copy at the frame the copy describes ([`Replica::frame`]): with the same
+//! backend on both sides its steps are the server's, bit for bit, and the surface moves at the
+//! frame rate however few tiles the budget lets through. A copy a checksum confirms is blended
+//! towards ([`blend_toward`]), so that across backends a correction does not pop.
 
 pub mod client;
 pub mod codec;
