@@ -56,6 +56,7 @@ fn main() {
     let mut changed_server = SyncServer::new(config, grid, hash, &start.depth, &start.flow, sim.frames()).expect("server");
     let sync_tiles = changed_server.tiles();
     let mut water = CaptureReader::new(&mut sim, depth.clone());
+    let mut flow = start.flow.clone();
     let (mut changed_read_capture, mut changed_differs, mut compared) = (Duration::ZERO, 0usize, 0usize);
     let mut client = SyncClient::new(grid, hash);
     // The river's middle: a third of the way down the valley, on its centre line.
@@ -101,7 +102,9 @@ fn main() {
         capture += t.elapsed();
         let t = Instant::now();
         if let Some((depth, changed)) = water.read(&mut sim, &sync_tiles).expect("depth") {
-            let by_changed = changed_server.capture(depth, &state.flow, changed.as_deref()).expect("capture");
+            // The flows of the same tiles, as `ServerSession` reads them.
+            sim.read_flow(changed.as_deref().map(|c| (&sync_tiles, c)), &mut flow).expect("flow");
+            let by_changed = changed_server.capture(depth, &flow, changed.as_deref()).expect("capture");
             if changed.is_some() {
                 changed_differs += (by_changed != full) as usize;
                 compared += 1;

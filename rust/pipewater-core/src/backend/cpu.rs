@@ -1072,6 +1072,10 @@ impl Backend for CpuBackend {
         super::copy_tiles(&self.state.depth, which, depth)
     }
 
+    fn read_flow(&mut self, which: Option<(&TileGrid, &[bool])>, flow: &mut [[f32; 4]]) -> Result<()> {
+        super::copy_tiles(&self.state.flow, which, flow)
+    }
+
     fn configure_detail(&mut self, layout: Option<DetailLayout>) -> Result<()> {
         self.detail = layout.map(CpuDetail::new);
         self.queued_detail = None;

@@ -257,6 +257,11 @@ pub trait Backend: Send {
         let state = self.read_state()?;
         copy_tiles(&state.depth, which, depth)
     }
+    /// [`Backend::read_depth`] for the pipes' flows ([`State::flow`]).
+    fn read_flow(&mut self, which: Option<(&sleep::TileGrid, &[bool])>, flow: &mut [[f32; 4]]) -> Result<()> {
+        let state = self.read_state()?;
+        copy_tiles(&state.flow, which, flow)
+    }
     /// Starts reading every cell's depth quanta as they are after the work submitted so far,
     /// without waiting for the device: the reader it returns waits (little, when called a frame
     /// or more later) and gives them. `None` where the backend has no such read (the caller

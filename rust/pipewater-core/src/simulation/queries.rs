@@ -39,6 +39,12 @@ impl Simulation {
         self.on_backend(|b| b.read_depth(which, &mut depth.borrow_mut()))
     }
 
+    /// [`Simulation::read_depth`] for the pipes' flows ([`crate::State::flow`]).
+    pub fn read_flow(&mut self, which: Option<(&crate::backend::sleep::TileGrid, &[bool])>, flow: &mut [[f32; 4]]) -> Result<()> {
+        let flow = std::cell::RefCell::new(flow);
+        self.on_backend(|b| b.read_flow(which, &mut flow.borrow_mut()))
+    }
+
     /// Starts reading every cell's depth without waiting for the device
     /// ([`crate::backend::Backend::begin_depth_read`]); `None` where the backend reads only
     /// waiting ([`Simulation::read_depth`]) or a read is still out.

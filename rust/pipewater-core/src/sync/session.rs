@@ -40,6 +40,10 @@ pub struct ServerSession {
     next_sync: f64,
     captures: u64,
     tiles_read: u64,
+    /// The water as the last capture read it (quanta, and the pipes' flows), row-major: tiles
+    /// that did not change are not read again.
+    depth: Vec<i32>,
+    flow: Vec<[f32; 4]>,
 }
 
 /// What a server's capture reads of its simulation's water, as cheaply as the backend allows:
@@ -117,7 +121,7 @@ impl ServerSession {
         let server = SyncServer::new(config, state.grid, hash, &state.depth, &state.flow, sim.frames())?;
         // What changed before the start is in `state`: the next capture looks only past it.
         let _ = sim.take_changed_tiles();
-        Ok(ServerSession { server, requests: Vec::new(), next_sync: f64::NEG_INFINITY, captures: 0, tiles_read: 0 })
+        Ok(ServerSession { server, requests: Vec::new(), next_sync: f64::NEG_INFINITY, captures: 0, tiles_read: 0, depth: state.depth, flow: state.flow })
     }
 
     /// The protocol's server (figures, settings).
@@ -199,12 +203,15 @@ impl ServerSession {
             return Ok(Vec::new());
         }
         let tiles = self.server.tiles();
-        // Only the tiles the backend stepped or edited can differ (the CPU backend says which);
-        // flows are read with the depths, so the whole state is read.
+        // Only the tiles the backend stepped or edited can differ (the CPU backend says which):
+        // only their depths and flows are read. Elsewhere every tile is read, waiting for the
+        // device.
         let changed = sim.take_changed_tiles().and_then(|c| c.tiles.cover(&c.awake, &tiles));
-        let state = sim.read_state()?;
+        let which = changed.as_deref().map(|c| (&tiles, c));
+        sim.read_depth(which, &mut self.depth)?;
+        sim.read_flow(which, &mut self.flow)?;
         self.tiles_read += changed.as_ref().map_or(tiles.count(), |c| c.iter().filter(|&&t| t).count()) as u64;
-        self.server.capture(&state.depth, &state.flow, changed.as_deref())?;
+        self.server.capture(&self.depth, &self.flow, changed.as_deref())?;
         self.captures += 1;
         self.poll_clients(now)
     }
