@@ -19,7 +19,7 @@ func _run() -> void:
 	await _test_saves_load_back_and_bad_bytes_are_refused()
 	await _test_bad_input_is_refused_with_no_effect()
 	await _test_the_world_demo_runs_and_its_dam_breaks()
-	_finish("PIPEWATER WORLD TESTS")
+	_finish()
 
 
 ## Global position of the centre of cell (x, y) of a world of SIDE² 1 m cells at the origin.
