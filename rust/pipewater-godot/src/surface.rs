@@ -143,22 +143,28 @@ impl WaterSurface {
             return Some(m.clone());
         }
         if self.default_material.is_none() {
-            let mut loader = ResourceLoader::singleton();
-            if !loader.exists(DEFAULT_SHADER) {
-                godot_warn!("PipeWater: {DEFAULT_SHADER} not found; the water mesh has no material");
-                return None;
-            }
-            let shader = loader.load(DEFAULT_SHADER).and_then(|r| r.try_cast::<Shader>().ok())?;
-            let mut material = ShaderMaterial::new_gd();
-            material.set_shader(&shader);
-            self.default_material = Some(material.upcast());
+            self.default_material = Some(default_water_material(|| godot_warn!("PipeWater: {DEFAULT_SHADER} not found; the water mesh has no material"))?);
         }
         self.default_material.clone()
     }
 }
 
-/// The arrays of one `ArrayMesh` surface: vertices and indices.
-fn surface_arrays(data: &MeshData) -> VarArray {
+/// A new material with the addon's water shader; `None` (after `missing` is called) when the
+/// shader is not in the project. `PipeWater`'s surface and `PipeWaterWorld` both draw with it.
+pub fn default_water_material(missing: impl FnOnce()) -> Option<Gd<Material>> {
+    let mut loader = ResourceLoader::singleton();
+    if !loader.exists(DEFAULT_SHADER) {
+        missing();
+        return None;
+    }
+    let shader = loader.load(DEFAULT_SHADER).and_then(|r| r.try_cast::<Shader>().ok())?;
+    let mut material = ShaderMaterial::new_gd();
+    material.set_shader(&shader);
+    Some(material.upcast())
+}
+
+/// The arrays of one `ArrayMesh` surface: vertices and indices (also `PipeWaterWorld`'s mesh).
+pub fn surface_arrays(data: &MeshData) -> VarArray {
     let mut arrays = VarArray::new();
     arrays.resize(ArrayType::MAX.ord() as usize, &Variant::nil());
     let vertices: PackedVector3Array = data.positions.iter().map(|p| Vector3::new(p[0], p[1], p[2])).collect();

@@ -11,9 +11,10 @@
 use crate::errors::{core_message, ErrorLog};
 use crate::mapping::{global_to_local_point, OUTSIDE_HEIGHT};
 use crate::mesh_layout;
+use crate::surface::{default_water_material, surface_arrays};
 use godot::classes::image::Format;
-use godot::classes::mesh::{ArrayType, PrimitiveType};
-use godot::classes::{ArrayMesh, INode3D, Image, ImageTexture, Material, MeshInstance3D, Node3D, ResourceLoader, Shader, ShaderMaterial};
+use godot::classes::mesh::PrimitiveType;
+use godot::classes::{ArrayMesh, INode3D, Image, ImageTexture, Material, MeshInstance3D, Node3D, ShaderMaterial};
 use godot::prelude::*;
 use pipewater_core::quanta::MAX_TERRAIN_ABS;
 use pipewater_core::backend::gpu::world::WorldSaveJob;
@@ -21,8 +22,6 @@ use pipewater_core::world_water::{WorldWater, MAX_WINDOW_SIDE};
 use crate::node::WaterBoundary;
 use pipewater_core::{Boundary, Params};
 
-/// The addon's water shader, used when `water_material` is empty.
-const DEFAULT_SHADER: &str = "res://addons/pipe_water/water_surface.gdshader";
 /// Cells the window moves by at least: a focus walking about does not shift the textures (and
 /// the surface's vertices) every frame.
 pub const WINDOW_SNAP_CELLS: u32 = 16;
@@ -709,15 +708,8 @@ impl PipeWaterWorld {
         let material = self.material();
         let Some(mut instance) = self.mesh_instance.clone() else { return };
         if self.mesh_cells != Some((size, dx)) {
-            let data = mesh_layout::grid_mesh(size[0], size[1], dx);
-            let mut arrays = VarArray::new();
-            arrays.resize(ArrayType::MAX.ord() as usize, &Variant::nil());
-            let vertices: PackedVector3Array = data.positions.iter().map(|p| Vector3::new(p[0], p[1], p[2])).collect();
-            let indices: PackedInt32Array = data.indices.iter().map(|&i| i as i32).collect();
-            arrays.set(ArrayType::VERTEX.ord() as usize, &vertices.to_variant());
-            arrays.set(ArrayType::INDEX.ord() as usize, &indices.to_variant());
             let mut mesh = ArrayMesh::new_gd();
-            mesh.add_surface_from_arrays(PrimitiveType::TRIANGLES, &arrays);
+            mesh.add_surface_from_arrays(PrimitiveType::TRIANGLES, &surface_arrays(&mesh_layout::grid_mesh(size[0], size[1], dx)));
             instance.set_mesh(&mesh);
             let (wx, wz) = (size[0] as f32 * dx, size[1] as f32 * dx);
             instance.set_custom_aabb(Aabb::new(Vector3::new(-wx / 2.0, -MAX_TERRAIN_ABS, -wz / 2.0), Vector3::new(wx, 2.0 * MAX_TERRAIN_ABS, wz)));
@@ -743,14 +735,7 @@ impl PipeWaterWorld {
             return Some(m.clone());
         }
         if self.default_material.is_none() {
-            let mut loader = ResourceLoader::singleton();
-            if !loader.exists(DEFAULT_SHADER) {
-                return None;
-            }
-            let shader = loader.load(DEFAULT_SHADER).and_then(|r| r.try_cast::<Shader>().ok())?;
-            let mut material = ShaderMaterial::new_gd();
-            material.set_shader(&shader);
-            self.default_material = Some(material.upcast());
+            self.default_material = Some(default_water_material(|| {})?);
         }
         self.default_material.clone()
     }
