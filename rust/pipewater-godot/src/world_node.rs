@@ -631,7 +631,7 @@ impl PipeWaterWorld {
         if *water.params() == params || self.refused_params.as_ref() == Some(&params) {
             return;
         }
-        match water.set_params(params.clone()) {
+        match water.set_params(params) {
             Ok(()) => self.refused_params = None,
             Err(e) => {
                 self.errors.reject(format!("parameters: {}", core_message(&e)));
