@@ -7,7 +7,7 @@ use crate::backend::sleep::TileGrid;
 use crate::error::{Error, Result};
 use crate::grid::Grid;
 use rayon::prelude::*;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
 /// Most versions of one tile the server keeps as bases for deltas. A client whose acknowledged
@@ -20,6 +20,10 @@ const MAX_EDIT_LOG: usize = 65_536;
 const MAX_FRAME_LOG: usize = 65_536;
 /// Seconds of budget a client may save up (a burst).
 const BURST_SECONDS: f64 = 0.1;
+/// Most tiles a capture compares on the calling thread; more go to the thread pool.
+const SERIAL_CAPTURE_TILES: usize = 64;
+/// Most encoded tile updates kept for reuse ([`SyncServer::poll`]).
+const MAX_ENCODED: usize = 1024;
 /// Priority of a tile that the client has never received: above any change count, so a
 /// keyframe goes before updates (nearest first).
 const KEYFRAME_PRIORITY: f64 = 1.0e15;
@@ -113,6 +117,15 @@ pub struct SyncServer {
     /// Step length and steps of frames `frame_log_start ..` (the frames clients still need).
     frame_log: VecDeque<(f32, u32)>,
     frame_log_start: u64,
+    /// Server frames run when the water of the newest capture was taken.
+    captured_frame: u64,
+    /// The newest frame at which every tile's newest version is the water (the newest complete
+    /// capture's), and whether it is the newest capture's: what a keyframe describes.
+    whole_frame: u64,
+    whole: bool,
+    /// Encoded tile updates by (tile, base version, version): a tile that waits for the budget,
+    /// or goes to several clients, is encoded once.
+    encoded: HashMap<(usize, u32, u32), Arc<(usize, Vec<u8>)>>,
 }
 
 impl SyncServer {
@@ -135,6 +148,10 @@ impl SyncServer {
             frame,
             frame_log: VecDeque::new(),
             frame_log_start: frame,
+            captured_frame: frame,
+            whole_frame: frame,
+            whole: true,
+            encoded: HashMap::new(),
         };
         server.capture(depth, flow, None)?;
         Ok(server)
@@ -157,8 +174,9 @@ impl SyncServer {
         }
         self.frame += 1;
         self.frame_log.push_back((step, substeps));
-        // Keep what the furthest-behind client still needs, within a bound.
-        let needed = self.clients.values().map(|c| c.frames_sent).min().unwrap_or(self.frame);
+        // Keep what the furthest-behind client still needs, and a joiner from the frame its
+        // keyframe may describe, within a bound.
+        let needed = self.clients.values().map(|c| c.frames_sent).min().unwrap_or(self.frame).min(self.whole_frame);
         while self.frame_log_start < needed || self.frame_log.len() > MAX_FRAME_LOG {
             if self.frame_log.pop_front().is_none() {
                 break;
@@ -194,6 +212,18 @@ impl SyncServer {
     /// comparison to those tiles, e.g. the tiles the backend stepped or edited since the last
     /// capture; a tile outside them must not have changed. Returns how many tiles changed.
     pub fn capture(&mut self, depth: &[i32], flow: &[[f32; 4]], candidates: Option<&[bool]>) -> Result<usize> {
+        self.capture_at(depth, flow, candidates, self.frame, true)
+    }
+
+    /// [`SyncServer::capture`] of water taken after `frame` frames (at most
+    /// [`SyncServer::frame`], and no older than the last capture's: a read that arrives a sync
+    /// late). `complete`: every tile that changed since the last capture is among `candidates`
+    /// and was read; when not, the tiles left out are read at a later capture, and until a
+    /// complete capture no keyframe is started (its tiles must all describe one frame).
+    pub fn capture_at(&mut self, depth: &[i32], flow: &[[f32; 4]], candidates: Option<&[bool]>, frame: u64, complete: bool) -> Result<usize> {
+        if frame > self.frame || frame < self.captured_frame {
+            return Err(Error::invalid("capture frame", frame, format!("{} ..= {} (the last capture's to the server's now)", self.captured_frame, self.frame)));
+        }
         if depth.len() != self.grid.cell_count() {
             return Err(Error::WrongLength { name: "depth", expected: self.grid.cell_count(), actual: depth.len() });
         }
@@ -208,36 +238,48 @@ impl SyncServer {
         self.captures += 1;
         let tiles = self.tiles;
         let captures = self.captures.min(u32::MAX as u64 - 1) as u32;
-        let frame = self.frame;
-        let changed: Vec<(usize, TileVersion)> = (0..tiles.count())
-            .into_par_iter()
-            .filter(|&t| candidates.is_none_or(|c| c[t]))
-            .map_init(Vec::new, |scratch, t| {
-                gather_tile_values(&tiles, depth, flow, t, scratch);
-                let last = self.history[t].last();
-                if last.is_some_and(|v| *v.values == **scratch) {
-                    return None;
-                }
-                let now = tile_values_depth(scratch);
-                let moved: u64 = match last {
-                    Some(v) => tile_values_depth(&v.values).iter().zip(now).map(|(&a, &b)| (a as i64 - b as i64).unsigned_abs()).sum(),
-                    None => now.iter().map(|&d| d.unsigned_abs() as u64).sum(),
-                };
-                let version = TileVersion {
-                    // Versions follow the capture count, so a tile's versions grow with time
-                    // and a version names one capture.
-                    version: captures,
-                    frame,
-                    change: last.map_or(0, |v| v.change).saturating_add(moved.max(1)),
-                    total: now.iter().map(|&d| d as i64).sum(),
-                    hash: tile_hash(scratch),
-                    values: Arc::from(scratch.as_slice()),
-                };
-                Some((t, version))
-            })
-            .flatten()
-            .collect();
+        let history = &self.history;
+        let version_of = |scratch: &mut Vec<i32>, t: usize| -> Option<(usize, TileVersion)> {
+            gather_tile_values(&tiles, depth, flow, t, scratch);
+            let last = history[t].last();
+            if last.is_some_and(|v| *v.values == **scratch) {
+                return None;
+            }
+            let now = tile_values_depth(scratch);
+            let moved: u64 = match last {
+                Some(v) => tile_values_depth(&v.values).iter().zip(now).map(|(&a, &b)| (a as i64 - b as i64).unsigned_abs()).sum(),
+                None => now.iter().map(|&d| d.unsigned_abs() as u64).sum(),
+            };
+            let version = TileVersion {
+                // Versions follow the capture count, so a tile's versions grow with time
+                // and a version names one capture.
+                version: captures,
+                frame,
+                change: last.map_or(0, |v| v.change).saturating_add(moved.max(1)),
+                total: now.iter().map(|&d| d as i64).sum(),
+                hash: tile_hash(scratch),
+                values: Arc::from(scratch.as_slice()),
+            };
+            Some((t, version))
+        };
+        let compared: Vec<usize> = match candidates {
+            Some(c) => (0..tiles.count()).filter(|&t| c[t]).collect(),
+            None => (0..tiles.count()).collect(),
+        };
+        // A few tiles (a river in a world at rest) are compared on this thread: waking the
+        // thread pool for them cost more than comparing them.
+        let changed: Vec<(usize, TileVersion)> = if compared.len() <= SERIAL_CAPTURE_TILES {
+            let mut scratch = Vec::new();
+            compared.iter().filter_map(|&t| version_of(&mut scratch, t)).collect()
+        } else {
+            compared.par_iter().map_init(Vec::new, |scratch, &t| version_of(scratch, t)).flatten().collect()
+        };
         let n = changed.len();
+        self.captured_frame = frame;
+        self.whole = complete;
+        if complete {
+            self.whole_frame = frame;
+        }
         for (t, version) in changed {
             let history = &mut self.history[t];
             history.push(version);
@@ -256,6 +298,17 @@ impl SyncServer {
             history.drain(..excess);
         }
         Ok(n)
+    }
+
+    /// Server frames run when the water of the newest capture was taken.
+    pub fn captured_frame(&self) -> u64 {
+        self.captured_frame
+    }
+
+    /// Whether a client waits for a keyframe that cannot start until a complete capture
+    /// ([`SyncServer::capture_at`]): the caller should read every tile at the next.
+    pub fn needs_complete_capture(&self) -> bool {
+        !self.whole && self.clients.values().any(|c| !c.keyframe_complete && c.keyframe.is_empty())
     }
 
     /// Tile `t`'s newest version: (version, total quanta, hash); `None` off the tiles.
@@ -362,7 +415,9 @@ impl SyncServer {
             terrain_hash: self.terrain_hash,
             next_edit_seq: self.next_edit_seq,
             replay_count: replay.len() as u32,
-            frame: self.frame,
+            // The keyframe describes the newest complete capture's frame or a later one: the
+            // client's clock starts no later.
+            frame: self.whole_frame,
         }));
         reliable.extend(replay);
         let client = Client {
@@ -380,7 +435,7 @@ impl SyncServer {
             joined_at: now,
             join_seconds: None,
             bytes_sent: self.clients.get(&peer).map_or(0, |c| c.bytes_sent),
-            frames_sent: self.frame,
+            frames_sent: self.whole_frame,
         };
         self.clients.insert(peer, client);
     }
@@ -432,13 +487,15 @@ impl SyncServer {
         let config = self.config.clone();
         let grid = self.grid;
         let history = &self.history;
-        let (frame_log, frame_log_start, frame_now) = (&self.frame_log, self.frame_log_start, self.frame);
+        let (frame_log, frame_log_start, whole_frame, whole) = (&self.frame_log, self.frame_log_start, self.whole_frame, self.whole);
+        let encoded = &mut self.encoded;
         let client = self.clients.get_mut(&peer).ok_or_else(|| Error::invalid("peer", peer, "a client that said hello"))?;
         let kbps = if client.keyframe_complete { config.budget_kbps } else { config.join_budget_kbps };
-        if !client.keyframe_complete && client.keyframe.is_empty() {
-            // A version holds from the capture that took it until the next: every tile's newest
-            // is the water after the frames run now, which the keyframe says of them all.
-            client.keyframe = history.iter().map(|v| TileVersion { frame: frame_now, ..v.last().expect("every tile has a version from the first capture").clone() }).collect();
+        if !client.keyframe_complete && client.keyframe.is_empty() && whole {
+            // A version holds from the capture that took it until the next: after a complete
+            // capture every tile's newest is the water at that capture's frame, which the
+            // keyframe says of them all.
+            client.keyframe = history.iter().map(|v| TileVersion { frame: whole_frame, ..v.last().expect("every tile has a version from the first capture").clone() }).collect();
         }
         let rate = kbps as f64 * 1000.0 / 8.0;
         let dt = client.last_poll.map_or(0.0, |t| (now - t).clamp(0.0, 1.0));
@@ -501,6 +558,11 @@ impl SyncServer {
         let mut queue: Vec<(f64, usize)> = Vec::new();
         for (t, versions) in history.iter().enumerate() {
             let acked = client.acked[t];
+            if acked == 0 && !client.keyframe_complete && client.keyframe.is_empty() {
+                // A keyframe not started yet (no complete capture since the join): its tiles
+                // must all describe one frame.
+                continue;
+            }
             let Some(current) = (if acked == 0 { client.keyframe.get(t) } else { None }).or(versions.last()) else { continue };
             if acked == current.version {
                 continue;
@@ -532,7 +594,19 @@ impl SyncServer {
             let acked = client.acked[t];
             let current = (if acked == 0 { client.keyframe.get(t) } else { None }).or(versions.last()).expect("queued tiles have a version").clone();
             let base = versions.iter().find(|v| v.version == acked && v.version != 0);
-            let (raw_len, compressed) = encode_tile(&current.values, base.map(|b| &*b.values), tile_rect(&tiles, t).width as usize);
+            let key = (t, base.map_or(0, |b| b.version), current.version);
+            let update = match encoded.get(&key) {
+                Some(update) => update.clone(),
+                None => {
+                    if encoded.len() >= MAX_ENCODED {
+                        encoded.clear();
+                    }
+                    let update = Arc::new(encode_tile(&current.values, base.map(|b| &*b.values), tile_rect(&tiles, t).width as usize));
+                    encoded.insert(key, update.clone());
+                    update
+                }
+            };
+            let (raw_len, compressed) = (update.0, &update.1);
             let count = compressed.len().div_ceil(MAX_CHUNK_DATA).max(1);
             // Only what the budget holds now: a tile larger than the whole bucket waits for a
             // half-full one (and then leaves a debt), so the average stays at the budget. Half,

@@ -6,8 +6,6 @@
 //! [`Outgoing::reliable`] says.
 
 use super::{apply_edit, terrain_hash, ClientEvent, Edit, Outgoing, Replica, ReplicaFrame, ServerEvent, SyncClient, SyncConfig, SyncServer, SERVER_PEER};
-use crate::backend::sleep::TileGrid;
-use crate::backend::DepthReader;
 use crate::error::{Error, Result};
 use crate::simulation::Simulation;
 
@@ -44,73 +42,17 @@ pub struct ServerSession {
     /// that did not change are not read again.
     depth: Vec<i32>,
     flow: Vec<[f32; 4]>,
+    costs: SyncCosts,
 }
 
-/// What a server's capture reads of its simulation's water, as cheaply as the backend allows:
-/// only the tiles the backend says changed since the last capture (the CPU backend,
-/// [`Simulation::take_changed_tiles`]); otherwise every tile, read without waiting for the
-/// device where the backend can (wgpu: the read begun at the last capture is taken at this one,
-/// so the copies are one capture period older), else read now.
-#[derive(Debug)]
-pub struct CaptureReader {
-    /// The water as the last capture read it (quanta, row-major).
-    depth: Vec<i32>,
-    pending: Option<PendingDepth>,
-    tiles_read: u64,
-}
-
-/// A depth read begun at the last capture.
-struct PendingDepth(DepthReader);
-
-impl std::fmt::Debug for PendingDepth {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("PendingDepth")
-    }
-}
-
-impl CaptureReader {
-    /// A reader whose simulation's water is `depth` now; what changed before is forgotten.
-    pub fn new(sim: &mut Simulation, depth: Vec<i32>) -> Self {
-        let _ = sim.take_changed_tiles();
-        CaptureReader { depth, pending: None, tiles_read: 0 }
-    }
-
-    /// Reads the water for a capture over `tiles`: the depths and, when only some tiles can
-    /// have changed, which (what [`super::SyncServer::capture`] takes). `None` when the first
-    /// read without waiting has just begun: nothing to capture yet.
-    pub fn read(&mut self, sim: &mut Simulation, tiles: &TileGrid) -> Result<Option<(&[i32], Option<Vec<bool>>)>> {
-        if let Some(changed) = sim.take_changed_tiles().and_then(|c| c.tiles.cover(&c.awake, tiles)) {
-            sim.read_depth(Some((tiles, &changed)), &mut self.depth)?;
-            self.tiles_read += changed.iter().filter(|&&t| t).count() as u64;
-            return Ok(Some((&self.depth, Some(changed))));
-        }
-        // The read begun last time is taken before the next begins: they share the backend's
-        // one buffer.
-        let begun = self.pending.take();
-        let had_read = begun.is_some();
-        if let Some(PendingDepth(reader)) = begun {
-            self.depth = reader()?;
-        }
-        self.pending = sim.begin_depth_read()?.map(PendingDepth);
-        if !had_read {
-            if self.pending.is_some() {
-                return Ok(None);
-            }
-            sim.read_depth(None, &mut self.depth)?;
-        }
-        self.tiles_read += tiles.count() as u64;
-        Ok(Some((&self.depth, None)))
-    }
-
-    /// Drops a read that is out (nobody will capture it).
-    pub fn forget(&mut self) {
-        self.pending = None;
-    }
-
-    /// Tiles read over all captures so far.
-    pub fn tiles_read(&self) -> u64 {
-        self.tiles_read
-    }
+/// Where the server's sync spent its time, summed over the session ([`ServerSession::costs`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SyncCosts {
+    /// Reading the changed tiles' water from the backend and comparing it with the last capture.
+    pub capture: std::time::Duration,
+    /// Polling the clients: choosing, delta-coding and compressing their tiles, the frame log,
+    /// edits and checksums.
+    pub poll: std::time::Duration,
 }
 
 impl ServerSession {
@@ -121,7 +63,7 @@ impl ServerSession {
         let server = SyncServer::new(config, state.grid, hash, &state.depth, &state.flow, sim.frames())?;
         // What changed before the start is in `state`: the next capture looks only past it.
         let _ = sim.take_changed_tiles();
-        Ok(ServerSession { server, requests: Vec::new(), next_sync: f64::NEG_INFINITY, captures: 0, tiles_read: 0, depth: state.depth, flow: state.flow })
+        Ok(ServerSession { server, requests: Vec::new(), next_sync: f64::NEG_INFINITY, captures: 0, tiles_read: 0, depth: state.depth, flow: state.flow, costs: SyncCosts::default() })
     }
 
     /// The protocol's server (figures, settings).
@@ -202,6 +144,17 @@ impl ServerSession {
             // first capture after a join compares against the last one, so nothing is missed.
             return Ok(Vec::new());
         }
+        let started = std::time::Instant::now();
+        self.capture(sim)?;
+        let polled = std::time::Instant::now();
+        self.costs.capture += polled - started;
+        let out = self.poll_clients(now);
+        self.costs.poll += polled.elapsed();
+        out
+    }
+
+    /// Takes the water into the server's tiles.
+    fn capture(&mut self, sim: &mut Simulation) -> Result<()> {
         let tiles = self.server.tiles();
         // Only the tiles the backend stepped or edited can differ (the CPU backend says which):
         // only their depths and flows are read. Elsewhere every tile is read, waiting for the
@@ -213,7 +166,7 @@ impl ServerSession {
         self.tiles_read += changed.as_ref().map_or(tiles.count(), |c| c.iter().filter(|&&t| t).count()) as u64;
         self.server.capture(&self.depth, &self.flow, changed.as_deref())?;
         self.captures += 1;
-        self.poll_clients(now)
+        Ok(())
     }
 
     /// Every client's packets as of now.
@@ -234,6 +187,17 @@ impl ServerSession {
     /// that cannot tell which changed).
     pub fn tiles_read(&self) -> u64 {
         self.tiles_read
+    }
+
+    /// Server frames run when the water of the newest capture was taken (on a GPU, a capture
+    /// holds the tiles read at the sync before it).
+    pub fn captured_frame(&self) -> u64 {
+        self.server.captured_frame()
+    }
+
+    /// Time spent capturing and polling so far.
+    pub fn costs(&self) -> SyncCosts {
+        self.costs
     }
 }
 
