@@ -20,6 +20,24 @@ fn tile_steppable(x: u32, y: u32) -> bool {
     return true;
 }
 
+// A dense grid holds no page back (cells_paged.wgsl's focus): these fold away.
+const FOCUS_HOLDS: bool = false;
+
+fn released_owing(x: u32, y: u32, flags: u32) -> bool {
+    return false;
+}
+
+fn skipped_flags(x: u32, y: u32, before: u32, wanted: bool) -> u32 {
+    return before & TILE_KEPT;
+}
+
+fn hold_tile(strip: u32, band: u32) {
+}
+
+fn held_window(x: i32, y: i32) -> u32 {
+    return 0u;
+}
+
 fn wet_edges(cell: vec2<i32>) -> u32 {
     return 0u;
 }

@@ -18,6 +18,21 @@ const ZERO_SLOT: u32 = 0u;
 // The tiles the plan runs: those of the pages with water fields (no other tile can step), as a
 // count and the tiles.
 @group(1) @binding(1) var<storage, read> planned_tiles: array<u32>;
+// Pages the host holds back this frame (world_water.rs's focus: far from every focus, on a
+// frame the far pages sit out), one bit a page. A held page does not step, and every pipe
+// between a cell that steps and a cell of a held page is closed for the step on both sides, as
+// at a wall: the stepping side moves nothing across it and the held side does not step, so no
+// quantum is lost. With no page held this is the step of every other frame, bit for bit.
+@group(1) @binding(3) var<storage, read> page_held: array<u32>;
+
+// Whether the step is compiled to close the pipes into held pages (the host's pipeline for a
+// world with a focus policy on): without it the step reads no held bit and is the step it was.
+override FOCUS_HOLDS: bool = false;
+
+// Flags bit of a held tile that wanted to step (a neighbour changed, an edit or a mark, new
+// constants): it steps once released, and wakes its neighbours as a change would. Above the bits
+// TILE_KEPT keeps, so a dense grid's flags never hold it.
+const TILE_OWED: u32 = 0x1000u;
 
 // Cells along a page's side (tiles.size.x), and rows of its tiles (tiles.size.y), as constants:
 // the divisions by them are the step's every load.
@@ -67,8 +82,86 @@ fn page_steppable(x: u32, y: u32) -> bool {
     return true;
 }
 
+fn page_held_at(x: i32, y: i32) -> bool {
+    if x < 0 || y < 0 || x >= i32(tiles.tiles.x) || y >= i32(pages_high()) {
+        return false;
+    }
+    let page = u32(y) * tiles.tiles.x + u32(x);
+    return ((page_held[page / 32u] >> (page % 32u)) & 1u) != 0u;
+}
+
+fn tile_held(x: u32, y: u32) -> bool {
+    return page_held_at(i32(x), i32(y / PAGE_TILES));
+}
+
+// Whether the plan may step tile (x, y): its page has its fields around it (page_steppable) and
+// is not held back.
 fn tile_steppable(x: u32, y: u32) -> bool {
-    return page_steppable(x, y / PAGE_TILES);
+    return page_steppable(x, y / PAGE_TILES) && !tile_held(x, y);
+}
+
+// Whether a tile skipped while held, and owing the step it wanted, steps now: it is released.
+fn released_owing(x: u32, y: u32, flags: u32) -> bool {
+    return (flags & TILE_OWED) != 0u && tile_steppable(x, y);
+}
+
+// Flags a tile the plan skips keeps: what TILE_KEPT keeps, and TILE_OWED while it is owed a step
+// (`wanted`: the plan would have run it but for its page being held).
+fn skipped_flags(x: u32, y: u32, before: u32, wanted: bool) -> u32 {
+    let owed = (before & TILE_OWED) != 0u || (wanted && tile_held(x, y));
+    return (before & TILE_KEPT) | select(0u, TILE_OWED, owed);
+}
+
+// The held pages among the 3×3 around the page a workgroup steps (bit (dy + 1)·3 + dx + 1), and
+// that page's first cell: set by hold_tile once per workgroup.
+var<private> held_around: u32;
+var<private> held_origin: vec2<i32>;
+
+fn hold_tile(strip: u32, band: u32) {
+    let page = vec2<i32>(i32(strip), i32(band / PAGE_TILES));
+    held_origin = page * i32(PAGE_SIDE);
+    var bits = 0u;
+    for (var dy = -1; dy <= 1; dy++) {
+        for (var dx = -1; dx <= 1; dx++) {
+            if page_held_at(page.x + dx, page.y + dy) {
+                bits |= 1u << u32((dy + 1) * 3 + dx + 1);
+            }
+        }
+    }
+    held_around = bits;
+}
+
+// The first `n` (0 ..= 5) rows of a 5×5 window's bits (step_columns.wgsl window).
+fn window_rows(n: i32) -> u32 {
+    return (1u << u32(5 * n)) - 1u;
+}
+
+// The cells of the 5×5 window around cell (x, y) that lie in held pages (step_columns.wgsl
+// window's bits). The window reaches at most six cells beyond the stepped page (its halo and two
+// more), so every cell of it lies in the 3×3 pages around it.
+fn held_window(x: i32, y: i32) -> u32 {
+    if held_around == 0u {
+        return 0u;
+    }
+    let side = i32(PAGE_SIDE);
+    // Window columns (and rows) k < first lie in the page before, k >= last in the page after.
+    let first = vec2<i32>(clamp(held_origin.x - x + 2, 0, 5), clamp(held_origin.y - y + 2, 0, 5));
+    let last = vec2<i32>(clamp(held_origin.x + side - x + 2, 0, 5), clamp(held_origin.y + side - y + 2, 0, 5));
+    let before = (1u << u32(first.x)) - 1u;
+    let through = (1u << u32(last.x)) - 1u;
+    let columns = array<u32, 3>(before, through & ~before, 0x1fu & ~through);
+    let rows = array<u32, 3>(window_rows(first.y), window_rows(last.y) & ~window_rows(first.y), window_rows(5) & ~window_rows(last.y));
+    var held = 0u;
+    for (var j = 0u; j < 3u; j++) {
+        var cells = 0u;
+        for (var i = 0u; i < 3u; i++) {
+            if ((held_around >> (j * 3u + i)) & 1u) != 0u {
+                cells |= columns[i];
+            }
+        }
+        held |= (cells * 0x108421u) & rows[j];
+    }
+    return held;
 }
 
 // Whether water of tile (x, y), whose last flags are `flags`, lies at its page's border with a

@@ -229,6 +229,16 @@ fn window(columns: u32, y: i32) -> u32 {
     return (columns * 0x108421u) & rows;
 }
 
+// The window of the cell in column x, row y: with a world's focus policy, less the cells of
+// pages held back this frame (cells_paged.wgsl held_window), so that the pipes into them are
+// closed as at the grid's edge. A dense grid holds nothing back and compiles none of it.
+fn window_of(x: i32, columns: u32, y: i32) -> u32 {
+    if FOCUS_HOLDS {
+        return window(columns, y) & ~held_window(x, y);
+    }
+    return window(columns, y);
+}
+
 // Bits 0..4: whether columns x - 2 ..= x + 2 lie on the grid.
 fn columns_on_grid(x: i32) -> u32 {
     var bits = 0u;
@@ -612,7 +622,7 @@ fn phase_a(col: ptr<function, Column>, r: i32, y_end: i32) {
 fn phase_b(col: ptr<function, Column>, r: i32, y0: i32) {
     let lanes = (*col).lanes;
     (*col).window2 = (*col).b.window;
-    (*col).b = here_at(vec2<i32>((*col).x, r - 1), window((*col).columns, r - 1), (*col).own1, lanes);
+    (*col).b = here_at(vec2<i32>((*col).x, r - 1), window_of((*col).x, (*col).columns, r - 1), (*col).own1, lanes);
     (*col).ends_next = far_ends(r - 1, lanes, (*col).east);
     (*col).east = s_level[at(level_slot(r), lanes.right)];
     (*col).carried_next = vec4<f32>(0.0);
@@ -667,7 +677,7 @@ fn phase_d(col: ptr<function, Column>, r: i32, y0: i32) -> vec4<f32> {
     // register and saves building it again (2 % faster on an H100, docs/BENCHMARKS.md).
     var cell_window = (*col).window2;
     if !advects(c) {
-        cell_window = window((*col).columns, r - 2);
+        cell_window = window_of((*col).x, (*col).columns, r - 2);
     }
     let h = here_at(vec2<i32>((*col).x, r - 2), cell_window, (*col).own2, lanes);
     var pipes: AcceleratedPipes;
@@ -731,6 +741,9 @@ fn step_columns(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
     let band = tile / tiles.tiles.x;
     let y0 = i32(band * tiles.size.y);
     let y_end = min(y0 + i32(tiles.size.y), i32(c.height));
+    if FOCUS_HOLDS {
+        hold_tile(strip, band);
+    }
     // With two columns per invocation, invocation t walks columns 2t and 2t + 1.
     let pairs = PER_INVOCATION == 2u;
     // The padding columns hold a dry cell at rest (limit factors of 1): the halo columns beside

@@ -86,11 +86,14 @@ fn plan(id: u32, first_step: bool) {
             }
         }
     }
+    let wanted = awake;
     if awake && !tile_steppable(x, y) {
         // A page of a world whose neighbourhood does not hold its terrain yet: stepping it would
-        // read pages that hold none.
+        // read pages that hold none. Or one the world's focus holds back this frame, which owes
+        // the step until it is released (cells_paged.wgsl).
         awake = false;
     }
+    awake = awake || released_owing(x, y, tile_flags_before[t]);
     // The host keeps the pages around water resident far enough ahead that no water lies
     // beside a page that cannot step (world.rs); a fault if it does, counted in the report's
     // last word.
@@ -110,7 +113,7 @@ fn plan(id: u32, first_step: bool) {
         }
     } else {
         // A skipped tile's pipes and water are as they were: it keeps its moving and wet bits.
-        tile_flags[t] = tile_flags_before[t] & TILE_KEPT;
+        tile_flags[t] = skipped_flags(x, y, tile_flags_before[t], wanted);
     }
 }
 

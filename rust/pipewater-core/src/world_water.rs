@@ -34,6 +34,28 @@ pub const MAX_WINDOW_SIDE: u32 = 4096;
 /// water at least this deep.
 const SMALLEST_DEPTH_BOUND: f32 = 1.0;
 
+/// Largest [`WorldWater::set_far_step_every`]: far pages step on one frame in this many (at 60
+/// frames a second, once in about 17 s), or never with 0.
+pub const MAX_FAR_STEP_EVERY: u32 = 1024;
+/// Largest focus radius, cells ([`WorldWater::set_focus`]).
+pub const MAX_FOCUS_RADIUS_CELLS: f64 = 1.0e9;
+/// Largest |coordinate| of a focus position, cells: a focus may lie off the world (a camera
+/// beyond its edge), not anywhere.
+pub const MAX_FOCUS_CELLS: f64 = 1.0e10;
+
+/// Which far water steps when ([`WorldWater::set_focus`], [`WorldWater::set_far_step_every`]).
+#[derive(Debug, Clone, PartialEq)]
+struct FocusPolicy {
+    /// Focus positions, continuous cell coordinates.
+    cells: Vec<[f64; 2]>,
+    /// Cells from the nearest focus past which a page is far.
+    radius: f64,
+    /// Far pages step on frames whose count is a multiple of this; 0: never; 1: every frame.
+    every: u32,
+    /// Frames stepped so far, counted for the rhythm.
+    frame: u64,
+}
+
 /// A source or drain: `rate` m³/s spread over its cells by weight.
 #[derive(Debug, Clone)]
 struct WorldSource {
@@ -82,6 +104,7 @@ pub struct WorldWater {
     initial_total: i64,
     elapsed: f64,
     last_report: FrameReport,
+    focus: FocusPolicy,
 }
 
 impl WorldWater {
@@ -108,6 +131,7 @@ impl WorldWater {
             initial_total,
             elapsed: 0.0,
             last_report: FrameReport::default(),
+            focus: FocusPolicy { cells: Vec::new(), radius: 0.0, every: 1, frame: 0 },
         };
         water.raise_depth_bound_for_edges();
         water
@@ -377,21 +401,113 @@ impl WorldWater {
         Ok(self.last_report)
     }
 
-    /// Runs exactly `substeps` steps of `step` s: sources' water first, then the steps.
+    /// Sets where the players are, for the focus policy ([`WorldWater::set_far_step_every`]):
+    /// `cells` are focus positions in continuous cell coordinates (cell `(x, y)` spans
+    /// `[x, x+1) × [y, y+1)`; a focus may lie off the world, within ±[`MAX_FOCUS_CELLS`]), and a
+    /// page is far when every cell of it lies farther than `radius` cells (0 ..=
+    /// [`MAX_FOCUS_RADIUS_CELLS`]) from every focus. No focus: no page is far (there is nothing to
+    /// be far from). Refused, the policy kept, naming `focus` or `focus_radius`.
+    pub fn set_focus(&mut self, cells: &[[f64; 2]], radius: f64) -> Result<()> {
+        if let Some(bad) = cells.iter().find(|c| !c.iter().all(|v| v.is_finite() && v.abs() <= MAX_FOCUS_CELLS)) {
+            return Err(Error::invalid("focus", format!("({}, {})", bad[0], bad[1]), format!("finite cell coordinates within ±{MAX_FOCUS_CELLS}")));
+        }
+        if !radius.is_finite() || !(0.0..=MAX_FOCUS_RADIUS_CELLS).contains(&radius) {
+            return Err(Error::invalid("focus_radius", radius, format!("0 ..= {MAX_FOCUS_RADIUS_CELLS} cells")));
+        }
+        self.focus.cells = cells.to_vec();
+        self.focus.radius = radius;
+        Ok(())
+    }
+
+    /// How often pages far from every focus step ([`WorldWater::set_focus`]): on one frame in
+    /// `every` (0 ..= [`MAX_FAR_STEP_EVERY`]; 0 pauses them; 1, the default, steps all water
+    /// every frame, as without a policy, bit for bit). On the other frames far pages sit out
+    /// whole: they do not step, the pipes between them and the pages that step are closed on
+    /// both sides for the frame (a wall, so the ledger stays exact), and their sources, drains and
+    /// inflow edges pause with them (their time stands still). Far water so lives at `1/every` of
+    /// the time: a far river still flows, more slowly, a far lake still fills, and a player who
+    /// comes back finds it `1/every` as far along as it would be (paused: as it was left). Edits
+    /// there still happen at once. Refused, naming `far_step_every`, past the range.
+    pub fn set_far_step_every(&mut self, every: u32) -> Result<()> {
+        if every > MAX_FAR_STEP_EVERY {
+            return Err(Error::invalid("far_step_every", every, format!("0 ..= {MAX_FAR_STEP_EVERY} (1: every frame; 0: far water paused)")));
+        }
+        self.focus.every = every;
+        Ok(())
+    }
+
+    /// The focus policy's rhythm: far pages step on one frame in this many (0: never).
+    pub fn far_step_every(&self) -> u32 {
+        self.focus.every
+    }
+
+    /// Pages (row-major over [`World::pages`]) farther than the focus radius from every focus.
+    pub fn far_pages(&self) -> Vec<bool> {
+        let [tx, ty] = self.world.pages();
+        let (side, [w, h]) = (self.world.page_side() as f64, self.size());
+        if self.focus.cells.is_empty() {
+            return vec![false; tx as usize * ty as usize];
+        }
+        let mut far = vec![true; tx as usize * ty as usize];
+        let r = self.focus.radius;
+        for &[fx, fy] in &self.focus.cells {
+            // The pages whose squares reach within r of the focus (a page p spans [p, p + 1)
+            // sides, its far edge included for the distance), then each page's distance to the
+            // focus from its nearest point.
+            let range = |f: f64, pages: u32| (((f - r) / side - 1.0).ceil().max(0.0), ((f + r) / side).floor().min(pages as f64 - 1.0));
+            let ((x0, x1), (y0, y1)) = (range(fx, tx), range(fy, ty));
+            if x1 < x0 || y1 < y0 {
+                continue;
+            }
+            for py in y0 as u32..=y1 as u32 {
+                for px in x0 as u32..=x1 as u32 {
+                    let gap = |f: f64, p: u32, cells: u32| (p as f64 * side - f).max(f - ((p + 1) as f64 * side).min(cells as f64)).max(0.0);
+                    if gap(fx, px, w).hypot(gap(fy, py, h)) <= r {
+                        far[(py * tx + px) as usize] = false;
+                    }
+                }
+            }
+        }
+        far
+    }
+
+    /// The pages this frame holds back: the far ones, on a frame far pages sit out.
+    fn pages_held_this_frame(&mut self) -> Vec<bool> {
+        let (every, frame) = (self.focus.every, self.focus.frame);
+        self.focus.frame += 1;
+        let sits_out = every != 1 && (every == 0 || frame % every as u64 != 0);
+        if sits_out {
+            self.far_pages()
+        } else {
+            vec![false; self.world.held_pages().len()]
+        }
+    }
+
+    /// Runs exactly `substeps` steps of `step` s: sources' water first, then the steps. With a
+    /// focus policy, far pages may sit the frame out ([`WorldWater::set_far_step_every`]).
     pub fn run_steps(&mut self, step: f32, substeps: u32) -> Result<()> {
         check_range("step", step, MIN_STEP, crate::simulation::MAX_STEP_LENGTH)?;
         if substeps == 0 {
             return Ok(());
         }
+        let held = self.pages_held_this_frame();
+        self.world.set_held_pages(&held)?;
+        let (side, tx) = (self.world.page_side(), self.world.pages()[0]);
+        let held_cell = |x: u32, y: u32| held[((y / side) * tx + x / side) as usize];
         let frame_time = step as f64 * substeps as f64;
         let qv = self.quantum_volume();
         let [w, h] = self.size();
         let inflow = inflow_quanta_per_step(&self.params, w, h, frame_time, substeps, qv, &mut self.inflow_carry);
         let mut cells = Vec::new();
         for source in &mut self.sources {
+            // A held page's time stands still: its share of a source is neither placed nor owed.
+            let held_share: f64 = source.cells.iter().filter(|c| held_cell(c.0, c.1)).map(|c| c.2).sum();
             let owed = source.rate as f64 * frame_time / qv + source.carry;
             let (mut placed, mut capped) = (0.0, false);
             for &(cx, cy, share) in &source.cells {
+                if held_cell(cx, cy) {
+                    continue;
+                }
                 let wanted = (owed * share).trunc();
                 let quanta = wanted.clamp(-(MAX_DEPTH_QUANTA as f64), MAX_DEPTH_QUANTA as f64);
                 capped |= quanta != wanted;
@@ -401,7 +517,7 @@ impl WorldWater {
                 }
             }
             // What a cell cannot take in one frame is not owed later, as on a dense grid.
-            source.carry = if capped { 0.0 } else { owed - placed };
+            source.carry = if capped { 0.0 } else { owed * (1.0 - held_share) - placed };
             let peak = cells.iter().map(|c| c.2).max().unwrap_or(0);
             self.depth_bound = self.depth_bound.max(peak as f32 * DEPTH_QUANTUM);
         }

@@ -94,6 +94,8 @@ pub struct WorldReport {
     pub steps: u64,
     /// Pages the last step of the last frame read back ran.
     pub awake: u32,
+    /// Pages held back now by the focus policy ([`World::set_held_pages`]).
+    pub held: usize,
 }
 
 /// A save of a world on its way ([`World::begin_save`]).
@@ -195,8 +197,20 @@ pub struct World {
     plan_groups: [wgpu::BindGroup; 2],
     edit_groups: [wgpu::BindGroup; 2],
     page_group: wgpu::BindGroup,
+    /// One bit a page: held back this frame ([`World::set_held_pages`]), for the plan and the step.
+    page_held: wgpu::Buffer,
+    /// Pages held back now, and their count.
+    held: Vec<bool>,
+    held_count: usize,
+    /// Held pages whose two copies of depth and pipes must be made equal before the next step:
+    /// pages held since they last stepped (the copy the next step writes is a step old), and held
+    /// pages an edit wrote (into the current copy only). A held page is then as a sleeping tile
+    /// is: both copies hold its water, whichever the steps read.
+    held_syncs: Vec<usize>,
     pipelines: WorldPipelines,
-    step_pipeline: Option<(StepMode, wgpu::ComputePipeline)>,
+    /// The step's pipeline for the mode, compiled without and with closing the pipes into held
+    /// pages (`FOCUS_HOLDS`): a frame that holds nothing back runs the step it always ran.
+    step_pipelines: [Option<(StepMode, wgpu::ComputePipeline)>; 2],
     /// Water edits not yet applied, in the order made.
     pending_water: Vec<PendingWater>,
     /// Host marks per tile (`tile_wakes`), and the tiles marked since the last frame.
@@ -229,10 +243,11 @@ impl WorldPipelines {
         let device = &ctx.device;
         let page_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("world pages"),
-            entries: &[0, 1, 2].map(|binding| wgpu::BindGroupLayoutEntry {
+            entries: &[0, 1, 2, 3].map(|binding| wgpu::BindGroupLayoutEntry {
                 binding,
                 visibility: wgpu::ShaderStages::COMPUTE,
-                ty: wgpu::BindingType::Buffer { ty: wgpu::BufferBindingType::Storage { read_only: binding < 2 }, has_dynamic_offset: false, min_binding_size: None },
+                // The planned flags (2) are written; the slots, the plan's tiles and the held bits read.
+                ty: wgpu::BindingType::Buffer { ty: wgpu::BufferBindingType::Storage { read_only: binding != 2 }, has_dynamic_offset: false, min_binding_size: None },
                 count: None,
             }),
         });
@@ -334,7 +349,8 @@ impl World {
         let free_water: Vec<u32> = (1..fields.water_capacity as u32).rev().collect();
         let water_edits = DeviceList::new(device, "world water edits", 16, 8);
         let terrain_edits = DeviceList::new(device, "world terrain edits", 16, 8);
-        let page_group = bind(device, &pipelines.page_layout, "world pages", &[&page_slots, &planned, &planned_flags]);
+        let page_held = buffer("held pages", 4 * count.div_ceil(32) as u64, U::STORAGE | U::COPY_DST);
+        let page_group = bind(device, &pipelines.page_layout, "world pages", &[&page_slots, &planned, &planned_flags, &page_held]);
         let plan_groups = [0, 1].map(|k| {
             let buffers = [&uniforms, &tile_params, &flags[1 - k], &flags[k], &wakes, &lists[k], &lists[1 - k], &stats, &stale];
             bind(device, &ctx.tiles_layout, "world tiles", &buffers)
@@ -381,8 +397,12 @@ impl World {
             plan_groups,
             edit_groups,
             page_group,
+            page_held,
+            held: vec![false; count],
+            held_count: 0,
+            held_syncs: Vec::new(),
             pipelines,
-            step_pipeline: None,
+            step_pipelines: [None, None],
             pending_water: Vec::new(),
             marks: vec![0; tile_count],
             marked: Vec::new(),
@@ -423,7 +443,8 @@ impl World {
     pub fn device_bytes(&self) -> u64 {
         // Each planned tile also has its list entry, its flags gathered and their two staging copies.
         let planned = self.planned_capacity as u64 * 4 * 4;
-        self.fields.bytes((self.side * self.side) as u64) + self.pages.count() as u64 * 8 + self.tiles.count() as u64 * BYTES_PER_TILE + planned + COUNTER_BYTES as u64 + 16 + 256
+        let held_bits = 4 * self.pages.count().div_ceil(32) as u64;
+        self.fields.bytes((self.side * self.side) as u64) + self.pages.count() as u64 * 8 + held_bits + self.tiles.count() as u64 * BYTES_PER_TILE + planned + COUNTER_BYTES as u64 + 16 + 256
     }
 
     /// What the world holds and did so far.
@@ -651,9 +672,10 @@ impl World {
         let water = self.take_water_edits();
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("world frame") });
         let mode = StepMode::of(c);
-        if self.step_pipeline.as_ref().is_none_or(|(m, _)| *m != mode) {
+        let holds = usize::from(self.held_count > 0);
+        if self.step_pipelines[holds].as_ref().is_none_or(|(m, _)| *m != mode) {
             let mut constants = mode.overrides(&self.ctx.kernel).to_vec();
-            constants.extend([("PAGE_SIDE", self.side as f64), ("TILE_ROWS", (self.side / self.tiles_per_page) as f64)]);
+            constants.extend([("PAGE_SIDE", self.side as f64), ("TILE_ROWS", (self.side / self.tiles_per_page) as f64), ("FOCUS_HOLDS", holds as f64)]);
             let pipeline = self.ctx.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some("world step_columns"),
                 layout: Some(&self.pipelines.layout),
@@ -662,14 +684,24 @@ impl World {
                 compilation_options: wgpu::PipelineCompilationOptions { constants: &constants, zero_initialize_workgroup_memory: false },
                 cache: None,
             });
-            self.step_pipeline = Some((mode, pipeline));
+            self.step_pipelines[holds] = Some((mode, pipeline));
         }
-        let step = &self.step_pipeline.as_ref().expect("made above").1;
+        // Held pages an edit just wrote, or held since they last stepped, get both copies equal
+        // after the edits and before the first step: a pass of its own for the edits then.
+        let edits_apart = water > 0 && !self.held_syncs.is_empty();
+        if edits_apart {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("world edits"), timestamp_writes: None });
+            pass.set_pipeline(&self.ctx.apply_water);
+            pass.set_bind_group(0, &self.edit_groups[self.current], &[]);
+            pass.dispatch_workgroups((water as u32).div_ceil(EDIT_WORKGROUP).clamp(1, 65535), 1, 1);
+        }
+        self.record_held_syncs(&mut encoder);
+        let step = &self.step_pipelines[holds].as_ref().expect("made above").1;
         // At least one workgroup: its first invocation empties the next step's list.
         let groups = (self.planned_tiles.len() as u32).div_ceil(TILES_WORKGROUP).max(1);
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("world frame"), timestamp_writes: None });
-            if water > 0 {
+            if water > 0 && !edits_apart {
                 pass.set_pipeline(&self.ctx.apply_water);
                 pass.set_bind_group(0, &self.edit_groups[self.current], &[]);
                 pass.dispatch_workgroups((water as u32).div_ceil(EDIT_WORKGROUP).clamp(1, 65535), 1, 1);
@@ -753,6 +785,15 @@ impl World {
         for &(page, _) in &self.wetted {
             keep_around(page, &mut needed);
         }
+        // A held page keeps its water fields whatever its flags say: it does not step, so flags
+        // that never saw the water an edit put there (or that it held when first held) cannot
+        // say it is wet. Its neighbours follow the water around it, and once it is released the
+        // water it holds is kept around as an edit's is (set_held_pages).
+        for page in 0..needed.len() {
+            if self.held[page] && self.slots[page][1] != ZERO_SLOT {
+                needed[page] = 2;
+            }
+        }
         for p in &self.pending_water {
             if p.quanta > 0 {
                 keep_around(p.page, &mut needed);
@@ -815,7 +856,7 @@ impl World {
                 let buffer = |label: &str, bytes: u64, usage: U| self.ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: bytes, usage, mapped_at_creation: false });
                 self.planned = buffer("planned tiles", 4 * (self.planned_capacity as u64 + 1), U::STORAGE | U::COPY_DST);
                 self.planned_flags = buffer("planned flags", 4 * self.planned_capacity as u64, U::STORAGE | U::COPY_SRC);
-                self.page_group = bind(&self.ctx.device, &self.pipelines.page_layout, "world pages", &[&self.page_slots, &self.planned, &self.planned_flags]);
+                self.page_group = bind(&self.ctx.device, &self.pipelines.page_layout, "world pages", &[&self.page_slots, &self.planned, &self.planned_flags, &self.page_held]);
             }
             let mut words = Vec::with_capacity(self.planned_tiles.len() + 1);
             words.push(self.planned_tiles.len() as u32);
@@ -876,6 +917,12 @@ impl World {
             return 0;
         }
         let page_cells = self.side * self.side;
+        // An edit writes the current copy only: a held page's other copy gets it before a step.
+        for p in &self.pending_water {
+            if self.held[p.page] && !self.held_syncs.contains(&p.page) {
+                self.held_syncs.push(p.page);
+            }
+        }
         // Every page an edit names holds water fields by now (update_residency): those removing
         // water from a page without any have nothing to remove, and go to the zero slot's
         // cells, where they remove nothing.
@@ -1089,8 +1136,93 @@ impl World {
             pass.set_bind_group(0, &self.edit_groups[self.current], &[]);
             pass.dispatch_workgroups((water as u32).div_ceil(EDIT_WORKGROUP).clamp(1, 65535), 1, 1);
         }
+        self.record_held_syncs(&mut encoder);
         self.ctx.queue.submit([encoder.finish()]);
         Ok(())
+    }
+
+    /// Copies the depth and pipes of the pages in `held_syncs` from the current copy into the
+    /// other, so that a held page holds its water in both, whichever a step reads.
+    fn record_held_syncs(&mut self, encoder: &mut wgpu::CommandEncoder) {
+        let page_cells = (self.side * self.side) as u64;
+        for page in std::mem::take(&mut self.held_syncs) {
+            let slot = self.slots[page][1] as u64;
+            if slot == ZERO_SLOT as u64 {
+                continue;
+            }
+            let (from, to) = (self.current, 1 - self.current);
+            encoder.copy_buffer_to_buffer(&self.fields.depth[from], slot * page_cells * 4, &self.fields.depth[to], slot * page_cells * 4, page_cells * 4);
+            encoder.copy_buffer_to_buffer(&self.fields.flux[from], slot * page_cells * 16, &self.fields.flux[to], slot * page_cells * 16, page_cells * 16);
+        }
+    }
+
+    /// Pages count along x and y.
+    pub fn pages(&self) -> [u32; 2] {
+        self.pages.tiles
+    }
+
+    /// Holds back the pages `held` marks (one a page, row-major over [`World::pages`]) from the
+    /// next frame on, until a later call releases them: a held page does not step, and the pipes
+    /// between it and the pages that step are closed on both sides (`cells_paged.wgsl`), so the
+    /// ledger stays exact. What it wanted to step while held (a neighbour moved, an edit) it
+    /// steps once released. Where the border between held and stepping pages moves, the pages on
+    /// both sides of the change wake for the next step, as their step changes there. No page
+    /// held is the world's step as it always was, bit for bit.
+    pub fn set_held_pages(&mut self, held: &[bool]) -> Result<()> {
+        if held.len() != self.held.len() {
+            return Err(Error::invalid("held pages", held.len(), format!("one flag for each of the world's {} pages", self.held.len())));
+        }
+        if held == self.held.as_slice() {
+            return Ok(());
+        }
+        let [tx, ty] = self.pages.tiles;
+        let (tx, ty) = (tx as i64, ty as i64);
+        let mut wake = Vec::new();
+        for page in 0..held.len() {
+            let (was, now) = (self.held[page], held[page]);
+            if was == now {
+                continue;
+            }
+            if now {
+                // The copy the next step writes holds this page a step old.
+                self.held_syncs.push(page);
+            } else if self.slots[page][1] != ZERO_SLOT {
+                // Kept with its neighbours until flags of a step after its release say where its
+                // water is (update_residency).
+                self.wetted.push((page, self.report.steps));
+            }
+            // A border between a held page and a stepping one is a wall: where one appears or
+            // goes, the step of the cells beside it changes, and both sides step once.
+            let (px, py) = (page as i64 % tx, page as i64 / tx);
+            for y in (py - 1).max(0)..=(py + 1).min(ty - 1) {
+                for x in (px - 1).max(0)..=(px + 1).min(tx - 1) {
+                    let q = (y * tx + x) as usize;
+                    if q != page && (self.held[q] != was) != (held[q] != now) {
+                        wake.extend([page, q]);
+                    }
+                }
+            }
+        }
+        wake.sort_unstable();
+        wake.dedup();
+        for page in wake {
+            self.mark(page);
+        }
+        self.held.copy_from_slice(held);
+        self.residency_stale = true;
+        self.held_count = held.iter().filter(|&&h| h).count();
+        self.report.held = self.held_count;
+        let mut words = vec![0u32; held.len().div_ceil(32)];
+        for (page, _) in held.iter().enumerate().filter(|(_, &h)| h) {
+            words[page / 32] |= 1 << (page % 32);
+        }
+        self.ctx.queue.write_buffer(&self.page_held, 0, bytemuck::cast_slice(&words));
+        Ok(())
+    }
+
+    /// Pages held back now ([`World::set_held_pages`]).
+    pub fn held_pages(&self) -> &[bool] {
+        &self.held
     }
 
     /// The whole of a field buffer's slots, `cell_bytes` a cell, waiting for the device.
@@ -1159,34 +1291,41 @@ impl World {
             terrain: Vec::new(),
             water: Vec::new(),
         };
-        let watered: Vec<(u64, u32)> = self.slots.iter().enumerate().filter(|(_, s)| s[1] != ZERO_SLOT).map(|(p, s)| (p as u64, s[1])).collect();
         let terrain: Vec<(u64, Arc<Vec<f32>>)> = self.terrain.iter().enumerate().filter_map(|(p, t)| t.clone().map(|t| (p as u64, t))).collect();
         let ctx = self.ctx.clone();
-        let worker = std::thread::spawn(move || -> Result<Vec<u8>> {
-            let staging = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("world save read"),
-                size: water_bytes + COUNTER_BYTES as u64,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
+        std::thread::spawn(move || -> Result<Vec<u8>> {
+            let read_bytes = water_bytes + COUNTER_BYTES as u64;
+            let staging = ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some("world save read"), size: read_bytes, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
             let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("world save read") });
-            encoder.copy_buffer_to_buffer(&scratch, 0, &staging, 0, water_bytes + COUNTER_BYTES as u64);
+            encoder.copy_buffer_to_buffer(&scratch, 0, &staging, 0, read_bytes);
             ctx.queue.submit([encoder.finish()]);
             map_and_wait(&ctx, &staging, "the world's save")?;
+            drop(scratch);
             let page_cells = page_cells as usize;
-            let cells = cells as usize;
             let bytes = {
                 let mapped = staging.get_mapped_range(..).map_err(|e| Error::Gpu(e.to_string()))?;
-                let depth: &[i32] = bytemuck::cast_slice(&mapped[..cells * 4]);
-                let flux: &[[f32; 4]] = bytemuck::cast_slice(&mapped[cells * 4..cells * 20]);
-                header.counters = GpuHost::counters_from(&mapped[cells * 20..cells * 20 + COUNTER_BYTES]);
-                for (page, slot) in watered {
-                    let at = slot as usize * page_cells;
-                    let (d, f) = (&depth[at..at + page_cells], &flux[at..at + page_cells]);
-                    if d.iter().any(|&q| q != 0) || f.iter().flatten().any(|v| v.to_bits() != 0) {
-                        header.water.push((page, d.to_vec(), f.to_vec()));
+                header.counters = GpuHost::counters_from(&mapped[water_bytes as usize..read_bytes as usize]);
+                let mut at = 0usize;
+                let mut k = 0usize;
+                // The pages in the runs' layout: a run's depths, then its pipes.
+                while k < watered.len() {
+                    let mut end = k + 1;
+                    while end < watered.len() && watered[end].1 == watered[end - 1].1 + 1 {
+                        end += 1;
                     }
+                    let count = end - k;
+                    let depth: &[i32] = bytemuck::cast_slice(&mapped[at..at + count * page_cells * 4]);
+                    let flux: &[[f32; 4]] = bytemuck::cast_slice(&mapped[at + count * page_cells * 4..at + count * page_cells * 20]);
+                    for (i, &(page, _)) in watered[k..end].iter().enumerate() {
+                        let (d, f) = (&depth[i * page_cells..(i + 1) * page_cells], &flux[i * page_cells..(i + 1) * page_cells]);
+                        if d.iter().any(|&q| q != 0) || f.iter().flatten().any(|v| v.to_bits() != 0) {
+                            header.water.push((page, d.to_vec(), f.to_vec()));
+                        }
+                    }
+                    at += count * page_cells * 20;
+                    k = end;
                 }
+                header.water.sort_unstable_by_key(|(page, _, _)| *page);
                 header.terrain = terrain.into_iter().map(|(p, t)| (p, t.to_vec())).collect();
                 header.encode()
             };
