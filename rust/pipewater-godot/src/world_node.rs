@@ -18,7 +18,7 @@ use godot::classes::{ArrayMesh, INode3D, Image, ImageTexture, Material, MeshInst
 use godot::prelude::*;
 use pipewater_core::quanta::MAX_TERRAIN_ABS;
 use pipewater_core::backend::gpu::world::WorldSaveJob;
-use pipewater_core::world_water::{WorldWater, MAX_WINDOW_SIDE};
+use pipewater_core::world_water::{WorldWater, MAX_FAR_STEP_EVERY, MAX_FOCUS_RADIUS_CELLS, MAX_WINDOW_SIDE};
 use crate::node::WaterBoundary;
 use pipewater_core::{Boundary, Params};
 
@@ -132,9 +132,28 @@ pub struct PipeWaterWorld {
     #[init(val = true)]
     running: bool,
     /// The node the shown window of water follows (a camera, a player); empty: the window stays
-    /// centred on this node.
+    /// centred on this node. It is also a focus of the focus policy (`far_step_every`).
     #[export]
     focus_node: NodePath,
+    /// More focuses besides `focus_node` (players, a boat, another camera), for the focus policy:
+    /// with `far_step_every` other than 1, water farther than `focus_radius` from every focus
+    /// steps on one physics frame in `far_step_every`. Freed nodes and nodes outside the tree are
+    /// skipped. With no focus at all, no water is far.
+    #[export]
+    focus_nodes: Array<Gd<Node3D>>,
+    /// Distance from the nearest focus past which water is far, m (0 or more; at most 10⁹
+    /// cells). A page of the world is far when all of it lies farther than this from every focus.
+    #[export(range = (0.0, 10000.0, 1.0, or_greater, suffix = "m"))]
+    #[init(val = 512.0)]
+    focus_radius: f64,
+    /// How often far water steps, 0 ..= 1024: on one physics frame in this many. 1 (the default)
+    /// steps all water every frame; 0 pauses far water until a focus comes near. On the frames it
+    /// sits out, far water is walled off from the water that steps (nothing is lost) and its
+    /// sources and inflow edges pause with it: a player coming back finds a far river 1/N as far
+    /// along as it would be, still flowing, a far lake still filling, more slowly.
+    #[export(range = (0.0, 1024.0, 1.0))]
+    #[init(val = 1)]
+    far_step_every: i64,
     /// Cells a side of the window around the focus that `height_texture` and `flux_texture`
     /// hold and the surface mesh covers, 16 ..= 4096.
     #[export(range = (16.0, 4096.0, 16.0))]
@@ -170,6 +189,8 @@ pub struct PipeWaterWorld {
     saving: Option<WorldSaveJob>,
     /// Parameters last refused, so that the refusal is reported once.
     refused_params: Option<Params>,
+    /// The focus settings last refused, so that the refusal is reported once.
+    refused_focus: Option<String>,
     #[init(val = ErrorLog::for_class("PipeWaterWorld"))]
     errors: ErrorLog,
     base: Base<Node3D>,
@@ -187,6 +208,7 @@ impl INode3D for PipeWaterWorld {
         }
         self.poll_save();
         if self.running {
+            self.sync_focus();
             let result = self.water.as_mut().map(|w| w.advance((delta as f32).clamp(0.0, 10.0)));
             self.core("step", result);
             self.window_stale = true;
@@ -336,6 +358,7 @@ impl PipeWaterWorld {
             self.errors.reject(format!("step: delta = {delta} is out of range: valid range is 0 ..= 10 s"));
             return;
         }
+        self.sync_focus();
         let result = self.water.as_mut().map(|w| w.advance(delta as f32));
         self.core("step", result);
         self.window_stale = true;
@@ -523,7 +546,7 @@ impl PipeWaterWorld {
     }
 
     /// What the pages hold: `pages`, `resident`, `watered` (pages with water fields), `wet`,
-    /// `allocated`, `freed`, `device_bytes`, `host_terrain_bytes`, and the window shown
+    /// `allocated`, `freed`, `held` (pages the focus policy held back in the last frame), `device_bytes`, `host_terrain_bytes`, and the window shown
     /// (`window_origin`, `window_size`, cells).
     #[func]
     fn get_world_report(&self) -> VarDictionary {
@@ -536,6 +559,7 @@ impl PipeWaterWorld {
         out.set("wet", r.wet as i64);
         out.set("allocated", r.allocated as i64);
         out.set("freed", r.freed as i64);
+        out.set("held", r.held as i64);
         out.set("device_bytes", water.world().device_bytes() as i64);
         out.set("host_terrain_bytes", water.world().host_terrain_bytes() as i64);
         if let Some((origin, size)) = self.window {
@@ -636,6 +660,53 @@ impl PipeWaterWorld {
             Err(e) => {
                 self.errors.reject(format!("parameters: {}", core_message(&e)));
                 self.refused_params = Some(params);
+            }
+        }
+    }
+
+    /// Hands the focus policy to the world: the focuses' positions in cells, `focus_radius` in
+    /// cells, `far_step_every`. A refused setting is reported once and the world keeps the
+    /// policy it had.
+    fn sync_focus(&mut self) {
+        let Some(water) = self.water.as_ref() else { return };
+        let (dx, [w, h]) = (water.cell_size() as f64, water.size());
+        let every = self.far_step_every;
+        let radius = self.focus_radius;
+        let refusal = if !(0..=MAX_FAR_STEP_EVERY as i64).contains(&every) {
+            Some(format!("far_step_every = {every} is out of range: valid range is 0 ..= {MAX_FAR_STEP_EVERY} (1: all water every frame; 0: far water paused)"))
+        } else if !radius.is_finite() || radius < 0.0 || radius / dx > MAX_FOCUS_RADIUS_CELLS {
+            Some(format!("focus_radius = {radius} m is out of range: valid range is 0 ..= {} m", MAX_FOCUS_RADIUS_CELLS * dx))
+        } else {
+            None
+        };
+        if let Some(message) = refusal {
+            if self.refused_focus.as_ref() != Some(&message) {
+                self.errors.reject(message.clone());
+                self.refused_focus = Some(message);
+            }
+            return;
+        }
+        let transform = self.base().get_global_transform();
+        let mut nodes: Vec<Gd<Node3D>> = self.focus_nodes.clone().upcast_any_array().iter_shared().filter_map(|v| v.try_to::<Gd<Node3D>>().ok()).collect();
+        if !self.focus_node.is_empty() {
+            nodes.extend(self.base().get_node_or_null(&self.focus_node).and_then(|n| n.try_cast::<Node3D>().ok()));
+        }
+        let cells: Vec<[f64; 2]> = nodes
+            .iter()
+            .filter(|n| n.is_instance_valid() && n.is_inside_tree())
+            .filter_map(|n| global_to_local_point(&transform, n.get_global_position()))
+            .map(|local| [local.x as f64 / dx + w as f64 / 2.0, local.z as f64 / dx + h as f64 / 2.0])
+            .collect();
+        let Some(water) = self.water.as_mut() else { return };
+        let result = water.set_focus(&cells, radius / dx).and_then(|()| water.set_far_step_every(every as u32));
+        match result {
+            Ok(()) => self.refused_focus = None,
+            Err(e) => {
+                let message = format!("focus: {}", core_message(&e));
+                if self.refused_focus.as_ref() != Some(&message) {
+                    self.errors.reject(message.clone());
+                    self.refused_focus = Some(message);
+                }
             }
         }
     }
