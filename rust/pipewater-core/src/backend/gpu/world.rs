@@ -23,6 +23,11 @@
 //!   writes both), uploaded with the page when it comes in; a page that leaves was dry (no water
 //!   near it), so nothing of it needs reading back. The ledger is the dense grid's: edits and
 //!   edges count on the device, and a page that leaves holds no water.
+//! * Pages may be held back for a frame ([`World::set_held_pages`], the focus policy of
+//!   [`crate::world_water::WorldWater::set_far_step_every`]): the plan does not step them, and a
+//!   pipeline of the step compiled with `FOCUS_HOLDS` closes every pipe between a cell that steps
+//!   and a cell of a held page on both sides, so the ledger stays exact. A held page keeps both
+//!   copies of its fields equal and its water fields, and steps what it owes once released.
 
 use super::context::{GpuContext, EDIT_WORKGROUP, TILES_WORKGROUP};
 use super::list::DeviceList;
