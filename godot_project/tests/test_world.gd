@@ -1,8 +1,9 @@
 extends "res://tests/test_base.gd"
 ## Headless tests of [PipeWaterWorld], water for a world in pages on the wgpu device: a world
 ## past the largest PipeWater grid holds a lake where it was poured, answers queries anywhere,
-## keeps its ledger exact, shows the water around its focus node in its textures, and refuses bad
-## input with a message and no effect. That the world steps as the dense grid does, bit for bit,
+## keeps its ledger exact, shows the water around its focus node in its textures, steps far water
+## at the focus policy's pace (paused water keeps every bit), and refuses bad input with a
+## message and no effect. That the world steps as the dense grid does, bit for bit,
 ## is tested in Rust (tests/gpu_world.rs, tests/gpu_world_water.rs).
 
 const SIDE: int = 20000
@@ -18,6 +19,7 @@ func _run() -> void:
 	await _test_ground_from_a_coarse_image_and_a_sea_at_an_edge()
 	await _test_saves_load_back_and_bad_bytes_are_refused()
 	await _test_bad_input_is_refused_with_no_effect()
+	await _test_far_water_sits_out_frames_and_flows_when_a_focus_comes()
 	await _test_the_world_demo_runs_and_its_dam_breaks()
 	_finish()
 
@@ -218,6 +220,81 @@ func _test_bad_input_is_refused_with_no_effect() -> void:
 	world.world_size = Vector2i(64, 64)
 	world.step(0.1)
 	_check(world.is_ready(), "a good size makes the world again")
+	world.free()
+
+
+func _test_far_water_sits_out_frames_and_flows_when_a_focus_comes() -> void:
+	print("-- the focus policy: two pools on flat ground, one by the focus, one 400 m away")
+	var world := PipeWaterWorld.new()
+	world.world_size = Vector2i(512, 64)
+	world.running = false
+	root.add_child(world)
+	await process_frame
+	var near := Vector3(-200.0, 0.0, 0.5)
+	var far := Vector3(200.0, 0.0, 0.5)
+	var focus := Node3D.new()
+	root.add_child(focus)
+	focus.global_position = Vector3(-220.0, 0.0, 0.0)
+	var focuses: Array[Node3D] = [focus]
+	world.focus_nodes = focuses
+	world.focus_radius = 100.0
+	world.far_step_every = 0
+	world.add_water(near, 100.0, 5.0)
+	world.add_water(far, 100.0, 5.0)
+	var near_before: float = world.get_depth(near)
+	var far_before: float = world.get_depth(far)
+	for i in 30:
+		world.step(1.0 / 30.0)
+	var near_after: float = world.get_depth(near)
+	var far_after: float = world.get_depth(far)
+	var report: Dictionary = world.get_world_report()
+	print("   paused, 1 s: near pool %.4f -> %.4f m, far pool %.4f -> %.4f m; %d of %d pages held" % [
+			near_before, near_after, far_before, far_after, report.get("held", -1),
+			report.get("pages", -1)])
+	_check(near_after < near_before - 0.1, "the pool by the focus spreads")
+	_check(far_after == far_before, "the far pool is paused to the bit")
+	_check(report.get("held", 0) > 0, "the world report counts the pages held back")
+	_check(world.get_water_ledger().get("exact", false), "the ledger is exact")
+	world.far_step_every = 4
+	for i in 30:
+		world.step(1.0 / 30.0)
+	var far_slow: float = world.get_depth(far)
+	print("   one frame in four, 1 s more: far pool %.4f m" % far_slow)
+	_check(far_slow < far_after, "the far pool spreads at a quarter of the pace")
+	# The focus comes to the far pool, as focus_node now (it counts as a focus too); the near
+	# pool is the far one, paused.
+	var no_focuses: Array[Node3D] = []
+	world.focus_nodes = no_focuses
+	var focus_node := Node3D.new()
+	root.add_child(focus_node)
+	focus_node.global_position = far
+	world.focus_node = world.get_path_to(focus_node)
+	world.far_step_every = 0
+	world.step(1.0 / 30.0)
+	var near_paused: float = world.get_depth(near)
+	var far_moving: float = world.get_depth(far)
+	for i in 30:
+		world.step(1.0 / 30.0)
+	print("   focus_node at the far pool, paused: near %.4f -> %.4f m, far %.4f -> %.4f m" % [
+			near_paused, world.get_depth(near), far_moving, world.get_depth(far)])
+	_check(world.get_depth(near) == near_paused, "the pool left behind is paused to the bit")
+	_check(world.get_depth(far) < far_moving - 0.01, "the far pool spreads at full pace")
+	_check(world.get_water_ledger().get("exact", false), "the ledger is exact")
+	world.far_step_every = -1
+	world.step(1.0 / 30.0)
+	_check(world.get_last_error().contains("far_step_every"),
+			"far_step_every -1 is refused: %s" % world.get_last_error())
+	world.far_step_every = 1
+	world.focus_radius = NAN
+	world.step(1.0 / 30.0)
+	_check(world.get_last_error().contains("focus_radius"),
+			"focus_radius NaN is refused: %s" % world.get_last_error())
+	world.focus_radius = 100.0
+	world.step(1.0 / 30.0)
+	_check(world.get_world_report().get("held", -1) == 0, "far_step_every 1 holds nothing back")
+	_check(world.get_water_ledger().get("exact", false), "the ledger is exact")
+	focus.free()
+	focus_node.free()
 	world.free()
 
 
