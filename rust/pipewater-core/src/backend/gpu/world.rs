@@ -1296,41 +1296,34 @@ impl World {
             terrain: Vec::new(),
             water: Vec::new(),
         };
+        let watered: Vec<(u64, u32)> = self.slots.iter().enumerate().filter(|(_, s)| s[1] != ZERO_SLOT).map(|(p, s)| (p as u64, s[1])).collect();
         let terrain: Vec<(u64, Arc<Vec<f32>>)> = self.terrain.iter().enumerate().filter_map(|(p, t)| t.clone().map(|t| (p as u64, t))).collect();
         let ctx = self.ctx.clone();
-        std::thread::spawn(move || -> Result<Vec<u8>> {
-            let read_bytes = water_bytes + COUNTER_BYTES as u64;
-            let staging = ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some("world save read"), size: read_bytes, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
+        let worker = std::thread::spawn(move || -> Result<Vec<u8>> {
+            let staging = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("world save read"),
+                size: water_bytes + COUNTER_BYTES as u64,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
             let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("world save read") });
-            encoder.copy_buffer_to_buffer(&scratch, 0, &staging, 0, read_bytes);
+            encoder.copy_buffer_to_buffer(&scratch, 0, &staging, 0, water_bytes + COUNTER_BYTES as u64);
             ctx.queue.submit([encoder.finish()]);
             map_and_wait(&ctx, &staging, "the world's save")?;
-            drop(scratch);
             let page_cells = page_cells as usize;
+            let cells = cells as usize;
             let bytes = {
                 let mapped = staging.get_mapped_range(..).map_err(|e| Error::Gpu(e.to_string()))?;
-                header.counters = GpuHost::counters_from(&mapped[water_bytes as usize..read_bytes as usize]);
-                let mut at = 0usize;
-                let mut k = 0usize;
-                // The pages in the runs' layout: a run's depths, then its pipes.
-                while k < watered.len() {
-                    let mut end = k + 1;
-                    while end < watered.len() && watered[end].1 == watered[end - 1].1 + 1 {
-                        end += 1;
+                let depth: &[i32] = bytemuck::cast_slice(&mapped[..cells * 4]);
+                let flux: &[[f32; 4]] = bytemuck::cast_slice(&mapped[cells * 4..cells * 20]);
+                header.counters = GpuHost::counters_from(&mapped[cells * 20..cells * 20 + COUNTER_BYTES]);
+                for (page, slot) in watered {
+                    let at = slot as usize * page_cells;
+                    let (d, f) = (&depth[at..at + page_cells], &flux[at..at + page_cells]);
+                    if d.iter().any(|&q| q != 0) || f.iter().flatten().any(|v| v.to_bits() != 0) {
+                        header.water.push((page, d.to_vec(), f.to_vec()));
                     }
-                    let count = end - k;
-                    let depth: &[i32] = bytemuck::cast_slice(&mapped[at..at + count * page_cells * 4]);
-                    let flux: &[[f32; 4]] = bytemuck::cast_slice(&mapped[at + count * page_cells * 4..at + count * page_cells * 20]);
-                    for (i, &(page, _)) in watered[k..end].iter().enumerate() {
-                        let (d, f) = (&depth[i * page_cells..(i + 1) * page_cells], &flux[i * page_cells..(i + 1) * page_cells]);
-                        if d.iter().any(|&q| q != 0) || f.iter().flatten().any(|v| v.to_bits() != 0) {
-                            header.water.push((page, d.to_vec(), f.to_vec()));
-                        }
-                    }
-                    at += count * page_cells * 20;
-                    k = end;
                 }
-                header.water.sort_unstable_by_key(|(page, _, _)| *page);
                 header.terrain = terrain.into_iter().map(|(p, t)| (p, t.to_vec())).collect();
                 header.encode()
             };
