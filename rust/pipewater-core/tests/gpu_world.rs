@@ -181,26 +181,36 @@ fn a_world_past_the_dense_limit_steps_with_memory_that_follows_its_water() {
     assert!(report.resident <= 36, "only the pages around the basin are resident: {}", report.resident);
     assert!(world.device_bytes() < dense_bytes / 1000, "device memory follows the water");
 
-    // A save begun, the world stepping on while the device copies and a worker encodes: the save
-    // holds the water as it was when it began.
+    // A save begun while the world steps on: a worker makes the device buffer, the first poll
+    // after it is made records the copy, another worker encodes it. The save holds the water of
+    // the step its copy was recorded at, read here right after that poll.
     let (rx, ry, rn) = (x0 - 60, y0 - 60, n + 120);
-    let (begun_depth, begun_flow) = (world.read_depth(rx, ry, rn, rn).unwrap(), world.read_flow(rx, ry, rn, rn).unwrap());
+    let begun_step = world.report().steps;
     let mut job = world.begin_save().unwrap();
     let mut polls = 0;
+    let mut at_copy = None;
     let bytes = loop {
         polls += 1;
         world.advance(&c, 8).unwrap();
-        if let Some(done) = world.poll_save(&mut job) {
+        let done = world.poll_save(&mut job);
+        if at_copy.is_none() && job.recorded_step().is_some() {
+            at_copy = Some((job.recorded_step().unwrap(), world.read_depth(rx, ry, rn, rn).unwrap(), world.read_flow(rx, ry, rn, rn).unwrap()));
+        }
+        if let Some(done) = done {
             break done.unwrap();
         }
         assert!(polls < 1000, "the save never finished");
     };
+    let (copy_step, copied_depth, copied_flow) = at_copy.expect("the copy was recorded before the save finished");
+    let saved_step = pipewater_core::world_save::WorldSave::decode(&bytes).unwrap().steps;
     let mut then = World::load(&bytes).unwrap();
-    let differs = then.read_depth(rx, ry, rn, rn).unwrap().iter().zip(&begun_depth).filter(|(a, b)| a != b).count()
-        + then.read_flow(rx, ry, rn, rn).unwrap().iter().zip(&begun_flow).filter(|(a, b)| a.map(f32::to_bits) != b.map(f32::to_bits)).count();
-    let moved = world.read_depth(rx, ry, rn, rn).unwrap().iter().zip(&begun_depth).filter(|(a, b)| a != b).count();
-    println!("a save begun and finished over {polls} frames of stepping: {differs} cells differ from the water when it began ({moved} cells moved since)");
-    assert_eq!(differs, 0, "the save holds the water as it was when it began");
+    let differs = then.read_depth(rx, ry, rn, rn).unwrap().iter().zip(&copied_depth).filter(|(a, b)| a != b).count()
+        + then.read_flow(rx, ry, rn, rn).unwrap().iter().zip(&copied_flow).filter(|(a, b)| a.map(f32::to_bits) != b.map(f32::to_bits)).count();
+    let moved = world.read_depth(rx, ry, rn, rn).unwrap().iter().zip(&copied_depth).filter(|(a, b)| a != b).count();
+    println!("a save begun at step {begun_step}, its copy recorded at step {copy_step}, finished over {polls} frames of stepping: {differs} cells differ from the water at the copy ({moved} cells moved since); the save says step {}", saved_step);
+    assert_eq!(differs, 0, "the save holds the water of the step its copy was recorded at");
+    assert_eq!(saved_step, copy_step, "the save names that step");
+    assert!(moved > 0, "the world stepped on while the save was on its way");
 
     // Saved and loaded: the same water and pipes to the bit, the same ledger, and both go on
     // stepping alike.

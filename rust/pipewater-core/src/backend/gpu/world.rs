@@ -105,7 +105,28 @@ pub struct WorldReport {
 
 /// A save of a world on its way ([`World::begin_save`]).
 pub struct WorldSaveJob {
-    worker: Option<std::thread::JoinHandle<Result<Vec<u8>>>>,
+    stage: SaveStage,
+}
+
+impl WorldSaveJob {
+    /// The world's step count the save holds, once its copy is recorded (`None` before).
+    pub fn recorded_step(&self) -> Option<u64> {
+        match self.stage {
+            SaveStage::Making(_) => None,
+            SaveStage::Reading(_, step) => Some(step),
+            SaveStage::Handed => None,
+        }
+    }
+}
+
+enum SaveStage {
+    /// A worker makes the device buffer the water is copied into: making hundreds of MB of
+    /// device memory holds the calling thread for many milliseconds.
+    Making(std::thread::JoinHandle<(wgpu::Buffer, u64)>),
+    /// The copy is recorded; a worker reads it back and encodes the save.
+    /// With the step the copy holds.
+    Reading(std::thread::JoinHandle<Result<Vec<u8>>>, u64),
+    Handed,
 }
 
 /// A water edit waiting for its page to be resident.
@@ -1265,25 +1286,55 @@ impl World {
         }
     }
 
-    /// Starts a save of the world as it is after the work submitted so far: the device copies
-    /// the water fields and the ledger aside (into a buffer of its own memory: a mappable one
-    /// takes the host a tenth of a second to make at 16384²), and a worker thread brings them
-    /// over and encodes them, so the caller's part is recording one copy and the pages' list.
-    /// The world steps on meanwhile; [`World::poll_save`] hands the bytes over.
+    /// Starts a save of the world without holding the caller: a worker makes the device buffer
+    /// the water fields are copied into, and the first [`World::poll_save`] after it is made
+    /// (normally the next frame's) records the copy, so the save holds the world as it is after
+    /// the work submitted before that poll. Another worker brings the copy over and encodes it;
+    /// the world steps on meanwhile, and [`World::poll_save`] hands the bytes over.
     pub fn begin_save(&mut self) -> Result<WorldSaveJob> {
         self.flush_edits()?;
+        Ok(WorldSaveJob { stage: SaveStage::Making(self.make_save_buffer(self.watered_slot_count())) })
+    }
+
+    fn watered_slot_count(&self) -> usize {
+        self.slots.iter().filter(|s| s[1] != ZERO_SLOT).count()
+    }
+
+    /// A worker making a device buffer for the water of `pages` watered pages and a quarter more
+    /// (pages wetted before the copy is recorded), with the ledger's counters.
+    fn make_save_buffer(&self, pages: usize) -> std::thread::JoinHandle<(wgpu::Buffer, u64)> {
+        let page_bytes = (self.side * self.side) as u64 * 20;
+        let bytes = (pages + pages / 4 + 1) as u64 * page_bytes + COUNTER_BYTES as u64;
+        let ctx = self.ctx.clone();
+        std::thread::spawn(move || {
+            let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("world save"),
+                size: bytes,
+                usage: wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            (buffer, bytes)
+        })
+    }
+
+    /// Records the copy of the watered pages' depth and pipes (each page's depth, then its
+    /// pipes) and the counters into `scratch`, and starts the worker that reads and encodes it.
+    fn record_save(&mut self, scratch: wgpu::Buffer) -> std::thread::JoinHandle<Result<Vec<u8>>> {
         let page_cells = (self.side * self.side) as u64;
-        let cells = self.fields.water_capacity as u64 * page_cells;
-        let water_bytes = cells * 20;
-        let scratch = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("world save"),
-            size: water_bytes + COUNTER_BYTES as u64,
-            usage: wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let mut watered: Vec<(u64, u32)> = self.slots.iter().enumerate().filter(|(_, s)| s[1] != ZERO_SLOT).map(|(p, s)| (p as u64, s[1])).collect();
+        watered.sort_unstable_by_key(|&(_, slot)| slot);
+        let page_bytes = page_cells * 20;
+        let water_bytes = watered.len() as u64 * page_bytes;
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("world save") });
-        encoder.copy_buffer_to_buffer(&self.fields.depth[self.current], 0, &scratch, 0, cells * 4);
-        encoder.copy_buffer_to_buffer(&self.fields.flux[self.current], 0, &scratch, cells * 4, cells * 16);
+        // Consecutive slots in one copy each: the scratch holds the pages in slot order.
+        let slots: Vec<usize> = watered.iter().map(|&(_, slot)| slot as usize).collect();
+        let mut at = 0u64;
+        for (first, end) in runs_of(&slots) {
+            let count = (end - first) as u64;
+            encoder.copy_buffer_to_buffer(&self.fields.depth[self.current], first as u64 * page_cells * 4, &scratch, at, count * page_cells * 4);
+            encoder.copy_buffer_to_buffer(&self.fields.flux[self.current], first as u64 * page_cells * 16, &scratch, at + count * page_cells * 4, count * page_cells * 16);
+            at += count * page_bytes;
+        }
         encoder.copy_buffer_to_buffer(&self.counters, 0, &scratch, water_bytes, COUNTER_BYTES as u64);
         self.ctx.queue.submit([encoder.finish()]);
         let mut header = crate::world_save::WorldSave {
@@ -1296,53 +1347,79 @@ impl World {
             terrain: Vec::new(),
             water: Vec::new(),
         };
-        let watered: Vec<(u64, u32)> = self.slots.iter().enumerate().filter(|(_, s)| s[1] != ZERO_SLOT).map(|(p, s)| (p as u64, s[1])).collect();
         let terrain: Vec<(u64, Arc<Vec<f32>>)> = self.terrain.iter().enumerate().filter_map(|(p, t)| t.clone().map(|t| (p as u64, t))).collect();
         let ctx = self.ctx.clone();
-        let worker = std::thread::spawn(move || -> Result<Vec<u8>> {
-            let staging = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("world save read"),
-                size: water_bytes + COUNTER_BYTES as u64,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
+        std::thread::spawn(move || -> Result<Vec<u8>> {
+            let read_bytes = water_bytes + COUNTER_BYTES as u64;
+            let staging = ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some("world save read"), size: read_bytes, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
             let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("world save read") });
-            encoder.copy_buffer_to_buffer(&scratch, 0, &staging, 0, water_bytes + COUNTER_BYTES as u64);
+            encoder.copy_buffer_to_buffer(&scratch, 0, &staging, 0, read_bytes);
             ctx.queue.submit([encoder.finish()]);
             map_and_wait(&ctx, &staging, "the world's save")?;
+            drop(scratch);
             let page_cells = page_cells as usize;
-            let cells = cells as usize;
             let bytes = {
                 let mapped = staging.get_mapped_range(..).map_err(|e| Error::Gpu(e.to_string()))?;
-                let depth: &[i32] = bytemuck::cast_slice(&mapped[..cells * 4]);
-                let flux: &[[f32; 4]] = bytemuck::cast_slice(&mapped[cells * 4..cells * 20]);
-                header.counters = GpuHost::counters_from(&mapped[cells * 20..cells * 20 + COUNTER_BYTES]);
-                for (page, slot) in watered {
-                    let at = slot as usize * page_cells;
-                    let (d, f) = (&depth[at..at + page_cells], &flux[at..at + page_cells]);
-                    if d.iter().any(|&q| q != 0) || f.iter().flatten().any(|v| v.to_bits() != 0) {
-                        header.water.push((page, d.to_vec(), f.to_vec()));
+                header.counters = GpuHost::counters_from(&mapped[water_bytes as usize..read_bytes as usize]);
+                let mut at = 0usize;
+                let mut k = 0usize;
+                // The pages in the runs' layout: a run's depths, then its pipes.
+                while k < watered.len() {
+                    let mut end = k + 1;
+                    while end < watered.len() && watered[end].1 == watered[end - 1].1 + 1 {
+                        end += 1;
                     }
+                    let count = end - k;
+                    let depth: &[i32] = bytemuck::cast_slice(&mapped[at..at + count * page_cells * 4]);
+                    let flux: &[[f32; 4]] = bytemuck::cast_slice(&mapped[at + count * page_cells * 4..at + count * page_cells * 20]);
+                    for (i, &(page, _)) in watered[k..end].iter().enumerate() {
+                        let (d, f) = (&depth[i * page_cells..(i + 1) * page_cells], &flux[i * page_cells..(i + 1) * page_cells]);
+                        if d.iter().any(|&q| q != 0) || f.iter().flatten().any(|v| v.to_bits() != 0) {
+                            header.water.push((page, d.to_vec(), f.to_vec()));
+                        }
+                    }
+                    at += count * page_cells * 20;
+                    k = end;
                 }
+                header.water.sort_unstable_by_key(|(page, _, _)| *page);
                 header.terrain = terrain.into_iter().map(|(p, t)| (p, t.to_vec())).collect();
                 header.encode()
             };
             staging.unmap();
             Ok(bytes)
-        });
-        Ok(WorldSaveJob { worker: Some(worker) })
+        })
     }
 
-    /// The save's bytes once they are ready (`None` until then; call once a frame): the
-    /// caller's part is a look at the worker.
+    /// The save's bytes once they are ready (`None` until then; call once a frame). The
+    /// caller's part is a look at the workers, and once, recording the copy.
     pub fn poll_save(&mut self, job: &mut WorldSaveJob) -> Option<Result<Vec<u8>>> {
-        if job.worker.as_ref()?.is_finished() {
-            let worker = job.worker.take()?;
-            return Some(worker.join().unwrap_or_else(|_| Err(Error::Gpu("the world save's worker panicked".into()))));
-        }
         // Callbacks of other reads run on this thread's polls too.
         let _ = self.ctx.device.poll(wgpu::PollType::Poll);
-        None
+        match std::mem::replace(&mut job.stage, SaveStage::Handed) {
+            SaveStage::Making(maker) if maker.is_finished() => {
+                let Ok((scratch, bytes)) = maker.join() else {
+                    return Some(Err(Error::Gpu("the world save's buffer worker panicked".into())));
+                };
+                let page_bytes = (self.side * self.side) as u64 * 20;
+                let watered = self.watered_slot_count();
+                if watered as u64 * page_bytes + COUNTER_BYTES as u64 > bytes {
+                    // The water reached more pages than the buffer was made for.
+                    job.stage = SaveStage::Making(self.make_save_buffer(watered));
+                } else {
+                    if let Err(e) = self.flush_edits() {
+                        return Some(Err(e));
+                    }
+                    job.stage = SaveStage::Reading(self.record_save(scratch), self.report.steps);
+                }
+                None
+            }
+            SaveStage::Reading(worker, _) if worker.is_finished() => Some(worker.join().unwrap_or_else(|_| Err(Error::Gpu("the world save's worker panicked".into())))),
+            SaveStage::Handed => Some(Err(Error::invalid("save job", "finished", "a save still on its way"))),
+            waiting => {
+                job.stage = waiting;
+                None
+            }
+        }
     }
 
     /// A world from its save, on this device: pages cut again if this device's pages have
