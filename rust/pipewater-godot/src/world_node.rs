@@ -187,6 +187,8 @@ pub struct PipeWaterWorld {
     window_stale: bool,
     /// A save on its way (`save_state_async`).
     saving: Option<WorldSaveJob>,
+    /// A load on its way (`load_state_async`): a worker decoding the save and making its world.
+    loading: Option<std::thread::JoinHandle<pipewater_core::Result<WorldWater>>>,
     /// Parameters last refused, so that the refusal is reported once.
     refused_params: Option<Params>,
     /// The focus settings last refused, so that the refusal is reported once.
@@ -207,6 +209,7 @@ impl INode3D for PipeWaterWorld {
             return;
         }
         self.poll_save();
+        self.poll_load();
         if self.running {
             self.sync_focus();
             let result = self.water.as_mut().map(|w| w.advance((delta as f32).clamp(0.0, 10.0)));
@@ -280,9 +283,10 @@ impl PipeWaterWorld {
         self.core("save_state", result).map_or_else(PackedByteArray::new, |bytes| PackedByteArray::from(bytes.as_slice()))
     }
 
-    /// Begins a save that does not hold the game: the device copies the pages' fields, a worker
-    /// reads and encodes them, and `state_saved` brings the bytes a few frames later. False,
-    /// reported, when a save is already on its way or it cannot begin.
+    /// Begins a save that does not hold the game: a worker makes room on the device, the next
+    /// physics frame's look copies the wet pages' fields there (the save holds the water as it is
+    /// then), another worker reads and encodes them, and `state_saved` brings the bytes a few
+    /// frames later. False, reported, when a save is already on its way or it cannot begin.
     #[func]
     fn save_state_async(&mut self) -> bool {
         if !self.ensure_world() {
@@ -318,13 +322,7 @@ impl PipeWaterWorld {
         }
         match WorldWater::load(bytes.as_slice(), self.cell_size as f32, self.params()) {
             Ok(water) => {
-                let [w, h] = water.size();
-                self.world_size = Vector2i::new(w as i32, h as i32);
-                self.built_with = Some((self.world_size, self.cell_size, self.ground_height));
-                self.water = Some(water);
-                self.saving = None;
-                self.window = None;
-                self.window_stale = true;
+                self.install_loaded(water);
                 true
             }
             Err(e) => {
@@ -332,6 +330,36 @@ impl PipeWaterWorld {
                 false
             }
         }
+    }
+
+    /// Emitted when a `load_state_async()` is done: `OK` with the saved world in place, or
+    /// `ERR_INVALID_DATA` with the reason in `get_last_error()` and the world kept.
+    #[signal]
+    fn state_loaded(error: i64);
+
+    /// Begins a load that does not hold the game: a worker checks and decodes the save and makes
+    /// its world on the device (seconds for a large world) while this one steps on; at a physics
+    /// frame after it is done the saved world replaces this one and `state_loaded` is emitted.
+    /// Edits made meanwhile are lost with the world they were made in. False, reported, when a
+    /// load is already on its way.
+    #[func]
+    fn load_state_async(&mut self, bytes: PackedByteArray) -> bool {
+        if !self.ensure_world() {
+            return false;
+        }
+        if self.loading.is_some() {
+            self.errors.reject("load_state_async: a load is already on its way; wait for state_loaded".into());
+            return false;
+        }
+        let (bytes, cell_size, params) = (bytes.to_vec(), self.cell_size as f32, self.params());
+        self.loading = Some(std::thread::spawn(move || WorldWater::load(&bytes, cell_size, params)));
+        true
+    }
+
+    /// Whether a `load_state_async()` is on its way.
+    #[func]
+    fn is_loading_state(&self) -> bool {
+        self.loading.is_some()
     }
 
     /// The most recent error message; empty when none.
@@ -592,6 +620,8 @@ impl PipeWaterWorld {
         self.water = None;
         self.window = None;
         self.saving = None;
+        // A load begun for the old settings would bring them back.
+        self.loading = None;
         let params = self.params();
         let size = self.world_size;
         if size.x < 1 || size.y < 1 {
@@ -609,6 +639,37 @@ impl PipeWaterWorld {
                 false
             }
         }
+    }
+
+    /// The world of a save in place of this one, its window read again.
+    fn install_loaded(&mut self, water: WorldWater) {
+        let [w, h] = water.size();
+        self.world_size = Vector2i::new(w as i32, h as i32);
+        self.built_with = Some((self.world_size, self.cell_size, self.ground_height));
+        self.water = Some(water);
+        self.saving = None;
+        self.window = None;
+        self.window_stale = true;
+    }
+
+    /// Puts a finished asynchronous load in place and tells `state_loaded`.
+    fn poll_load(&mut self) {
+        if !self.loading.as_ref().is_some_and(|worker| worker.is_finished()) {
+            return;
+        }
+        let result = self.loading.take().map(|worker| worker.join().unwrap_or_else(|_| Err(pipewater_core::Error::Gpu("the load's worker panicked".into()))));
+        let error = match result {
+            Some(Ok(water)) => {
+                self.install_loaded(water);
+                godot::global::Error::OK
+            }
+            Some(Err(e)) => {
+                self.errors.reject(format!("load_state_async: {}", core_message(&e)));
+                godot::global::Error::ERR_INVALID_DATA
+            }
+            None => return,
+        };
+        self.base_mut().emit_signal("state_loaded", &[(error.ord() as i64).to_variant()]);
     }
 
     /// Hands a finished asynchronous save to `state_saved`.
