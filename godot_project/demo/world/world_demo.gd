@@ -3,8 +3,9 @@ extends Node3D
 ## the GPU) in a [PipeWaterWorld], made from [member world_seed]: hills falling to a
 ## sea held at the south edge ([constant PipeWater.BOUNDARY_LEVEL]), three rivers from springs in
 ## the hills, lakes where the ground dips, and a reservoir behind a dam across the middle river.
-## The camera flies down that river; [kbd]B[/kbd] breaches the dam, [kbd]Space[/kbd] pauses the
-## flight, [kbd]Tab[/kbd] shows the pages' figures. See docs/DEMO.md.
+## The camera flies down that river; [kbd]B[/kbd] breaches the dam, [kbd]V[/kbd] looks at the
+## breach from above the reservoir, [kbd]Space[/kbd] pauses the flight, [kbd]Tab[/kbd] shows
+## the pages' figures. See docs/DEMO.md.
 ##
 ## The ground is a 512² heightmap at 16 cells a pixel
 ## ([method PipeWaterWorld.set_terrain_from_image]); near the camera the terrain and the water
@@ -42,6 +43,7 @@ var _label: Label
 var _flight: float = 0.0
 var _flying: bool = true
 var _breached: bool = false
+var _watching_breach: bool = false
 
 
 func _ready() -> void:
@@ -79,8 +81,11 @@ func _unhandled_input(event: InputEvent) -> void:
 	match key.keycode:
 		KEY_B:
 			breach_dam()
+		KEY_V:
+			view_breach()
 		KEY_SPACE:
-			_flying = not _flying
+			_flying = not _flying or _watching_breach
+			_watching_breach = false
 		KEY_TAB:
 			_label.visible = not _label.visible
 
@@ -88,9 +93,10 @@ func _unhandled_input(event: InputEvent) -> void:
 func _process(delta: float) -> void:
 	if _world == null or not _world.is_ready():
 		return
-	if _flying:
+	if _flying and not _watching_breach:
 		_flight += delta
-	_place_camera(_flight)
+	if not _watching_breach:
+		_place_camera(_flight)
 	_show_window()
 	if _label.visible:
 		var report: Dictionary = _world.get_world_report()
@@ -111,6 +117,19 @@ func breach_dam() -> void:
 	var at: Vector3 = _map_point(_river_x(1, DAM_ROW), DAM_ROW)
 	for step in 5:
 		_world.modify_terrain(at + Vector3(0.0, 0.0, (step - 2) * 6.0), -12.0, 14.0)
+
+
+## Holds the camera above the reservoir, looking down the valley over the dam at the breach
+## and the flood below it, the world's window centred just below the dam. Space flies on.
+func view_breach() -> void:
+	_watching_breach = true
+	var dam: Vector3 = _map_point(_river_x(1, DAM_ROW), DAM_ROW)
+	dam.y = _dam_crest()
+	var from_row: float = DAM_ROW - 14.0
+	var from: Vector3 = _map_point(_river_x(1, from_row) + 10.0, from_row)
+	from.y = _dam_crest() + 110.0
+	_camera.look_at_from_position(from, dam + Vector3(0.0, -10.0, 90.0), Vector3.UP)
+	_focus.global_position = dam + Vector3(0.0, 0.0, 60.0)
 
 
 ## Where the camera is after [param seconds] of flight: above the middle river from the
@@ -169,6 +188,9 @@ func _make_view() -> void:
 	near.set_shader_parameter("cell_size", 1.0)
 	near.set_shader_parameter("low_height", SEA_LEVEL - 5.0)
 	near.set_shader_parameter("high_height", 120.0)
+	# The far land's colours, so that the window's edge does not show as a patch.
+	near.set_shader_parameter("grass_colour", Color(0.20, 0.33, 0.10))
+	near.set_shader_parameter("dry_grass_colour", Color(0.24, 0.35, 0.12))
 	_near_terrain.material_override = near
 	_near_terrain.custom_aabb = AABB(Vector3(-WINDOW, -500.0, -WINDOW),
 			Vector3(2 * WINDOW, 1000.0, 2 * WINDOW))

@@ -7,15 +7,15 @@ extends SceneTree
 ##     --resolution 1280x720 --path godot_project -s res://demo/world/world_picture.gd \
 ##     -- --out=/tmp/pictures
 ## [/codeblock]
-## It loads the world demo, holds the camera where the flight starts (over the reservoir, looking
-## down the valley past the dam), breaches the dam, steps the world [constant FLOOD_SECONDS] s
-## with [method PipeWaterWorld.step] (the sea's edge walled: it is out of view), and saves
-## [code]world.png[/code]. It prints the world's
+## It loads the world demo, holds the camera above the reservoir looking over the dam
+## (the demo's [code]view_breach()[/code]), breaches the dam, steps the world
+## [constant FLOOD_SECONDS] s with [method PipeWaterWorld.step] (the sea's edge walled: it is
+## out of view), and saves [code]world.png[/code]. It prints the world's
 ## figures (pages, device memory) and the seconds each simulated second took here.
 
 const SCENE := "res://demo/world/world_demo.tscn"
 ## Simulated seconds of the flood before the picture.
-const FLOOD_SECONDS := 12.0
+const FLOOD_SECONDS := 30.0
 const STEP := 1.0 / 30.0
 ## Frames drawn before the picture is saved (the window's textures and the shadows settle).
 const SETTLE_FRAMES := 4
@@ -44,6 +44,7 @@ func _run() -> void:
 	# The sea is out of view and would flood 8 km of coast step after step: on a software
 	# renderer that is minutes of stepping for nothing the picture shows.
 	world.boundary_south = PipeWater.BOUNDARY_WALL
+	demo.call("view_breach")
 	demo.call("breach_dam")
 	var started: int = Time.get_ticks_msec()
 	var steps: int = int(FLOOD_SECONDS / STEP)
