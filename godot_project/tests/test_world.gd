@@ -177,6 +177,21 @@ func _test_saves_load_back_and_bad_bytes_are_refused() -> void:
 	world.add_water(spot, 100.0, 20.0)
 	_check(world.load_state(async_bytes), "the asynchronous save loads")
 	_near(world.get_depth(spot), depth, 1.0e-6, "with the water of when it began")
+	world.add_water(spot, 100.0, 20.0)
+	_check(world.load_state_async(async_bytes), "load_state_async begins")
+	_check(not world.load_state_async(async_bytes) and world.get_last_error().contains("already"),
+			"a second load while one is on its way is refused")
+	var loaded: int = await world.state_loaded
+	await process_frame
+	_check(loaded == OK and not world.is_loading_state(), "state_loaded says OK: %d" % loaded)
+	_near(world.get_depth(spot), depth, 1.0e-6, "the asynchronous load brings the saved water")
+	_check(world.get_water_ledger().get("exact", false), "the ledger is exact after it")
+	_check(world.load_state_async(bytes.slice(0, bytes.size() / 2)), "half a save begins loading")
+	var refused: int = await world.state_loaded
+	await process_frame
+	_check(refused == ERR_INVALID_DATA, "and is refused (%d): %s" % [refused,
+			world.get_last_error()])
+	_near(world.get_depth(spot), depth, 1.0e-6, "with the world kept")
 	world.free()
 
 
