@@ -54,6 +54,8 @@ struct FocusPolicy {
     every: u32,
     /// Frames stepped so far, counted for the rhythm.
     frame: u64,
+    /// Whether the last frame held a page back.
+    holding: bool,
 }
 
 /// A source or drain: `rate` m³/s spread over its cells by weight.
@@ -131,7 +133,7 @@ impl WorldWater {
             initial_total,
             elapsed: 0.0,
             last_report: FrameReport::default(),
-            focus: FocusPolicy { cells: Vec::new(), radius: 0.0, every: 1, frame: 0 },
+            focus: FocusPolicy { cells: Vec::new(), radius: 0.0, every: 1, frame: 0, holding: false },
         };
         water.raise_depth_bound_for_edges();
         water
@@ -471,16 +473,21 @@ impl WorldWater {
         far
     }
 
-    /// The pages this frame holds back: the far ones, on a frame far pages sit out.
-    fn pages_held_this_frame(&mut self) -> Vec<bool> {
+    /// The pages this frame holds back: the far ones, on a frame far pages sit out; `None` when
+    /// none is held and none was (the policy off costs no walk over the pages).
+    fn pages_held_this_frame(&mut self) -> Option<Vec<bool>> {
         let (every, frame) = (self.focus.every, self.focus.frame);
         self.focus.frame += 1;
         let sits_out = every != 1 && (every == 0 || frame % every as u64 != 0);
-        if sits_out {
-            self.far_pages()
+        let held = if sits_out {
+            Some(self.far_pages())
+        } else if self.focus.holding {
+            Some(vec![false; self.world.held_pages().len()])
         } else {
-            vec![false; self.world.held_pages().len()]
-        }
+            None
+        };
+        self.focus.holding = held.as_ref().is_some_and(|h| h.contains(&true));
+        held
     }
 
     /// Runs exactly `substeps` steps of `step` s: sources' water first, then the steps. With a
@@ -491,9 +498,11 @@ impl WorldWater {
             return Ok(());
         }
         let held = self.pages_held_this_frame();
-        self.world.set_held_pages(&held)?;
+        if let Some(held) = &held {
+            self.world.set_held_pages(held)?;
+        }
         let (side, tx) = (self.world.page_side(), self.world.pages()[0]);
-        let held_cell = |x: u32, y: u32| held[((y / side) * tx + x / side) as usize];
+        let held_cell = |x: u32, y: u32| held.as_ref().is_some_and(|h| h[((y / side) * tx + x / side) as usize]);
         let frame_time = step as f64 * substeps as f64;
         let qv = self.quantum_volume();
         let [w, h] = self.size();
