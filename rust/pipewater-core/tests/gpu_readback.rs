@@ -421,10 +421,10 @@ fn blocking_reads_on_several_threads_share_the_device_without_a_panic() {
     assert_eq!(reads, THREADS * ROUNDS);
 }
 
-/// A multiplayer server on wgpu captures its water (depths and flows, read whole each sync:
-/// protocol 2 sends the pipes, and waits for the device to read them): after 2 s of a dam break
-/// stepped on the GPU and then 1 s of syncs without steps, the client holds the server's water
-/// quantum for quantum. Prints the captures, the tiles read and the cells that differ.
+/// A multiplayer server on wgpu captures its water (the depths and flows of the tiles its device
+/// finds changed, read back without waiting and taken a sync or two later): after 2 s of a dam
+/// break stepped on the GPU and then 1 s of syncs without steps, the client holds the server's
+/// water quantum for quantum. Prints the captures, the tiles read and the cells that differ.
 #[test]
 fn a_server_on_the_gpu_syncs_its_water_to_a_client() {
     if !gpu_or_skip("a_server_on_the_gpu_syncs_its_water_to_a_client") {
@@ -457,7 +457,10 @@ fn a_server_on_the_gpu_syncs_its_water_to_a_client() {
     let copy = client.client().depths();
     let differing = copy.iter().zip(&truth).filter(|(a, b)| a != b).count();
     println!("{} captures on {}, {} tiles read; the client's copy after 1 s at rest: {differing} of {} cells differ (complete: {})", server.captures(), server_sim.backend_description(), server.tiles_read(), truth.len(), client.client().is_complete());
-    assert!(server.captures() >= 80);
+    // 90 syncs; a read the device has not finished is taken a sync later (lavapipe, with no
+    // frames to wait for while the water rests, finishes in its own time), so at least every
+    // other sync captures.
+    assert!(server.captures() >= 45, "{} captures", server.captures());
     assert!(client.client().is_complete());
     assert_eq!(differing, 0);
 }

@@ -161,8 +161,8 @@ fn a_server_without_clients_does_not_capture_and_a_join_gets_the_water_of_its_ti
 /// and asleep), with
 /// water added, removed and dug between frames, still lava cooling (which changes sleeping
 /// tiles' depth after the step), a reload of the whole state, and asks at uneven intervals:
-/// every sync tile (24², so its edges cross the backend's 32² tiles) whose depth differs from
-/// the previous ask must be among those reported. Prints how many tiles changed, how many were
+/// every sync tile (24², so its edges cross the backend's 32² tiles) whose depth or pipe flows
+/// (their bits, which a sync sends) differ from the previous ask must be among those reported. Prints how many tiles changed, how many were
 /// reported and how many there are.
 #[test]
 fn the_tiles_a_backend_reports_changed_hold_every_change_of_its_water() {
@@ -185,7 +185,7 @@ fn the_tiles_a_backend_reports_changed_hold_every_change_of_its_water() {
     let params = Params { solidify_rate: 0.002, ..Params::default() };
     let mut sim = Simulation::cpu(start.clone(), params).unwrap();
     let tiles = TileGrid::new(grid.width, grid.height, [24, 24]);
-    let mut before = sim.read_state().unwrap().depth;
+    let mut before = sim.read_state().unwrap();
     let _ = sim.take_changed_tiles();
     let (mut asks, mut changed_total, mut reported_total, mut missed, mut fewer_than_all) = (0u32, 0usize, 0usize, 0usize, 0u32);
     let mut rng = 0x2545_f491_u32;
@@ -210,13 +210,18 @@ fn the_tiles_a_backend_reports_changed_hold_every_change_of_its_water() {
         if next(3) != 0 {
             continue;
         }
-        let now = sim.read_state().unwrap().depth;
+        let now = sim.read_state().unwrap();
         let reported = sim.take_changed_tiles().expect("the CPU backend tracks its changes");
         let marked = reported.tiles.cover(&reported.awake, &tiles).expect("the same grid");
         let mut changed = 0;
         for t in 0..tiles.count() {
             let (xs, ys) = tiles.cell_ranges(t);
-            let differs = ys.clone().any(|y| xs.clone().any(|x| now[grid.index(x, y)] != before[grid.index(x, y)]));
+            let differs = ys.clone().any(|y| {
+                xs.clone().any(|x| {
+                    let i = grid.index(x, y);
+                    now.depth[i] != before.depth[i] || now.flow[i].map(f32::to_bits) != before.flow[i].map(f32::to_bits)
+                })
+            });
             changed += differs as usize;
             missed += (differs && !marked[t]) as usize;
         }

@@ -262,6 +262,23 @@ pub trait Backend: Send {
         let state = self.read_state()?;
         copy_tiles(&state.flow, which, flow)
     }
+    /// Takes the water as it is now (queued edits applied) as the copy that
+    /// [`Backend::begin_tile_changes`] compares with, over `tiles`. False where the backend has
+    /// no such comparison (the CPU reports its changed tiles instead,
+    /// [`Backend::take_changed_tiles`]).
+    fn reset_tile_changes(&mut self, _tiles: &sleep::TileGrid) -> Result<bool> {
+        Ok(false)
+    }
+    /// Starts, without waiting for the device, the comparison of the water as it is after the
+    /// work submitted so far (queued edits applied) with the copy the last comparison or
+    /// [`Backend::reset_tile_changes`] took, tile by tile over the same `tiles`, bit for bit:
+    /// of the tiles that differ, at most `max_tiles` are read back (depths and flows) and taken
+    /// into the copy; the others differ again at the next comparison. The reader it returns
+    /// gives them, waiting little when called a frame or more later. `None` where the backend
+    /// has no such comparison, none was reset over these tiles, or the last reader is still out.
+    fn begin_tile_changes(&mut self, _tiles: &sleep::TileGrid, _max_tiles: usize) -> Result<Option<TileChangesReader>> {
+        Ok(None)
+    }
     /// Starts reading every cell's depth quanta as they are after the work submitted so far,
     /// without waiting for the device: the reader it returns waits (little, when called a frame
     /// or more later) and gives them. `None` where the backend has no such read (the caller
@@ -394,6 +411,68 @@ pub type StateReader = Box<dyn FnOnce() -> Result<(State, Counters)> + Send>;
 /// The rest of a [`Backend::begin_depth_read`]: every cell's depth quanta (row-major) as they
 /// were when the read began.
 pub type DepthReader = Box<dyn FnOnce() -> Result<Vec<i32>> + Send>;
+
+/// The rest of a [`Backend::begin_tile_changes`].
+pub struct TileChangesReader {
+    /// Whether the read has arrived, so that [`TileChangesReader::read`] does not wait (asks the
+    /// device, without waiting, to deliver what it has finished).
+    pub ready: Box<dyn Fn() -> bool + Send>,
+    /// The tiles that differed and their water, waiting for the device if they have not arrived.
+    pub read: Box<dyn FnOnce() -> Result<TileChanges> + Send>,
+}
+
+/// The tiles whose water differed from the copy a comparison ([`Backend::begin_tile_changes`])
+/// took before, with their water.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TileChanges {
+    /// Tiles that differed, including those past the read's limit, which were not read.
+    pub differing: usize,
+    /// The tiles read, each with its water below.
+    pub tiles: Vec<u32>,
+    /// Per tile read, `tile_size²` cells: its cells' depth quanta row-major over the tile (an
+    /// edge tile fills the first of them).
+    pub depth: Vec<i32>,
+    /// The same cells' pipe flows ([`State::flow`]).
+    pub flow: Vec<[f32; 4]>,
+}
+
+impl TileChanges {
+    /// Whether every tile that differed was read.
+    pub fn complete(&self) -> bool {
+        self.tiles.len() == self.differing
+    }
+
+    /// Writes the tiles read into row-major `depth` and `flow` over `tiles` and marks them in
+    /// the returned flags (one per tile). Fails, writing nothing, when a tile or the lengths do
+    /// not fit `tiles`.
+    pub fn scatter(&self, tiles: &sleep::TileGrid, depth: &mut [i32], flow: &mut [[f32; 4]]) -> Result<Vec<bool>> {
+        let cells = tiles.cells[0] as usize * tiles.cells[1] as usize;
+        let stride = tiles.size[0] as usize * tiles.size[1] as usize;
+        if depth.len() != cells || flow.len() != cells {
+            return Err(Error::WrongLength { name: "depth", expected: cells, actual: depth.len().min(flow.len()) });
+        }
+        if self.depth.len() < self.tiles.len() * stride || self.flow.len() < self.tiles.len() * stride {
+            return Err(Error::WrongLength { name: "tile changes", expected: self.tiles.len() * stride, actual: self.depth.len().min(self.flow.len()) });
+        }
+        if let Some(&t) = self.tiles.iter().find(|&&t| t as usize >= tiles.count()) {
+            return Err(Error::invalid("tile", t, format!("0 ..= {}", tiles.count() - 1)));
+        }
+        let mut marked = vec![false; tiles.count()];
+        let width = tiles.cells[0] as usize;
+        for (slot, &t) in self.tiles.iter().enumerate() {
+            marked[t as usize] = true;
+            let (xs, ys) = tiles.cell_ranges(t as usize);
+            let w = xs.len();
+            for (row, y) in ys.enumerate() {
+                let from = slot * stride + row * w;
+                let to = y as usize * width + xs.start as usize;
+                depth[to..to + w].copy_from_slice(&self.depth[from..from + w]);
+                flow[to..to + w].copy_from_slice(&self.flow[from..from + w]);
+            }
+        }
+        Ok(marked)
+    }
+}
 
 /// Frames between a GPU `advance` and the snapshot that shows it; 0 on the CPU.
 pub const CPU_SNAPSHOT_LATENCY: u32 = 0;

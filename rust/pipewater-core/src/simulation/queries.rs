@@ -52,6 +52,20 @@ impl Simulation {
         self.on_backend(|b| b.begin_depth_read())
     }
 
+    /// Takes the water as it is now as the copy [`Simulation::begin_tile_changes`] compares
+    /// with ([`crate::backend::Backend::reset_tile_changes`]); false where the backend has no
+    /// such comparison.
+    pub fn reset_tile_changes(&mut self, tiles: &crate::backend::sleep::TileGrid) -> Result<bool> {
+        self.on_backend(|b| b.reset_tile_changes(tiles))
+    }
+
+    /// Starts comparing the water with the copy the last comparison took, reading back at most
+    /// `max_tiles` tiles that differ, without waiting for the device
+    /// ([`crate::backend::Backend::begin_tile_changes`]); `None` where the backend cannot.
+    pub fn begin_tile_changes(&mut self, tiles: &crate::backend::sleep::TileGrid, max_tiles: usize) -> Result<Option<crate::backend::TileChangesReader>> {
+        self.on_backend(|b| b.begin_tile_changes(tiles, max_tiles))
+    }
+
     /// The tiles whose depth may have changed since the last call ([`crate::backend::Backend::take_changed_tiles`]);
     /// `None` where the backend cannot tell (then any tile may have).
     pub fn take_changed_tiles(&mut self) -> Option<crate::backend::sleep::AwakeTiles> {

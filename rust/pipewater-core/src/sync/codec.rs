@@ -65,8 +65,9 @@ pub struct Welcome {
     /// Earlier edits (terrain, sources) the server sends again, with their own sequence numbers
     /// below `next_edit_seq`, so that a late joiner's ground and springs match.
     pub replay_count: u32,
-    /// Frames the server's water has run ([`crate::Simulation::frames`]): the client's clock
-    /// starts here, and [`Packet::Frames`] continues from it.
+    /// Frames the server's water had run ([`crate::Simulation::frames`]) when the water its
+    /// keyframe carries was taken: the client's clock starts here, and [`Packet::Frames`]
+    /// continues from it.
     pub frame: u64,
 }
 

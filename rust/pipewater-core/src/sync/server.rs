@@ -67,8 +67,12 @@ struct Client {
     /// Seconds from the join to the last tile of the keyframe acknowledged.
     join_seconds: Option<f64>,
     bytes_sent: u64,
-    /// Frames of the frame log sent to it so far (the first not sent).
+    /// Frames of the frame log sent to it so far (the first not sent); before its welcome,
+    /// the frame it joined at (the log is kept from there).
     frames_sent: u64,
+    /// Its welcome, until the keyframe starts: the welcome names the keyframe's frame, the
+    /// newest complete capture's from the join on, and goes ahead of everything else.
+    welcome: Option<Welcome>,
 }
 
 /// What a client's packet asks of the game.
@@ -176,7 +180,7 @@ impl SyncServer {
         self.frame_log.push_back((step, substeps));
         // Keep what the furthest-behind client still needs, and a joiner from the frame its
         // keyframe may describe, within a bound.
-        let needed = self.clients.values().map(|c| c.frames_sent).min().unwrap_or(self.frame).min(self.whole_frame);
+        let needed = self.clients.values().map(|c| c.frames_sent).min().unwrap_or(self.frame);
         while self.frame_log_start < needed || self.frame_log.len() > MAX_FRAME_LOG {
             if self.frame_log.pop_front().is_none() {
                 break;
@@ -311,6 +315,11 @@ impl SyncServer {
         !self.whole && self.clients.values().any(|c| !c.keyframe_complete && c.keyframe.is_empty())
     }
 
+    /// Whether a client waits for its welcome (a capture of the water from its join on).
+    pub fn welcome_pending(&self) -> bool {
+        self.clients.values().any(|c| c.welcome.is_some())
+    }
+
     /// Tile `t`'s newest version: (version, total quanta, hash); `None` off the tiles.
     pub fn tile_summary(&self, t: usize) -> Option<(u32, i64, u32)> {
         self.history.get(t)?.last().map(|v| (v.version, v.total, v.hash))
@@ -409,16 +418,15 @@ impl SyncServer {
         let n = self.tiles.count();
         let mut reliable = VecDeque::new();
         let replay: Vec<_> = self.edit_log.iter().map(|&(seq, peer, edit, frame)| Packet::EditApplied { seq, peer, frame, edit }).collect();
-        reliable.push_back(Packet::Welcome(Welcome {
+        // Sent ahead of these when the keyframe starts, with its frame.
+        let welcome = Welcome {
             cells: self.tiles.cells,
             tile_size: self.config.tile_size,
             terrain_hash: self.terrain_hash,
             next_edit_seq: self.next_edit_seq,
             replay_count: replay.len() as u32,
-            // The keyframe describes the newest complete capture's frame or a later one: the
-            // client's clock starts no later.
-            frame: self.whole_frame,
-        }));
+            frame: self.frame,
+        };
         reliable.extend(replay);
         let client = Client {
             acked: vec![0; n],
@@ -435,7 +443,8 @@ impl SyncServer {
             joined_at: now,
             join_seconds: None,
             bytes_sent: self.clients.get(&peer).map_or(0, |c| c.bytes_sent),
-            frames_sent: self.whole_frame,
+            frames_sent: self.frame,
+            welcome: Some(welcome),
         };
         self.clients.insert(peer, client);
     }
@@ -487,15 +496,26 @@ impl SyncServer {
         let config = self.config.clone();
         let grid = self.grid;
         let history = &self.history;
-        let (frame_log, frame_log_start, whole_frame, whole) = (&self.frame_log, self.frame_log_start, self.whole_frame, self.whole);
+        let (frame_log, frame_log_start, whole_frame, whole, captured_frame) = (&self.frame_log, self.frame_log_start, self.whole_frame, self.whole, self.captured_frame);
         let encoded = &mut self.encoded;
         let client = self.clients.get_mut(&peer).ok_or_else(|| Error::invalid("peer", peer, "a client that said hello"))?;
         let kbps = if client.keyframe_complete { config.budget_kbps } else { config.join_budget_kbps };
-        if !client.keyframe_complete && client.keyframe.is_empty() && whole {
-            // A version holds from the capture that took it until the next: after a complete
-            // capture every tile's newest is the water at that capture's frame, which the
-            // keyframe says of them all.
+        // A version holds from the capture that took it until the next: after a complete
+        // capture every tile's newest is the water at that capture's frame, which the keyframe
+        // says of them all. A joiner's keyframe is of a capture from its join on (the frame log
+        // holds the frames from there), and its welcome names that frame.
+        let joined_before = client.welcome.as_ref().is_none_or(|_| whole_frame >= client.frames_sent);
+        if !client.keyframe_complete && client.keyframe.is_empty() && whole && joined_before {
             client.keyframe = history.iter().map(|v| TileVersion { frame: whole_frame, ..v.last().expect("every tile has a version from the first capture").clone() }).collect();
+            if let Some(welcome) = client.welcome.take() {
+                client.reliable.push_front(Packet::Welcome(Welcome { frame: whole_frame, ..welcome }));
+                client.frames_sent = whole_frame;
+            }
+        }
+        if client.welcome.is_some() {
+            // Nothing before the welcome.
+            client.last_poll = Some(now);
+            return Ok(Vec::new());
         }
         let rate = kbps as f64 * 1000.0 / 8.0;
         let dt = client.last_poll.map_or(0.0, |t| (now - t).clamp(0.0, 1.0));
@@ -513,8 +533,11 @@ impl SyncServer {
             Ok(())
         };
         // The frames first: edits name the frame after which they apply, and the client runs
-        // only frames it was told of. Reliable and in order with the edits.
-        let log_end = frame_log_start + frame_log.len() as u64;
+        // only frames it was told of. Reliable and in order with the edits. Only up to the
+        // newest capture's frame: a client runs a few frames behind what it was told, which is
+        // then room for that capture's tiles to arrive in time also where captures describe an
+        // earlier frame than the server's now (a GPU's, read a sync later).
+        let log_end = (frame_log_start + frame_log.len() as u64).min(captured_frame.max(frame_log_start));
         let mut from = client.frames_sent.max(frame_log_start);
         while from < log_end {
             let n = ((log_end - from) as usize).min(MAX_FRAMES_PER_PACKET);

@@ -6,6 +6,7 @@
 //! [`Outgoing::reliable`] says.
 
 use super::{apply_edit, terrain_hash, ClientEvent, Edit, Outgoing, Replica, ReplicaFrame, ServerEvent, SyncClient, SyncConfig, SyncServer, SERVER_PEER};
+use crate::backend::TileChangesReader;
 use crate::error::{Error, Result};
 use crate::simulation::Simulation;
 
@@ -43,7 +44,29 @@ pub struct ServerSession {
     depth: Vec<i32>,
     flow: Vec<[f32; 4]>,
     costs: SyncCosts,
+    /// Whether the backend compares the tiles on its device ([`Simulation::begin_tile_changes`]),
+    /// from the copy the last whole read took.
+    on_device: bool,
+    /// The comparison begun at the last sync, and the server frames run when it began.
+    pending: Option<(u64, PendingChanges)>,
+    /// Tiles that differed at the last comparison: the next reads up to twice as many.
+    last_differing: usize,
+    /// Whether the last sync found the comparison still on the device and left it.
+    waited_once: bool,
 }
+
+/// A comparison of the tiles begun on the device.
+struct PendingChanges(TileChangesReader);
+
+impl std::fmt::Debug for PendingChanges {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PendingChanges")
+    }
+}
+
+/// Fewest tiles a comparison on the device reads back (more differ only when the water moves
+/// in more places than a river: the next reads twice as many as differed).
+pub const MIN_TILES_READ: usize = 64;
 
 /// Where the server's sync spent its time, summed over the session ([`ServerSession::costs`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -61,9 +84,24 @@ impl ServerSession {
         let state = sim.read_state()?;
         let hash = terrain_hash(&state.grid, &state.terrain);
         let server = SyncServer::new(config, state.grid, hash, &state.depth, &state.flow, sim.frames())?;
-        // What changed before the start is in `state`: the next capture looks only past it.
+        // What changed before the start is in `state`: the next capture looks only past it (a
+        // GPU compares with a copy of this water on its device).
         let _ = sim.take_changed_tiles();
-        Ok(ServerSession { server, requests: Vec::new(), next_sync: f64::NEG_INFINITY, captures: 0, tiles_read: 0, depth: state.depth, flow: state.flow, costs: SyncCosts::default() })
+        let on_device = sim.reset_tile_changes(&server.tiles())?;
+        Ok(ServerSession {
+            server,
+            requests: Vec::new(),
+            next_sync: f64::NEG_INFINITY,
+            captures: 0,
+            tiles_read: 0,
+            depth: state.depth,
+            flow: state.flow,
+            costs: SyncCosts::default(),
+            on_device,
+            pending: None,
+            last_differing: 0,
+            waited_once: false,
+        })
     }
 
     /// The protocol's server (figures, settings).
@@ -153,19 +191,61 @@ impl ServerSession {
         out
     }
 
-    /// Takes the water into the server's tiles.
+    /// Takes the water into the server's tiles, reading as little as the backend allows:
+    /// - on the CPU, the tiles it stepped or edited since the last capture (only those can
+    ///   differ), now;
+    /// - on wgpu, the tiles its device found different from the last capture's copy, compared
+    ///   and read back without waiting: begun at one sync, taken at the next (or, when the
+    ///   device has not finished it, at the one after, waiting for it then), so a capture
+    ///   describes the water of a sync or two before ([`SyncServer::capture_at`]);
+    /// - elsewhere (or when a keyframe needs every tile of one frame and the device's reads fell
+    ///   behind, or a read failed) every tile, waiting for the device.
     fn capture(&mut self, sim: &mut Simulation) -> Result<()> {
         let tiles = self.server.tiles();
-        // Only the tiles the backend stepped or edited can differ (the CPU backend says which):
-        // only their depths and flows are read. Elsewhere every tile is read, waiting for the
-        // device.
-        let changed = sim.take_changed_tiles().and_then(|c| c.tiles.cover(&c.awake, &tiles));
-        let which = changed.as_deref().map(|c| (&tiles, c));
-        sim.read_depth(which, &mut self.depth)?;
-        sim.read_flow(which, &mut self.flow)?;
-        self.tiles_read += changed.as_ref().map_or(tiles.count(), |c| c.iter().filter(|&&t| t).count()) as u64;
-        self.server.capture(&self.depth, &self.flow, changed.as_deref())?;
+        if let Some(changed) = sim.take_changed_tiles().and_then(|c| c.tiles.cover(&c.awake, &tiles)) {
+            self.pending = None;
+            let which = Some((&tiles, changed.as_slice()));
+            sim.read_depth(which, &mut self.depth)?;
+            sim.read_flow(which, &mut self.flow)?;
+            self.tiles_read += changed.iter().filter(|&&t| t).count() as u64;
+            self.server.capture(&self.depth, &self.flow, Some(&changed))?;
+            self.captures += 1;
+            return Ok(());
+        }
+        let mut begin = self.on_device;
+        if !self.waited_once && self.pending.as_ref().is_some_and(|(_, p)| !(p.0.ready)()) && !self.server.welcome_pending() {
+            // The device is behind: take it at the next sync rather than wait for it (then wait:
+            // a read begun two syncs ago is as late as a capture may be).
+            self.waited_once = true;
+            return Ok(());
+        }
+        self.waited_once = false;
+        if let Some((frame, PendingChanges(reader))) = self.pending.take() {
+            // A read that failed (a lost device) is not taken: the whole read below starts over.
+            begin = false;
+            if let Ok(changes) = (reader.read)() {
+                let marked = changes.scatter(&tiles, &mut self.depth, &mut self.flow)?;
+                self.tiles_read += changes.tiles.len() as u64;
+                self.last_differing = changes.differing;
+                self.server.capture_at(&self.depth, &self.flow, Some(&marked), frame, changes.complete())?;
+                self.captures += 1;
+                begin = true;
+            }
+        }
+        if begin && !self.server.needs_complete_capture() {
+            let limit = (2 * self.last_differing).max(MIN_TILES_READ);
+            if let Some(reader) = sim.begin_tile_changes(&tiles, limit)? {
+                self.pending = Some((sim.frames(), PendingChanges(reader)));
+                return Ok(());
+            }
+        }
+        sim.read_depth(None, &mut self.depth)?;
+        sim.read_flow(None, &mut self.flow)?;
+        self.tiles_read += tiles.count() as u64;
+        self.server.capture(&self.depth, &self.flow, None)?;
         self.captures += 1;
+        // The device compares with this water from now on.
+        self.on_device = sim.reset_tile_changes(&tiles)?;
         Ok(())
     }
 

@@ -72,6 +72,8 @@ pub struct GpuContext {
     pub(super) detail_pipelines: std::sync::OnceLock<Result<Arc<super::detail::DetailPipelines>>>,
     /// The cooling passes' pipelines, made when a simulation first cools (`cooling.rs`).
     pub(super) cooling_pipelines: std::sync::OnceLock<Arc<super::cooling::CoolingPipelines>>,
+    /// The comparison of a sync server's tiles (`tile_changes.rs`), made by its first capture.
+    pub(super) tile_change_pipelines: std::sync::OnceLock<Arc<super::tile_changes::TileChangePipelines>>,
     /// Bind group layout of the sleeping tiles' plan.
     pub tiles_layout: wgpu::BindGroupLayout,
     /// The plan of a frame's first step (`tiles.wgsl`).
@@ -397,6 +399,7 @@ impl GpuContext {
             step_pipelines: Mutex::new(HashMap::new()),
             detail_pipelines: std::sync::OnceLock::new(),
             cooling_pipelines: std::sync::OnceLock::new(),
+            tile_change_pipelines: std::sync::OnceLock::new(),
             tiles_layout,
             plan_frame_start,
             plan_next_step,

@@ -41,6 +41,7 @@ pub mod detail;
 mod list;
 pub mod overrides;
 pub mod shaders;
+pub mod tile_changes;
 pub mod world;
 
 pub use context::{GpuContext, EDIT_WORKGROUP, TILES_WORKGROUP};
@@ -257,6 +258,8 @@ pub struct GpuBackend {
     recovery: RecoveryCopy,
     /// Cooling's buffer and bind groups, made by the first frame that cools (`cooling.rs`).
     cooling: Option<cooling::GpuCooling>,
+    /// A sync server's comparison of its tiles (`tile_changes.rs`), made by its first reset.
+    tile_changes: Option<tile_changes::GpuTileChanges>,
 }
 
 impl GpuBackend {
@@ -359,6 +362,7 @@ impl GpuBackend {
                 read: None,
             },
             cooling: None,
+            tile_changes: None,
         };
         backend.upload(state, Counters::default(), 0)?;
         Ok(backend)
@@ -1064,6 +1068,14 @@ impl Backend for GpuBackend {
             state.store(SLOT_FREE, Ordering::Release);
             depth
         })))
+    }
+
+    fn reset_tile_changes(&mut self, tiles: &super::sleep::TileGrid) -> Result<bool> {
+        self.reset_tile_changes_now(tiles)
+    }
+
+    fn begin_tile_changes(&mut self, tiles: &super::sleep::TileGrid, max_tiles: usize) -> Result<Option<super::TileChangesReader>> {
+        self.begin_tile_changes_now(tiles, max_tiles)
     }
 
     fn kind(&self) -> BackendKind {

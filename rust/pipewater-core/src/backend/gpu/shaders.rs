@@ -88,5 +88,9 @@ pub const DETAIL: Family = Family { fragments: &[COMMON, SNAPSHOT_FILE, fragment
 /// cell before any changes.
 pub const COOLING: Family = Family { fragments: &[COMMON, LEDGER_COUNTERS, fragment!("cooling.wgsl")] };
 
+/// The tiles whose water changed since a multiplayer server's last capture, compared on the
+/// device and read back alone ([`super::tile_changes`]).
+pub const TILE_CHANGES: Family = Family { fragments: &[COMMON, fragment!("tile_changes.wgsl")] };
+
 /// Every pass family.
-pub const FAMILIES: [Family; 7] = [STEP, TILES, EDITS, BODIES, SNAPSHOT, DETAIL, COOLING];
+pub const FAMILIES: [Family; 8] = [STEP, TILES, EDITS, BODIES, SNAPSHOT, DETAIL, COOLING, TILE_CHANGES];
