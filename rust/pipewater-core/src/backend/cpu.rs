@@ -920,6 +920,30 @@ impl Backend for CpuBackend {
         Ok(EditOutcome::Applied { added, removed })
     }
 
+    fn overwrite_cells(&mut self, cells: &[crate::simulation::CellOverwrite]) -> Result<bool> {
+        let (mut added, mut removed) = (0u64, 0u64);
+        for c in cells {
+            let i = c.cell as usize;
+            let (Some(d), Some(f)) = (self.state.depth.get_mut(i), self.state.flow.get_mut(i)) else { continue };
+            if *d == c.depth && f.map(f32::to_bits) == c.flow.map(f32::to_bits) {
+                continue;
+            }
+            if c.depth > *d {
+                added += (c.depth - *d) as u64;
+            } else {
+                removed += (*d - c.depth) as u64;
+            }
+            (*d, *f) = (c.depth, c.flow);
+            // As a nudge of the pipes does: the tile and its neighbours step next, and the
+            // snapshot redraws around the cell.
+            self.sleeping.mark(c.cell);
+            self.snapshots.mark_around(c.cell);
+        }
+        self.counters = self.counters.wrapping_add(Counters { added, removed, ..Counters::default() });
+        self.invalidate_snapshot();
+        Ok(true)
+    }
+
     fn edit_terrain(&mut self, cells: &[CellTerrain]) -> Result<()> {
         for c in cells {
             let i = c.cell as usize;

@@ -262,6 +262,14 @@ pub trait Backend: Send {
         let state = self.read_state()?;
         copy_tiles(&state.flow, which, flow)
     }
+    /// Sets the depth and pipe flows of `cells` (checked by the caller: on the grid, depths in
+    /// range, flows finite) to exactly the values given, booking the depth changed as added or
+    /// removed water, and wakes their tiles as an edit does: a multiplayer client setting the
+    /// server's tiles ([`crate::Simulation::overwrite_cells`]). False, changing nothing, where
+    /// the backend has no such write (the caller then reads and restores the whole state).
+    fn overwrite_cells(&mut self, _cells: &[crate::simulation::CellOverwrite]) -> Result<bool> {
+        Ok(false)
+    }
     /// Takes the water as it is now (queued edits applied) as the copy that
     /// [`Backend::begin_tile_changes`] compares with, over `tiles`. False where the backend has
     /// no such comparison (the CPU reports its changed tiles instead,

@@ -107,6 +107,9 @@ pub struct Replica {
     source_ids: HashMap<u32, SourceId>,
     /// Whether the water was set whole to the server's keyframe: until then the clock waits.
     started: bool,
+    /// The client's own depths (quanta, row-major) as last read, tile by tile: only the tiles
+    /// being set or blended are read.
+    depth: Vec<i32>,
 }
 
 /// Default snap threshold: 1 cm, below what a player sees on a water surface.
@@ -126,6 +129,7 @@ impl Replica {
             edits: VecDeque::new(),
             source_ids: HashMap::new(),
             started: false,
+            depth: Vec::new(),
         }
     }
 
@@ -243,7 +247,13 @@ impl Replica {
             report.tiles_late += 1;
         }
         if !due.is_empty() {
-            let state = sim.read_state()?;
+            let mut marked = vec![false; tiles.count()];
+            due.iter().for_each(|&t| marked[t] = true);
+            let mut depth = std::mem::take(&mut self.depth);
+            let read = sim.read_depth(Some((&tiles, &marked)), resized(&mut depth, sim.grid().cell_count()));
+            self.depth = depth;
+            read?;
+            let depth = &self.depth;
             let width = tiles.cells[0] as usize;
             let mut cells = Vec::new();
             for &t in &due {
@@ -253,7 +263,7 @@ impl Replica {
                 let n = (rect.width * rect.height) as usize;
                 for i in 0..n {
                     let cell = (rect.y as usize + i / rect.width as usize) * width + rect.x as usize + i % rect.width as usize;
-                    let off = (values[i] as i64 - state.depth[cell] as i64).unsigned_abs();
+                    let off = (values[i] as i64 - depth[cell] as i64).unsigned_abs();
                     report.largest_difference = report.largest_difference.max(off as f32 * DEPTH_QUANTUM);
                     cells.push(CellOverwrite { cell: cell as u32, depth: values[i], flow: tile_values_flow(values, n, i) });
                 }
@@ -278,7 +288,14 @@ impl Replica {
         if self.blending.is_empty() {
             return Ok(());
         }
-        let state = sim.read_state()?;
+        let mut marked = vec![false; tiles.count()];
+        let count = marked.len();
+        self.blending.iter().filter(|&&t| t < count).for_each(|&t| marked[t] = true);
+        let mut depth = std::mem::take(&mut self.depth);
+        let read = sim.read_depth(Some((&tiles, &marked)), resized(&mut depth, sim.grid().cell_count()));
+        self.depth = depth;
+        read?;
+        let state_depth = &self.depth;
         let mut local = Vec::new();
         let mut cells = Vec::new();
         let width = tiles.cells[0] as usize;
@@ -288,7 +305,7 @@ impl Replica {
                 done.push(t);
                 continue;
             };
-            gather_tile(&tiles, &state.depth, t, &mut local);
+            gather_tile(&tiles, state_depth, t, &mut local);
             let before = local.clone();
             let worst = before.iter().zip(target).map(|(&a, &b)| (a as i64 - b as i64).unsigned_abs()).max().unwrap_or(0);
             report.largest_difference = report.largest_difference.max(worst as f32 * DEPTH_QUANTUM);
@@ -312,4 +329,12 @@ impl Replica {
         }
         Ok(())
     }
+}
+
+/// `buffer`, zero-filled to `n` cells when its length differs (a new grid).
+fn resized(buffer: &mut Vec<i32>, n: usize) -> &mut [i32] {
+    if buffer.len() != n {
+        *buffer = vec![0; n];
+    }
+    buffer
 }
