@@ -8,13 +8,21 @@
 //! indices on the world and in increasing order, each block decompressed to exactly its page's
 //! size, heights finite and within ±[`MAX_TERRAIN_ABS`], depth not negative, pipes finite, and
 //! the water held equal to what the ledger says entered (the ledger must balance).
+//!
+//! After the pages comes the world's sources and drains (saves written before, whose magic says
+//! so, lack the section and load with none; in a save that has it the section is required, so a
+//! save cut before it is refused): each one's id, rate, the fraction of a quantum it owes and its
+//! cells with their shares, checked the same way (cells on the world, shares that sum to one,
+//! rates within what `add_source` takes, ids distinct).
 
 use crate::error::{Error, Result};
 use crate::quanta::MAX_TERRAIN_ABS;
 use crate::state::Counters;
 
-/// The first bytes of a world's save.
-pub const WORLD_MAGIC: &[u8; 8] = b"PWWORLD1";
+/// The first bytes of a world's save: one that ends with its sources' section.
+pub const WORLD_MAGIC: &[u8; 8] = b"PWWORLD2";
+/// The first bytes of a save written before sources were saved: its pages end the file.
+pub const WORLD_MAGIC_WITHOUT_SOURCES: &[u8; 8] = b"PWWORLD1";
 /// Largest side of a page a save may hold.
 pub const MAX_SAVED_PAGE_SIDE: u32 = 1024;
 /// Largest side of a world, cells.
@@ -24,6 +32,28 @@ pub const MAX_WORLD_SIDE: u32 = i32::MAX as u32 / 2;
 const HEADER_BYTES: usize = 8 + 4 * 4 + 8 * 4 + 8 + 8 + 8;
 /// Bytes of a page's entry in front of its block: its index and the block's length.
 const ENTRY_BYTES: usize = 8 + 4;
+/// The first bytes of the sources' section.
+const SOURCES_MAGIC: &[u8; 8] = b"PWSRCS01";
+/// Bytes of a source in front of its cells: id, rate, carry, cell count.
+const SOURCE_BYTES: usize = 4 + 4 + 8 + 4;
+/// Bytes of a source's cell: x, y, share.
+const SOURCE_CELL_BYTES: usize = 4 + 4 + 8;
+/// Largest rate of a saved source, m³/s (what `WorldWater::add_source` takes).
+pub const MAX_SAVED_SOURCE_RATE: f32 = crate::simulation::MAX_EDIT_VOLUME;
+
+/// A source or drain of a world's save: `rate` m³/s spread over `cells` (x, y, share of the
+/// rate; the shares sum to one), owing `carry` quanta to its next frame.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SavedSource {
+    /// The id `add_source` gave it (above 0, one per source).
+    pub id: u32,
+    /// m³/s; negative for a drain.
+    pub rate: f32,
+    /// Quanta owed to its next frame.
+    pub carry: f64,
+    /// (x, y, share of the rate) of each of its cells.
+    pub cells: Vec<(u32, u32, f64)>,
+}
 
 /// A world's save, as [`WorldSave::encode`] writes it and [`WorldSave::decode`] reads it back.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,6 +76,8 @@ pub struct WorldSave {
     /// Water of the pages that hold any: (page index, `side²` depths in quanta, `side²` pipes),
     /// by index.
     pub water: Vec<(u64, Vec<i32>, Vec<[f32; 4]>)>,
+    /// Sources and drains (by the world's step-independent bookkeeping, not the device's).
+    pub sources: Vec<SavedSource>,
 }
 
 fn invalid(why: impl Into<String>) -> Error {
@@ -84,13 +116,101 @@ impl WorldSave {
             raw.extend_from_slice(bytemuck::cast_slice(flow));
             entry(*page, &raw);
         }
+        Self::encode_sources(&self.sources, &mut out);
         out
+    }
+
+    /// Puts `sources` in place of the empty sources' section that ends `bytes` (a save
+    /// [`WorldSave::encode`] wrote with none): a world's pages are encoded where its device is
+    /// read, its sources where they are kept. Looks at the last bytes only: a large save is not
+    /// read again on the calling thread.
+    pub fn replace_sources(bytes: &mut Vec<u8>, sources: &[SavedSource]) -> Result<()> {
+        let empty = [SOURCES_MAGIC.as_slice(), &0u32.to_le_bytes()].concat();
+        if bytes.len() < HEADER_BYTES + empty.len() || &bytes[..8] != WORLD_MAGIC || !bytes.ends_with(&empty) {
+            return Err(invalid("a save whose sources' section is not the empty one its pages' writer ends it with"));
+        }
+        bytes.truncate(bytes.len() - empty.len());
+        Self::encode_sources(sources, bytes);
+        Ok(())
+    }
+
+    fn encode_sources(sources: &[SavedSource], out: &mut Vec<u8>) {
+        out.extend_from_slice(SOURCES_MAGIC);
+        out.extend_from_slice(&(sources.len() as u32).to_le_bytes());
+        for source in sources {
+            out.extend_from_slice(&source.id.to_le_bytes());
+            out.extend_from_slice(&source.rate.to_bits().to_le_bytes());
+            out.extend_from_slice(&source.carry.to_bits().to_le_bytes());
+            out.extend_from_slice(&(source.cells.len() as u32).to_le_bytes());
+            for &(x, y, share) in &source.cells {
+                out.extend_from_slice(&x.to_le_bytes());
+                out.extend_from_slice(&y.to_le_bytes());
+                out.extend_from_slice(&share.to_bits().to_le_bytes());
+            }
+        }
+    }
+
+    /// The sources' section from `at` to the end of `bytes`, refusing what `encode` would not
+    /// have written.
+    fn decode_sources(bytes: &[u8], mut at: usize, width: u32, height: u32) -> Result<Vec<SavedSource>> {
+        if bytes.len() - at < 12 || &bytes[at..at + 8] != SOURCES_MAGIC {
+            return Err(invalid(format!("{} bytes after the last page where the sources' section belongs", bytes.len() - at)));
+        }
+        let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+        let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+        let count = u32_at(at + 8) as usize;
+        at += 12;
+        if count > (bytes.len() - at) / SOURCE_BYTES {
+            return Err(invalid(format!("{count} sources in {} bytes", bytes.len() - at)));
+        }
+        let mut sources: Vec<SavedSource> = Vec::with_capacity(count);
+        for k in 0..count {
+            if bytes.len() - at < SOURCE_BYTES {
+                return Err(invalid(format!("the file ends inside source {k}")));
+            }
+            let (id, rate, carry, cells) = (u32_at(at), f32::from_bits(u32_at(at + 4)), f64::from_bits(u64_at(at + 8)), u32_at(at + 16) as usize);
+            at += SOURCE_BYTES;
+            if id == 0 || sources.iter().any(|s| s.id == id) {
+                return Err(invalid(format!("source {k}: id {id}, which must be above 0 and not another source's")));
+            }
+            if !rate.is_finite() || rate.abs() > MAX_SAVED_SOURCE_RATE {
+                return Err(invalid(format!("source {id}: rate {rate} m³/s, not finite within ±{MAX_SAVED_SOURCE_RATE}")));
+            }
+            // A frame owes less than one quantum a cell: anything near 2^53 is not a carry.
+            if !carry.is_finite() || carry.abs() > (1u64 << 53) as f64 {
+                return Err(invalid(format!("source {id}: carry {carry} quanta, not finite within ±2^53")));
+            }
+            if cells == 0 || cells > (bytes.len() - at) / SOURCE_CELL_BYTES {
+                return Err(invalid(format!("source {id}: {cells} cells in {} bytes", bytes.len() - at)));
+            }
+            let mut list = Vec::with_capacity(cells);
+            for _ in 0..cells {
+                let (x, y, share) = (u32_at(at), u32_at(at + 4), f64::from_bits(u64_at(at + 8)));
+                at += SOURCE_CELL_BYTES;
+                if x >= width || y >= height {
+                    return Err(invalid(format!("source {id}: cell ({x}, {y}) off the {width}x{height} world")));
+                }
+                if !(share.is_finite() && (0.0..=1.0).contains(&share)) {
+                    return Err(invalid(format!("source {id}: a share of {share}, not within 0 ..= 1")));
+                }
+                list.push((x, y, share));
+            }
+            let total: f64 = list.iter().map(|c| c.2).sum();
+            if (total - 1.0).abs() > 1e-6 {
+                return Err(invalid(format!("source {id}: shares summing to {total}, not 1")));
+            }
+            sources.push(SavedSource { id, rate, carry, cells: list });
+        }
+        if at != bytes.len() {
+            return Err(invalid(format!("{} bytes after the last source", bytes.len() - at)));
+        }
+        Ok(sources)
     }
 
     /// Reads a save back, refusing (with what is wrong) anything [`WorldSave::encode`] would not
     /// have written.
     pub fn decode(bytes: &[u8]) -> Result<WorldSave> {
-        if bytes.len() < HEADER_BYTES || &bytes[..8] != WORLD_MAGIC {
+        if bytes.len() < HEADER_BYTES || (&bytes[..8] != WORLD_MAGIC && &bytes[..8] != WORLD_MAGIC_WITHOUT_SOURCES) {
             return Err(invalid(format!("{} bytes that do not start with a world save's header", bytes.len())));
         }
         let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
@@ -166,14 +286,18 @@ impl WorldSave {
             held += depth.iter().map(|&d| d as i128).sum::<i128>();
             water.push((page, depth, flow));
         }
-        if at != bytes.len() {
+        let sources = if &bytes[..8] == WORLD_MAGIC {
+            Self::decode_sources(bytes, at, width, height)?
+        } else if at != bytes.len() {
             return Err(invalid(format!("{} bytes after the last page", bytes.len() - at)));
-        }
+        } else {
+            Vec::new()
+        };
         let entered = counters.added as i128 - counters.removed as i128 + counters.boundary_in as i128 - counters.boundary_out as i128;
         if held != entered {
             return Err(invalid(format!("the pages hold {held} quanta, the ledger says {entered} entered")));
         }
-        Ok(WorldSave { width, height, side, ground, counters, steps, terrain, water })
+        Ok(WorldSave { width, height, side, ground, counters, steps, terrain, water, sources })
     }
 }
 
@@ -195,6 +319,7 @@ mod tests {
             steps: 99,
             terrain: vec![(1, (0..n).map(|i| i as f32 * 0.25).collect()), (5, vec![-3.0; n])],
             water: vec![(5, depth, (0..n).map(|i| [i as f32, -0.5, 0.0, 1e-3]).collect())],
+            sources: vec![SavedSource { id: 3, rate: 2.5, carry: 0.75, cells: vec![(4, 4, 0.5), (5, 4, 0.25), (4, 5, 0.25)] }, SavedSource { id: 7, rate: -1.0, carry: -0.5, cells: vec![(29, 19, 1.0)] }],
         }
     }
 
@@ -205,6 +330,15 @@ mod tests {
         let bytes = s.encode();
         println!("{} bytes for {} terrain and {} water pages of {}²", bytes.len(), s.terrain.len(), s.water.len(), s.side);
         assert_eq!(WorldSave::decode(&bytes).unwrap(), s);
+        // A save written before the sources' section: its magic and pages alone load with none.
+        let without = WorldSave { sources: Vec::new(), ..s.clone() };
+        let section = 12 + 2 * SOURCE_BYTES + 4 * SOURCE_CELL_BYTES;
+        let old_bytes = [WORLD_MAGIC_WITHOUT_SOURCES.to_vec(), bytes[8..bytes.len() - section].to_vec()].concat();
+        assert_eq!(WorldSave::decode(&old_bytes).unwrap(), without);
+        // Sources put in place of a save's own: what a world's save gets from where they are kept.
+        let mut replaced = without.encode();
+        WorldSave::replace_sources(&mut replaced, &s.sources).unwrap();
+        assert_eq!(replaced, bytes);
     }
 
     /// A file from anyone: every way of breaking the format is refused with what is wrong, and
@@ -230,9 +364,25 @@ mod tests {
         with("pages of no cells", &|s| s.side = 0);
         with("a world of no cells", &|s| s.width = 0);
         with("a ground that is not finite", &|s| s.ground = f32::NAN);
+        with("a source's cell off the world", &|s| s.sources[0].cells[1].0 = 30);
+        with("a source's shares not summing to one", &|s| s.sources[0].cells[1].2 = 0.3);
+        with("a negative share", &|s| s.sources[0].cells[1].2 = -0.25);
+        with("a rate that is not finite", &|s| s.sources[1].rate = f32::NAN);
+        with("a rate past the limit", &|s| s.sources[1].rate = 1e12);
+        with("a carry that is not finite", &|s| s.sources[0].carry = f64::INFINITY);
+        with("two sources with one id", &|s| s.sources[1].id = 3);
+        with("a source of no cells", &|s| s.sources[1].cells.clear());
         let mut counts = bytes.clone();
         counts[64..72].copy_from_slice(&u64::MAX.to_le_bytes());
         cases.push(("absurd page counts", counts));
+        let sources_at = bytes.len() - (12 + 2 * SOURCE_BYTES + 4 * SOURCE_CELL_BYTES);
+        assert_eq!(&bytes[sources_at..sources_at + 8], SOURCES_MAGIC, "the sources' section where the test expects it");
+        let mut source_count = bytes.clone();
+        source_count[sources_at + 8..sources_at + 12].copy_from_slice(&u32::MAX.to_le_bytes());
+        cases.push(("an absurd source count", source_count));
+        let mut cell_count = bytes.clone();
+        cell_count[sources_at + 12 + 16..sources_at + 12 + 20].copy_from_slice(&u32::MAX.to_le_bytes());
+        cases.push(("an absurd cell count", cell_count));
         cases.push(("trailing bytes", [bytes.clone(), vec![0; 5]].concat()));
         cases.push(("a wrong magic", [b"PWWORLD9".to_vec(), bytes[8..].to_vec()].concat()));
         for (what, case) in &cases {

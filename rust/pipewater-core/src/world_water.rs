@@ -24,6 +24,7 @@ use crate::quanta::{DEPTH_QUANTUM, MAX_DEPTH, MAX_DEPTH_QUANTA, MAX_TERRAIN_ABS}
 use crate::simulation::{distribute_quanta, sample_surface_on};
 use crate::simulation::{inflow_quanta_per_step, MAX_EDIT_VOLUME, MAX_FRAME_DELTA, MAX_TERRAIN_DELTA, MIN_STEP};
 use crate::sources::SourceId;
+use crate::world_save::{SavedSource, WorldSave};
 use crate::state::{Snapshot, State};
 
 /// Largest window [`WorldWater::read_window`] reads in one call, cells a side: the dense grid's
@@ -95,6 +96,8 @@ pub struct WorldWater {
     cell_size: f32,
     sources: Vec<WorldSource>,
     next_source: u32,
+    /// The sources as they were when a save on its way recorded its copy of the water.
+    sources_at_copy: Option<Vec<SavedSource>>,
     inflow_carry: [f64; 4],
     carried_time: f32,
     /// Deepest water the step length assumes, m: grows with what edits, sources, edges and reads
@@ -134,6 +137,7 @@ impl WorldWater {
             elapsed: 0.0,
             last_report: FrameReport::default(),
             focus: FocusPolicy { cells: Vec::new(), radius: 0.0, every: 1, frame: 0, holding: false },
+            sources_at_copy: None,
         };
         water.raise_depth_bound_for_edges();
         water
@@ -635,30 +639,53 @@ impl WorldWater {
 
     /// The world's save ([`crate::world_save`]); the parameters and cell size are the caller's.
     pub fn save(&mut self) -> Result<Vec<u8>> {
-        self.world.save()
+        let mut bytes = self.world.save()?;
+        WorldSave::replace_sources(&mut bytes, &self.saved_sources())?;
+        Ok(bytes)
     }
 
-    /// Begins a save that [`WorldWater::poll_save`] finishes while the world steps on (the
-    /// device copies the pages' fields; a worker reads and encodes them).
+    /// Begins a save that [`WorldWater::poll_save`] finishes while the world steps on (a
+    /// worker makes room on the device, a later poll records the copy, a worker reads and
+    /// encodes it). The sources saved are those of the poll that records the copy.
     pub fn begin_save(&mut self) -> Result<WorldSaveJob> {
+        self.sources_at_copy = None;
         self.world.begin_save()
     }
 
     /// The save's bytes once its worker is done; `None` while it works.
     pub fn poll_save(&mut self, job: &mut WorldSaveJob) -> Option<Result<Vec<u8>>> {
-        self.world.poll_save(job)
+        let recorded = job.recorded_step().is_some();
+        let done = self.world.poll_save(job);
+        if !recorded && job.recorded_step().is_some() {
+            self.sources_at_copy = Some(self.saved_sources());
+        }
+        let mut bytes = match done? {
+            Ok(bytes) => bytes,
+            Err(e) => return Some(Err(e)),
+        };
+        let sources = self.sources_at_copy.take().unwrap_or_else(|| self.saved_sources());
+        Some(WorldSave::replace_sources(&mut bytes, &sources).map(|()| bytes))
+    }
+
+    fn saved_sources(&self) -> Vec<SavedSource> {
+        self.sources.iter().map(|s| SavedSource { id: s.id.0, rate: s.rate, carry: s.carry, cells: s.cells.clone() }).collect()
     }
 
     /// A world loaded from [`WorldWater::save`]'s bytes, stepping with `params` on cells of
-    /// `cell_size` m.
+    /// `cell_size` m, with its sources and drains (a save written before they were saved has
+    /// none).
     pub fn load(bytes: &[u8], cell_size: f32, params: Params) -> Result<WorldWater> {
         check_range("cell_size", cell_size, crate::grid::CELL_SIZE_RANGE.0, crate::grid::CELL_SIZE_RANGE.1)?;
         Self::check_params(&params)?;
-        let mut world = World::load(bytes)?;
+        let save = WorldSave::decode(bytes)?;
+        let mut world = World::from_save(&save)?;
         let held = world.total_quanta()?;
         let counters = world.counters()?;
         // The save carries its counters: the water it began with is what balances them.
-        Ok(Self::around(world, cell_size, params, held - counters.net()))
+        let mut water = Self::around(world, cell_size, params, held - counters.net());
+        water.sources = save.sources.iter().map(|s| WorldSource { id: SourceId(s.id), rate: s.rate, cells: s.cells.clone(), carry: s.carry }).collect();
+        water.next_source = save.sources.iter().map(|s| s.id).max().map_or(1, |id| id.saturating_add(1));
+        Ok(water)
     }
 }
 

@@ -222,3 +222,62 @@ fn what_the_world_does_not_do_is_refused_by_name() {
     assert!(world.read_window(0, 0, 0, 10).is_err() && world.read_window(300, 0, 10, 10).is_err());
 }
 
+
+/// Sources and drains are in a world's save: a world with a spring and a drain on page borders,
+/// saved and loaded, steps on as the world it was saved from (depth equal in every cell after 60
+/// frames more each: the sources came back with their cells, shares and carries), the ledger
+/// exact; a save begun while the world steps holds them too; the saved ids still name the
+/// sources, and a new source gets an id of its own.
+#[test]
+fn sources_and_drains_come_back_with_a_world_save() {
+    if !gpu_or_skip("sources_and_drains_come_back_with_a_world_save") {
+        return;
+    }
+    let (w, h, dx) = (300u32, 200u32, 1.0f32);
+    let mut world = WorldWater::new(w, h, dx, 0.0, Params::default()).unwrap();
+    world.set_terrain_region(0, 0, w, h, &rough_slope(w, h)).unwrap();
+    let side = world.world().page_side() as f32 * dx;
+    let [ex, ez] = world.extent();
+    let (px, pz) = (side - ex / 2.0, side - ez / 2.0);
+    let spring = world.add_source(px, pz, 3.0, 4.0).unwrap();
+    // The drain overlaps the spring's downhill edge: it takes water from the first frames.
+    let drain = world.add_source(px + 3.0, pz + 3.0, -1.0, 3.0).unwrap();
+    for _ in 0..40 {
+        world.advance(1.0 / 60.0).unwrap();
+    }
+    let bytes = world.save().unwrap();
+    let sources = pipewater_core::world_save::WorldSave::decode(&bytes).unwrap().sources;
+    println!("a save of {} bytes; sources saved (id, rate, cells): {:?}", bytes.len(), sources.iter().map(|s| (s.id, s.rate, s.cells.len())).collect::<Vec<_>>());
+    assert_eq!(sources.len(), 2, "both sources are in the save");
+    let mut loaded = WorldWater::load(&bytes, dx, Params::default()).unwrap();
+    for _ in 0..60 {
+        world.advance(1.0 / 60.0).unwrap();
+        loaded.advance(1.0 / 60.0).unwrap();
+    }
+    let (ledger, held) = loaded.ledger().unwrap();
+    let expected = ledger.initial + ledger.counters.net();
+    println!("loaded world after 60 frames: {held} quanta held, {expected} expected (added {}, removed {})", ledger.counters.added, ledger.counters.removed);
+    assert_eq!(held, expected, "the ledger is exact after the load");
+    assert!(ledger.counters.added > 0 && ledger.counters.removed > 0, "the loaded spring pours and the loaded drain takes");
+    let (d0, d1) = (world.world_mut().read_depth(0, 0, w, h).unwrap(), loaded.world_mut().read_depth(0, 0, w, h).unwrap());
+    let differs = d0.iter().zip(&d1).filter(|(a, b)| a != b).count();
+    let (q0, q1) = (d0.iter().map(|&d| d as i64).sum::<i64>(), d1.iter().map(|&d| d as i64).sum::<i64>());
+    println!("the world saved from and the loaded one, 60 frames on: {differs} of {} cells differ; {q0} and {q1} quanta", d0.len());
+    assert_eq!(differs, 0, "the loaded world's sources pour as the saved world's");
+
+    let mut job = world.begin_save().unwrap();
+    let begun = loop {
+        world.advance(1.0 / 60.0).unwrap();
+        if let Some(done) = world.poll_save(&mut job) {
+            break done.unwrap();
+        }
+    };
+    let saved = pipewater_core::world_save::WorldSave::decode(&begun).unwrap();
+    println!("a save begun while stepping, of step {}: {} sources", saved.steps, saved.sources.len());
+    assert_eq!(saved.sources.len(), 2, "the save begun while stepping holds the sources too");
+    assert!(loaded.remove_source(drain), "the drain's id names it after the load");
+    assert!(loaded.remove_source(spring), "and the spring's");
+    let fresh = loaded.add_source(px, pz, 1.0, 2.0).unwrap();
+    println!("ids: spring {spring:?}, drain {drain:?}, a source added after the load {fresh:?}");
+    assert!(fresh != spring && fresh != drain);
+}

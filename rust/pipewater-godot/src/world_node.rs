@@ -272,8 +272,8 @@ impl PipeWaterWorld {
     fn state_saved(bytes: PackedByteArray);
 
     /// The world's water and ground as bytes (only pages holding water or set ground,
-    /// LZ4-compressed; `docs/BACKENDS.md`), waiting for the device. Sources are not in it: a game
-    /// adds its springs again after `load_state`. Empty, reported, when it fails.
+    /// LZ4-compressed; `docs/BACKENDS.md`) with its sources and drains, waiting for the device.
+    /// Empty, reported, when it fails.
     #[func]
     fn save_state(&mut self) -> PackedByteArray {
         if !self.ensure_world() {
@@ -314,7 +314,8 @@ impl PipeWaterWorld {
 
     /// Replaces the world with a saved one (its size becomes `world_size`; `cell_size` and the
     /// edges stay the node's). A file from anyone is checked field by field: bad bytes are
-    /// refused, reported, and the world kept. Sources are not in a save.
+    /// refused, reported, and the world kept. The save's sources and drains come back with
+    /// their ids (`remove_source` takes them); the focus policy is the node's.
     #[func]
     fn load_state(&mut self, bytes: PackedByteArray) -> bool {
         if !self.ensure_world() {

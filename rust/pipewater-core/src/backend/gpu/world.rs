@@ -1346,6 +1346,7 @@ impl World {
             steps: self.report.steps,
             terrain: Vec::new(),
             water: Vec::new(),
+            sources: Vec::new(),
         };
         let terrain: Vec<(u64, Arc<Vec<f32>>)> = self.terrain.iter().enumerate().filter_map(|(p, t)| t.clone().map(|t| (p as u64, t))).collect();
         let ctx = self.ctx.clone();
@@ -1425,7 +1426,11 @@ impl World {
     /// A world from its save, on this device: pages cut again if this device's pages have
     /// another side; its water in place, woken for the first step; the ledger as saved.
     pub fn load(bytes: &[u8]) -> Result<World> {
-        let save = crate::world_save::WorldSave::decode(bytes)?;
+        World::from_save(&crate::world_save::WorldSave::decode(bytes)?)
+    }
+
+    /// A world from a decoded save ([`World::load`]); its sources are the caller's.
+    pub fn from_save(save: &crate::world_save::WorldSave) -> Result<World> {
         let mut world = World::new(save.width, save.height, save.ground)?;
         let [saved_x, _] = save.pages();
         let saved_side = save.side;
