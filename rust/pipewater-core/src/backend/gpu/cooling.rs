@@ -103,9 +103,7 @@ impl GpuCooling {
                 &backend.sleeping.stale,
                 &cells,
             ];
-            let entries: Vec<wgpu::BindGroupEntry> =
-                buffers.iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect();
-            ctx.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some("cooling"), layout: &pipelines.layout, entries: &entries })
+            super::bind_buffers(&ctx.device, &pipelines.layout, "cooling", &buffers)
         });
         GpuCooling { pipelines, cells, groups }
     }

@@ -45,6 +45,12 @@ pub mod tile_changes;
 pub mod world;
 
 pub use context::{GpuContext, EDIT_WORKGROUP, TILES_WORKGROUP};
+
+/// A bind group of `buffers`, whole, at bindings 0, 1, 2, … of `layout`.
+pub(super) fn bind_buffers(device: &wgpu::Device, layout: &wgpu::BindGroupLayout, label: &str, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
+    let entries: Vec<wgpu::BindGroupEntry> = buffers.iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect();
+    device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(label), layout, entries: &entries })
+}
 pub use crate::dispatch::list_workgroups;
 use list::DeviceList;
 
@@ -295,11 +301,7 @@ impl GpuBackend {
         let flow_texels = field("flow texels", n * 16, U::COPY_SRC);
         let tile_list = field("gather tiles", (list_header_bytes(4) + 4 * MAX_TILES_PER_READ) as u64, U::COPY_DST);
         let gathered = field("gathered tiles", TileRequests::readback_bytes(MAX_TILES_PER_READ) as u64, U::COPY_SRC);
-        let group = |layout: &wgpu::BindGroupLayout, label: &str, buffers: &[&wgpu::Buffer]| {
-            let entries: Vec<wgpu::BindGroupEntry> =
-                buffers.iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect();
-            device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(label), layout, entries: &entries })
-        };
+        let group = |layout: &wgpu::BindGroupLayout, label: &str, buffers: &[&wgpu::Buffer]| bind_buffers(device, layout, label, buffers);
         let tiles = ctx.kernel.tiles(grid.width, grid.height);
         let sleeping = Sleeping::new(&ctx, tiles, &uniforms);
         let step_groups = [0, 1].map(|k| {
@@ -782,10 +784,7 @@ impl GpuBackend {
         }
         if grown {
             let make = |k: usize, list: &wgpu::Buffer, label: &str| {
-                let buffers = [&self.terrain, &self.depth[k], &self.counters, list, &self.terrain_edits.buffer];
-                let entries: Vec<wgpu::BindGroupEntry> =
-                    buffers.iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect();
-                ctx.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(label), layout: &ctx.edit_layout, entries: &entries })
+                bind_buffers(&ctx.device, &ctx.edit_layout, label, &[&self.terrain, &self.depth[k], &self.counters, list, &self.terrain_edits.buffer])
             };
             self.edit_groups =
                 Some([0, 1].map(|k| [make(k, &self.water_edits.buffer, "water edits"), make(k, &self.forcing.buffer, "forcing")]));
@@ -809,9 +808,7 @@ impl GpuBackend {
                     &self.terrain_edits.buffer,
                     &self.nudge_list.buffer,
                 ];
-                let entries: Vec<wgpu::BindGroupEntry> =
-                    buffers.iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect();
-                ctx.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some("bodies"), layout: &ctx.bodies_layout, entries: &entries })
+                bind_buffers(&ctx.device, &ctx.bodies_layout, "bodies", &buffers)
             };
             self.body_groups = Some([make(0), make(1)]);
         }

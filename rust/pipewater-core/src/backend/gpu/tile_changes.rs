@@ -112,8 +112,7 @@ impl GpuTileChanges {
         let staging = buffer("tile change staging", staging_bytes(capacity, stride), U::MAP_READ | U::COPY_DST);
         let groups = [0, 1].map(|k| {
             let buffers = [&params, &backend.depth[k], &backend.flux[k], &captured_depth, &captured_flow, &found, &read_depth, &read_flow];
-            let entries: Vec<wgpu::BindGroupEntry> = buffers.iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect();
-            ctx.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some("tile changes"), layout: &pipelines.layout, entries: &entries })
+            super::bind_buffers(&ctx.device, &pipelines.layout, "tile changes", &buffers)
         });
         GpuTileChanges { pipelines, tiles, capacity, params, captured_depth, captured_flow, found, read_depth, read_flow, staging, state: Arc::new(AtomicU32::new(SLOT_FREE)), groups }
     }

@@ -29,6 +29,7 @@
 //!   and a cell of a held page on both sides, so the ledger stays exact. A held page keeps both
 //!   copies of its fields equal and its water fields, and steps what it owes once released.
 
+use super::bind_buffers as bind;
 use super::context::{GpuContext, EDIT_WORKGROUP, TILES_WORKGROUP};
 use super::list::DeviceList;
 use super::shaders;
@@ -122,7 +123,7 @@ impl WorldSaveJob {
 enum SaveStage {
     /// A worker makes the device buffer the water is copied into: making hundreds of MB of
     /// device memory holds the calling thread for many milliseconds.
-    Making(std::thread::JoinHandle<(wgpu::Buffer, u64)>),
+    Making(std::thread::JoinHandle<wgpu::Buffer>),
     /// The copy is recorded; a worker reads it back and encodes the save.
     /// With the step the copy holds.
     Reading(std::thread::JoinHandle<Result<Vec<u8>>>, u64),
@@ -619,11 +620,6 @@ fn runs_of(tiles: &[usize]) -> Vec<(usize, usize)> {
         }
     }
     runs
-}
-
-fn bind(device: &wgpu::Device, layout: &wgpu::BindGroupLayout, label: &str, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
-    let entries: Vec<wgpu::BindGroupEntry> = buffers.iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect();
-    device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(label), layout, entries: &entries })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1302,18 +1298,17 @@ impl World {
 
     /// A worker making a device buffer for the water of `pages` watered pages and a quarter more
     /// (pages wetted before the copy is recorded), with the ledger's counters.
-    fn make_save_buffer(&self, pages: usize) -> std::thread::JoinHandle<(wgpu::Buffer, u64)> {
+    fn make_save_buffer(&self, pages: usize) -> std::thread::JoinHandle<wgpu::Buffer> {
         let page_bytes = (self.side * self.side) as u64 * 20;
         let bytes = (pages + pages / 4 + 1) as u64 * page_bytes + COUNTER_BYTES as u64;
         let ctx = self.ctx.clone();
         std::thread::spawn(move || {
-            let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            ctx.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("world save"),
                 size: bytes,
                 usage: wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
-            });
-            (buffer, bytes)
+            })
         })
     }
 
@@ -1328,8 +1323,9 @@ impl World {
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("world save") });
         // Consecutive slots in one copy each: the scratch holds the pages in slot order.
         let slots: Vec<usize> = watered.iter().map(|&(_, slot)| slot as usize).collect();
+        let runs = runs_of(&slots);
         let mut at = 0u64;
-        for (first, end) in runs_of(&slots) {
+        for &(first, end) in &runs {
             let count = (end - first) as u64;
             encoder.copy_buffer_to_buffer(&self.fields.depth[self.current], first as u64 * page_cells * 4, &scratch, at, count * page_cells * 4);
             encoder.copy_buffer_to_buffer(&self.fields.flux[self.current], first as u64 * page_cells * 16, &scratch, at + count * page_cells * 4, count * page_cells * 16);
@@ -1362,25 +1358,20 @@ impl World {
             let bytes = {
                 let mapped = staging.get_mapped_range(..).map_err(|e| Error::Gpu(e.to_string()))?;
                 header.counters = GpuHost::counters_from(&mapped[water_bytes as usize..read_bytes as usize]);
-                let mut at = 0usize;
-                let mut k = 0usize;
+                let (mut at, mut k) = (0usize, 0usize);
                 // The pages in the runs' layout: a run's depths, then its pipes.
-                while k < watered.len() {
-                    let mut end = k + 1;
-                    while end < watered.len() && watered[end].1 == watered[end - 1].1 + 1 {
-                        end += 1;
-                    }
-                    let count = end - k;
+                for (first, end) in runs {
+                    let count = end - first;
                     let depth: &[i32] = bytemuck::cast_slice(&mapped[at..at + count * page_cells * 4]);
                     let flux: &[[f32; 4]] = bytemuck::cast_slice(&mapped[at + count * page_cells * 4..at + count * page_cells * 20]);
-                    for (i, &(page, _)) in watered[k..end].iter().enumerate() {
+                    for (i, &(page, _)) in watered[k..k + count].iter().enumerate() {
                         let (d, f) = (&depth[i * page_cells..(i + 1) * page_cells], &flux[i * page_cells..(i + 1) * page_cells]);
                         if d.iter().any(|&q| q != 0) || f.iter().flatten().any(|v| v.to_bits() != 0) {
                             header.water.push((page, d.to_vec(), f.to_vec()));
                         }
                     }
                     at += count * page_cells * 20;
-                    k = end;
+                    k += count;
                 }
                 header.water.sort_unstable_by_key(|(page, _, _)| *page);
                 header.terrain = terrain.into_iter().map(|(p, t)| (p, t.to_vec())).collect();
@@ -1398,12 +1389,12 @@ impl World {
         let _ = self.ctx.device.poll(wgpu::PollType::Poll);
         match std::mem::replace(&mut job.stage, SaveStage::Handed) {
             SaveStage::Making(maker) if maker.is_finished() => {
-                let Ok((scratch, bytes)) = maker.join() else {
+                let Ok(scratch) = maker.join() else {
                     return Some(Err(Error::Gpu("the world save's buffer worker panicked".into())));
                 };
                 let page_bytes = (self.side * self.side) as u64 * 20;
                 let watered = self.watered_slot_count();
-                if watered as u64 * page_bytes + COUNTER_BYTES as u64 > bytes {
+                if watered as u64 * page_bytes + COUNTER_BYTES as u64 > scratch.size() {
                     // The water reached more pages than the buffer was made for.
                     job.stage = SaveStage::Making(self.make_save_buffer(watered));
                 } else {
