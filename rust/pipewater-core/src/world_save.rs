@@ -41,10 +41,11 @@ const SOURCE_CELL_BYTES: usize = 4 + 4 + 8;
 /// Largest rate of a saved source, m³/s (what `WorldWater::add_source` takes).
 pub const MAX_SAVED_SOURCE_RATE: f32 = crate::simulation::MAX_EDIT_VOLUME;
 
-/// A source or drain of a world's save: `rate` m³/s spread over `cells` (x, y, share of the
-/// rate; the shares sum to one), owing `carry` quanta to its next frame.
+/// A source or drain of a world, as [`crate::world_water::WorldWater`] keeps it and its save
+/// holds it: `rate` m³/s spread over `cells` (x, y, share of the rate; the shares sum to one),
+/// owing `carry` quanta to its next frame.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SavedSource {
+pub struct WorldSource {
     /// The id `add_source` gave it (above 0, one per source).
     pub id: u32,
     /// m³/s; negative for a drain.
@@ -77,7 +78,16 @@ pub struct WorldSave {
     /// by index.
     pub water: Vec<(u64, Vec<i32>, Vec<[f32; 4]>)>,
     /// Sources and drains (by the world's step-independent bookkeeping, not the device's).
-    pub sources: Vec<SavedSource>,
+    pub sources: Vec<WorldSource>,
+}
+
+/// The little-endian words at `at` of bytes whose length the caller checked.
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
 }
 
 fn invalid(why: impl Into<String>) -> Error {
@@ -124,7 +134,7 @@ impl WorldSave {
     /// [`WorldSave::encode`] wrote with none): a world's pages are encoded where its device is
     /// read, its sources where they are kept. Looks at the last bytes only: a large save is not
     /// read again on the calling thread.
-    pub fn replace_sources(bytes: &mut Vec<u8>, sources: &[SavedSource]) -> Result<()> {
+    pub fn replace_sources(bytes: &mut Vec<u8>, sources: &[WorldSource]) -> Result<()> {
         let empty = [SOURCES_MAGIC.as_slice(), &0u32.to_le_bytes()].concat();
         if bytes.len() < HEADER_BYTES + empty.len() || &bytes[..8] != WORLD_MAGIC || !bytes.ends_with(&empty) {
             return Err(invalid("a save whose sources' section is not the empty one its pages' writer ends it with"));
@@ -134,7 +144,7 @@ impl WorldSave {
         Ok(())
     }
 
-    fn encode_sources(sources: &[SavedSource], out: &mut Vec<u8>) {
+    fn encode_sources(sources: &[WorldSource], out: &mut Vec<u8>) {
         out.extend_from_slice(SOURCES_MAGIC);
         out.extend_from_slice(&(sources.len() as u32).to_le_bytes());
         for source in sources {
@@ -152,23 +162,21 @@ impl WorldSave {
 
     /// The sources' section from `at` to the end of `bytes`, refusing what `encode` would not
     /// have written.
-    fn decode_sources(bytes: &[u8], mut at: usize, width: u32, height: u32) -> Result<Vec<SavedSource>> {
+    fn decode_sources(bytes: &[u8], mut at: usize, width: u32, height: u32) -> Result<Vec<WorldSource>> {
         if bytes.len() - at < 12 || &bytes[at..at + 8] != SOURCES_MAGIC {
             return Err(invalid(format!("{} bytes after the last page where the sources' section belongs", bytes.len() - at)));
         }
-        let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
-        let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
-        let count = u32_at(at + 8) as usize;
+        let count = u32_at(bytes, at + 8) as usize;
         at += 12;
         if count > (bytes.len() - at) / SOURCE_BYTES {
             return Err(invalid(format!("{count} sources in {} bytes", bytes.len() - at)));
         }
-        let mut sources: Vec<SavedSource> = Vec::with_capacity(count);
+        let mut sources: Vec<WorldSource> = Vec::with_capacity(count);
         for k in 0..count {
             if bytes.len() - at < SOURCE_BYTES {
                 return Err(invalid(format!("the file ends inside source {k}")));
             }
-            let (id, rate, carry, cells) = (u32_at(at), f32::from_bits(u32_at(at + 4)), f64::from_bits(u64_at(at + 8)), u32_at(at + 16) as usize);
+            let (id, rate, carry, cells) = (u32_at(bytes, at), f32::from_bits(u32_at(bytes, at + 4)), f64::from_bits(u64_at(bytes, at + 8)), u32_at(bytes, at + 16) as usize);
             at += SOURCE_BYTES;
             if id == 0 || sources.iter().any(|s| s.id == id) {
                 return Err(invalid(format!("source {k}: id {id}, which must be above 0 and not another source's")));
@@ -185,7 +193,7 @@ impl WorldSave {
             }
             let mut list = Vec::with_capacity(cells);
             for _ in 0..cells {
-                let (x, y, share) = (u32_at(at), u32_at(at + 4), f64::from_bits(u64_at(at + 8)));
+                let (x, y, share) = (u32_at(bytes, at), u32_at(bytes, at + 4), f64::from_bits(u64_at(bytes, at + 8)));
                 at += SOURCE_CELL_BYTES;
                 if x >= width || y >= height {
                     return Err(invalid(format!("source {id}: cell ({x}, {y}) off the {width}x{height} world")));
@@ -199,7 +207,7 @@ impl WorldSave {
             if (total - 1.0).abs() > 1e-6 {
                 return Err(invalid(format!("source {id}: shares summing to {total}, not 1")));
             }
-            sources.push(SavedSource { id, rate, carry, cells: list });
+            sources.push(WorldSource { id, rate, carry, cells: list });
         }
         if at != bytes.len() {
             return Err(invalid(format!("{} bytes after the last source", bytes.len() - at)));
@@ -213,9 +221,7 @@ impl WorldSave {
         if bytes.len() < HEADER_BYTES || (&bytes[..8] != WORLD_MAGIC && &bytes[..8] != WORLD_MAGIC_WITHOUT_SOURCES) {
             return Err(invalid(format!("{} bytes that do not start with a world save's header", bytes.len())));
         }
-        let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
-        let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
-        let (width, height, side, ground) = (u32_at(8), u32_at(12), u32_at(16), f32::from_bits(u32_at(20)));
+        let (width, height, side, ground) = (u32_at(bytes, 8), u32_at(bytes, 12), u32_at(bytes, 16), f32::from_bits(u32_at(bytes, 20)));
         if !(1..=MAX_WORLD_SIDE).contains(&width) || !(1..=MAX_WORLD_SIDE).contains(&height) {
             return Err(invalid(format!("a world of {width}x{height} cells: each side must be 1 ..= {MAX_WORLD_SIDE}")));
         }
@@ -226,9 +232,9 @@ impl WorldSave {
             return Err(invalid(format!("ground {ground} m: must be finite, within ±{MAX_TERRAIN_ABS} m")));
         }
         // A world does not cool: nothing solidified.
-        let counters = Counters { added: u64_at(24), removed: u64_at(32), boundary_in: u64_at(40), boundary_out: u64_at(48), solidified: 0 };
-        let steps = u64_at(56);
-        let (terrain_count, water_count) = (u64_at(64), u64_at(72));
+        let counters = Counters { added: u64_at(bytes, 24), removed: u64_at(bytes, 32), boundary_in: u64_at(bytes, 40), boundary_out: u64_at(bytes, 48), solidified: 0 };
+        let steps = u64_at(bytes, 56);
+        let (terrain_count, water_count) = (u64_at(bytes, 64), u64_at(bytes, 72));
         let pages = width.div_ceil(side) as u64 * height.div_ceil(side) as u64;
         let room = ((bytes.len() - HEADER_BYTES) / ENTRY_BYTES) as u64;
         if terrain_count > pages || water_count > pages || terrain_count.saturating_add(water_count) > room {
@@ -240,8 +246,7 @@ impl WorldSave {
             if bytes.len() - at < ENTRY_BYTES {
                 return Err(invalid(format!("the file ends inside a {what} page's entry")));
             }
-            let page = u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
-            let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().expect("4 bytes")) as usize;
+            let (page, len) = (u64_at(bytes, at), u32_at(bytes, at + 8) as usize);
             at += ENTRY_BYTES;
             if page >= pages {
                 return Err(invalid(format!("{what} page {page} of a world of {pages} pages")));
@@ -319,7 +324,7 @@ mod tests {
             steps: 99,
             terrain: vec![(1, (0..n).map(|i| i as f32 * 0.25).collect()), (5, vec![-3.0; n])],
             water: vec![(5, depth, (0..n).map(|i| [i as f32, -0.5, 0.0, 1e-3]).collect())],
-            sources: vec![SavedSource { id: 3, rate: 2.5, carry: 0.75, cells: vec![(4, 4, 0.5), (5, 4, 0.25), (4, 5, 0.25)] }, SavedSource { id: 7, rate: -1.0, carry: -0.5, cells: vec![(29, 19, 1.0)] }],
+            sources: vec![WorldSource { id: 3, rate: 2.5, carry: 0.75, cells: vec![(4, 4, 0.5), (5, 4, 0.25), (4, 5, 0.25)] }, WorldSource { id: 7, rate: -1.0, carry: -0.5, cells: vec![(29, 19, 1.0)] }],
         }
     }
 

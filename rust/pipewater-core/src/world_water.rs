@@ -24,7 +24,7 @@ use crate::quanta::{DEPTH_QUANTUM, MAX_DEPTH, MAX_DEPTH_QUANTA, MAX_TERRAIN_ABS}
 use crate::simulation::{distribute_quanta, sample_surface_on};
 use crate::simulation::{inflow_quanta_per_step, MAX_EDIT_VOLUME, MAX_FRAME_DELTA, MAX_TERRAIN_DELTA, MIN_STEP};
 use crate::sources::SourceId;
-use crate::world_save::{SavedSource, WorldSave};
+use crate::world_save::{WorldSave, WorldSource};
 use crate::state::{Snapshot, State};
 
 /// Largest window [`WorldWater::read_window`] reads in one call, cells a side: the dense grid's
@@ -59,17 +59,6 @@ struct FocusPolicy {
     holding: bool,
 }
 
-/// A source or drain: `rate` m³/s spread over its cells by weight.
-#[derive(Debug, Clone)]
-struct WorldSource {
-    id: SourceId,
-    rate: f32,
-    /// (x, y, weight share summing to 1).
-    cells: Vec<(u32, u32, f64)>,
-    /// Quanta owed to the next frame (the fraction a frame could not place).
-    carry: f64,
-}
-
 /// Water and ground around a point of the world, in the dense grid's texel layouts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorldWindow {
@@ -97,7 +86,7 @@ pub struct WorldWater {
     sources: Vec<WorldSource>,
     next_source: u32,
     /// The sources as they were when a save on its way recorded its copy of the water.
-    sources_at_copy: Option<Vec<SavedSource>>,
+    sources_at_copy: Option<Vec<WorldSource>>,
     inflow_carry: [f64; 4],
     carried_time: f32,
     /// Deepest water the step length assumes, m: grows with what edits, sources, edges and reads
@@ -348,14 +337,14 @@ impl WorldWater {
         let total: f64 = footprint.iter().map(|c| c.2 as f64).sum();
         let id = SourceId(self.next_source);
         self.next_source += 1;
-        self.sources.push(WorldSource { id, rate, cells: footprint.iter().map(|&(cx, cy, weight)| (cx, cy, weight as f64 / total)).collect(), carry: 0.0 });
+        self.sources.push(WorldSource { id: id.0, rate, cells: footprint.iter().map(|&(cx, cy, weight)| (cx, cy, weight as f64 / total)).collect(), carry: 0.0 });
         Ok(id)
     }
 
     /// Removes a source; `false` when no source has that id.
     pub fn remove_source(&mut self, id: SourceId) -> bool {
         let before = self.sources.len();
-        self.sources.retain(|s| s.id != id);
+        self.sources.retain(|s| s.id != id.0);
         self.sources.len() != before
     }
 
@@ -640,7 +629,7 @@ impl WorldWater {
     /// The world's save ([`crate::world_save`]); the parameters and cell size are the caller's.
     pub fn save(&mut self) -> Result<Vec<u8>> {
         let mut bytes = self.world.save()?;
-        WorldSave::replace_sources(&mut bytes, &self.saved_sources())?;
+        WorldSave::replace_sources(&mut bytes, &self.sources)?;
         Ok(bytes)
     }
 
@@ -657,18 +646,14 @@ impl WorldWater {
         let recorded = job.recorded_step().is_some();
         let done = self.world.poll_save(job);
         if !recorded && job.recorded_step().is_some() {
-            self.sources_at_copy = Some(self.saved_sources());
+            self.sources_at_copy = Some(self.sources.clone());
         }
         let mut bytes = match done? {
             Ok(bytes) => bytes,
             Err(e) => return Some(Err(e)),
         };
-        let sources = self.sources_at_copy.take().unwrap_or_else(|| self.saved_sources());
+        let sources = self.sources_at_copy.take().unwrap_or_else(|| self.sources.clone());
         Some(WorldSave::replace_sources(&mut bytes, &sources).map(|()| bytes))
-    }
-
-    fn saved_sources(&self) -> Vec<SavedSource> {
-        self.sources.iter().map(|s| SavedSource { id: s.id.0, rate: s.rate, carry: s.carry, cells: s.cells.clone() }).collect()
     }
 
     /// A world loaded from [`WorldWater::save`]'s bytes, stepping with `params` on cells of
@@ -683,8 +668,8 @@ impl WorldWater {
         let counters = world.counters()?;
         // The save carries its counters: the water it began with is what balances them.
         let mut water = Self::around(world, cell_size, params, held - counters.net());
-        water.sources = save.sources.iter().map(|s| WorldSource { id: SourceId(s.id), rate: s.rate, cells: s.cells.clone(), carry: s.carry }).collect();
         water.next_source = save.sources.iter().map(|s| s.id).max().map_or(1, |id| id.saturating_add(1));
+        water.sources = save.sources;
         Ok(water)
     }
 }

@@ -655,20 +655,16 @@ impl PipeWaterWorld {
 
     /// Puts a finished asynchronous load in place and tells `state_loaded`.
     fn poll_load(&mut self) {
-        if !self.loading.as_ref().is_some_and(|worker| worker.is_finished()) {
-            return;
-        }
-        let result = self.loading.take().map(|worker| worker.join().unwrap_or_else(|_| Err(pipewater_core::Error::Gpu("the load's worker panicked".into()))));
-        let error = match result {
-            Some(Ok(water)) => {
+        let Some(worker) = self.loading.take_if(|worker| worker.is_finished()) else { return };
+        let error = match worker.join().unwrap_or_else(|_| Err(pipewater_core::Error::Gpu("the load's worker panicked".into()))) {
+            Ok(water) => {
                 self.install_loaded(water);
                 godot::global::Error::OK
             }
-            Some(Err(e)) => {
+            Err(e) => {
                 self.errors.reject(format!("load_state_async: {}", core_message(&e)));
                 godot::global::Error::ERR_INVALID_DATA
             }
-            None => return,
         };
         self.base_mut().emit_signal("state_loaded", &[(error.ord() as i64).to_variant()]);
     }
@@ -742,10 +738,7 @@ impl PipeWaterWorld {
             None
         };
         if let Some(message) = refusal {
-            if self.refused_focus.as_ref() != Some(&message) {
-                self.errors.reject(message.clone());
-                self.refused_focus = Some(message);
-            }
+            self.refuse_focus(message);
             return;
         }
         let transform = self.base().get_global_transform();
@@ -763,13 +756,15 @@ impl PipeWaterWorld {
         let result = water.set_focus(&cells, radius / dx).and_then(|()| water.set_far_step_every(every as u32));
         match result {
             Ok(()) => self.refused_focus = None,
-            Err(e) => {
-                let message = format!("focus: {}", core_message(&e));
-                if self.refused_focus.as_ref() != Some(&message) {
-                    self.errors.reject(message.clone());
-                    self.refused_focus = Some(message);
-                }
-            }
+            Err(e) => self.refuse_focus(format!("focus: {}", core_message(&e))),
+        }
+    }
+
+    /// Reports a refused focus setting once while it stays refused.
+    fn refuse_focus(&mut self, message: String) {
+        if self.refused_focus.as_ref() != Some(&message) {
+            self.errors.reject(message.clone());
+            self.refused_focus = Some(message);
         }
     }
 
