@@ -921,25 +921,14 @@ impl Backend for CpuBackend {
     }
 
     fn overwrite_cells(&mut self, cells: &[crate::simulation::CellOverwrite]) -> Result<bool> {
-        let (mut added, mut removed) = (0u64, 0u64);
-        for c in cells {
-            let i = c.cell as usize;
-            let (Some(d), Some(f)) = (self.state.depth.get_mut(i), self.state.flow.get_mut(i)) else { continue };
-            if *d == c.depth && f.map(f32::to_bits) == c.flow.map(f32::to_bits) {
-                continue;
-            }
-            if c.depth > *d {
-                added += (c.depth - *d) as u64;
-            } else {
-                removed += (*d - c.depth) as u64;
-            }
-            (*d, *f) = (c.depth, c.flow);
+        let (sleeping, snapshots) = (&mut self.sleeping, &mut self.snapshots);
+        let booked = crate::simulation::write_overwrites(&mut self.state.depth, &mut self.state.flow, cells, |cell| {
             // As a nudge of the pipes does: the tile and its neighbours step next, and the
             // snapshot redraws around the cell.
-            self.sleeping.mark(c.cell);
-            self.snapshots.mark_around(c.cell);
-        }
-        self.counters = self.counters.wrapping_add(Counters { added, removed, ..Counters::default() });
+            sleeping.mark(cell);
+            snapshots.mark_around(cell);
+        });
+        self.counters = self.counters.wrapping_add(booked);
         self.invalidate_snapshot();
         Ok(true)
     }

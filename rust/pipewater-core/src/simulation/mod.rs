@@ -17,6 +17,7 @@ mod detail;
 mod edits;
 mod overwrite;
 pub use overwrite::CellOverwrite;
+pub(crate) use overwrite::write_overwrites;
 mod erosion;
 mod persistence;
 mod queries;
@@ -26,6 +27,8 @@ mod sources;
 
 pub use edits::basin_fill;
 pub use queries::{sample_surface, sample_surface_on};
+// For the world in pages (world_water.rs), which splits an edit as the dense grid does.
+#[cfg(feature = "gpu")]
 pub(crate) use edits::distribute_quanta;
 pub use recovery::DeviceLoss;
 pub use save_jobs::{RestoreJob, SaveJob, DEFAULT_RESTORE_BYTES_PER_POLL, RESTORE_BYTES_PER_CELL};

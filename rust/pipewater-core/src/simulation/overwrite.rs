@@ -55,21 +55,33 @@ impl Simulation {
             return Ok(());
         }
         let mut state = self.on_backend(|b| b.read_state())?;
-        let mut counters = self.on_backend(|b| b.read_counters())?;
-        let (mut added, mut removed) = (0u64, 0u64);
-        for c in cells {
-            let i = c.cell as usize;
-            let diff = c.depth as i64 - state.depth[i] as i64;
-            if diff > 0 {
-                added += diff as u64;
-            } else {
-                removed += diff.unsigned_abs();
-            }
-            state.depth[i] = c.depth;
-            state.flow[i] = c.flow;
-        }
-        counters = counters.wrapping_add(Counters { added, removed, ..Counters::default() });
+        let counters = self.on_backend(|b| b.read_counters())?;
+        let booked = write_overwrites(&mut state.depth, &mut state.flow, cells, |_| {});
         let frames = self.frames;
-        self.on_backend(|b| b.restore(&state, counters, frames))
+        self.on_backend(|b| b.restore(&state, counters.wrapping_add(booked), frames))
     }
+}
+
+/// Writes `cells` (on the grid, checked by the caller) into row-major `depth` and `flow`,
+/// calling `changed` with each cell whose water it changed, and returns the depth that changed
+/// as the water added and removed the ledger books: the one way a backend and the whole-state
+/// fallback of [`Simulation::overwrite_cells`] set cells.
+pub(crate) fn write_overwrites(depth: &mut [i32], flow: &mut [[f32; 4]], cells: &[CellOverwrite], mut changed: impl FnMut(u32)) -> Counters {
+    let (mut added, mut removed) = (0u64, 0u64);
+    for c in cells {
+        let i = c.cell as usize;
+        let (Some(d), Some(f)) = (depth.get_mut(i), flow.get_mut(i)) else { continue };
+        if *d == c.depth && f.map(f32::to_bits) == c.flow.map(f32::to_bits) {
+            continue;
+        }
+        let diff = c.depth as i64 - *d as i64;
+        if diff > 0 {
+            added += diff as u64;
+        } else {
+            removed += diff.unsigned_abs();
+        }
+        (*d, *f) = (c.depth, c.flow);
+        changed(c.cell);
+    }
+    Counters { added, removed, ..Counters::default() }
 }

@@ -4,6 +4,7 @@
 //! came too late without popping.
 
 use super::{blend_toward, gather_tile, tile_values_flow, Edit, SyncClient};
+use crate::backend::sleep::TileGrid;
 use crate::backend::CellWater;
 use crate::error::{Error, Result};
 use crate::quanta::DEPTH_QUANTUM;
@@ -247,12 +248,7 @@ impl Replica {
             report.tiles_late += 1;
         }
         if !due.is_empty() {
-            let mut marked = vec![false; tiles.count()];
-            due.iter().for_each(|&t| marked[t] = true);
-            let mut depth = std::mem::take(&mut self.depth);
-            let read = sim.read_depth(Some((&tiles, &marked)), resized(&mut depth, sim.grid().cell_count()));
-            self.depth = depth;
-            read?;
+            read_tiles_depth(sim, &tiles, due.iter().copied(), &mut self.depth)?;
             let depth = &self.depth;
             let width = tiles.cells[0] as usize;
             let mut cells = Vec::new();
@@ -288,13 +284,7 @@ impl Replica {
         if self.blending.is_empty() {
             return Ok(());
         }
-        let mut marked = vec![false; tiles.count()];
-        let count = marked.len();
-        self.blending.iter().filter(|&&t| t < count).for_each(|&t| marked[t] = true);
-        let mut depth = std::mem::take(&mut self.depth);
-        let read = sim.read_depth(Some((&tiles, &marked)), resized(&mut depth, sim.grid().cell_count()));
-        self.depth = depth;
-        read?;
+        read_tiles_depth(sim, &tiles, self.blending.iter().copied(), &mut self.depth)?;
         let state_depth = &self.depth;
         let mut local = Vec::new();
         let mut cells = Vec::new();
@@ -331,10 +321,15 @@ impl Replica {
     }
 }
 
-/// `buffer`, zero-filled to `n` cells when its length differs (a new grid).
-fn resized(buffer: &mut Vec<i32>, n: usize) -> &mut [i32] {
-    if buffer.len() != n {
-        *buffer = vec![0; n];
+/// Reads the simulation's depths of the tiles `which` (those on `tiles`) into `depth`, row-major
+/// (zero-filled first when it is not the grid's length), the other cells left as last read.
+fn read_tiles_depth(sim: &mut Simulation, tiles: &TileGrid, which: impl IntoIterator<Item = usize>, depth: &mut Vec<i32>) -> Result<()> {
+    let mut marked = vec![false; tiles.count()];
+    let count = marked.len();
+    which.into_iter().filter(|&t| t < count).for_each(|t| marked[t] = true);
+    let n = sim.grid().cell_count();
+    if depth.len() != n {
+        *depth = vec![0; n];
     }
-    buffer
+    sim.read_depth(Some((tiles, &marked)), depth)
 }
