@@ -1,6 +1,6 @@
 // Detail waves: the wave layer finer than the flow grid (rust/pipewater-core/src/detail/kernel.rs,
 // which this file mirrors function for function, each computing with the same operations in the
-// same order). Compiled with common.wgsl and snapshot.wgsl in front: the layer reads each flow
+// same order). Compiled with common.wgsl, texels_dense.wgsl and snapshot.wgsl in front: the layer reads each flow
 // cell through snapshot.wgsl's `cell_texels`, exactly as the snapshot shows it.
 //
 // The fields live in a window of `window`² detail cells that follows the camera, stored

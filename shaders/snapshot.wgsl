@@ -82,15 +82,16 @@ struct CellTexels {
     depth: f32,
 }
 
-// The texels of a cell inside the grid.
+// The texels of a cell inside the grid. The fields are read through `texel_terrain`,
+// `texel_quanta` and `texel_flux`, which the fragment in front of this file defines for the
+// fields' layout: texels_dense.wgsl for a dense grid, world_coarse.wgsl for a world's pages.
 fn cell_texels(cell: vec2<i32>) -> CellTexels {
-    let i = u32(cell.y) * c.width + u32(cell.x);
-    let stored = depth[i];
+    let stored = texel_quanta(cell);
     let d = f32(stored) * DEPTH_QUANTUM;
-    let b = terrain[i];
+    let b = texel_terrain(cell);
     // pipes.rs discharge and centre_velocity over State::outgoing_fluxes and
     // State::face_depths.
-    let own = flux[i];
+    let own = texel_flux(cell);
     var q = vec2<f32>(0.0);
     var v = vec2<f32>(0.0);
     for (var n = 0u; n < 8u; n++) {
@@ -98,13 +99,13 @@ fn cell_texels(cell: vec2<i32>) -> CellTexels {
         var face = 0.0;
         let o = cell + neighbour_offset(n);
         if o.x >= 0 && o.y >= 0 && o.x < i32(c.width) && o.y < i32(c.height) {
-            let j = u32(o.y) * c.width + u32(o.x);
             if n < 4u {
                 f = own[n];
             } else {
-                f = -flux[j][n - 4u];
+                f = -texel_flux(o)[n - 4u];
             }
-            face = face_depth(b + d, b, terrain[j] + f32(depth[j]) * DEPTH_QUANTUM, terrain[j]);
+            let their_bed = texel_terrain(o);
+            face = face_depth(b + d, b, their_bed + f32(texel_quanta(o)) * DEPTH_QUANTUM, their_bed);
             // What the pipe keeps, as the flux it carries (state.rs snapshot_reusing).
             f *= flux_per_stored(c, select(face, c.pipe_depth, c.depth_dependent == 0u));
         }

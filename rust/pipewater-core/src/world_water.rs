@@ -12,7 +12,7 @@
 //! What the world does not do yet, and refuses by name: the triangular lattice, erosion and
 //! cooling (no world pass), bodies and the detail layer.
 
-use crate::backend::gpu::world::{World, WorldReport, WorldSaveJob};
+use crate::backend::gpu::world::{CoarseParams, CoarseRead, World, WorldReport, WorldSaveJob, COARSE_SUMS};
 use crate::error::{check_range, Error, Result};
 use crate::frame::FrameReport;
 use crate::grid::Grid;
@@ -30,6 +30,11 @@ use crate::state::{Snapshot, State};
 /// Largest window [`WorldWater::read_window`] reads in one call, cells a side: the dense grid's
 /// largest side.
 pub const MAX_WINDOW_SIDE: u32 = 4096;
+
+/// Largest stride of [`WorldWater::read_coarse_window`], cells a texel side.
+pub const MAX_COARSE_STRIDE: u32 = 64;
+/// Largest coarse window [`WorldWater::read_coarse_window`] reads, texels a side.
+pub const MAX_COARSE_TEXELS: u32 = 4096;
 
 /// Depth (m) the step length assumes before any water was seen: the step is chosen for waves in
 /// water at least this deep.
@@ -59,13 +64,17 @@ struct FocusPolicy {
     holding: bool,
 }
 
-/// Water and ground around a point of the world, in the dense grid's texel layouts.
+/// Water and ground around a point of the world, in the dense grid's texel layouts: one texel a
+/// cell ([`WorldWater::read_window`]) or a block of `stride × stride` cells
+/// ([`WorldWater::read_coarse_window`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorldWindow {
     /// First cell (x, y) of the window.
     pub origin: [u32; 2],
-    /// Cells along x and y.
+    /// Texels along x and y (cells, at a stride of 1).
     pub size: [u32; 2],
+    /// Cells along a texel's side: 1 for [`WorldWater::read_window`].
+    pub stride: u32,
     /// Height texels, row-major: (surface m, depth m, terrain m, 1 if wet else 0), as
     /// [`Snapshot::height`].
     pub height: Vec<[f32; 4]>,
@@ -76,6 +85,19 @@ pub struct WorldWindow {
     pub max_depth: f32,
     /// Fastest water in the window, m/s.
     pub max_speed: f32,
+}
+
+/// A read of the far water on its way ([`WorldWater::begin_coarse_window`]).
+pub struct CoarseWindowJob {
+    read: CoarseRead,
+}
+
+impl CoarseWindowJob {
+    /// First cell (x, y) and blocks (x, y) of the area read, and the stride.
+    pub fn area(&self) -> ([u32; 2], [u32; 2], u32) {
+        let p = self.read.params();
+        (p.origin, p.blocks, p.stride)
+    }
 }
 
 /// A world in pages behind the calls a game makes of a dense grid (module docs).
@@ -563,7 +585,7 @@ impl WorldWater {
         let (mx0, my0) = (mx0.min(ww.saturating_sub(grid.width)), my0.min(wh.saturating_sub(grid.height)));
         let state = self.region_state(mx0, my0, grid)?;
         let fixed = fixed_flux_per_stored(&self.texel_constants());
-        let mut window = WorldWindow { origin: [x, y], size: [w, h], height: Vec::with_capacity((w * h) as usize), flow: Vec::with_capacity((w * h) as usize), max_depth: 0.0, max_speed: 0.0 };
+        let mut window = WorldWindow { origin: [x, y], size: [w, h], stride: 1, height: Vec::with_capacity((w * h) as usize), flow: Vec::with_capacity((w * h) as usize), max_depth: 0.0, max_speed: 0.0 };
         for row in y..y + h {
             for col in x..x + w {
                 let (height, flow) = state.cell_texels(col - mx0, row - my0, fixed, false);
@@ -575,6 +597,83 @@ impl WorldWater {
         }
         self.depth_bound = self.depth_bound.max(window.max_depth);
         self.speed_bound = self.speed_bound.max(window.max_speed);
+        Ok(window)
+    }
+
+    /// Begins reading the water of the `w × h` cells from cell (x, y) a texel a block of `stride ×
+    /// stride` cells: the far water, for a view over a larger area than [`WorldWater::read_window`]
+    /// holds. The blocks are summed on the device (pages that are not resident are dry) and the
+    /// small result read back without waiting: [`WorldWater::poll_coarse_window`] hands it over a
+    /// frame or so later. `stride` is 1 ..= [`MAX_COARSE_STRIDE`]; `x`, `y`, `w` and `h` are
+    /// multiples of it (so the blocks lie on one grid of the world however the area moves), the
+    /// area starts on the world and holds at most [`MAX_COARSE_TEXELS`] blocks a side; blocks past
+    /// the world's edge are clipped to it. Refused, naming the argument, otherwise.
+    ///
+    /// A texel of a block of `n` cells on the world, `n_wet` of them wet: surface the mean over the
+    /// wet cells; depth the mean over all `n` (so the texels hold the block's water: depth ×
+    /// `n` × cell area); terrain the mean under the wet cells (the ground the water lies on: the
+    /// surface minus the terrain is the wet cells' mean depth), or over all cells where none is
+    /// wet, the surface then the mean of terrain plus depth; wet the fraction `n_wet / n`. Velocity
+    /// x and z and the speed are depth-weighted means over the cells (0 where no water is), the
+    /// discharge the mean over all `n`.
+    pub fn begin_coarse_window(&mut self, x: u32, y: u32, w: u32, h: u32, stride: u32) -> Result<CoarseWindowJob> {
+        let [ww, wh] = self.size();
+        if !(1..=MAX_COARSE_STRIDE).contains(&stride) {
+            return Err(Error::invalid("stride", stride, format!("1 ..= {MAX_COARSE_STRIDE} cells a texel")));
+        }
+        for (name, v, size) in [("x", x, ww), ("y", y, wh)] {
+            if v % stride != 0 || v >= size {
+                return Err(Error::invalid(name, v, format!("a multiple of the stride {stride} within the world's 0 ..< {size} cells")));
+            }
+        }
+        for (name, v) in [("w", w), ("h", h)] {
+            if v == 0 || v % stride != 0 || v / stride > MAX_COARSE_TEXELS {
+                return Err(Error::invalid(name, v, format!("a multiple of the stride {stride}, {stride} ..= {} cells ({MAX_COARSE_TEXELS} texels)", MAX_COARSE_TEXELS * stride)));
+            }
+        }
+        // Blocks wholly past the world's edge are not read.
+        let blocks = [((ww - x).min(w)).div_ceil(stride), ((wh - y).min(h)).div_ceil(stride)];
+        let constants = self.texel_constants();
+        let read = self.world.begin_coarse(&constants, [x, y], blocks, stride)?;
+        Ok(CoarseWindowJob { read })
+    }
+
+    /// The texels of a [`WorldWater::begin_coarse_window`] once the device has them (`None`
+    /// until then; a look, never a wait). The ground of dry blocks comes from the host's terrain.
+    pub fn poll_coarse_window(&mut self, job: &CoarseWindowJob) -> Option<Result<WorldWindow>> {
+        let sums = self.world.poll_coarse(&job.read)?;
+        Some(sums.and_then(|sums| self.coarse_texels(job.read.params(), &sums)))
+    }
+
+    /// [`WorldWater::begin_coarse_window`] and its texels, waiting for the device (tests, and a
+    /// caller that reads the far water seldom enough not to mind).
+    pub fn read_coarse_window(&mut self, x: u32, y: u32, w: u32, h: u32, stride: u32) -> Result<WorldWindow> {
+        let job = self.begin_coarse_window(x, y, w, h, stride)?;
+        let sums = self.world.wait_coarse(&job.read)?;
+        self.coarse_texels(job.read.params(), &sums)
+    }
+
+    /// Texels from the device's block sums ([`WorldWater::begin_coarse_window`] says what each is).
+    fn coarse_texels(&mut self, p: CoarseParams, sums: &[[f32; COARSE_SUMS]]) -> Result<WorldWindow> {
+        let terrain = self.world.terrain_block_means(p.origin, p.blocks, p.stride)?;
+        let [ww, wh] = self.size();
+        let count = p.blocks[0] as usize * p.blocks[1] as usize;
+        let mut window = WorldWindow { origin: p.origin, size: p.blocks, stride: p.stride, height: Vec::with_capacity(count), flow: Vec::with_capacity(count), max_depth: 0.0, max_speed: 0.0 };
+        for (k, (s, &ground)) in sums.iter().zip(&terrain).enumerate() {
+            let (bx, by) = (k as u32 % p.blocks[0], k as u32 / p.blocks[0]);
+            let cells = |first: u32, size: u32| ((first + p.stride).min(size) - first) as f64;
+            let n = cells(p.origin[0] + bx * p.stride, ww) * cells(p.origin[1] + by * p.stride, wh);
+            let s = s.map(|v| v as f64);
+            let (wet, depth) = (s[2], s[3] / n);
+            let height = if wet > 0.0 { [s[0] / wet, depth, s[1] / wet, wet / n] } else { [ground as f64 + depth, depth, ground as f64, 0.0] };
+            let weighted = |v: f64| if s[3] > 0.0 { v / s[3] } else { 0.0 };
+            let flow = [weighted(s[4]), weighted(s[5]), weighted(s[6]), s[7] / n];
+            let (height, flow) = (height.map(|v| v as f32), flow.map(|v| v as f32));
+            window.max_depth = window.max_depth.max(height[1]);
+            window.max_speed = window.max_speed.max(flow[2]);
+            window.height.push(height);
+            window.flow.push(flow);
+        }
         Ok(window)
     }
 

@@ -9,6 +9,8 @@ const LEDGER_COUNTERS: &str = "ledger_counters.wgsl";
 /// plan compile their families with this fragment in place of the dense one).
 const CELLS_DENSE: &str = "cells_dense.wgsl";
 const CELLS_PAGED: &str = "cells_paged.wgsl";
+const TEXELS_DENSE: &str = "texels_dense.wgsl";
+const TEXELS_PAGED: &str = "texels_paged.wgsl";
 
 /// The files a pass family's own file is compiled after, in order, as backend/gpu/shaders.rs
 /// lists them (`the_backend_compiles_exactly_the_files_in_shaders` checks the two agree); `None`
@@ -16,12 +18,16 @@ const CELLS_PAGED: &str = "cells_paged.wgsl";
 fn fragments_in_front(file: &str) -> Option<Vec<&'static str>> {
     match file {
         "common.wgsl" => Some(vec![]),
-        LEDGER_COUNTERS | CELLS_DENSE | CELLS_PAGED => None,
+        LEDGER_COUNTERS | CELLS_DENSE | CELLS_PAGED | TEXELS_DENSE | TEXELS_PAGED => None,
+        // The snapshot's `cell_texels` reads a dense grid's fields through texels_dense.wgsl.
+        "snapshot.wgsl" => Some(vec!["common.wgsl", TEXELS_DENSE]),
+        // A world's far water: the snapshot's `cell_texels`, its reads of the pages its own.
+        "world_coarse.wgsl" => Some(vec!["common.wgsl", TEXELS_PAGED, "snapshot.wgsl"]),
         "step_columns.wgsl" => Some(vec!["common.wgsl", LEDGER_COUNTERS, CELLS_DENSE]),
         "edits.wgsl" | "cooling.wgsl" => Some(vec!["common.wgsl", LEDGER_COUNTERS]),
         "tiles.wgsl" => Some(vec!["common.wgsl", CELLS_DENSE]),
         // The detail layer reads the flow through snapshot.wgsl's `cell_texels`.
-        "detail.wgsl" => Some(vec!["common.wgsl", "snapshot.wgsl"]),
+        "detail.wgsl" => Some(vec!["common.wgsl", TEXELS_DENSE, "snapshot.wgsl"]),
         _ => Some(vec!["common.wgsl"]),
     }
 }
@@ -425,7 +431,12 @@ fn each_wgsl_function_is_written_once() {
     let (dense, paged) = (of(CELLS_DENSE), of(CELLS_PAGED));
     println!("{CELLS_DENSE} defines {dense:?}; {CELLS_PAGED} defines {paged:?}");
     assert!(dense.iter().all(|f| paged.contains(f)), "{CELLS_PAGED} lacks some of {CELLS_DENSE}'s functions");
-    files.retain(|(f, _)| f != CELLS_PAGED);
+    // So are the two texels fragments: the paged one defines every function of the dense one,
+    // and its own besides (checked against every other file).
+    let (dense, paged) = (of(TEXELS_DENSE), of(TEXELS_PAGED));
+    println!("{TEXELS_DENSE} defines {dense:?}; {TEXELS_PAGED} defines {paged:?}");
+    assert!(dense.iter().all(|f| paged.contains(f)), "{TEXELS_PAGED} lacks some of {TEXELS_DENSE}'s functions");
+    files.retain(|(f, _)| f != CELLS_PAGED && f != TEXELS_DENSE);
     let twice = functions_written_more_than_once(&files);
     assert!(twice.is_empty(), "functions written more than once: {}", twice.join("; "));
 }

@@ -28,6 +28,12 @@ pub const COMMON: Fragment = fragment!("common.wgsl");
 pub const LEDGER_COUNTERS: Fragment = fragment!("ledger_counters.wgsl");
 /// `snapshot.wgsl` (the detail layer reads each flow cell through its `cell_texels`).
 pub const SNAPSHOT_FILE: Fragment = fragment!("snapshot.wgsl");
+/// How `snapshot.wgsl`'s `cell_texels` reads a dense grid's fields (a world's pages read them
+/// through [`TEXELS_PAGED`]).
+pub const TEXELS_DENSE: Fragment = fragment!("texels_dense.wgsl");
+/// How `snapshot.wgsl`'s `cell_texels` reads a world's pages, with the bindings of the page
+/// layout: the alternative to [`TEXELS_DENSE`], defining the same functions.
+pub const TEXELS_PAGED: Fragment = fragment!("texels_paged.wgsl");
 
 /// A pass family as compiled: its fragments in order, the shared ones first and the file that
 /// holds its entry points last.
@@ -79,10 +85,13 @@ pub const TILES: Family = Family { fragments: &[COMMON, CELLS_DENSE, TILES_FILE]
 /// their fields.
 pub const WORLD_TILES: Family = Family { fragments: &[COMMON, CELLS_PAGED, TILES_FILE] };
 /// Snapshot texels and the reductions (total water, largest depth and speed).
-pub const SNAPSHOT: Family = Family { fragments: &[COMMON, SNAPSHOT_FILE] };
+pub const SNAPSHOT: Family = Family { fragments: &[COMMON, TEXELS_DENSE, SNAPSHOT_FILE] };
 /// The detail wave layer ([`crate::detail`]), with `snapshot.wgsl` in front: it reads each flow
 /// cell through the snapshot's `cell_texels`.
-pub const DETAIL: Family = Family { fragments: &[COMMON, SNAPSHOT_FILE, fragment!("detail.wgsl")] };
+pub const DETAIL: Family = Family { fragments: &[COMMON, TEXELS_DENSE, SNAPSHOT_FILE, fragment!("detail.wgsl")] };
+/// The far water of a world in pages ([`super::world::World::begin_coarse`]): the snapshot's
+/// `cell_texels` read from the pages, summed over blocks of cells.
+pub const WORLD_COARSE: Family = Family { fragments: &[COMMON, TEXELS_PAGED, SNAPSHOT_FILE, fragment!("world_coarse.wgsl")] };
 
 /// Cooling ([`crate::cooling`]): still fluid turned into ground after a frame, judged for every
 /// cell before any changes.
@@ -93,4 +102,4 @@ pub const COOLING: Family = Family { fragments: &[COMMON, LEDGER_COUNTERS, fragm
 pub const TILE_CHANGES: Family = Family { fragments: &[COMMON, fragment!("tile_changes.wgsl")] };
 
 /// Every pass family.
-pub const FAMILIES: [Family; 8] = [STEP, TILES, EDITS, BODIES, SNAPSHOT, DETAIL, COOLING, TILE_CHANGES];
+pub const FAMILIES: [Family; 9] = [STEP, TILES, EDITS, BODIES, SNAPSHOT, DETAIL, COOLING, TILE_CHANGES, WORLD_COARSE];

@@ -29,6 +29,9 @@
 //!   and a cell of a held page on both sides, so the ledger stays exact. A held page keeps both
 //!   copies of its fields equal and its water fields, and steps what it owes once released.
 
+mod coarse;
+pub use coarse::{CoarseParams, CoarseRead, COARSE_SUMS, COARSE_WORKGROUP};
+
 use super::bind_buffers as bind;
 use super::context::{GpuContext, EDIT_WORKGROUP, TILES_WORKGROUP};
 use super::list::DeviceList;
@@ -253,6 +256,12 @@ pub struct World {
     /// edits, the edges that exchange water. Working it out walks every page of the world.
     residency_stale: bool,
     residency_edges: Option<[u32; 4]>,
+    /// The far water's pass ([`World::begin_coarse`]), made on first use.
+    coarse_pipeline: Option<coarse::CoarsePipeline>,
+    /// Per page whose terrain was set: the stride last asked of it and its terrain's sums over
+    /// the blocks of that stride it meets ([`World::terrain_block_means`]); dropped when the
+    /// page's terrain changes.
+    terrain_block_sums: std::collections::HashMap<usize, (u32, Vec<f64>)>,
 }
 
 struct WorldPipelines {
@@ -440,6 +449,8 @@ impl World {
             residency_held: false,
             residency_stale: true,
             residency_edges: None,
+            coarse_pipeline: None,
+            terrain_block_sums: std::collections::HashMap::new(),
             ctx,
         })
     }
@@ -515,6 +526,7 @@ impl World {
             }
         }
         for page in touched {
+            self.terrain_block_sums.remove(&page);
             self.mark(page);
             if self.slots[page][0] != NO_PAGE {
                 self.upload_terrain(page);

@@ -1,0 +1,248 @@
+//! The far water of a world: the water of a large area summed over blocks of `stride × stride`
+//! cells on the device (`world_coarse.wgsl`, the snapshot's `cell_texels` read from the pages)
+//! and read back as one small buffer, without holding the caller
+//! ([`World::begin_coarse`], [`World::poll_coarse`]); the ground of each block from the host's
+//! copy of the terrain, which holds every page's ([`World::terrain_block_means`]).
+//! [`crate::world_water::WorldWater::read_coarse_window`] turns both into texels.
+
+use super::{World, READ_FAILED, READ_PENDING, READ_READY};
+use crate::backend::gpu::bind_buffers as bind;
+use crate::backend::gpu::context::GpuContext;
+use crate::backend::gpu::shaders;
+use crate::error::{Error, Result};
+use crate::pipes::StepConstants;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+/// Invocations summing one block (`world_coarse.wgsl` COARSE_WORKGROUP).
+pub const COARSE_WORKGROUP: u32 = 64;
+/// Sums the pass writes per block (`world_coarse.wgsl` COARSE_SUMS): Σ surface over wet cells,
+/// Σ terrain over wet cells, wet cells, Σ depth, Σ depth·velocity x, Σ depth·velocity z,
+/// Σ depth·speed, Σ discharge (m, m/s, m²/s as their texels).
+pub const COARSE_SUMS: usize = 8;
+
+/// What the pass covers (`texels_paged.wgsl` CoarseParams, byte for byte).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct CoarseParams {
+    /// First cell (x, y) of the area: a multiple of `stride`.
+    pub origin: [u32; 2],
+    /// Blocks along x and y.
+    pub blocks: [u32; 2],
+    /// Cells along a block's side.
+    pub stride: u32,
+    /// Cells along a page's side.
+    pub page_side: u32,
+    /// Pages along x.
+    pub pages_x: u32,
+    /// Padding to 16 bytes.
+    pub pad: u32,
+}
+
+pub(super) struct CoarsePipeline {
+    layout: wgpu::BindGroupLayout,
+    pipeline: wgpu::ComputePipeline,
+}
+
+impl CoarsePipeline {
+    fn new(ctx: &GpuContext) -> CoarsePipeline {
+        let device = &ctx.device;
+        let entry = |binding: u32, ty: wgpu::BufferBindingType| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer { ty, has_dynamic_offset: false, min_binding_size: None },
+            count: None,
+        };
+        use wgpu::BufferBindingType as B;
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("world coarse"),
+            entries: &[entry(0, B::Storage { read_only: true }), entry(1, B::Uniform), entry(2, B::Storage { read_only: false })],
+        });
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some(shaders::WORLD_COARSE.file()), source: wgpu::ShaderSource::Wgsl(shaders::WORLD_COARSE.source().into()) });
+        // Group 0 is the snapshot's first four bindings (constants, terrain, depth, pipes), as
+        // the detail layer binds them; groups 1 and 2 are the snapshot's, unused here.
+        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("world coarse"),
+            bind_group_layouts: &[Some(&ctx.detail_flow_layout), None, None, Some(&layout)],
+            immediate_size: 0,
+        });
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("coarse_blocks"),
+            layout: Some(&pipeline_layout),
+            module: &module,
+            entry_point: Some("coarse_blocks"),
+            compilation_options: wgpu::PipelineCompilationOptions::default(),
+            cache: None,
+        });
+        CoarsePipeline { layout, pipeline }
+    }
+}
+
+/// A read of the far water on its way ([`World::begin_coarse`]).
+pub struct CoarseRead {
+    staging: wgpu::Buffer,
+    state: Arc<AtomicU32>,
+    params: CoarseParams,
+    step: u64,
+}
+
+impl CoarseRead {
+    /// What the read covers.
+    pub fn params(&self) -> CoarseParams {
+        self.params
+    }
+
+    /// The world's step count the read holds the water of.
+    pub fn step(&self) -> u64 {
+        self.step
+    }
+}
+
+impl World {
+    /// Begins summing the water of `blocks` blocks of `stride × stride` cells from cell `origin`
+    /// (a multiple of `stride`; blocks past the world's edge hold only their cells on it) on the
+    /// device, with the texel constants `constants` (the world's size); [`World::poll_coarse`]
+    /// hands the sums over once they are back. The sums hold the water after the work submitted
+    /// so far (edits waiting for the next frame applied first). Refused, naming the argument,
+    /// for an area off the world or a stride of 0.
+    pub fn begin_coarse(&mut self, constants: &StepConstants, origin: [u32; 2], blocks: [u32; 2], stride: u32) -> Result<CoarseRead> {
+        let (w, h) = (self.width, self.height);
+        if stride == 0 {
+            return Err(Error::invalid("stride", stride, "1 or more cells a block"));
+        }
+        if constants.width != w || constants.height != h {
+            return Err(Error::invalid("texel constants", format!("for a {}x{} grid", constants.width, constants.height), format!("constants made for the {w}x{h} world")));
+        }
+        let most = self.ctx.limits.max_compute_workgroups_per_dimension;
+        for (axis, (first, count, size)) in [("x", (origin[0], blocks[0], w)), ("y", (origin[1], blocks[1], h))] {
+            if first % stride != 0 || first >= size {
+                return Err(Error::invalid(axis, first, format!("a multiple of the stride {stride} within the world's 0 ..< {size} cells")));
+            }
+            if count == 0 || count > most || (first as u64 + (count as u64 - 1) * stride as u64) >= size as u64 {
+                return Err(Error::invalid("blocks", format!("{} x {}", blocks[0], blocks[1]), format!("1 ..= {most} a side, each block starting on the world")));
+            }
+        }
+        self.flush_edits()?;
+        let params = CoarseParams { origin, blocks, stride, page_side: self.side, pages_x: self.pages.tiles[0], pad: 0 };
+        let device = &self.ctx.device;
+        use wgpu::BufferUsages as U;
+        let pipeline = self.coarse_pipeline.get_or_insert_with(|| CoarsePipeline::new(&self.ctx));
+        let buffer = |label: &str, bytes: u64, usage: U| device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: bytes.max(16), usage, mapped_at_creation: false });
+        let sums_bytes = blocks[0] as u64 * blocks[1] as u64 * (COARSE_SUMS * 4) as u64;
+        let uniforms = buffer("world coarse constants", std::mem::size_of::<StepConstants>() as u64, U::UNIFORM | U::COPY_DST);
+        let coarse = buffer("world coarse params", std::mem::size_of::<CoarseParams>() as u64, U::UNIFORM | U::COPY_DST);
+        let sums = buffer("world coarse sums", sums_bytes, U::STORAGE | U::COPY_SRC);
+        let staging = buffer("world coarse read", sums_bytes, U::MAP_READ | U::COPY_DST);
+        self.ctx.queue.write_buffer(&uniforms, 0, bytemuck::bytes_of(constants));
+        self.ctx.queue.write_buffer(&coarse, 0, bytemuck::bytes_of(&params));
+        let fields = bind(device, &self.ctx.detail_flow_layout, "world coarse fields", &[&uniforms, &self.fields.terrain, &self.fields.depth[self.current], &self.fields.flux[self.current]]);
+        let pages = bind(device, &pipeline.layout, "world coarse pages", &[&self.page_slots, &coarse, &sums]);
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("world coarse") });
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("world coarse"), timestamp_writes: None });
+            pass.set_pipeline(&pipeline.pipeline);
+            pass.set_bind_group(0, &fields, &[]);
+            pass.set_bind_group(3, &pages, &[]);
+            pass.dispatch_workgroups(blocks[0], blocks[1], 1);
+        }
+        encoder.copy_buffer_to_buffer(&sums, 0, &staging, 0, sums_bytes);
+        self.ctx.queue.submit([encoder.finish()]);
+        let state = Arc::new(AtomicU32::new(READ_PENDING));
+        let flag = state.clone();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| flag.store(if r.is_ok() { READ_READY } else { READ_FAILED }, Ordering::Release));
+        self.ctx.check()?;
+        Ok(CoarseRead { staging, state, params, step: self.report.steps })
+    }
+
+    /// The sums of a [`World::begin_coarse`] once the device has them (`None` until then; a
+    /// look, never a wait): per block, row-major, the [`COARSE_SUMS`] sums.
+    pub fn poll_coarse(&mut self, read: &CoarseRead) -> Option<Result<Vec<[f32; COARSE_SUMS]>>> {
+        let _ = self.ctx.device.poll(wgpu::PollType::Poll);
+        match read.state.load(Ordering::Acquire) {
+            READ_PENDING => None,
+            READ_READY => {
+                let sums = read.staging.get_mapped_range(..).map(|bytes| {
+                    let blocks = read.params.blocks[0] as usize * read.params.blocks[1] as usize;
+                    bytemuck::pod_collect_to_vec::<u8, [f32; COARSE_SUMS]>(&bytes[..blocks * COARSE_SUMS * 4])
+                });
+                Some(sums.map_err(|e| Error::Gpu(e.to_string())))
+            }
+            _ => Some(Err(Error::Gpu("mapping the world's far water failed".into()))),
+        }
+    }
+
+    /// [`World::poll_coarse`], waiting for the device.
+    pub fn wait_coarse(&mut self, read: &CoarseRead) -> Result<Vec<[f32; COARSE_SUMS]>> {
+        if read.state.load(Ordering::Acquire) == READ_PENDING {
+            let state = read.state.clone();
+            super::super::context::poll_until(&self.ctx.device, super::DEVICE_WAIT_LIMIT, "the world's far water", || state.load(Ordering::Acquire) != READ_PENDING)?;
+        }
+        self.poll_coarse(read).unwrap_or_else(|| Err(Error::Gpu("the world's far water did not arrive".into())))
+    }
+
+    /// Mean terrain (m) of each of `blocks` blocks of `stride × stride` cells from cell `origin`
+    /// (a multiple of `stride`), row-major, over the block's cells on the world: from the host's
+    /// copy, which holds every page's terrain, resident or not. A page's sums over the blocks it
+    /// meets are kept until its terrain changes, so an area read again costs a few additions a
+    /// block, not one a cell.
+    pub fn terrain_block_means(&mut self, origin: [u32; 2], blocks: [u32; 2], stride: u32) -> Result<Vec<f32>> {
+        let (w, h) = (self.width as u64, self.height as u64);
+        if stride == 0 || origin[0] % stride != 0 || origin[1] % stride != 0 || origin[0] as u64 >= w || origin[1] as u64 >= h || blocks[0] == 0 || blocks[1] == 0 {
+            return Err(Error::invalid("blocks", format!("{}x{} of {stride} cells at ({}, {})", blocks[0], blocks[1], origin[0], origin[1]), "blocks of 1 or more cells from a multiple of the stride on the world"));
+        }
+        let end = [(origin[0] as u64 + blocks[0] as u64 * stride as u64).min(w) as u32, (origin[1] as u64 + blocks[1] as u64 * stride as u64).min(h) as u32];
+        let (side, pages_x) = (self.side, self.pages.tiles[0]);
+        let first_block = [origin[0] / stride, origin[1] / stride];
+        let mut sums = vec![0.0f64; blocks[0] as usize * blocks[1] as usize];
+        for py in origin[1] / side..=(end[1] - 1) / side {
+            for px in origin[0] / side..=(end[0] - 1) / side {
+                let page = (py * pages_x + px) as usize;
+                // The page's cells on the world, and the blocks (numbered on the world) they meet.
+                let (x0, y0) = (px * side, py * side);
+                let (x1, y1) = ((x0 + side).min(self.width), (y0 + side).min(self.height));
+                let (bx0, by0) = (x0 / stride, y0 / stride);
+                let across = (x1 - 1) / stride - bx0 + 1;
+                let block_of = |x: u32, y: u32| ((y / stride - by0) * across + (x / stride - bx0)) as usize;
+                let page_sums: Vec<f64>;
+                let page_sums: &[f64] = match &self.terrain[page] {
+                    None => {
+                        // The ground times the cells each block shares with the page.
+                        let down = (y1 - 1) / stride - by0 + 1;
+                        let overlap = |b: u32, lo: u32, hi: u32| ((b + 1) * stride).min(hi) - (b * stride).max(lo);
+                        page_sums = (0..down * across).map(|k| self.ground as f64 * overlap(bx0 + k % across, x0, x1) as f64 * overlap(by0 + k / across, y0, y1) as f64).collect();
+                        &page_sums
+                    }
+                    Some(heights) => {
+                        let cached = self.terrain_block_sums.get(&page).is_some_and(|(s, _)| *s == stride);
+                        if !cached {
+                            let mut s = vec![0.0; (across * ((y1 - 1) / stride - by0 + 1)) as usize];
+                            for y in y0..y1 {
+                                for x in x0..x1 {
+                                    s[block_of(x, y)] += heights[((y - y0) * side + (x - x0)) as usize] as f64;
+                                }
+                            }
+                            self.terrain_block_sums.insert(page, (stride, s));
+                        }
+                        &self.terrain_block_sums[&page].1
+                    }
+                };
+                for (k, &sum) in page_sums.iter().enumerate() {
+                    let (bx, by) = (bx0 + k as u32 % across, by0 + k as u32 / across);
+                    if bx >= first_block[0] && by >= first_block[1] && bx - first_block[0] < blocks[0] && by - first_block[1] < blocks[1] {
+                        sums[((by - first_block[1]) * blocks[0] + (bx - first_block[0])) as usize] += sum;
+                    }
+                }
+            }
+        }
+        let cells = |first: u32, count: u32, end: u32| (first + count * stride).min(end).saturating_sub(first) as f64;
+        Ok(sums
+            .iter()
+            .enumerate()
+            .map(|(k, &sum)| {
+                let (bx, by) = (k as u32 % blocks[0], k as u32 / blocks[0]);
+                let n = cells(origin[0] + bx * stride, 1, end[0]) * cells(origin[1] + by * stride, 1, end[1]);
+                if n > 0.0 { (sum / n) as f32 } else { self.ground }
+            })
+            .collect())
+    }
+}
