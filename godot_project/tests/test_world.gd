@@ -1,9 +1,9 @@
 extends "res://tests/test_base.gd"
 ## Headless tests of [PipeWaterWorld], water for a world in pages on the wgpu device: a world
 ## past the largest PipeWater grid holds a lake where it was poured, answers queries anywhere,
-## keeps its ledger exact, shows the water around its focus node in its textures, steps far water
-## at the focus policy's pace (paused water keeps every bit), and refuses bad input with a
-## message and no effect. That the world steps as the dense grid does, bit for bit,
+## keeps its ledger exact, shows the water around its focus node in its textures and the far water
+## beyond them in coarse ones, steps far water at the focus policy's pace (paused water keeps every
+## bit), and refuses bad input with a message and no effect. That the world steps as the dense grid does, bit for bit,
 ## is tested in Rust (tests/gpu_world.rs, tests/gpu_world_water.rs).
 
 const SIDE: int = 20000
@@ -20,6 +20,7 @@ func _run() -> void:
 	await _test_saves_load_back_and_bad_bytes_are_refused()
 	await _test_bad_input_is_refused_with_no_effect()
 	await _test_far_water_sits_out_frames_and_flows_when_a_focus_comes()
+	await _test_far_water_is_drawn_beyond_the_window()
 	await _test_the_world_demo_runs_and_its_dam_breaks()
 	_finish()
 
@@ -310,6 +311,128 @@ func _test_far_water_sits_out_frames_and_flows_when_a_focus_comes() -> void:
 	_check(world.get_water_ledger().get("exact", false), "the ledger is exact")
 	focus.free()
 	focus_node.free()
+	world.free()
+
+
+func _test_far_water_is_drawn_beyond_the_window() -> void:
+	print("-- far water: a lake 800 m from the focus, outside its 64-cell window")
+	var world := PipeWaterWorld.new()
+	world.world_size = Vector2i(2048, 2048)
+	world.ground_height = 10.0
+	world.running = false
+	world.window_cells = 64
+	world.far_water_cells = 1536
+	world.far_water_stride = 16
+	root.add_child(world)
+	await process_frame
+	if not world.is_ready():
+		_check(false, "the world exists: %s" % world.get_last_error())
+		world.free()
+		return
+	# The basin of the first test: a 4 m floor on cells 105..134, walls at 10 m.
+	var heights := PackedFloat32Array()
+	for i in 40 * 40:
+		var inside: bool = i % 40 >= 5 and i % 40 < 35 and i / 40 >= 5 and i / 40 < 35
+		heights.append(4.0 if inside else 10.0)
+	world.set_terrain_region(Vector2i(100, 100), Vector2i(40, 40), heights)
+	var cell := func(x: float, y: float) -> Vector3: return Vector3(x - 1024.0, 0.0, y - 1024.0)
+	var lake: Vector3 = cell.call(120.0, 120.0)
+	world.add_water(lake, 900.0, 14.0)
+	var focus := Node3D.new()
+	root.add_child(focus)
+	focus.global_position = cell.call(700.0, 700.0)
+	world.focus_node = world.get_path_to(focus)
+	for i in 300:
+		world.step(1.0 / 30.0)
+	world.refresh_window()
+	var rect: Rect2 = world.get_window_rect()
+	_check(not rect.has_point(Vector2(lake.x, lake.z)),
+			"the fine window %s does not reach the lake" % rect)
+	var report: Dictionary = world.get_world_report()
+	var origin: Vector2i = report.get("far_origin", Vector2i(-1, -1))
+	var texels: Vector2i = report.get("far_texels", Vector2i.ZERO)
+	print("   far water: %s texels of %d cells from cell %s" % [texels, report.get("far_stride", 0),
+			origin])
+	_check(texels == Vector2i(96, 96) and origin == Vector2i(0, 0),
+			"1536 cells at stride 16 around the focus: 96² texels from the world's corner")
+	var texture: ImageTexture = world.far_height_texture
+	_check(texture != null and texture.get_size() == Vector2(96, 96) and world.far_flux_texture != null,
+			"far_height_texture and far_flux_texture hold the 96² texels")
+	var image: Image = world.get_far_height_image()
+	if image == null:
+		_check(false, "get_far_height_image() is there")
+		focus.free()
+		world.free()
+		return
+	# Texel 7 covers cells 112..127, all on the basin's floor.
+	var texel: Color = image.get_pixel(7, 7)
+	# The mean of the queries' depths at the centres of the texel's 256 cells.
+	var depth := 0.0
+	for y in range(112, 128):
+		for x in range(112, 128):
+			depth += world.get_depth(cell.call(x + 0.5, y + 0.5)) / 256.0
+	print("   far texel over the lake: %s; the mean of the queries' depths over its cells %.6f m" % [
+			texel, depth])
+	_check(texel.a == 1.0, "every cell of the texel is wet")
+	_near(texel.b, 4.0, 1.0e-5, "the ground under the water is the basin's floor")
+	_near(texel.g, depth, 1.0e-4, "the texel's depth is the mean of its cells' depths")
+	_near(texel.r, 4.0 + texel.g, 1.0e-3, "the surface is the floor plus the depth")
+	var volume := 0.0
+	for y in 96:
+		for x in 96:
+			volume += image.get_pixel(x, y).g * 16.0 * 16.0
+	_near(volume, 900.0, 0.05, "the far texels hold the lake's 900 m³ (%.4f)" % volume)
+	_check(image.get_pixel(40, 40).a == 0.0 and image.get_pixel(40, 40).g == 0.0,
+			"dry ground far from the lake reads dry")
+	var mesh: MeshInstance3D = world.get_node_or_null("FarWaterSurface")
+	_check(mesh != null, "the far water has its own mesh")
+	if mesh != null:
+		var material := mesh.material_override as ShaderMaterial
+		var hole: Vector4 = material.get_shader_parameter("hole") if material != null else Vector4.ZERO
+		var at := Vector2(focus.position.x - mesh.position.x, focus.position.z - mesh.position.z)
+		print("   far mesh at %s, hole %s (the focus at %s in its space)" % [mesh.position, hole, at])
+		_check(at.x > hole.x and at.x < hole.z and at.y > hole.y and at.y < hole.w,
+				"the fine window is cut out of the far mesh around the focus")
+		_near(hole.z - hole.x, 64.0, 1.0e-4, "the hole is the window's 64 m")
+	# Water poured beyond the window shows in the far texture without a refresh: the node reads
+	# the far water itself, without waiting, every quarter of a second.
+	var pour: Vector3 = cell.call(1400.0, 300.0)
+	world.add_water(pour, 400.0, 10.0)
+	world.step(0.1)
+	var seen := false
+	var frames := 0
+	while not seen and frames < 3000:
+		await process_frame
+		frames += 1
+		var now: Image = world.get_far_height_image()
+		seen = now != null and now.get_pixel(1400 / 16, 300 / 16).g > 0.0
+	print("   water poured at cell (1400, 300) shows in the far texture after %d frames" % frames)
+	_check(seen, "the node's own reads bring far water in")
+	# Bad settings are refused by name; the far water keeps what it had.
+	world.far_water_stride = 0
+	await process_frame
+	_check(world.get_last_error().contains("far_water_stride"),
+			"far_water_stride 0 is refused: %s" % world.get_last_error())
+	_check(world.far_height_texture != null and world.get_world_report().get("far_stride", 0) == 16,
+			"the far water keeps its stride of 16")
+	world.far_water_stride = 16
+	world.far_water_cells = -16
+	await process_frame
+	_check(world.get_last_error().contains("far_water_cells"),
+			"far_water_cells -16 is refused: %s" % world.get_last_error())
+	world.far_water_cells = 65536
+	world.far_water_stride = 8
+	await process_frame
+	_check(world.get_last_error().contains("far_water_cells") and world.get_last_error().contains("8192 texels"),
+			"65536 cells at stride 8 (8192 texels) is refused: %s" % world.get_last_error())
+	world.far_water_stride = 16
+	world.far_water_cells = 0
+	await process_frame
+	await process_frame
+	_check(world.get_node_or_null("FarWaterSurface") == null
+			and not world.get_world_report().has("far_origin"), "far_water_cells 0 turns it off")
+	_check(world.get_water_ledger().get("exact", false), "the ledger is exact")
+	focus.free()
 	world.free()
 
 

@@ -32,6 +32,7 @@ pub mod surface;
 pub mod texels;
 pub mod validate;
 pub mod water_body;
+pub mod world_far_water;
 pub mod world_node;
 pub use node::water_source;
 

@@ -6,12 +6,15 @@
 //! the node, like `PipeWater`'s grid), runs the world each physics frame, and shows the water in a
 //! window of cells around a focus node (the camera, a player) as `height_texture` and
 //! `flux_texture` in `PipeWater`'s texel layouts, drawn by the addon's water shader on a mesh that
-//! moves with the window. What it does not do yet is said in `docs/BACKENDS.md` ("Worlds in pages").
+//! moves with the window; beyond the window, the far water of a larger area a texel a block of
+//! cells ([`crate::world_far_water`]) on a coarser mesh with the window cut out. What it does not
+//! do yet is said in `docs/BACKENDS.md` ("Worlds in pages").
 
 use crate::errors::{core_message, ErrorLog};
 use crate::mapping::{global_to_local_point, OUTSIDE_HEIGHT};
 use crate::mesh_layout;
 use crate::surface::{default_water_material, surface_arrays};
+use crate::world_far_water::{far_settings, update_texture, FarWater};
 use godot::classes::image::Format;
 use godot::classes::mesh::PrimitiveType;
 use godot::classes::{ArrayMesh, INode3D, Image, ImageTexture, Material, MeshInstance3D, Node3D, ShaderMaterial};
@@ -172,6 +175,33 @@ pub struct PipeWaterWorld {
     /// The window's flow texels (`Image.FORMAT_RGBAF`): velocity x, velocity z, speed, discharge.
     #[var(get, no_set)]
     flux_texture: Option<Gd<ImageTexture>>,
+    /// Cells a side of the area around the focus whose far water is drawn beyond the window, a
+    /// texel a block of `far_water_stride` cells (rounded up to whole blocks); 0 turns the far
+    /// water off. 0 ..= 65536, at most 4096 texels a side. Read without waiting, every quarter
+    /// second or when the area moves; the fine window is cut out of its mesh.
+    #[export(range = (0.0, 65536.0, 16.0))]
+    #[init(val = 4096)]
+    far_water_cells: i64,
+    /// Cells along a side of one far-water texel, 1 ..= 64: 16 (the default) draws a 4096-cell
+    /// area as 256² texels, about as fine as a camera 1–5 km up sees water it looks at from afar.
+    #[export(range = (1.0, 64.0, 1.0))]
+    #[init(val = 16)]
+    far_water_stride: i64,
+    /// The far water's height texels (`Image.FORMAT_RGBAF`), a texel a block of
+    /// `far_water_stride` cells: mean surface of its wet cells (m), mean depth over the block (m),
+    /// mean ground under its wet cells (over the block when none is), share of its cells wet 0..1.
+    /// Pages of the world holding no water read dry.
+    #[var(get, no_set)]
+    far_height_texture: Option<Gd<ImageTexture>>,
+    /// The far water's flow texels (`Image.FORMAT_RGBAF`): velocity x and z and speed (m/s),
+    /// depth-weighted over the block; mean discharge (m²/s).
+    #[var(get, no_set)]
+    far_flux_texture: Option<Gd<ImageTexture>>,
+    /// The far water's read, textures and mesh.
+    far: FarWater,
+    /// The far-water settings last accepted, and the refusal last reported.
+    far_accepted: Option<Option<(u32, u32)>>,
+    refused_far: Option<String>,
     /// The images the textures were last given (what scripts read on the CPU).
     height_image: Option<Gd<Image>>,
     flux_image: Option<Gd<Image>>,
@@ -218,11 +248,12 @@ impl INode3D for PipeWaterWorld {
         }
     }
 
-    fn process(&mut self, _delta: f64) {
+    fn process(&mut self, delta: f64) {
         // Once a drawn frame, not once a physics tick: a slow frame runs several ticks, and the
         // window is for drawing.
         if self.water.is_some() {
             self.show_window(false);
+            self.show_far_water(delta, false);
         }
     }
 
@@ -233,6 +264,7 @@ impl INode3D for PipeWaterWorld {
             mesh.queue_free();
         }
         self.mesh_cells = None;
+        self.far.off();
     }
 }
 
@@ -264,6 +296,29 @@ impl PipeWaterWorld {
     #[func]
     fn get_flux_image(&self) -> Option<Gd<Image>> {
         self.flux_image.clone()
+    }
+
+    #[func]
+    fn get_far_height_texture(&self) -> Option<Gd<ImageTexture>> {
+        self.far_height_texture.clone()
+    }
+
+    #[func]
+    fn get_far_flux_texture(&self) -> Option<Gd<ImageTexture>> {
+        self.far_flux_texture.clone()
+    }
+
+    /// The far water's height texels as an `Image` (what `far_height_texture` shows), for
+    /// scripts that read them on the CPU; null before the first read.
+    #[func]
+    fn get_far_height_image(&self) -> Option<Gd<Image>> {
+        self.far.height_image.clone()
+    }
+
+    /// The far water's flow texels as an `Image` (what `far_flux_texture` shows).
+    #[func]
+    fn get_far_flux_image(&self) -> Option<Gd<Image>> {
+        self.far.flux_image.clone()
     }
 
     /// Emitted when a `save_state_async()` is done: the save's bytes (empty, with the reason in
@@ -393,12 +448,15 @@ impl PipeWaterWorld {
         self.window_stale = true;
     }
 
-    /// Reads the window around the focus into the textures now (the node does so once each
-    /// physics frame; a script that stepped the world by hand calls it before reading them).
+    /// Reads the window around the focus into the textures now, and the far water into
+    /// `far_height_texture` and `far_flux_texture` (waiting for the device: the node reads the
+    /// far water without waiting on its own); a script that stepped the world by hand calls it
+    /// before reading them.
     #[func]
     fn refresh_window(&mut self) {
         if self.ensure_world() {
             self.show_window(true);
+            self.show_far_water(0.0, true);
         }
     }
 
@@ -594,6 +652,11 @@ impl PipeWaterWorld {
         if let Some((origin, size)) = self.window {
             out.set("window_origin", Vector2i::new(origin[0] as i32, origin[1] as i32));
             out.set("window_size", Vector2i::new(size[0] as i32, size[1] as i32));
+        }
+        if let Some((origin, texels, stride)) = self.far.shown {
+            out.set("far_origin", Vector2i::new(origin[0] as i32, origin[1] as i32));
+            out.set("far_texels", Vector2i::new(texels[0] as i32, texels[1] as i32));
+            out.set("far_stride", stride as i64);
         }
         out
     }
@@ -793,14 +856,7 @@ impl PipeWaterWorld {
         let [w, h] = water.size();
         let side = (self.window_cells.clamp(MIN_WINDOW_CELLS, MAX_WINDOW_SIDE as i32)) as u32;
         let size = [side.min(w), side.min(h)];
-        let focus = if self.focus_node.is_empty() {
-            None
-        } else {
-            self.base().get_node_or_null(&self.focus_node).and_then(|n| n.try_cast::<Node3D>().ok()).map(|n| n.get_global_position())
-        };
-        let local = focus.and_then(|p| global_to_local_point(&self.base().get_global_transform(), p)).unwrap_or(Vector3::ZERO);
-        let dx = water.cell_size() as f64;
-        let cells = [local.x as f64 / dx + w as f64 / 2.0, local.z as f64 / dx + h as f64 / 2.0];
+        let cells = self.focus_cells();
         let origin = window_start(cells, size, [w, h]);
         if !force && !self.window_stale && self.window == Some((origin, size)) {
             return;
@@ -812,6 +868,62 @@ impl PipeWaterWorld {
         (self.height_image, self.height_texture) = update_texture(self.height_image.take(), self.height_texture.take(), &window.height, size);
         (self.flux_image, self.flux_texture) = update_texture(self.flux_image.take(), self.flux_texture.take(), &window.flow, size);
         self.show_surface(origin, size);
+    }
+
+    /// The focus node's position in continuous cell coordinates (the node's own centre without
+    /// one).
+    fn focus_cells(&self) -> [f64; 2] {
+        let Some(water) = self.water.as_ref() else { return [0.0; 2] };
+        let [w, h] = water.size();
+        let focus = if self.focus_node.is_empty() {
+            None
+        } else {
+            self.base().get_node_or_null(&self.focus_node).and_then(|n| n.try_cast::<Node3D>().ok()).map(|n| n.get_global_position())
+        };
+        let local = focus.and_then(|p| global_to_local_point(&self.base().get_global_transform(), p)).unwrap_or(Vector3::ZERO);
+        let dx = water.cell_size() as f64;
+        [local.x as f64 / dx + w as f64 / 2.0, local.z as f64 / dx + h as f64 / 2.0]
+    }
+
+    /// Reads the far water around the focus when due (at once with `wait`) into
+    /// `far_height_texture` and `far_flux_texture`, and draws it on its mesh with the window cut
+    /// out. A refused `far_water_cells` or `far_water_stride` is reported once, and the far water
+    /// keeps the settings last accepted (off when none was).
+    fn show_far_water(&mut self, delta: f64, wait: bool) {
+        let settings = match far_settings(self.far_water_cells, self.far_water_stride) {
+            Ok(settings) => {
+                self.refused_far = None;
+                self.far_accepted = Some(settings);
+                settings
+            }
+            Err(message) => {
+                if self.refused_far.as_ref() != Some(&message) {
+                    self.errors.reject(message.clone());
+                    self.refused_far = Some(message);
+                }
+                self.far_accepted.flatten()
+            }
+        };
+        let Some((side, stride)) = settings else {
+            self.far.off();
+            return;
+        };
+        let focus = self.focus_cells();
+        let Some(water) = self.water.as_mut() else { return };
+        let result = self.far.update(water, focus, side, stride, delta, wait);
+        if self.core("far water", Some(result)) == Some(true) {
+            self.far_height_texture = self.far.height_texture.clone();
+            self.far_flux_texture = self.far.flux_texture.clone();
+        }
+        if !self.show_mesh {
+            self.far.hide();
+            return;
+        }
+        let Some(water) = self.water.as_ref() else { return };
+        let (dx, extent) = (water.cell_size(), water.extent());
+        let material = self.material();
+        let mut base = self.base().clone();
+        self.far.show_surface(&mut base, material, dx, extent, self.window);
     }
 
     /// The child mesh over the window, with the material and its parameters.
@@ -867,31 +979,6 @@ impl PipeWaterWorld {
         }
         self.default_material.clone()
     }
-}
-
-/// `texels` (`size` row-major) into `image` and `texture`, reusing both when the size is the same.
-fn update_texture(image: Option<Gd<Image>>, texture: Option<Gd<ImageTexture>>, texels: &[[f32; 4]], size: [u32; 2]) -> (Option<Gd<Image>>, Option<Gd<ImageTexture>>) {
-    let bytes = PackedByteArray::from(bytemuck::cast_slice::<[f32; 4], u8>(texels));
-    let (w, h) = (size[0] as i32, size[1] as i32);
-    let same = image.as_ref().is_some_and(|i| i.get_width() == w && i.get_height() == h);
-    let image = match image {
-        Some(mut image) => {
-            image.set_data(w, h, false, Format::RGBAF, &bytes);
-            image
-        }
-        None => match Image::create_from_data(w, h, false, Format::RGBAF, &bytes) {
-            Some(image) => image,
-            None => return (None, texture),
-        },
-    };
-    let texture = match texture {
-        Some(mut t) if same => {
-            t.update(&image);
-            Some(t)
-        }
-        _ => ImageTexture::create_from_image(&image),
-    };
-    (Some(image), texture)
 }
 
 #[cfg(test)]

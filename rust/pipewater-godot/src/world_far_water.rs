@@ -1,0 +1,256 @@
+//! `PipeWaterWorld`'s far water: the world's water over a large area around the focus, a texel a
+//! block of `stride × stride` cells ([`WorldWater::begin_coarse_window`]), in
+//! `far_height_texture` / `far_flux_texture` and drawn by the addon's water shader on a second,
+//! coarser mesh with the fine window cut out (the shader's `hole`), so the two never overlap.
+//!
+//! The far water is read without waiting: a read begins, the device sums the blocks, and a later
+//! frame takes the small result, at most every [`FAR_WATER_REFRESH_SECONDS`] (or at once when the
+//! area moves). Far water changes slowly on the scale of a block, and a read covers a large area,
+//! so it need not follow every frame.
+
+use crate::mesh_layout;
+use crate::surface::surface_arrays;
+use godot::classes::image::Format;
+use godot::classes::mesh::PrimitiveType;
+use godot::classes::{ArrayMesh, Image, ImageTexture, Material, MeshInstance3D, Node3D, ShaderMaterial};
+use godot::prelude::*;
+use pipewater_core::quanta::MAX_TERRAIN_ABS;
+use pipewater_core::world_water::{CoarseWindowJob, WorldWater, WorldWindow, MAX_COARSE_STRIDE, MAX_COARSE_TEXELS};
+
+/// Seconds between reads of the far water: a flood front at a few m/s moves a metre or two, a
+/// fraction of a 16-cell texel, between reads.
+pub const FAR_WATER_REFRESH_SECONDS: f64 = 0.25;
+/// Largest `far_water_cells`.
+pub const MAX_FAR_WATER_CELLS: i64 = 65_536;
+
+/// The far water's side and stride checked: `(cells rounded up to a multiple of the stride,
+/// stride)`, `None` for off (0 cells), or the refusal naming the property and its range.
+pub fn far_settings(cells: i64, stride: i64) -> Result<Option<(u32, u32)>, String> {
+    if !(1..=MAX_COARSE_STRIDE as i64).contains(&stride) {
+        return Err(format!("far_water_stride = {stride} is out of range: valid range is 1 ..= {MAX_COARSE_STRIDE} cells a texel"));
+    }
+    if !(0..=MAX_FAR_WATER_CELLS).contains(&cells) {
+        return Err(format!("far_water_cells = {cells} is out of range: valid range is 0 (off) ..= {MAX_FAR_WATER_CELLS} cells"));
+    }
+    if cells == 0 {
+        return Ok(None);
+    }
+    let side = (cells as u32).div_ceil(stride as u32) * stride as u32;
+    if side / stride as u32 > MAX_COARSE_TEXELS {
+        return Err(format!(
+            "far_water_cells = {cells} at far_water_stride = {stride} makes {} texels a side, past the {MAX_COARSE_TEXELS} one read holds: valid range is 0 ..= {} cells at this stride",
+            side / stride as u32,
+            MAX_COARSE_TEXELS as u64 * stride as u64
+        ));
+    }
+    Ok(Some((side, stride as u32)))
+}
+
+/// First cell of a far area of `side` cells centred as near `focus` (continuous cell
+/// coordinates) as the world allows, on a multiple of `stride` (the blocks stay on one grid of
+/// the world however the focus moves, so the texels do not swim); within the world, or at its
+/// first cell when the world is smaller.
+pub fn far_start(focus: [f64; 2], side: u32, stride: u32, world: [u32; 2]) -> [u32; 2] {
+    let mut start = [0u32; 2];
+    for axis in 0..2 {
+        let room = world[axis].saturating_sub(side);
+        let wanted = (focus[axis] - side as f64 / 2.0).clamp(0.0, room as f64);
+        let snapped = (wanted / stride as f64).round() as u32 * stride;
+        // Rounded up past the room, it steps back a block (still a multiple of the stride).
+        start[axis] = if !focus[axis].is_finite() { 0 } else if snapped > room { snapped.saturating_sub(stride) } else { snapped };
+        start[axis] = start[axis].min(world[axis].saturating_sub(1) / stride * stride);
+    }
+    start
+}
+
+/// The far water's textures, the read on its way and the mesh that draws them.
+#[derive(Default)]
+pub struct FarWater {
+    pub height_texture: Option<Gd<ImageTexture>>,
+    pub flux_texture: Option<Gd<ImageTexture>>,
+    pub height_image: Option<Gd<Image>>,
+    pub flux_image: Option<Gd<Image>>,
+    /// The read on its way.
+    job: Option<CoarseWindowJob>,
+    /// First cell, texels and stride of what the textures show.
+    pub shown: Option<([u32; 2], [u32; 2], u32)>,
+    /// Seconds since the last read began.
+    since_read: f64,
+    mesh_instance: Option<Gd<MeshInstance3D>>,
+    mesh_cells: Option<([u32; 2], f32)>,
+    /// The far mesh's own material (the node's duplicated: its textures and hole differ), and
+    /// the node's material it was made from.
+    material: Option<(Gd<Material>, Gd<Material>)>,
+}
+
+impl FarWater {
+    /// Reads the far water of `side` cells at `stride` around `focus` when due: takes a read
+    /// that arrived (`true`: the textures changed), begins the next after
+    /// [`FAR_WATER_REFRESH_SECONDS`] or when the area moved. With `wait`, reads now.
+    pub fn update(&mut self, water: &mut WorldWater, focus: [f64; 2], side: u32, stride: u32, delta: f64, wait: bool) -> pipewater_core::Result<bool> {
+        self.since_read += delta.max(0.0);
+        let [w, h] = water.size();
+        let start = far_start(focus, side, stride, [w, h]);
+        let blocks = [(w - start[0]).min(side).div_ceil(stride), (h - start[1]).min(side).div_ceil(stride)];
+        let wanted = (start, blocks, stride);
+        if wait {
+            self.job = None;
+            let window = water.read_coarse_window(start[0], start[1], side, side, stride)?;
+            self.since_read = 0.0;
+            self.install(&window);
+            return Ok(true);
+        }
+        let mut changed = false;
+        if let Some(job) = &self.job {
+            match water.poll_coarse_window(job) {
+                None => return Ok(false),
+                Some(result) => {
+                    self.job = None;
+                    self.install(&result?);
+                    changed = true;
+                }
+            }
+        }
+        if self.since_read >= FAR_WATER_REFRESH_SECONDS || self.shown.is_none_or(|s| s != wanted) {
+            self.job = Some(water.begin_coarse_window(start[0], start[1], side, side, stride)?);
+            self.since_read = 0.0;
+        }
+        Ok(changed)
+    }
+
+    fn install(&mut self, window: &WorldWindow) {
+        (self.height_image, self.height_texture) = update_texture(self.height_image.take(), self.height_texture.take(), &window.height, window.size);
+        (self.flux_image, self.flux_texture) = update_texture(self.flux_image.take(), self.flux_texture.take(), &window.flow, window.size);
+        self.shown = Some((window.origin, window.size, window.stride));
+    }
+
+    /// Draws the far water on a child mesh of `parent` with a copy of `material`, the fine
+    /// window's rectangle (`window`: first cell and cells) cut out; `dx` the cell size (m),
+    /// `extent` the world's (m).
+    pub fn show_surface(&mut self, parent: &mut Gd<Node3D>, material: Option<Gd<Material>>, dx: f32, extent: [f32; 2], window: Option<([u32; 2], [u32; 2])>) {
+        let Some((origin, texels, stride)) = self.shown else { return };
+        if !self.mesh_instance.as_ref().is_some_and(|m| m.is_instance_valid()) {
+            let mut instance = MeshInstance3D::new_alloc();
+            instance.set_name("FarWaterSurface");
+            parent.add_child(&instance);
+            self.mesh_instance = Some(instance);
+            self.mesh_cells = None;
+        }
+        let Some(mut instance) = self.mesh_instance.clone() else { return };
+        let texel = stride as f32 * dx;
+        if self.mesh_cells != Some((texels, texel)) {
+            let mut mesh = ArrayMesh::new_gd();
+            mesh.add_surface_from_arrays(PrimitiveType::TRIANGLES, &surface_arrays(&mesh_layout::grid_mesh(texels[0], texels[1], texel)));
+            instance.set_mesh(&mesh);
+            let (wx, wz) = (texels[0] as f32 * texel, texels[1] as f32 * texel);
+            instance.set_custom_aabb(Aabb::new(Vector3::new(-wx / 2.0, -MAX_TERRAIN_ABS, -wz / 2.0), Vector3::new(wx, 2.0 * MAX_TERRAIN_ABS, wz)));
+            self.mesh_cells = Some((texels, texel));
+        }
+        let centre = [(origin[0] as f32 + texels[0] as f32 * stride as f32 / 2.0) * dx - extent[0] / 2.0, (origin[1] as f32 + texels[1] as f32 * stride as f32 / 2.0) * dx - extent[1] / 2.0];
+        instance.set_position(Vector3::new(centre[0], 0.0, centre[1]));
+        let material = material.map(|node_material| match &self.material {
+            Some((own, from)) if *from == node_material => own.clone(),
+            _ => {
+                let own = node_material.duplicate_resource();
+                self.material = Some((own.clone(), node_material));
+                own
+            }
+        });
+        instance.set_material_override(material.as_ref());
+        if let Some(mut shader) = material.and_then(|m| m.try_cast::<ShaderMaterial>().ok()) {
+            // The fine window in the far mesh's local XZ (−X, −Z, +X, +Z corners).
+            let hole = window.map_or(Vector4::ZERO, |(o, s)| {
+                let corner = |cell: u32, half: f32, at: f32| cell as f32 * dx - half - at;
+                Vector4::new(corner(o[0], extent[0] / 2.0, centre[0]), corner(o[1], extent[1] / 2.0, centre[1]), corner(o[0] + s[0], extent[0] / 2.0, centre[0]), corner(o[1] + s[1], extent[1] / 2.0, centre[1]))
+            });
+            shader.set_shader_parameter("height_texture", &self.height_texture.to_variant());
+            shader.set_shader_parameter("flux_texture", &self.flux_texture.to_variant());
+            shader.set_shader_parameter("grid_size", &Vector2::new(texels[0] as f32, texels[1] as f32).to_variant());
+            shader.set_shader_parameter("cell_size", &texel.to_variant());
+            shader.set_shader_parameter("clipmap_levels", &1.0f32.to_variant());
+            shader.set_shader_parameter("clipmap_snap", &0.0f32.to_variant());
+            shader.set_shader_parameter("hole", &hole.to_variant());
+        }
+    }
+
+    /// Frees the mesh (the far water is not drawn; the textures stay).
+    pub fn hide(&mut self) {
+        if let Some(mut mesh) = self.mesh_instance.take().filter(|m| m.is_instance_valid()) {
+            mesh.set_material_override(Option::<&Gd<Material>>::None);
+            mesh.queue_free();
+        }
+        self.mesh_cells = None;
+    }
+
+    /// Off: the mesh freed and the read dropped; the textures keep what they last showed.
+    pub fn off(&mut self) {
+        self.hide();
+        self.job = None;
+        self.shown = None;
+    }
+
+    /// The mesh that draws the far water, while there is one.
+    pub fn mesh(&self) -> Option<&Gd<MeshInstance3D>> {
+        self.mesh_instance.as_ref()
+    }
+}
+
+/// `texels` (`size` row-major) into `image` and `texture`, reusing both when the size is the same.
+pub fn update_texture(image: Option<Gd<Image>>, texture: Option<Gd<ImageTexture>>, texels: &[[f32; 4]], size: [u32; 2]) -> (Option<Gd<Image>>, Option<Gd<ImageTexture>>) {
+    let bytes = PackedByteArray::from(bytemuck::cast_slice::<[f32; 4], u8>(texels));
+    let (w, h) = (size[0] as i32, size[1] as i32);
+    let same = image.as_ref().is_some_and(|i| i.get_width() == w && i.get_height() == h);
+    let image = match image {
+        Some(mut image) => {
+            image.set_data(w, h, false, Format::RGBAF, &bytes);
+            image
+        }
+        None => match Image::create_from_data(w, h, false, Format::RGBAF, &bytes) {
+            Some(image) => image,
+            None => return (None, texture),
+        },
+    };
+    let texture = match texture {
+        Some(mut t) if same => {
+            t.update(&image);
+            Some(t)
+        }
+        _ => ImageTexture::create_from_image(&image),
+    };
+    (Some(image), texture)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The far area centres on the focus on multiples of the stride, stays within the world,
+    /// and starts at the world's first cell when the world is smaller; bad settings are refused
+    /// naming the property, a side is rounded up to whole texels.
+    #[test]
+    fn the_far_area_follows_the_focus_on_the_stride_grid() {
+        let world = [8192, 6000];
+        let cases = [
+            ([4096.0, 3000.0], 2048, 16, [3072, 1984]),
+            ([4100.0, 3007.0], 2048, 16, [3072, 1984]),
+            ([4110.0, 3000.0], 2048, 16, [3088, 1984]),
+            ([10.0, 5990.0], 2048, 16, [0, 3952]),
+            ([f64::NAN, 100.0], 2048, 16, [0, 0]),
+            ([50.0, 50.0], 8192, 16, [0, 0]),
+            ([8000.0, 50.0], 4000, 64, [4160, 0]),
+        ];
+        for (focus, side, stride, expected) in cases {
+            let got = far_start(focus, side, stride, world);
+            println!("focus {focus:?}, {side} cells at stride {stride}: starts at {got:?} (expected {expected:?})");
+            assert_eq!(got, expected);
+            assert!(got.iter().all(|v| v % stride == 0), "on the stride's grid");
+        }
+        assert_eq!(far_settings(0, 16), Ok(None));
+        assert_eq!(far_settings(1000, 16), Ok(Some((1008, 16))), "rounded up to whole texels");
+        for (cells, stride, name) in [(-1, 16, "far_water_cells"), (MAX_FAR_WATER_CELLS + 1, 16, "far_water_cells"), (4096, 0, "far_water_stride"), (4096, 65, "far_water_stride"), (65_536, 8, "far_water_cells")] {
+            let refused = far_settings(cells, stride).unwrap_err();
+            println!("{cells} cells at stride {stride}: {refused}");
+            assert!(refused.starts_with(name), "{refused}");
+        }
+    }
+}
