@@ -21,7 +21,7 @@ struct CoarseParams {
     page_side: u32,
     // Pages along x (the page of cell p is p / page_side).
     pages_x: u32,
-    _pad: u32,
+    pad: u32,
 }
 
 // Each page's (terrain slot, water slot), as the step's `page_slots`.

@@ -24,7 +24,7 @@ fn fragments_in_front(file: &str) -> Option<Vec<&'static str>> {
         // A world's far water: the snapshot's `cell_texels`, its reads of the pages its own.
         "world_coarse.wgsl" => Some(vec!["common.wgsl", TEXELS_PAGED, "snapshot.wgsl"]),
         "step_columns.wgsl" => Some(vec!["common.wgsl", LEDGER_COUNTERS, CELLS_DENSE]),
-        "edits.wgsl" | "cooling.wgsl" => Some(vec!["common.wgsl", LEDGER_COUNTERS]),
+        "edits.wgsl" | "cooling.wgsl" | "overwrite.wgsl" => Some(vec!["common.wgsl", LEDGER_COUNTERS]),
         "tiles.wgsl" => Some(vec!["common.wgsl", CELLS_DENSE]),
         // The detail layer reads the flow through snapshot.wgsl's `cell_texels`.
         "detail.wgsl" => Some(vec!["common.wgsl", TEXELS_DENSE, "snapshot.wgsl"]),
@@ -372,6 +372,26 @@ fn the_tile_params_layout_agrees_with_the_wgsl() {
     use pipewater_core::backend::sleep::TileParams;
     let rust = rust_fields!(TileParams: tiles, size, sleeping, change, snapshot_slices, padding);
     assert_layouts_agree(&common_module(), "TileParams", &rust, std::mem::size_of::<TileParams>());
+}
+
+/// The far water's `CoarseParams` (backend/gpu/world/coarse.rs) and `texels_paged.wgsl`'s agree
+/// member by member and in size, and `world_coarse.wgsl`'s workgroup and count of sums a block
+/// are the host's `COARSE_WORKGROUP` and `COARSE_SUMS` (naga's reflection of the entry point and
+/// the constant): the host sizes the sums it reads back by them.
+#[cfg(feature = "gpu")]
+#[test]
+fn the_far_water_layouts_agree_with_the_wgsl() {
+    use pipewater_core::backend::gpu::shaders;
+    use pipewater_core::backend::gpu::world::{CoarseParams, COARSE_SUMS, COARSE_WORKGROUP};
+    let source = shaders::WORLD_COARSE.source();
+    let module = naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{}", e.emit_to_string(&source)));
+    let rust = rust_fields!(CoarseParams: origin, blocks, stride, page_side, pages_x, pad);
+    assert_layouts_agree(&module, "CoarseParams", &rust, std::mem::size_of::<CoarseParams>());
+    let entry = module.entry_points.iter().find(|e| e.name == "coarse_blocks").expect("coarse_blocks in world_coarse.wgsl");
+    let sums = module.constants.iter().find(|(_, c)| c.name.as_deref() == Some("COARSE_SUMS")).map(|(_, c)| &module.global_expressions[c.init]);
+    println!("coarse_blocks: workgroup {:?} (host {COARSE_WORKGROUP}); COARSE_SUMS {sums:?} (host {COARSE_SUMS})", entry.workgroup_size);
+    assert_eq!(entry.workgroup_size, [COARSE_WORKGROUP, 1, 1]);
+    assert!(matches!(sums, Some(naga::Expression::Literal(naga::Literal::U32(n))) if *n as usize == COARSE_SUMS), "COARSE_SUMS in the WGSL: {sums:?}");
 }
 
 /// The top-level functions of a WGSL file: name and text (from `fn` to the closing brace at the
