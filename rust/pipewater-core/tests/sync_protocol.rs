@@ -330,6 +330,65 @@ fn a_checksum_catches_a_single_changed_quantum() {
     assert_eq!(clients[0].1.depths(), truth, "the tile was not sent again");
 }
 
+/// A capture of the tiles read alone (`SyncServer::capture_tiles`, what a CPU server reads each
+/// sync: only the tiles its steps touched) holds the same versions, totals and hashes as a
+/// capture of the whole fields at every sync of a river on a grid with edge tiles; tiles off the
+/// grid, a tile twice, short buffers and a frame from the future are refused and change nothing.
+#[test]
+fn a_capture_of_tiles_read_alone_equals_a_capture_of_the_whole_water() {
+    use pipewater_core::backend::TileChanges;
+    // 200 is not a multiple of the sync tile: the last row and column of tiles are partial.
+    let (mut sim, hash) = river(200);
+    let grid = sim.grid();
+    let start = sim.read_state().unwrap();
+    let config = SyncConfig::default();
+    let mut whole = SyncServer::new(config.clone(), grid, hash, &start.depth, &start.flow, sim.frames()).unwrap();
+    let mut alone = SyncServer::new(config, grid, hash, &start.depth, &start.flow, sim.frames()).unwrap();
+    let tiles = alone.tiles();
+    let _ = sim.take_changed_tiles();
+    let (mut compared, mut changed) = (0usize, 0usize);
+    let mut reads = TileChanges::default();
+    for _ in 0..40 {
+        sim.advance(1.0 / 30.0).unwrap();
+        let report = sim.last_report();
+        for server in [&mut whole, &mut alone] {
+            server.record_frame(report.step, report.substeps).unwrap();
+        }
+        let touched = sim.take_changed_tiles().and_then(|c| c.tiles.cover(&c.awake, &tiles)).expect("the CPU backend says which tiles changed");
+        let which: Vec<u32> = (0..touched.len() as u32).filter(|&t| touched[t as usize]).collect();
+        sim.read_tiles(&tiles, &which, &mut reads).unwrap();
+        let state = sim.read_state().unwrap();
+        let by_whole = whole.capture(&state.depth, &state.flow, None).unwrap();
+        let frame = alone.frame();
+        let by_tiles = alone.capture_tiles(&reads, frame, true).unwrap();
+        assert_eq!(by_tiles, by_whole, "tiles that changed");
+        compared += which.len();
+        changed += by_tiles;
+        for t in 0..tiles.count() {
+            assert_eq!(alone.tile_summary(t).map(|s| (s.1, s.2)), whole.tile_summary(t).map(|s| (s.1, s.2)), "tile {t}");
+        }
+    }
+    println!("40 syncs of a 200² river ({} tiles): {compared} tiles read alone, {changed} changed, every tile's total and hash equal to the whole capture's", tiles.count());
+    assert!(changed > 0 && compared < 40 * tiles.count(), "the river must move and the reads must be partial");
+
+    assert!(reads.tiles.len() >= 2, "the last sync read {} tiles", reads.tiles.len());
+    let summaries = |s: &SyncServer| (0..tiles.count()).map(|t| s.tile_summary(t)).collect::<Vec<_>>();
+    let before = (summaries(&alone), alone.captured_frame());
+    let frame = alone.frame();
+    let mut off_grid = reads.clone();
+    off_grid.tiles[0] = tiles.count() as u32;
+    let mut twice = reads.clone();
+    twice.tiles[1] = twice.tiles[0];
+    let mut short = reads.clone();
+    short.flow.pop();
+    for (name, bad, at) in [("a tile off the grid", &off_grid, frame), ("a tile twice", &twice, frame), ("short buffers", &short, frame), ("a frame from the future", &reads, frame + 1)] {
+        let refused = alone.capture_tiles(bad, at, true);
+        println!("{name}: {refused:?}");
+        assert!(refused.is_err(), "{name} was taken");
+        assert_eq!((summaries(&alone), alone.captured_frame()), before, "{name} changed the server");
+    }
+}
+
 /// Edits are requests: the game refuses peer 3's digging (peer 3 hears why, with its request
 /// id), accepts the rest, and every client gets the accepted edits in the server's order; a
 /// late joiner gets the earlier digging replayed, so its ground ends as the server's.

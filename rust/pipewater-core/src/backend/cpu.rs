@@ -1089,6 +1089,10 @@ impl Backend for CpuBackend {
         super::copy_tiles(&self.state.flow, which, flow)
     }
 
+    fn read_tiles(&mut self, tiles: &TileGrid, which: &[u32], out: &mut super::TileChanges) -> Result<()> {
+        out.gather(tiles, which, &self.state.depth, &self.state.flow)
+    }
+
     fn configure_detail(&mut self, layout: Option<DetailLayout>) -> Result<()> {
         self.detail = layout.map(CpuDetail::new);
         self.queued_detail = None;

@@ -262,6 +262,14 @@ pub trait Backend: Send {
         let state = self.read_state()?;
         copy_tiles(&state.flow, which, flow)
     }
+    /// The current water (depth quanta and pipe flows) of the tiles `which` of `tiles`, each
+    /// alone, into `out` ([`TileChanges`], every tile counted as differing; its buffers are
+    /// reused): what a sync server compares, without grid-sized copies. Waits for the device;
+    /// the default reads the state whole.
+    fn read_tiles(&mut self, tiles: &sleep::TileGrid, which: &[u32], out: &mut TileChanges) -> Result<()> {
+        let state = self.read_state()?;
+        out.gather(tiles, which, &state.depth, &state.flow)
+    }
     /// Sets the depth and pipe flows of `cells` (checked by the caller: on the grid, depths in
     /// range, flows finite) to exactly the values given, booking the depth changed as added or
     /// removed water, and wakes their tiles as an edit does: a multiplayer client setting the
@@ -445,6 +453,40 @@ pub struct TileChanges {
 }
 
 impl TileChanges {
+    /// Sets these to the tiles `which` of `tiles` taken from row-major `depth` and `flow`, in the
+    /// buffers they have (a server's every sync would otherwise map and fault in fresh pages).
+    /// Fails, leaving them empty, when a tile or the lengths do not fit `tiles`.
+    pub fn gather(&mut self, tiles: &sleep::TileGrid, which: &[u32], depth: &[i32], flow: &[[f32; 4]]) -> Result<()> {
+        self.differing = 0;
+        self.tiles.clear();
+        self.depth.clear();
+        self.flow.clear();
+        let cells = tiles.cells[0] as usize * tiles.cells[1] as usize;
+        if depth.len() != cells || flow.len() != cells {
+            return Err(Error::WrongLength { name: "depth", expected: cells, actual: depth.len().min(flow.len()) });
+        }
+        if let Some(&t) = which.iter().find(|&&t| t as usize >= tiles.count()) {
+            return Err(Error::invalid("tile", t, format!("0 ..= {}", tiles.count() - 1)));
+        }
+        let stride = tiles.size[0] as usize * tiles.size[1] as usize;
+        self.depth.resize(which.len() * stride, 0);
+        self.flow.resize(which.len() * stride, [0.0; 4]);
+        let width = tiles.cells[0] as usize;
+        for (slot, &t) in which.iter().enumerate() {
+            let (xs, ys) = tiles.cell_ranges(t as usize);
+            let w = xs.len();
+            for (row, y) in ys.enumerate() {
+                let to = slot * stride + row * w;
+                let from = y as usize * width + xs.start as usize;
+                self.depth[to..to + w].copy_from_slice(&depth[from..from + w]);
+                self.flow[to..to + w].copy_from_slice(&flow[from..from + w]);
+            }
+        }
+        self.differing = which.len();
+        self.tiles.extend_from_slice(which);
+        Ok(())
+    }
+
     /// Whether every tile that differed was read.
     pub fn complete(&self) -> bool {
         self.tiles.len() == self.differing

@@ -45,6 +45,13 @@ impl Simulation {
         self.on_backend(|b| b.read_flow(which, &mut flow.borrow_mut()))
     }
 
+    /// The current water of the tiles `which` of `tiles`, each alone, into `out`
+    /// ([`crate::backend::Backend::read_tiles`]); waits for the device if needed.
+    pub fn read_tiles(&mut self, tiles: &crate::backend::sleep::TileGrid, which: &[u32], out: &mut crate::backend::TileChanges) -> Result<()> {
+        let out = std::cell::RefCell::new(out);
+        self.on_backend(|b| b.read_tiles(tiles, which, &mut out.borrow_mut()))
+    }
+
     /// Starts reading every cell's depth without waiting for the device
     /// ([`crate::backend::Backend::begin_depth_read`]); `None` where the backend reads only
     /// waiting ([`Simulation::read_depth`]) or a read is still out.

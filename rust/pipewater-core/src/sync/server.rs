@@ -4,6 +4,7 @@
 use super::codec::{encode_tile, Packet, TileChecksum, TileChunk, Welcome, MAX_CHECKSUMS_PER_PACKET, MAX_CHUNK_DATA, MAX_FRAMES_PER_PACKET, MAX_FRAME_SUBSTEPS};
 use super::{gather_tile_values, tile_hash, tile_rect, tile_values_depth, Edit, Outgoing, SyncConfig, PACKET_OVERHEAD_BYTES, SERVER_PEER};
 use crate::backend::sleep::TileGrid;
+use crate::backend::TileChanges;
 use crate::error::{Error, Result};
 use crate::grid::Grid;
 use rayon::prelude::*;
@@ -225,9 +226,7 @@ impl SyncServer {
     /// and was read; when not, the tiles left out are read at a later capture, and until a
     /// complete capture no keyframe is started (its tiles must all describe one frame).
     pub fn capture_at(&mut self, depth: &[i32], flow: &[[f32; 4]], candidates: Option<&[bool]>, frame: u64, complete: bool) -> Result<usize> {
-        if frame > self.frame || frame < self.captured_frame {
-            return Err(Error::invalid("capture frame", frame, format!("{} ..= {} (the last capture's to the server's now)", self.captured_frame, self.frame)));
-        }
+        self.check_capture_frame(frame)?;
         if depth.len() != self.grid.cell_count() {
             return Err(Error::WrongLength { name: "depth", expected: self.grid.cell_count(), actual: depth.len() });
         }
@@ -239,12 +238,62 @@ impl SyncServer {
                 return Err(Error::WrongLength { name: "candidates", expected: self.tiles.count(), actual: c.len() });
             }
         }
-        self.captures += 1;
         let tiles = self.tiles;
+        let compared: Vec<usize> = match candidates {
+            Some(c) => (0..tiles.count()).filter(|&t| c[t]).collect(),
+            None => (0..tiles.count()).collect(),
+        };
+        Ok(self.capture_gathered(&compared, frame, complete, |t, scratch| gather_tile_values(&tiles, depth, flow, t, scratch)))
+    }
+
+    /// [`SyncServer::capture_at`] of the tiles a backend read ([`TileChanges`]: each tile's water
+    /// alone, as read), without the grid-sized copies a capture of whole fields needs: only the
+    /// tiles read are compared, and every other tile must not have changed since the last capture
+    /// (as with `candidates`). `complete`: every tile that changed was read.
+    pub fn capture_tiles(&mut self, changes: &TileChanges, frame: u64, complete: bool) -> Result<usize> {
+        self.check_capture_frame(frame)?;
+        let tiles = self.tiles;
+        let stride = tiles.size[0] as usize * tiles.size[1] as usize;
+        if changes.depth.len() < changes.tiles.len() * stride || changes.flow.len() < changes.tiles.len() * stride {
+            return Err(Error::WrongLength { name: "tile changes", expected: changes.tiles.len() * stride, actual: changes.depth.len().min(changes.flow.len()) });
+        }
+        let mut seen = vec![false; tiles.count()];
+        for &t in &changes.tiles {
+            if t as usize >= tiles.count() || std::mem::replace(&mut seen[t as usize], true) {
+                return Err(Error::invalid("tile", t, format!("distinct tiles of 0 ..= {}", tiles.count() - 1)));
+            }
+        }
+        let slots: HashMap<usize, usize> = changes.tiles.iter().enumerate().map(|(slot, &t)| (t as usize, slot)).collect();
+        let compared: Vec<usize> = changes.tiles.iter().map(|&t| t as usize).collect();
+        Ok(self.capture_gathered(&compared, frame, complete, |t, scratch| {
+            let r = tile_rect(&tiles, t);
+            let from = slots[&t] * stride;
+            let cells = &changes.flow[from..from + (r.width * r.height) as usize];
+            scratch.clear();
+            scratch.extend_from_slice(&changes.depth[from..from + cells.len()]);
+            for pipe in 0..4 {
+                scratch.extend(cells.iter().map(|f| f[pipe].to_bits() as i32));
+            }
+        }))
+    }
+
+    /// A capture's `frame` is at most the server's now and no older than the last capture's.
+    fn check_capture_frame(&self, frame: u64) -> Result<()> {
+        if frame > self.frame || frame < self.captured_frame {
+            return Err(Error::invalid("capture frame", frame, format!("{} ..= {} (the last capture's to the server's now)", self.captured_frame, self.frame)));
+        }
+        Ok(())
+    }
+
+    /// The capture of the tiles `compared`, each gathered into its values
+    /// ([`gather_tile_values`]'s layout) by `gather`, taken after `frame` frames (checked by the
+    /// caller). Returns how many tiles changed.
+    fn capture_gathered(&mut self, compared: &[usize], frame: u64, complete: bool, gather: impl Fn(usize, &mut Vec<i32>) + Sync) -> usize {
+        self.captures += 1;
         let captures = self.captures.min(u32::MAX as u64 - 1) as u32;
         let history = &self.history;
         let version_of = |scratch: &mut Vec<i32>, t: usize| -> Option<(usize, TileVersion)> {
-            gather_tile_values(&tiles, depth, flow, t, scratch);
+            gather(t, scratch);
             let last = history[t].last();
             if last.is_some_and(|v| *v.values == **scratch) {
                 return None;
@@ -265,10 +314,6 @@ impl SyncServer {
                 values: Arc::from(scratch.as_slice()),
             };
             Some((t, version))
-        };
-        let compared: Vec<usize> = match candidates {
-            Some(c) => (0..tiles.count()).filter(|&t| c[t]).collect(),
-            None => (0..tiles.count()).collect(),
         };
         // A few tiles (a river in a world at rest) are compared on this thread: waking the
         // thread pool for them cost more than comparing them.
@@ -301,7 +346,7 @@ impl SyncServer {
             let excess = history.len().saturating_sub(4 * MAX_VERSIONS_PER_TILE);
             history.drain(..excess);
         }
-        Ok(n)
+        n
     }
 
     /// Server frames run when the water of the newest capture was taken.

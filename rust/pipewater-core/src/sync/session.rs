@@ -6,7 +6,7 @@
 //! [`Outgoing::reliable`] says.
 
 use super::{apply_edit, terrain_hash, ClientEvent, Edit, Outgoing, Replica, ReplicaFrame, ServerEvent, SyncClient, SyncConfig, SyncServer, SERVER_PEER};
-use crate::backend::TileChangesReader;
+use crate::backend::{TileChanges, TileChangesReader};
 use crate::error::{Error, Result};
 use crate::simulation::Simulation;
 
@@ -39,10 +39,12 @@ pub struct ServerSession {
     next_sync: f64,
     captures: u64,
     tiles_read: u64,
-    /// The water as the last capture read it (quanta, and the pipes' flows), row-major: tiles
-    /// that did not change are not read again.
+    /// The water as the last whole read took it (quanta, and the pipes' flows), row-major; empty
+    /// until a capture needs one.
     depth: Vec<i32>,
     flow: Vec<[f32; 4]>,
+    /// The changed tiles' water as the last capture on the CPU read it (kept for its buffers).
+    tile_reads: TileChanges,
     costs: SyncCosts,
     /// Whether the backend compares the tiles on its device ([`Simulation::begin_tile_changes`]),
     /// from the copy the last whole read took.
@@ -94,8 +96,9 @@ impl ServerSession {
             next_sync: f64::NEG_INFINITY,
             captures: 0,
             tiles_read: 0,
-            depth: state.depth,
-            flow: state.flow,
+            depth: Vec::new(),
+            flow: Vec::new(),
+            tile_reads: TileChanges::default(),
             costs: SyncCosts::default(),
             on_device,
             pending: None,
@@ -204,11 +207,12 @@ impl ServerSession {
         let tiles = self.server.tiles();
         if let Some(changed) = sim.take_changed_tiles().and_then(|c| c.tiles.cover(&c.awake, &tiles)) {
             self.pending = None;
-            let which = Some((&tiles, changed.as_slice()));
-            sim.read_depth(which, &mut self.depth)?;
-            sim.read_flow(which, &mut self.flow)?;
-            self.tiles_read += changed.iter().filter(|&&t| t).count() as u64;
-            self.server.capture(&self.depth, &self.flow, Some(&changed))?;
+            // Each changed tile read alone and compared as read: no grid-sized copy between.
+            let which: Vec<u32> = (0..changed.len() as u32).filter(|&t| changed[t as usize]).collect();
+            sim.read_tiles(&tiles, &which, &mut self.tile_reads)?;
+            self.tiles_read += which.len() as u64;
+            let frame = self.server.frame();
+            self.server.capture_tiles(&self.tile_reads, frame, true)?;
             self.captures += 1;
             return Ok(());
         }
@@ -224,10 +228,9 @@ impl ServerSession {
             // A read that failed (a lost device) is not taken: the whole read below starts over.
             begin = false;
             if let Ok(changes) = (reader.read)() {
-                let marked = changes.scatter(&tiles, &mut self.depth, &mut self.flow)?;
                 self.tiles_read += changes.tiles.len() as u64;
                 self.last_differing = changes.differing;
-                self.server.capture_at(&self.depth, &self.flow, Some(&marked), frame, changes.complete())?;
+                self.server.capture_tiles(&changes, frame, changes.complete())?;
                 self.captures += 1;
                 begin = true;
             }
@@ -239,6 +242,11 @@ impl ServerSession {
                 return Ok(());
             }
         }
+        // Made at the first whole read: a server whose backend reads tiles alone never holds
+        // a grid-sized copy of the water.
+        let cells = self.server.tiles().cells.iter().map(|&n| n as usize).product();
+        self.depth.resize(cells, 0);
+        self.flow.resize(cells, [0.0; 4]);
         sim.read_depth(None, &mut self.depth)?;
         sim.read_flow(None, &mut self.flow)?;
         self.tiles_read += tiles.count() as u64;
