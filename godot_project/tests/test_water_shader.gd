@@ -24,7 +24,7 @@ const SHADER_PATH := "res://addons/pipe_water/water_surface.gdshader"
 const NODE_PARAMETERS: Array[String] = [
 	"height_texture", "flux_texture", "grid_size", "cell_size", "triangular_lattice", "clipmap_snap",
 	"clipmap_spacing", "clipmap_quads", "clipmap_levels", "detail_texture", "detail_on",
-	"detail_period", "detail_offset", "detail_rect",
+	"detail_period", "detail_offset", "detail_rect", "hole",
 ]
 ## The groups the tunable parameters belong to.
 const GROUPS: Array[String] = ["water_body", "detail", "detail_waves", "foam", "cut_off"]

@@ -3,8 +3,9 @@ extends "res://tests/test_base.gd"
 ## past the largest PipeWater grid holds a lake where it was poured, answers queries anywhere,
 ## keeps its ledger exact, shows the water around its focus node in its textures and the far water
 ## beyond them in coarse ones, steps far water at the focus policy's pace (paused water keeps every
-## bit), and refuses bad input with a message and no effect. That the world steps as the dense grid does, bit for bit,
-## is tested in Rust (tests/gpu_world.rs, tests/gpu_world_water.rs).
+## bit), and refuses bad input with a message and no effect. That the world steps as the dense
+## grid does, bit for bit, is tested in Rust (tests/gpu_world.rs, tests/gpu_world_water.rs); that
+## the far water's texels are the CPU's aggregation of the full read, in tests/gpu_world_coarse.rs.
 
 const SIDE: int = 20000
 
@@ -356,7 +357,8 @@ func _test_far_water_is_drawn_beyond_the_window() -> void:
 	_check(texels == Vector2i(96, 96) and origin == Vector2i(0, 0),
 			"1536 cells at stride 16 around the focus: 96² texels from the world's corner")
 	var texture: ImageTexture = world.far_height_texture
-	_check(texture != null and texture.get_size() == Vector2(96, 96) and world.far_flux_texture != null,
+	_check(texture != null and texture.get_size() == Vector2(96, 96)
+			and world.far_flux_texture != null,
 			"far_height_texture and far_flux_texture hold the 96² texels")
 	var image: Image = world.get_far_height_image()
 	if image == null:
@@ -423,7 +425,8 @@ func _test_far_water_is_drawn_beyond_the_window() -> void:
 	world.far_water_cells = 65536
 	world.far_water_stride = 8
 	await process_frame
-	_check(world.get_last_error().contains("far_water_cells") and world.get_last_error().contains("8192 texels"),
+	var refusal: String = world.get_last_error()
+	_check(refusal.contains("far_water_cells") and refusal.contains("8192 texels"),
 			"65536 cells at stride 8 (8192 texels) is refused: %s" % world.get_last_error())
 	world.far_water_stride = 16
 	world.far_water_cells = 0

@@ -9,13 +9,21 @@ extends Node3D
 ##
 ## The ground is a 512² heightmap at 16 cells a pixel
 ## ([method PipeWaterWorld.set_terrain_from_image]); near the camera the terrain and the water
-## are drawn from the world's window of textures, the rest of the world from the heightmap.
+## are drawn from the world's window of textures, the rest of the terrain from the heightmap, and
+## the water beyond the window from the world's far water: a texel a block of 16² cells over
+## 4 km around the camera's focus ([member PipeWaterWorld.far_water_cells]), so the reservoir and
+## the rivers run on to the horizon instead of stopping at the window's edge.
 
 const SIDE := 8192
 const PIXELS := 512
 const CELLS_PER_PIXEL := SIDE / PIXELS
 ## Cells a side of the window drawn at full resolution around the point the camera looks at.
 const WINDOW := 512
+## Cells a side of the far water drawn around it, and cells a side of one of its texels: the
+## heightmap's own 16 cells a pixel, 256² texels, enough for a camera a few hundred metres to a
+## few kilometres up.
+const FAR_WATER := 4096
+const FAR_WATER_STRIDE := 16
 ## The rivers' courses across the map (pixels along x at the north edge, before their bends).
 const RIVER_X := [110.0, 262.0, 404.0]
 ## The dam across the middle river: pixel row and half-width (pixels).
@@ -56,6 +64,8 @@ func _ready() -> void:
 	_world.world_size = Vector2i(SIDE, SIDE)
 	_world.cell_size = 1.0
 	_world.window_cells = WINDOW
+	_world.far_water_cells = FAR_WATER
+	_world.far_water_stride = FAR_WATER_STRIDE
 	_world.boundary_south = PipeWater.BOUNDARY_LEVEL
 	_world.boundary_level_south = SEA_LEVEL
 	add_child(_world)
@@ -101,10 +111,12 @@ func _process(delta: float) -> void:
 	if _label.visible:
 		var report: Dictionary = _world.get_world_report()
 		_label.text = ("%d² cells, %d pages of 56²: %d with water fields, %d wet; "
-				+ "%.0f MiB on the device\nB: breach the dam%s   Space: %s   Tab: hide") % [
+				+ "%.0f MiB on the device; far water %s texels of %d²\n"
+				+ "B: breach the dam%s   Space: %s   Tab: hide") % [
 				SIDE, report.get("pages", 0),
 				report.get("watered", 0), report.get("wet", 0),
-				report.get("device_bytes", 0) / 1048576.0, " (breached)" if _breached else "",
+				report.get("device_bytes", 0) / 1048576.0, report.get("far_texels", Vector2i.ZERO),
+				report.get("far_stride", 0), " (breached)" if _breached else "",
 				"fly on" if not _flying else "hover"]
 
 
