@@ -2,7 +2,8 @@
 //! own step, and what a client is sent, for a river running through a large world.
 //!
 //! `cargo run --release -p pipewater-core --example sync_bench -- [--size 2048] [--warmup 600]
-//! [--seconds 20] [--budget 256] [--backend cpu|gpu] [--check]`
+//! [--seconds 20] [--budget 256] [--backend cpu|gpu] [--check] [--step-only]
+//! [--full-snapshots] [--paced]`
 //!
 //! The scene is `scenarios::river_valley` (a spring at the head of a valley, 0.5 m³/s per m² of
 //! relief·cell) run for `--warmup` frames of 1/60 s, so the river is flowing; then a
@@ -14,6 +15,11 @@
 //! packets) a frame, split into the capture (read and compare) and the polls (encode and
 //! compress) where the library says which is which; the join's time and bytes; the steady bytes
 //! a second.
+//!
+//! `--paced` runs the frames at 60 Hz of wall time, as a server does, instead of back to back
+//! (where a GPU's reads begun at one sync may not have arrived at the next, 0.3 ms later).
+//!
+//! `--step-only` runs the same frames without a server and prints what the step costs alone.
 //!
 //! `--check` also reads the whole state at every sync into a second server that compares every
 //! tile, and counts the captures after which the session's server holds other water than it
@@ -44,6 +50,10 @@ fn main() {
     let (state, spring) = river_valley(grid, 7, 8.0);
     let hash = terrain_hash(&grid, &state.terrain);
     let mut sim = Simulation::new(state, Params::default(), preference).expect("simulation");
+    // A server draws nothing: the node then has a GPU backend read back only what queries touch
+    // (WaterOutputs), not every cell's texels each frame (128 MB at 2048²), which would be most
+    // of the step's time here. `--full-snapshots` reads them as a game drawing on the CPU does.
+    sim.want_full_snapshots(args.iter().any(|a| a == "--full-snapshots"));
     sim.add_source(spring.x, spring.z, spring.rate, spring.radius).expect("spring");
     let started = Instant::now();
     for _ in 0..warmup {
@@ -54,6 +64,16 @@ fn main() {
     // the river spreads.
     let awake = |sim: &Simulation| sim.sleep_report().map_or("no sleeping tiles".to_string(), |r| format!("{} steps a frame, {} tiles awake, {:.2} M cell-steps a frame", r.steps, r.awake_tiles, r.cells_stepped as f64 / 1.0e6));
     println!("after the warm-up: {}", awake(&sim));
+    if args.iter().any(|a| a == "--step-only") {
+        // The same frames without a server: what the step costs alone.
+        let frames = (seconds / FRAME as f64) as u32;
+        let t = Instant::now();
+        for _ in 0..frames {
+            sim.advance(FRAME).expect("advance");
+        }
+        println!("step alone: {:.3} ms a frame over {frames} frames; at the end: {}", t.elapsed().as_secs_f64() * 1000.0 / frames.max(1) as f64, awake(&sim));
+        return;
+    }
 
     let config = SyncConfig { budget_kbps: budget, ..SyncConfig::default() };
     let mut session = ServerSession::start(config.clone(), &mut sim).expect("server");
@@ -81,7 +101,15 @@ fn main() {
     let mut to_server: Vec<Vec<u8>> = Vec::new();
     // The client polls at the session's rate (every second frame at 60 Hz).
     let client_every = (1.0 / SYNC_HZ / FRAME as f64).round().max(1.0) as u32;
+    let paced = args.iter().any(|a| a == "--paced");
+    let run_start = Instant::now();
     for frame in 0..frames {
+        if paced {
+            // A server runs its frames at 60 Hz, not back to back: the device finishes a sync's
+            // reads long before the next, as in a game.
+            let due = run_start + Duration::from_secs_f64(frame as f64 * FRAME as f64);
+            std::thread::sleep(due.saturating_duration_since(Instant::now()));
+        }
         let t = Instant::now();
         sim.advance(FRAME).expect("advance");
         let phase = join.is_some() as usize;

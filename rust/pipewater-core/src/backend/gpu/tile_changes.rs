@@ -203,16 +203,19 @@ impl GpuBackend {
                 return Err(Error::Gpu("mapping the tile changes' read failed".into()));
             }
             let decoded = staging.get_mapped_range(..total).map_err(|e| Error::Gpu(e.to_string())).map(|view| {
-                let words: Vec<u32> = bytemuck::pod_collect_to_vec(&view[..]);
-                let differing = words[0] as usize;
+                // Only the tiles that differed are taken from the mapping: the buffer holds room
+                // for `limit` of them (64 at least, 1.3 MB), and copying it whole cost a sync
+                // more than the rest of its capture.
+                let words = |from: usize, count: usize| -> Vec<u32> { bytemuck::pod_collect_to_vec(&view[4 * from..4 * (from + count)]) };
+                let differing = words(0, 1)[0] as usize;
                 let read = differing.min(limit);
                 let depth_at = 1 + limit;
                 let flow_at = depth_at + limit * stride;
                 TileChanges {
                     differing,
-                    tiles: words[1..1 + read].to_vec(),
-                    depth: bytemuck::cast_slice::<u32, i32>(&words[depth_at..depth_at + read * stride]).to_vec(),
-                    flow: bytemuck::cast_slice::<u32, [f32; 4]>(&words[flow_at..flow_at + 4 * read * stride]).to_vec(),
+                    tiles: words(1, read),
+                    depth: bytemuck::pod_collect_to_vec(&view[4 * depth_at..4 * (depth_at + read * stride)]),
+                    flow: bytemuck::pod_collect_to_vec(&view[4 * flow_at..4 * (flow_at + 4 * read * stride)]),
                 }
             });
             staging.unmap();
