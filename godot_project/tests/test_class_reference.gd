@@ -31,6 +31,8 @@ const PAGES := {
 			"Method Descriptions"],
 	"PipeWaterSource": ["Description", "Properties", "Methods", "Property Descriptions",
 			"Method Descriptions"],
+	"PipeWaterWorld": ["Description", "Properties", "Methods", "Signals",
+			"Property Descriptions", "Method Descriptions"],
 }
 ## Words each page must show: the editor tools and what they work with.
 const REQUIRED_TEXT := {
@@ -39,6 +41,8 @@ const REQUIRED_TEXT := {
 			"load_state_file_async", "state_loaded"],
 	"PipeWaterState": ["initial_state", "get_total_water"],
 	"PipeWaterSource": ["spring", "drain", "source_id", "simulate_in_editor"],
+	"PipeWaterWorld": ["far_water_cells", "far_water_stride", "far_height_texture",
+			"far_flux_texture", "get_far_height_image", "focus_nodes", "save_state_async"],
 }
 ## Seconds a page may take to appear.
 const PAGE_TIMEOUT := 60.0

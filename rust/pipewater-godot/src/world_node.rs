@@ -71,6 +71,17 @@ pub fn upsampled_band(pixels: &[f32], size: [u32; 2], factor: u32, first: u32, r
 }
 
 /// Water for a whole world, stored in pages (see the module docs and `docs/BACKENDS.md`).
+///
+/// One grid far larger than a `PipeWater` grid (16384² cells and past it), stored in pages of 56²
+/// cells whose device memory and step follow the water: the same model as `PipeWater`, bit for
+/// bit, with its calls by global position anywhere in the world (`add_water`, `modify_terrain`,
+/// `add_source`, `get_height`, `get_depth`, `get_flow_velocity`). It draws the water of the
+/// `window_cells`² cells around `focus_node` at full resolution (`height_texture`,
+/// `flux_texture`), and beyond that window the far water of `far_water_cells`² cells a texel a
+/// block of `far_water_stride`² cells (`far_height_texture`, `far_flux_texture`) on a coarser mesh
+/// with the window cut out. Far water may step less often (`focus_nodes`, `focus_radius`,
+/// `far_step_every`); saves hold only the pages with water (`save_state_async`,
+/// `load_state_async`). Needs a wgpu device.
 #[derive(GodotClass)]
 #[class(init, base = Node3D)]
 pub struct PipeWaterWorld {
