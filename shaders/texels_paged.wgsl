@@ -9,8 +9,6 @@
 
 // backend/gpu/world.rs NO_PAGE: the terrain slot of a page holding nothing on the device.
 const COARSE_NO_PAGE: u32 = 0xffffffffu;
-// backend/gpu/world.rs ZERO_SLOT: the water slot of a page without water fields.
-const COARSE_ZERO_SLOT: u32 = 0u;
 // backend/gpu/world.rs CoarseParams, byte for byte.
 struct CoarseParams {
     // First cell of the area (a multiple of `stride`).
@@ -21,7 +19,8 @@ struct CoarseParams {
     page_side: u32,
     // Pages along x (the page of cell p is p / page_side).
     pages_x: u32,
-    pad: u32,
+    // Blocks in `coarse_listed` (world_coarse.wgsl).
+    listed: u32,
 }
 
 // Each page's (terrain slot, water slot), as the step's `page_slots`.

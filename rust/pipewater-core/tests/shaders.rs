@@ -385,7 +385,7 @@ fn the_far_water_layouts_agree_with_the_wgsl() {
     use pipewater_core::backend::gpu::world::{CoarseParams, COARSE_SUMS, COARSE_WORKGROUP};
     let source = shaders::WORLD_COARSE.source();
     let module = naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{}", e.emit_to_string(&source)));
-    let rust = rust_fields!(CoarseParams: origin, blocks, stride, page_side, pages_x, pad);
+    let rust = rust_fields!(CoarseParams: origin, blocks, stride, page_side, pages_x, listed);
     assert_layouts_agree(&module, "CoarseParams", &rust, std::mem::size_of::<CoarseParams>());
     let entry = module.entry_points.iter().find(|e| e.name == "coarse_blocks").expect("coarse_blocks in world_coarse.wgsl");
     let sums = module.constants.iter().find(|(_, c)| c.name.as_deref() == Some("COARSE_SUMS")).map(|(_, c)| &module.global_expressions[c.init]);

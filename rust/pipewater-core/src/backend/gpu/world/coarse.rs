@@ -5,7 +5,7 @@
 //! copy of the terrain, which holds every page's ([`World::terrain_block_means`]).
 //! [`crate::world_water::WorldWater::read_coarse_window`] turns both into texels.
 
-use super::{World, READ_FAILED, READ_PENDING, READ_READY};
+use super::{World, READ_FAILED, READ_PENDING, READ_READY, ZERO_SLOT};
 use crate::backend::gpu::bind_buffers as bind;
 use crate::backend::gpu::context::GpuContext;
 use crate::backend::gpu::shaders;
@@ -35,9 +35,13 @@ pub struct CoarseParams {
     pub page_side: u32,
     /// Pages along x.
     pub pages_x: u32,
-    /// Padding to 16 bytes.
-    pub pad: u32,
+    /// Blocks the pass sums (those within a cell of a page with water fields).
+    pub listed: u32,
 }
+
+/// Most workgroups a dispatch has along x (`world_coarse.wgsl` COARSE_ROW): the listed blocks run
+/// as rows of this many.
+const COARSE_ROW: u32 = 65_535;
 
 pub(super) struct CoarsePipeline {
     layout: wgpu::BindGroupLayout,
@@ -56,7 +60,7 @@ impl CoarsePipeline {
         use wgpu::BufferBindingType as B;
         let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("world coarse"),
-            entries: &[entry(0, B::Storage { read_only: true }), entry(1, B::Uniform), entry(2, B::Storage { read_only: false })],
+            entries: &[entry(0, B::Storage { read_only: true }), entry(1, B::Uniform), entry(2, B::Storage { read_only: false }), entry(3, B::Storage { read_only: true })],
         });
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some(shaders::WORLD_COARSE.file()), source: wgpu::ShaderSource::Wgsl(shaders::WORLD_COARSE.source().into()) });
         // Group 0 is the snapshot's first four bindings (constants, terrain, depth, pipes), as
@@ -83,6 +87,8 @@ pub struct CoarseRead {
     staging: wgpu::Buffer,
     state: Arc<AtomicU32>,
     params: CoarseParams,
+    /// The blocks summed, in the order of their sums.
+    listed: Vec<u32>,
     step: u64,
 }
 
@@ -123,35 +129,62 @@ impl World {
             }
         }
         self.flush_edits()?;
-        let params = CoarseParams { origin, blocks, stride, page_side: self.side, pages_x: self.pages.tiles[0], pad: 0 };
+        // The blocks within a cell of a page with water fields (a cell's texels read its
+        // neighbours' pipes): every other block's cells are dry and still, and sum to zero.
+        let mut wanted = vec![false; blocks[0] as usize * blocks[1] as usize];
+        let (side, pages_x) = (self.side, self.pages.tiles[0]);
+        let area_end = [origin[0] + blocks[0] * stride, origin[1] + blocks[1] * stride];
+        for (page, slots) in self.slots.iter().enumerate() {
+            if slots[1] == ZERO_SLOT {
+                continue;
+            }
+            let (px, py) = (page as u32 % pages_x, page as u32 / pages_x);
+            let (x0, y0) = ((px * side).saturating_sub(1).max(origin[0]), (py * side).saturating_sub(1).max(origin[1]));
+            let (x1, y1) = (((px + 1) * side + 1).min(area_end[0]), ((py + 1) * side + 1).min(area_end[1]));
+            if x0 >= x1 || y0 >= y1 {
+                continue;
+            }
+            for by in (y0 - origin[1]) / stride..=(y1 - 1 - origin[1]) / stride {
+                for bx in (x0 - origin[0]) / stride..=(x1 - 1 - origin[0]) / stride {
+                    wanted[(by * blocks[0] + bx) as usize] = true;
+                }
+            }
+        }
+        let listed: Vec<u32> = wanted.iter().enumerate().filter(|(_, &w)| w).map(|(k, _)| k as u32).collect();
+        let params = CoarseParams { origin, blocks, stride, page_side: side, pages_x, listed: listed.len() as u32 };
         let device = &self.ctx.device;
         use wgpu::BufferUsages as U;
         let pipeline = self.coarse_pipeline.get_or_insert_with(|| CoarsePipeline::new(&self.ctx));
         let buffer = |label: &str, bytes: u64, usage: U| device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: bytes.max(16), usage, mapped_at_creation: false });
-        let sums_bytes = blocks[0] as u64 * blocks[1] as u64 * (COARSE_SUMS * 4) as u64;
+        let sums_bytes = listed.len() as u64 * (COARSE_SUMS * 4) as u64;
         let uniforms = buffer("world coarse constants", std::mem::size_of::<StepConstants>() as u64, U::UNIFORM | U::COPY_DST);
         let coarse = buffer("world coarse params", std::mem::size_of::<CoarseParams>() as u64, U::UNIFORM | U::COPY_DST);
         let sums = buffer("world coarse sums", sums_bytes, U::STORAGE | U::COPY_SRC);
         let staging = buffer("world coarse read", sums_bytes, U::MAP_READ | U::COPY_DST);
+        let list = buffer("world coarse blocks", 4 * listed.len() as u64, U::STORAGE | U::COPY_DST);
+        self.ctx.queue.write_buffer(&list, 0, bytemuck::cast_slice(&listed));
         self.ctx.queue.write_buffer(&uniforms, 0, bytemuck::bytes_of(constants));
         self.ctx.queue.write_buffer(&coarse, 0, bytemuck::bytes_of(&params));
         let fields = bind(device, &self.ctx.detail_flow_layout, "world coarse fields", &[&uniforms, &self.fields.terrain, &self.fields.depth[self.current], &self.fields.flux[self.current]]);
-        let pages = bind(device, &pipeline.layout, "world coarse pages", &[&self.page_slots, &coarse, &sums]);
+        let pages = bind(device, &pipeline.layout, "world coarse pages", &[&self.page_slots, &coarse, &sums, &list]);
         let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("world coarse") });
-        {
+        if !listed.is_empty() {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("world coarse"), timestamp_writes: None });
             pass.set_pipeline(&pipeline.pipeline);
             pass.set_bind_group(0, &fields, &[]);
             pass.set_bind_group(3, &pages, &[]);
-            pass.dispatch_workgroups(blocks[0], blocks[1], 1);
+            let n = listed.len() as u32;
+            pass.dispatch_workgroups(n.min(COARSE_ROW), n.div_ceil(COARSE_ROW), 1);
         }
-        encoder.copy_buffer_to_buffer(&sums, 0, &staging, 0, sums_bytes);
+        if sums_bytes > 0 {
+            encoder.copy_buffer_to_buffer(&sums, 0, &staging, 0, sums_bytes);
+        }
         self.ctx.queue.submit([encoder.finish()]);
         let state = Arc::new(AtomicU32::new(READ_PENDING));
         let flag = state.clone();
         staging.map_async(wgpu::MapMode::Read, .., move |r| flag.store(if r.is_ok() { READ_READY } else { READ_FAILED }, Ordering::Release));
         self.ctx.check()?;
-        Ok(CoarseRead { staging, state, params, step: self.report.steps })
+        Ok(CoarseRead { staging, state, params, listed, step: self.report.steps })
     }
 
     /// The sums of a [`World::begin_coarse`] once the device has them (`None` until then; a
@@ -162,8 +195,12 @@ impl World {
             READ_PENDING => None,
             READ_READY => {
                 let sums = read.staging.get_mapped_range(..).map(|bytes| {
-                    let blocks = read.params.blocks[0] as usize * read.params.blocks[1] as usize;
-                    bytemuck::pod_collect_to_vec::<u8, [f32; COARSE_SUMS]>(&bytes[..blocks * COARSE_SUMS * 4])
+                    let mut sums = vec![[0.0f32; COARSE_SUMS]; read.params.blocks[0] as usize * read.params.blocks[1] as usize];
+                    let got: Vec<[f32; COARSE_SUMS]> = bytemuck::pod_collect_to_vec(&bytes[..read.listed.len() * COARSE_SUMS * 4]);
+                    for (&block, s) in read.listed.iter().zip(got) {
+                        sums[block as usize] = s;
+                    }
+                    sums
                 });
                 Some(sums.map_err(|e| Error::Gpu(e.to_string())))
             }
