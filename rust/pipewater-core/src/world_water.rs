@@ -622,12 +622,12 @@ impl WorldWater {
             return Err(Error::invalid("stride", stride, format!("1 ..= {MAX_COARSE_STRIDE} cells a texel")));
         }
         for (name, v, size) in [("x", x, ww), ("y", y, wh)] {
-            if v % stride != 0 || v >= size {
+            if !v.is_multiple_of(stride) || v >= size {
                 return Err(Error::invalid(name, v, format!("a multiple of the stride {stride} within the world's 0 ..< {size} cells")));
             }
         }
         for (name, v) in [("w", w), ("h", h)] {
-            if v == 0 || v % stride != 0 || v / stride > MAX_COARSE_TEXELS {
+            if v == 0 || !v.is_multiple_of(stride) || v / stride > MAX_COARSE_TEXELS {
                 return Err(Error::invalid(name, v, format!("a multiple of the stride {stride}, {stride} ..= {} cells ({MAX_COARSE_TEXELS} texels)", MAX_COARSE_TEXELS * stride)));
             }
         }

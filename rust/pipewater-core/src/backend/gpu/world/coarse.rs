@@ -121,7 +121,7 @@ impl World {
         }
         let most = self.ctx.limits.max_compute_workgroups_per_dimension;
         for (axis, (first, count, size)) in [("x", (origin[0], blocks[0], w)), ("y", (origin[1], blocks[1], h))] {
-            if first % stride != 0 || first >= size {
+            if !first.is_multiple_of(stride) || first >= size {
                 return Err(Error::invalid(axis, first, format!("a multiple of the stride {stride} within the world's 0 ..< {size} cells")));
             }
             if count == 0 || count > most || (first as u64 + (count as u64 - 1) * stride as u64) >= size as u64 {
@@ -224,7 +224,7 @@ impl World {
     /// block, not one a cell.
     pub fn terrain_block_means(&mut self, origin: [u32; 2], blocks: [u32; 2], stride: u32) -> Result<Vec<f32>> {
         let (w, h) = (self.width as u64, self.height as u64);
-        if stride == 0 || origin[0] % stride != 0 || origin[1] % stride != 0 || origin[0] as u64 >= w || origin[1] as u64 >= h || blocks[0] == 0 || blocks[1] == 0 {
+        if stride == 0 || !origin[0].is_multiple_of(stride) || !origin[1].is_multiple_of(stride) || origin[0] as u64 >= w || origin[1] as u64 >= h || blocks[0] == 0 || blocks[1] == 0 {
             return Err(Error::invalid("blocks", format!("{}x{} of {stride} cells at ({}, {})", blocks[0], blocks[1], origin[0], origin[1]), "blocks of 1 or more cells from a multiple of the stride on the world"));
         }
         let end = [(origin[0] as u64 + blocks[0] as u64 * stride as u64).min(w) as u32, (origin[1] as u64 + blocks[1] as u64 * stride as u64).min(h) as u32];
