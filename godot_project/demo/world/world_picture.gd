@@ -5,13 +5,13 @@ extends SceneTree
 ## [codeblock]
 ## xvfb-run -a -s "-screen 0 1280x720x24" $GODOT --rendering-driver vulkan \
 ##     --resolution 1280x720 --path godot_project -s res://demo/world/world_picture.gd \
-##     -- --out=/tmp/pictures
+##     -- --out=/tmp/pictures [--seconds=30]
 ## [/codeblock]
 ## It loads the world demo, holds the camera above the reservoir looking over the dam
 ## (the demo's [code]view_breach()[/code]), breaches the dam, steps the world
-## [constant FLOOD_SECONDS] s with [method PipeWaterWorld.step] (the sea's edge walled: it is
-## out of view), and saves [code]world.png[/code]. It prints the world's
-## figures (pages, device memory) and the seconds each simulated second took here.
+## [constant FLOOD_SECONDS] s (or [code]--seconds=[/code]) with [method PipeWaterWorld.step]
+## (the sea's edge walled: it is out of view), and saves [code]world.png[/code]. It prints
+## the world's figures (pages, device memory) and the seconds each simulated second took here.
 
 const SCENE := "res://demo/world/world_demo.tscn"
 ## Simulated seconds of the flood before the picture.
@@ -27,9 +27,12 @@ func _initialize() -> void:
 
 func _run() -> void:
 	var out: String = "user://pictures"
+	var flood_seconds: float = FLOOD_SECONDS
 	for argument in OS.get_cmdline_user_args():
 		if argument.begins_with("--out="):
 			out = argument.trim_prefix("--out=")
+		elif argument.begins_with("--seconds="):
+			flood_seconds = clampf(argument.trim_prefix("--seconds=").to_float(), STEP, 600.0)
 	DirAccess.make_dir_recursive_absolute(out)
 	var demo: Node3D = (load(SCENE) as PackedScene).instantiate()
 	demo.set("flight_speed", 0.0)
@@ -47,7 +50,7 @@ func _run() -> void:
 	demo.call("view_breach")
 	demo.call("breach_dam")
 	var started: int = Time.get_ticks_msec()
-	var steps: int = int(FLOOD_SECONDS / STEP)
+	var steps: int = int(flood_seconds / STEP)
 	for i in steps:
 		world.step(STEP)
 		if i % 60 == 59:
@@ -61,7 +64,7 @@ func _run() -> void:
 	var path: String = out.path_join("world.png")
 	image.save_png(path)
 	var report: Dictionary = world.get_world_report()
-	print("world picture: %s; %.0f s simulated in %.1f s here; %s" % [path, FLOOD_SECONDS, seconds,
+	print("world picture: %s; %.0f s simulated in %.1f s here; %s" % [path, flood_seconds, seconds,
 			report])
 	print("WORLD PICTURE SAVED")
 	quit(0)
