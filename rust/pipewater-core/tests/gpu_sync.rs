@@ -160,3 +160,81 @@ fn a_gpu_server_reads_only_the_changed_tiles_and_misses_no_change() {
     assert_eq!(disagreements, 0, "a changed tile the capture missed");
     assert!(few * 2 >= checked, "most captures read few tiles");
 }
+
+/// What a client on wgpu does with the server's tiles: `overwrite_cells` scatters only the cells
+/// given on the device (`overwrite.wgsl`, no whole read and restore), books the depth changed in
+/// the ledger and wakes their tiles. A 16² patch of moving water set on dry tiles asleep far from
+/// a flood (flows including -0.0 and a subnormal, to show the bits arrive), and a 16² patch
+/// lowered inside the flood (water removed), must run on exactly as in a GPU simulation loaded
+/// whole from the water just after the write: after 60 frames every cell's depth and flow bits
+/// agree, and the ledger's expected total equals the quanta held (counters read from the device).
+/// Prints the cells set, the cells that differ and the ledger's figures.
+#[test]
+fn a_gpu_client_overwritten_per_cell_runs_on_as_a_simulation_loaded_whole() {
+    if !gpu_or_skip("a_gpu_client_overwritten_per_cell_runs_on_as_a_simulation_loaded_whole") {
+        return;
+    }
+    use pipewater_core::quanta::depth_to_quanta;
+    use pipewater_core::simulation::CellOverwrite;
+    let grid = Grid::new(128, 128, 1.0).unwrap();
+    let mut start = pipewater_core::State::new(grid);
+    for y in 0..40 {
+        for x in 0..40 {
+            start.depth[grid.index(x, y)] = depth_to_quanta(if x < 12 { 1.5 } else { 0.2 });
+        }
+    }
+    let mut sim = Simulation::new(start, Params::default(), BackendPreference::Gpu).unwrap();
+    let frame = 1.0 / 60.0;
+    for _ in 0..30 {
+        sim.advance(frame).unwrap();
+    }
+    let asleep = sim.read_state().unwrap();
+    let mut cells = Vec::new();
+    // Far corner, dry and asleep: 0.5 m moving east.
+    for y in 100..116 {
+        for x in 100..116 {
+            cells.push(CellOverwrite { cell: grid.index(x, y) as u32, depth: depth_to_quanta(0.5), flow: [0.3, f32::from_bits(1), -0.0, 0.0] });
+        }
+    }
+    let dry = cells.len();
+    // Inside the flood: lowered to 5 cm, still.
+    for y in 10..26 {
+        for x in 14..30 {
+            cells.push(CellOverwrite { cell: grid.index(x, y) as u32, depth: depth_to_quanta(0.05), flow: [0.0; 4] });
+        }
+    }
+    assert!(cells[..dry].iter().all(|c| asleep.depth[c.cell as usize] == 0), "the far patch starts dry");
+    // The CPU's booking, cell by cell: what each write raised, and what it lowered.
+    let diffs = cells.iter().map(|c| c.depth as i64 - asleep.depth[c.cell as usize] as i64);
+    let (raised, lowered): (i64, i64) = diffs.fold((0, 0), |(r, l), d| (r + d.max(0), l + (-d).max(0)));
+    assert!(lowered > 0, "the flood's patch loses water");
+    let before = sim.ledger().unwrap();
+    sim.overwrite_cells(&cells).unwrap();
+    let written = sim.read_state().unwrap();
+    let booked = sim.ledger().unwrap();
+    let set = cells.iter().filter(|c| written.depth[c.cell as usize] == c.depth && written.flow[c.cell as usize].map(f32::to_bits) == c.flow.map(f32::to_bits)).count();
+    let elsewhere = (0..grid.cell_count()).filter(|&i| !cells.iter().any(|c| c.cell as usize == i)).filter(|&i| written.depth[i] != asleep.depth[i] || written.flow[i].map(f32::to_bits) != asleep.flow[i].map(f32::to_bits)).count();
+    let mut reference = Simulation::new(written.clone(), Params::default(), BackendPreference::Gpu).unwrap();
+    for _ in 0..60 {
+        sim.advance(frame).unwrap();
+        reference.advance(frame).unwrap();
+    }
+    let (mine, theirs) = (sim.read_state().unwrap(), reference.read_state().unwrap());
+    let differing = (0..grid.cell_count()).filter(|&i| mine.depth[i] != theirs.depth[i] || mine.flow[i].map(f32::to_bits) != theirs.flow[i].map(f32::to_bits)).count();
+    let moved = cells[..dry].iter().filter(|c| mine.depth[c.cell as usize] != c.depth).count();
+    let ledger = sim.ledger().unwrap();
+    let held: i64 = mine.depth.iter().map(|&d| d as i64).sum();
+    let (added, removed) = (booked.counters.added - before.counters.added, booked.counters.removed - before.counters.removed);
+    println!(
+        "{}: {set} of {} cells set, {elsewhere} others changed; booked +{added} -{removed} quanta (expected +{raised} -{lowered}); after 60 frames {differing} cells differ from a simulation loaded whole (the far patch moved in {moved} cells); ledger expects {} quanta, {held} held",
+        sim.backend_description(),
+        cells.len(),
+        ledger.expected_total()
+    );
+    assert_eq!(set, cells.len());
+    assert_eq!(elsewhere, 0);
+    assert_eq!((added as i64, removed as i64), (raised, lowered));
+    assert!(moved > 0, "the far patch's water must run on");
+    assert_eq!(differing, 0);
+    assert_eq!(ledger.expected_total(), held);
+}

@@ -137,6 +137,27 @@ impl GpuHost {
         Ok(earlier)
     }
 
+    /// [`super::Backend::overwrite_cells`]: the list the device's `overwrite_cells` pass
+    /// (`overwrite.wgsl`) applies, each cell once with the last entry given for it (what the CPU
+    /// leaves, and its booking: the depth changed telescopes to the last minus the first), and
+    /// every listed cell's tile marked for the next step. The host cannot tell which cells the
+    /// write changes, so a tile set to the water it held wakes too (a sleeping tile that steps
+    /// gives the same water). Apply the queued edits before this list: they were made first.
+    pub fn overwrites(&mut self, cells: &[crate::simulation::CellOverwrite]) -> Vec<DeviceOverwrite> {
+        let mut items: Vec<DeviceOverwrite> = cells.iter().map(|c| DeviceOverwrite { cell: c.cell, depth: c.depth, pad: [0; 2], flow_bits: c.flow.map(f32::to_bits) }).collect();
+        // Stable: a cell's entries stay in the order given, and the last one is kept.
+        items.sort_by_key(|o| o.cell);
+        items.dedup_by(|later, kept| {
+            let same = later.cell == kept.cell;
+            if same {
+                *kept = *later;
+            }
+            same
+        });
+        self.sleep.mark_edited(items.iter().map(|o| o.cell));
+        items
+    }
+
     /// Before [`super::Backend::set_terrain`] uploads `terrain`: checks it, drops the terrain
     /// edits it overwrites and wakes every tile.
     pub fn new_terrain(&mut self, terrain: &[f32]) -> Result<()> {
@@ -241,6 +262,21 @@ impl GpuHost {
     pub fn state_from(&self, terrain: &[u8], depth: &[u8], flow: &[u8]) -> State {
         State { grid: self.grid, terrain: bytemuck::pod_collect_to_vec(terrain), depth: bytemuck::pod_collect_to_vec(depth), flow: bytemuck::pod_collect_to_vec(flow) }
     }
+}
+
+/// One cell of the list `overwrite.wgsl` applies (`CellOverwrite` there): the cell, its depth
+/// (quanta) and its four pipe flows as f32 bits, 32 bytes.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct DeviceOverwrite {
+    /// Row-major cell index.
+    pub cell: u32,
+    /// Depth, quanta.
+    pub depth: i32,
+    /// Padding to the flows' 16-byte alignment.
+    pub pad: [u32; 2],
+    /// Flows of the E, S, SE and SW pipes, as f32 bits.
+    pub flow_bits: [u32; 4],
 }
 
 /// A device buffer a GPU backend reads back whole, waiting for the device (tests, saving,

@@ -353,7 +353,13 @@ impl DeviceSleep {
     /// Marks the tiles of every cell `batch` touches for the next step.
     pub fn mark_edits(&mut self, batch: &super::pending::EditBatch) {
         let cells = batch.water.iter().map(|e| e.cell).chain(batch.terrain.iter().map(|e| e.cell));
-        for cell in cells.chain(batch.displacement.iter().map(|e| e.cell)).chain(batch.nudges.iter().map(|e| e.cell)) {
+        self.mark_edited(cells.chain(batch.displacement.iter().map(|e| e.cell)).chain(batch.nudges.iter().map(|e| e.cell)));
+    }
+
+    /// Marks the tiles of `cells`, whose water or ground changed on the device outside a step,
+    /// for the next step, and the snapshot to redraw them.
+    pub fn mark_edited(&mut self, cells: impl IntoIterator<Item = u32>) {
+        for cell in cells {
             self.mark(cell, WAKE_FIRST_STEP);
             self.edited_without_plan = true;
         }

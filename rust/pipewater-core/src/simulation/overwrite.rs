@@ -31,9 +31,10 @@ impl Simulation {
     /// still balances. Refuses, changing nothing, a cell off the grid, a depth out of range or
     /// a flow that is not finite.
     ///
-    /// On the CPU backend only the cells given are touched (their tiles wake, as after an
-    /// edit); elsewhere the whole state is read and written back (on a GPU, a wait for the
-    /// device).
+    /// On the CPU and wgpu backends only the cells given are touched (their tiles wake, as
+    /// after an edit; on wgpu one small upload and a dispatch, `shaders/overwrite.wgsl`, with
+    /// no wait for the device); a backend without such a write reads the whole state and
+    /// writes it back.
     pub fn overwrite_cells(&mut self, cells: &[CellOverwrite]) -> Result<()> {
         let n = self.grid.cell_count();
         for c in cells {

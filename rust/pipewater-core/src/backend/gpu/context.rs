@@ -74,6 +74,8 @@ pub struct GpuContext {
     pub(super) cooling_pipelines: std::sync::OnceLock<Arc<super::cooling::CoolingPipelines>>,
     /// The comparison of a sync server's tiles (`tile_changes.rs`), made by its first capture.
     pub(super) tile_change_pipelines: std::sync::OnceLock<Arc<super::tile_changes::TileChangePipelines>>,
+    /// The write of a sync client's cells (`overwrite.rs`), made by its first write.
+    pub(super) overwrite_pipelines: std::sync::OnceLock<Arc<super::overwrite::OverwritePipelines>>,
     /// Bind group layout of the sleeping tiles' plan.
     pub tiles_layout: wgpu::BindGroupLayout,
     /// The plan of a frame's first step (`tiles.wgsl`).
@@ -400,6 +402,7 @@ impl GpuContext {
             detail_pipelines: std::sync::OnceLock::new(),
             cooling_pipelines: std::sync::OnceLock::new(),
             tile_change_pipelines: std::sync::OnceLock::new(),
+            overwrite_pipelines: std::sync::OnceLock::new(),
             tiles_layout,
             plan_frame_start,
             plan_next_step,

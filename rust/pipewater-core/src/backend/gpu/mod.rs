@@ -40,6 +40,7 @@ pub mod cooling;
 pub mod detail;
 mod list;
 pub mod overrides;
+pub mod overwrite;
 pub mod shaders;
 pub mod tile_changes;
 pub mod world;
@@ -266,6 +267,8 @@ pub struct GpuBackend {
     cooling: Option<cooling::GpuCooling>,
     /// A sync server's comparison of its tiles (`tile_changes.rs`), made by its first reset.
     tile_changes: Option<tile_changes::GpuTileChanges>,
+    /// A sync client's write of cells (`overwrite.rs`), made by its first write.
+    overwrite: Option<overwrite::GpuOverwrite>,
 }
 
 impl GpuBackend {
@@ -365,6 +368,7 @@ impl GpuBackend {
             },
             cooling: None,
             tile_changes: None,
+            overwrite: None,
         };
         backend.upload(state, Counters::default(), 0)?;
         Ok(backend)
@@ -1065,6 +1069,10 @@ impl Backend for GpuBackend {
             state.store(SLOT_FREE, Ordering::Release);
             depth
         })))
+    }
+
+    fn overwrite_cells(&mut self, cells: &[crate::simulation::CellOverwrite]) -> Result<bool> {
+        self.overwrite_cells_now(cells)
     }
 
     fn reset_tile_changes(&mut self, tiles: &super::sleep::TileGrid) -> Result<bool> {

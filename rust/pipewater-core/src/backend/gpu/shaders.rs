@@ -101,5 +101,9 @@ pub const COOLING: Family = Family { fragments: &[COMMON, LEDGER_COUNTERS, fragm
 /// device and read back alone ([`super::tile_changes`]).
 pub const TILE_CHANGES: Family = Family { fragments: &[COMMON, fragment!("tile_changes.wgsl")] };
 
+/// Cells set to another simulation's water, a multiplayer client's copy of the server's tiles
+/// ([`super::overwrite`]).
+pub const OVERWRITE: Family = Family { fragments: &[COMMON, LEDGER_COUNTERS, fragment!("overwrite.wgsl")] };
+
 /// Every pass family.
-pub const FAMILIES: [Family; 9] = [STEP, TILES, EDITS, BODIES, SNAPSHOT, DETAIL, COOLING, TILE_CHANGES, WORLD_COARSE];
+pub const FAMILIES: [Family; 10] = [STEP, TILES, EDITS, BODIES, SNAPSHOT, DETAIL, COOLING, TILE_CHANGES, OVERWRITE, WORLD_COARSE];
