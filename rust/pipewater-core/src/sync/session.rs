@@ -242,8 +242,8 @@ impl ServerSession {
                 return Ok(());
             }
         }
-        // Made at the first whole read: a server whose backend reads tiles alone never holds
-        // a grid-sized copy of the water.
+        // Made at the first whole read: a CPU server, which reads its changed tiles alone,
+        // never holds a grid-sized copy of the water (a GPU server does, from its first one).
         let cells = self.server.tiles().cells.iter().map(|&n| n as usize).product();
         self.depth.resize(cells, 0);
         self.flow.resize(cells, [0.0; 4]);
