@@ -19,7 +19,8 @@
 //! `--paced` runs the frames at 60 Hz of wall time, as a server does, instead of back to back
 //! (where a GPU's reads begun at one sync may not have arrived at the next, 0.3 ms later).
 //!
-//! `--step-only` runs the same frames without a server and prints what the step costs alone.
+//! `--step-only` runs the same frames without a server and prints what the step costs alone
+//! (paced too with `--paced`).
 //!
 //! `--check` also reads the whole state at every sync into a second server that compares every
 //! tile, and counts the captures after which the session's server holds other water than it
@@ -64,14 +65,23 @@ fn main() {
     // the river spreads.
     let awake = |sim: &Simulation| sim.sleep_report().map_or("no sleeping tiles".to_string(), |r| format!("{} steps a frame, {} tiles awake, {:.2} M cell-steps a frame", r.steps, r.awake_tiles, r.cells_stepped as f64 / 1.0e6));
     println!("after the warm-up: {}", awake(&sim));
+    let paced = args.iter().any(|a| a == "--paced");
     if args.iter().any(|a| a == "--step-only") {
-        // The same frames without a server: what the step costs alone.
+        // The same frames without a server: what the step costs alone (paced like a server's
+        // with `--paced`: its difference from a server's step plus sync is what serving costs).
         let frames = (seconds / FRAME as f64) as u32;
-        let t = Instant::now();
-        for _ in 0..frames {
+        let mut spent = Duration::ZERO;
+        let run_start = Instant::now();
+        for frame in 0..frames {
+            if paced {
+                let due = run_start + Duration::from_secs_f64(frame as f64 * FRAME as f64);
+                std::thread::sleep(due.saturating_duration_since(Instant::now()));
+            }
+            let t = Instant::now();
             sim.advance(FRAME).expect("advance");
+            spent += t.elapsed();
         }
-        println!("step alone: {:.3} ms a frame over {frames} frames; at the end: {}", t.elapsed().as_secs_f64() * 1000.0 / frames.max(1) as f64, awake(&sim));
+        println!("step alone{}: {:.3} ms a frame over {frames} frames; at the end: {}", if paced { ", paced" } else { "" }, spent.as_secs_f64() * 1000.0 / frames.max(1) as f64, awake(&sim));
         return;
     }
 
@@ -101,7 +111,6 @@ fn main() {
     let mut to_server: Vec<Vec<u8>> = Vec::new();
     // The client polls at the session's rate (every second frame at 60 Hz).
     let client_every = (1.0 / SYNC_HZ / FRAME as f64).round().max(1.0) as u32;
-    let paced = args.iter().any(|a| a == "--paced");
     let run_start = Instant::now();
     for frame in 0..frames {
         if paced {
@@ -175,7 +184,7 @@ fn main() {
     println!("| grid | backend | step ms/frame | sync ms/frame | sync / step | capture (read, compare) ms/frame | polls (encode, compress) ms/frame | tiles read per sync | steady B/s per client (kbit/s) | budget kbit/s |");
     println!("|---|---|---|---|---|---|---|---|---|---|");
     println!(
-        "| {side}² | {} | {:.2} | {:.3} | {:.1} % | {:.3} | {:.3} | {:.1} of {} | {} | {budget} |",
+        "| {side}² | {} | {:.3} | {:.3} | {:.1} % | {:.3} | {:.3} | {:.1} of {} | {} | {budget} |",
         sim.backend_description(),
         per_frame(step[1]),
         per_frame(sync[1]),

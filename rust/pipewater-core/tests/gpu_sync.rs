@@ -238,3 +238,72 @@ fn a_gpu_client_overwritten_per_cell_runs_on_as_a_simulation_loaded_whole() {
     assert_eq!(differing, 0);
     assert_eq!(ledger.expected_total(), held);
 }
+
+/// The device's comparison (`begin_tile_changes`) rides on the backend's next submission instead
+/// of one of its own: it must still describe the water of the moment it was begun, whatever comes
+/// after it — taken with no frame between (it then goes alone), taken after three frames (the
+/// first carries it), and taken after a saved state was restored over the water (the restore's
+/// uploads must wait behind it). In each case the tiles read must be exactly those whose depth or
+/// flow bits differ between the water at the last comparison and the water at this one's begin
+/// (read whole on the host before it), each with that water. A dam break on 64² in 16 tiles of
+/// 16². Prints, per case, the tiles expected and read and the cells that disagree.
+#[test]
+fn a_comparison_riding_on_the_next_submission_describes_the_water_it_was_begun_at() {
+    if !gpu_or_skip("a_comparison_riding_on_the_next_submission_describes_the_water_it_was_begun_at") {
+        return;
+    }
+    use pipewater_core::backend::sleep::TileGrid;
+    use pipewater_core::sync::tile_rect;
+    let grid = Grid::new(64, 64, 1.0).unwrap();
+    let mut sim = Simulation::new(scenarios::dam_break(grid, 20, 1.0, 0.3), Params::default(), BackendPreference::Gpu).unwrap();
+    let frame = 1.0 / 60.0;
+    for _ in 0..20 {
+        sim.advance(frame).unwrap();
+    }
+    let tiles = TileGrid::new(64, 64, [16, 16]);
+    assert!(sim.reset_tile_changes(&tiles).unwrap(), "wgpu compares on its device");
+    let saved = sim.save_state().unwrap();
+    let mut base = sim.read_state().unwrap();
+    for case in ["nothing after it", "three frames after it", "a restore after it"] {
+        for _ in 0..5 {
+            sim.advance(frame).unwrap();
+        }
+        let at_begin = sim.read_state().unwrap();
+        let reader = sim.begin_tile_changes(&tiles, tiles.count()).unwrap().expect("a comparison");
+        match case {
+            "three frames after it" => {
+                for _ in 0..3 {
+                    sim.advance(frame).unwrap();
+                }
+            }
+            "a restore after it" => sim.restore_state(&saved).unwrap(),
+            _ => {}
+        }
+        let changes = (reader.read)().unwrap();
+        let differs = |a: &pipewater_core::State, b: &pipewater_core::State, cell: usize| a.depth[cell] != b.depth[cell] || a.flow[cell].map(f32::to_bits) != b.flow[cell].map(f32::to_bits);
+        let expected: Vec<u32> = (0..tiles.count())
+            .filter(|&t| {
+                let r = tile_rect(&tiles, t);
+                (r.y..r.y + r.height).any(|y| (r.x..r.x + r.width).any(|x| differs(&base, &at_begin, grid.index(x, y))))
+            })
+            .map(|t| t as u32)
+            .collect();
+        let mut read = changes.tiles.clone();
+        read.sort_unstable();
+        let mut wrong_cells = 0usize;
+        for (slot, &t) in changes.tiles.iter().enumerate() {
+            let r = tile_rect(&tiles, t as usize);
+            for (i, (x, y)) in (r.y..r.y + r.height).flat_map(|y| (r.x..r.x + r.width).map(move |x| (x, y))).enumerate() {
+                let cell = grid.index(x, y);
+                let at = slot * 256 + i;
+                wrong_cells += (changes.depth[at] != at_begin.depth[cell] || changes.flow[at].map(f32::to_bits) != at_begin.flow[cell].map(f32::to_bits)) as usize;
+            }
+        }
+        println!("{case}: tiles expected {expected:?}, read {read:?} ({} differing); cells other than at the begin: {wrong_cells}", changes.differing);
+        assert!(!expected.is_empty(), "{case}: the water moved between the comparisons");
+        assert_eq!(read, expected, "{case}: the tiles read");
+        assert_eq!(changes.differing, expected.len(), "{case}: the tiles counted");
+        assert_eq!(wrong_cells, 0, "{case}: the water read");
+        base = at_begin;
+    }
+}

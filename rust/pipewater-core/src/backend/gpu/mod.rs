@@ -179,6 +179,41 @@ const SLOT_FREE: u32 = 0;
 const SLOT_PENDING: u32 = 1;
 const SLOT_READY: u32 = 2;
 const SLOT_FAILED: u32 = 3;
+/// Work recorded to ride on the backend's next submission rather than make one of its own: on a
+/// fast device the host's cost of a submission (tens of microseconds) is most of a small job's
+/// cost. Any submission of the backend takes it first, so it runs exactly where it was recorded
+/// in the queue's order; whoever needs its result before the backend submits again (no frame
+/// followed) submits it alone.
+#[derive(Clone, Default)]
+struct Riding(Arc<parking_lot::Mutex<Option<RidingWork>>>);
+
+struct RidingWork {
+    commands: wgpu::CommandBuffer,
+    /// Runs right after the submission that carried `commands` (a `map_async` of what they wrote,
+    /// which must follow it).
+    then: Box<dyn FnOnce() + Send>,
+}
+
+impl Riding {
+    /// Makes `work` ride; work already riding is submitted first, alone, keeping the order.
+    fn set(&self, queue: &wgpu::Queue, work: RidingWork) {
+        self.submit_alone(queue);
+        *self.0.lock() = Some(work);
+    }
+
+    fn take(&self) -> Option<RidingWork> {
+        self.0.lock().take()
+    }
+
+    /// Submits the riding work on its own, if no submission has carried it yet.
+    fn submit_alone(&self, queue: &wgpu::Queue) {
+        if let Some(work) = self.take() {
+            queue.submit([work.commands]);
+            (work.then)();
+        }
+    }
+}
+
 /// Taken off the device, its bytes being decoded on another thread.
 const SLOT_DECODING: u32 = 4;
 
@@ -267,6 +302,8 @@ pub struct GpuBackend {
     cooling: Option<cooling::GpuCooling>,
     /// A sync server's comparison of its tiles (`tile_changes.rs`), made by its first reset.
     tile_changes: Option<tile_changes::GpuTileChanges>,
+    /// Work that rides on the next submission instead of a submission of its own.
+    riding: Riding,
     /// A sync client's write of cells (`overwrite.rs`), made by its first write.
     overwrite: Option<overwrite::GpuOverwrite>,
 }
@@ -368,6 +405,7 @@ impl GpuBackend {
             },
             cooling: None,
             tile_changes: None,
+            riding: Riding::default(),
             overwrite: None,
         };
         backend.upload(state, Counters::default(), 0)?;
@@ -702,7 +740,14 @@ impl GpuBackend {
 
     /// Submits `encoder`; returns our sequence number of the submission and wgpu's index.
     fn submit(&mut self, encoder: wgpu::CommandEncoder) -> (u64, wgpu::SubmissionIndex) {
-        let index = self.ctx.queue.submit([encoder.finish()]);
+        let index = match self.riding.take() {
+            Some(work) => {
+                let index = self.ctx.queue.submit([work.commands, encoder.finish()]);
+                (work.then)();
+                index
+            }
+            None => self.ctx.queue.submit([encoder.finish()]),
+        };
         self.submissions += 1;
         (self.submissions, index)
     }
@@ -740,6 +785,8 @@ impl GpuBackend {
     /// Replaces every field with `state`'s, the ledger with `counters` and the frame count with
     /// `frames`: the one full upload.
     fn upload(&mut self, state: &State, counters: Counters, frames: u64) -> Result<()> {
+        // Riding work reads the fields as they were: it goes before the writes below.
+        self.riding.submit_alone(&self.ctx.queue);
         let q = &self.ctx.queue;
         q.write_buffer(&self.uniforms, 0, bytemuck::bytes_of(&self.host.constants));
         q.write_buffer(&self.terrain, 0, bytemuck::cast_slice(&state.terrain));
@@ -994,6 +1041,7 @@ impl Backend for GpuBackend {
 
     fn restore_rows(&mut self, state: &State, rows: std::ops::Range<u32>) -> Result<bool> {
         self.host.check_grid(state, "restored grid")?;
+        self.riding.submit_alone(&self.ctx.queue);
         let w = state.grid.width as usize;
         let cells = rows.start as usize * w..(rows.end as usize * w).min(state.terrain.len());
         let (q, at) = (&self.ctx.queue, |bytes_per_cell: usize| (cells.start * bytes_per_cell) as u64);

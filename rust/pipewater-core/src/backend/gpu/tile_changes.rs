@@ -184,19 +184,27 @@ impl GpuBackend {
         encoder.copy_buffer_to_buffer(&changes.read_depth, 0, &changes.staging, ids, depth_bytes);
         encoder.copy_buffer_to_buffer(&changes.read_flow, 0, &changes.staging, ids + depth_bytes, 4 * depth_bytes);
         let (staging, state) = (changes.staging.clone(), changes.state.clone());
-        self.submit(encoder);
         state.store(SLOT_PENDING, Ordering::Release);
-        let flag = state.clone();
         let total = staging_bytes(limit, stride) as u64;
-        staging.map_async(wgpu::MapMode::Read, ..total, move |r| flag.store(if r.is_ok() { SLOT_READY } else { SLOT_FAILED }, Ordering::Release));
+        // The comparison rides on the next frame's submission (a server steps on at once): one
+        // submission fewer a sync, which on a fast device was most of its cost. It runs before
+        // that frame's steps, on the water of the frame it was begun at, as alone.
+        let (mapped, flag) = (staging.clone(), state.clone());
+        let then = Box::new(move || mapped.map_async(wgpu::MapMode::Read, ..total, move |r| flag.store(if r.is_ok() { SLOT_READY } else { SLOT_FAILED }, Ordering::Release)));
+        self.riding.set(&self.ctx.queue, super::RidingWork { commands: encoder.finish(), then });
         self.check()?;
-        let device = self.ctx.device.clone();
-        let (polled, arrived) = (device.clone(), state.clone());
+        let (device, queue) = (self.ctx.device.clone(), self.ctx.queue.clone());
+        let (polled, arrived, riding) = (device.clone(), state.clone(), self.riding.clone());
+        let flushed = queue.clone();
         let ready = Box::new(move || {
+            // No frame followed (a paused server): the comparison goes alone.
+            riding.submit_alone(&flushed);
             let _ = polled.poll(wgpu::PollType::Poll);
             arrived.load(Ordering::Acquire) != SLOT_PENDING
         });
+        let riding = self.riding.clone();
         Ok(Some(TileChangesReader { ready, read: Box::new(move || {
+            riding.submit_alone(&queue);
             context::poll_until(&device, DEVICE_WAIT_LIMIT, "the tile changes' read", || state.load(Ordering::Acquire) != SLOT_PENDING)?;
             if state.load(Ordering::Acquire) != SLOT_READY {
                 state.store(SLOT_FREE, Ordering::Release);
