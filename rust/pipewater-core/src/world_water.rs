@@ -9,8 +9,9 @@
 //! cell's velocity sees its neighbours' pipes) and runs the dense grid's own texel and sampling
 //! functions on it, so a world and a dense grid answer the same question the same way.
 //!
-//! What the world does not do yet, and refuses by name: the triangular lattice, erosion and
-//! cooling (no world pass), bodies and the detail layer.
+//! Floating bodies couple with a world as with a dense grid ([`WorldWater::couple_bodies`], in
+//! `world_water/bodies.rs`). What the world does not do yet, and refuses by name: the triangular
+//! lattice, erosion and cooling (no world pass); it has no detail layer.
 
 use crate::backend::gpu::world::{CoarseParams, CoarseRead, World, WorldReport, WorldSaveJob, COARSE_SUMS};
 use crate::error::{check_range, Error, Result};
@@ -26,6 +27,9 @@ use crate::simulation::{inflow_quanta_per_step, MAX_EDIT_VOLUME, MAX_FRAME_DELTA
 use crate::sources::SourceId;
 use crate::world_save::{WorldSave, WorldSource};
 use crate::state::{Snapshot, State};
+
+mod bodies;
+pub use bodies::MAX_BODY_REGION_SIDE;
 
 /// Largest window [`WorldWater::read_window`] reads in one call, cells a side: the dense grid's
 /// largest side.

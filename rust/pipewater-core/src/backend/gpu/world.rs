@@ -29,6 +29,7 @@
 //!   and a cell of a held page on both sides, so the ledger stays exact. A held page keeps both
 //!   copies of its fields equal and its water fields, and steps what it owes once released.
 
+mod bodies;
 mod coarse;
 pub use coarse::{CoarseParams, CoarseRead, COARSE_SUMS, COARSE_WORKGROUP};
 
@@ -262,6 +263,9 @@ pub struct World {
     /// the blocks of that stride it meets ([`World::terrain_block_means`]); dropped when the
     /// page's terrain changes.
     terrain_block_sums: std::collections::HashMap<usize, (u32, Vec<f64>)>,
+    /// Heads of floating bodies per page: (cell within the page, head m), sorted by cell. The
+    /// page's terrain slot holds its terrain plus these (world/bodies.rs).
+    displacement: std::collections::HashMap<usize, Vec<(u32, f32)>>,
 }
 
 struct WorldPipelines {
@@ -451,6 +455,7 @@ impl World {
             residency_edges: None,
             coarse_pipeline: None,
             terrain_block_sums: std::collections::HashMap::new(),
+            displacement: std::collections::HashMap::new(),
             ctx,
         })
     }
@@ -551,12 +556,19 @@ impl World {
         Ok(out)
     }
 
+    /// Writes `page`'s terrain slot: its terrain, plus the heads of floating bodies on it (the
+    /// bed the step reads; world/bodies.rs).
     fn upload_terrain(&self, page: usize) {
         let cells = (self.side * self.side) as usize;
         let at = self.slots[page][0] as u64 * cells as u64 * 4;
+        let displaced = self.displacement.contains_key(&page);
         match &self.terrain[page] {
-            Some(heights) => self.ctx.queue.write_buffer(&self.fields.terrain, at, bytemuck::cast_slice(heights)),
-            None => self.ctx.queue.write_buffer(&self.fields.terrain, at, bytemuck::cast_slice(&vec![self.ground; cells])),
+            Some(heights) if !displaced => self.ctx.queue.write_buffer(&self.fields.terrain, at, bytemuck::cast_slice(heights)),
+            terrain => {
+                let mut bed = terrain.as_ref().map_or_else(|| vec![self.ground; cells], |t| t.to_vec());
+                self.add_heads(page, &mut bed);
+                self.ctx.queue.write_buffer(&self.fields.terrain, at, bytemuck::cast_slice(&bed));
+            }
         }
     }
 
