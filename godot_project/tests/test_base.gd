@@ -39,9 +39,10 @@ func _finish(verdict: String = "PIPEWATER TESTS") -> void:
 
 
 ## A RigidBody3D crate of [param mass] kg at [param at] with a box PipeWaterBody hull of
-## [param size] m pushing [param water] and, unless [param with_shape] is false, a box
-## CollisionShape3D of the same size (the shape gives the body its inertia). Not yet in the tree.
-func _make_crate(at: Vector3, size: Vector3, mass: float, water: PipeWater,
+## [param size] m pushing [param water] (a PipeWater or a PipeWaterWorld; null: the default water)
+## and, unless [param with_shape] is false, a box CollisionShape3D of the same size (the shape
+## gives the body its inertia). Not yet in the tree.
+func _make_crate(at: Vector3, size: Vector3, mass: float, water: Node3D,
 		with_shape: bool = true) -> RigidBody3D:
 	var crate := RigidBody3D.new()
 	crate.mass = mass

@@ -3,7 +3,8 @@ extends "res://tests/test_base.gd"
 ## past the largest PipeWater grid holds a lake where it was poured, answers queries anywhere,
 ## keeps its ledger exact, shows the water around its focus node in its textures and the far water
 ## beyond them in coarse ones, steps far water at the focus policy's pace (paused water keeps every
-## bit), and refuses bad input with a message and no effect. That the world steps as the dense
+## bit), floats a PipeWaterBody crate at its draft across a page corner, and refuses bad input
+## with a message and no effect. That the world steps as the dense
 ## grid does, bit for bit, is tested in Rust (tests/gpu_world.rs, tests/gpu_world_water.rs); that
 ## the far water's texels are the CPU's aggregation of the full read, in tests/gpu_world_coarse.rs.
 
@@ -22,6 +23,7 @@ func _run() -> void:
 	await _test_bad_input_is_refused_with_no_effect()
 	await _test_far_water_sits_out_frames_and_flows_when_a_focus_comes()
 	await _test_far_water_is_drawn_beyond_the_window()
+	await _test_a_crate_floats_on_a_world_at_its_draft()
 	await _test_the_world_demo_runs_and_its_dam_breaks()
 	_finish()
 
@@ -436,6 +438,64 @@ func _test_far_water_is_drawn_beyond_the_window() -> void:
 			and not world.get_world_report().has("far_origin"), "far_water_cells 0 turns it off")
 	_check(world.get_water_ledger().get("exact", false), "the ledger is exact")
 	focus.free()
+	world.free()
+
+
+func _test_a_crate_floats_on_a_world_at_its_draft() -> void:
+	print("-- a 2 x 1 x 2 m crate of 2000 kg on a PipeWaterBody, dropped where four pages meet in")
+	print("   a 3 m pool of a 224² world (its hull's water left empty: the world is the default)")
+	var world := PipeWaterWorld.new()
+	world.world_size = Vector2i(224, 224)
+	world.cell_size = 1.0
+	world.ground_height = 10.0
+	world.far_water_cells = 0
+	world.running = false
+	root.add_child(world)
+	await process_frame
+	_check(world.is_ready(), "the world exists: %s" % world.get_last_error())
+	if not world.is_ready():
+		world.free()
+		return
+	var side: int = 56
+	var half: int = 112
+	# A 48 × 48 m basin with its floor at 0 m around the corner of pages (0, 0) to (1, 1), walls at
+	# 10 m; 3 m of water poured on each of its cells.
+	var heights := PackedFloat32Array()
+	for i in 64 * 64:
+		var inside: bool = i % 64 >= 8 and i % 64 < 56 and i / 64 >= 8 and i / 64 < 56
+		heights.append(0.0 if inside else 10.0)
+	world.set_terrain_region(Vector2i(side - 32, side - 32), Vector2i(64, 64), heights)
+	var poured: float = 0.0
+	for y in range(side - 24, side + 24):
+		for x in range(side - 24, side + 24):
+			poured += world.add_water(Vector3(x + 0.5 - half, 0.0, y + 0.5 - half), 3.0, 0.4)
+	_near(poured, 48.0 * 48.0 * 3.0, 0.01, "3 m of water poured on each basin cell")
+	var corner := Vector3(side - half, 0.0, side - half)
+	var crate: RigidBody3D = _make_crate(corner + Vector3(0.0, 3.6, 0.0), Vector3(2.0, 1.0, 2.0),
+			2000.0, null)
+	root.add_child(crate)
+	world.running = true
+	for i in 600:
+		await physics_frame
+	var hull: Node3D = crate.get_child(1)
+	var displaced: float = hull.get(&"displaced_volume")
+	var level: float = hull.get(&"water_level")
+	var ledger: Dictionary = world.get_water_ledger()
+	print("   displaced %.4f m³ (expected 2), crate centre %.4f m, level %.4f m, vertical" % [
+			displaced, crate.global_position.y, level]
+			+ " speed %.4f m/s; %s" % [crate.linear_velocity.y, ledger])
+	# Afloat, the hull displaces its mass in water: 2000 kg / 1000 kg/m³ = 2 m³, a draft of 0.5 m,
+	# so its centre sits at the level.
+	_near(displaced, 2.0, 0.04, "the floating hull displaces its mass in water (2 %)")
+	_near(crate.global_position.y, level, 0.05, "the crate floats half in: a draft of 0.5 m")
+	_near(level, 3.0 + 2.0 / (48.0 * 48.0), 0.05, "around the crate the pool stands at 3 m")
+	_near(Vector2(crate.global_position.x, crate.global_position.z).distance_to(
+			Vector2(corner.x, corner.z)), 0.0, 1.0, "the crate stays at the page corner")
+	_check(ledger.get("exact", false), "the ledger is exact")
+	_near(ledger.get("held", 0.0), poured, 0.001, "the hull moves water, never adds or takes it")
+	_near(world.get_terrain_height(corner + Vector3(0.5, 0.0, 0.5)), 0.0, 1.0e-6,
+			"under the hull get_terrain_height is the basin's floor, not the hull")
+	await _free(crate)
 	world.free()
 
 

@@ -2,9 +2,10 @@
 //! `Node3D`) and the water feels the body: it is displaced, dragged along and sent out in wakes
 //! and rings; a rigid body gets buoyancy and drag back ([`pipewater_core::bodies`]).
 //!
-//! The `PipeWater` node gathers every body of the group `pipe_water_bodies` once per physics
-//! frame, couples them in one batch and applies the forces. The conversions between Godot's
-//! transforms and the core's body are plain functions here, tested without Godot.
+//! The `PipeWater` and `PipeWaterWorld` nodes gather every body of the group `pipe_water_bodies`
+//! that pushes them once per physics frame ([`gather_bodies`]), couple them in one batch and
+//! apply the forces ([`hand_out_forces`]). The conversions between Godot's transforms and the
+//! core's body are plain functions here, tested without Godot.
 
 use crate::validate;
 use godot::classes::{INode3D, Node3D, RigidBody3D};
@@ -14,6 +15,53 @@ use pipewater_core::glam::{Quat, Vec3};
 
 /// Group every `PipeWaterBody` joins, where `PipeWater` finds them.
 pub const BODY_GROUP: &str = "pipe_water_bodies";
+/// Group every `PipeWaterWorld` joins: a body whose `water` is empty pushes the first of them
+/// when no `PipeWater` is in the tree.
+pub const WORLD_GROUP: &str = "pipe_water_worlds";
+
+/// The water a `PipeWaterBody` with an empty `water` pushes: the first node of the group
+/// `pipe_water` (a `PipeWater`), or when there is none the first `PipeWaterWorld`.
+pub fn default_water(tree: &Gd<godot::classes::SceneTree>) -> Option<InstanceId> {
+    tree.get_first_node_in_group("pipe_water").or_else(|| tree.get_first_node_in_group(WORLD_GROUP)).map(|n| n.instance_id())
+}
+
+/// The hulls that push the water node `water` (at global `transform`) this physics frame of
+/// `delta` s, and their bodies in the water's frame, in the same order; hulls left out (disabled,
+/// invalid) have their figures cleared.
+pub fn gather_bodies(water: &Gd<Node3D>, transform: &Transform3D, delta: f64) -> (Vec<Gd<PipeWaterBody>>, Vec<Body>) {
+    let (mut members, mut bodies) = (Vec::new(), Vec::new());
+    if !water.is_inside_tree() {
+        return (members, bodies);
+    }
+    let tree = water.get_tree();
+    let (me, first_water) = (water.instance_id(), default_water(&tree));
+    for node in tree.get_nodes_in_group(BODY_GROUP).iter_shared() {
+        let Ok(mut hull) = node.try_cast::<PipeWaterBody>() else { continue };
+        if !hull.bind().pushes(me, first_water) {
+            continue;
+        }
+        let described = hull.bind_mut().describe(transform, delta);
+        match described {
+            Some(body) => {
+                members.push(hull);
+                bodies.push(body);
+            }
+            None => hull.bind_mut().clear_figures(),
+        }
+    }
+    (members, bodies)
+}
+
+/// Gives each hull of [`gather_bodies`] its answer from the water at `transform`: its forces, or
+/// cleared figures when it was left out.
+pub fn hand_out_forces(members: Vec<Gd<PipeWaterBody>>, transform: &Transform3D, forces: Vec<pipewater_core::Result<BodyForce>>) {
+    for (mut hull, force) in members.into_iter().zip(forces) {
+        match force {
+            Ok(f) => hull.bind_mut().take(transform, &f),
+            Err(_) => hull.bind_mut().clear_figures(),
+        }
+    }
+}
 
 /// The shape of a `PipeWaterBody`'s hull.
 #[derive(GodotConvert, Var, Export, Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -33,7 +81,7 @@ pub enum HullKind {
 ///
 /// Put it under a `RigidBody3D`, placed and rotated like the hull it stands for (several bodies
 /// on one rigid body make a compound hull; keep them from overlapping). Each physics frame the
-/// `PipeWater` node gathers every `PipeWaterBody`, couples them with the water in one batch and,
+/// `PipeWater` (or `PipeWaterWorld`) node gathers every `PipeWaterBody`, couples them with the water in one batch and,
 /// when `apply_forces` is on, applies to the rigid body the water's buoyancy (the weight of the
 /// water the hull pushes away: a body of mass m floats with m / 1000 kg/m³ displaced) and drag
 /// (towards the water's velocity, equal and opposite to what the hull gives the water). Under a
@@ -50,7 +98,8 @@ pub enum HullKind {
 #[derive(GodotClass)]
 #[class(init, base = Node3D)]
 pub struct PipeWaterBody {
-    /// The water to push. Empty: the first node of the group `pipe_water`.
+    /// The water to push: a `PipeWater` or a `PipeWaterWorld`. Empty: the first node of the group
+    /// `pipe_water` (a `PipeWater`), or when there is none the first `PipeWaterWorld`.
     #[export]
     water: Option<Gd<Node3D>>,
     /// The hull's shape.

@@ -25,6 +25,8 @@ use pipewater_core::world_water::{WorldWater, MAX_FAR_STEP_EVERY, MAX_FOCUS_RADI
 use crate::node::WaterBoundary;
 use pipewater_core::{Boundary, Params};
 
+mod bodies;
+
 /// Cells the window moves by at least: a focus walking about does not shift the textures (and
 /// the surface's vertices) every frame.
 pub const WINDOW_SNAP_CELLS: u32 = 16;
@@ -81,7 +83,8 @@ pub fn upsampled_band(pixels: &[f32], size: [u32; 2], factor: u32, first: u32, r
 /// block of `far_water_stride`² cells (`far_height_texture`, `far_flux_texture`) on a coarser mesh
 /// with the window cut out. Far water may step less often (`focus_nodes`, `focus_radius`,
 /// `far_step_every`); saves hold only the pages with water (`save_state_async`,
-/// `load_state_async`). Needs a wgpu device.
+/// `load_state_async`). `PipeWaterBody` hulls float on it and push its water as on `PipeWater`
+/// (each physics frame, water of 1000 kg/m³). Needs a wgpu device.
 #[derive(GodotClass)]
 #[class(init, base = Node3D)]
 pub struct PipeWaterWorld {
@@ -234,6 +237,9 @@ pub struct PipeWaterWorld {
     refused_params: Option<Params>,
     /// The focus settings last refused, so that the refusal is reported once.
     refused_focus: Option<String>,
+    /// Whether `PipeWaterBody` hulls pushed the water last physics frame (their displacement is
+    /// taken out once when the last one leaves).
+    had_bodies: bool,
     #[init(val = ErrorLog::for_class("PipeWaterWorld"))]
     errors: ErrorLog,
     base: Base<Node3D>,
@@ -241,6 +247,10 @@ pub struct PipeWaterWorld {
 
 #[godot_api]
 impl INode3D for PipeWaterWorld {
+    fn enter_tree(&mut self) {
+        self.base_mut().add_to_group(crate::water_body::WORLD_GROUP);
+    }
+
     fn ready(&mut self) {
         self.ensure_world();
     }
@@ -253,6 +263,9 @@ impl INode3D for PipeWaterWorld {
         self.poll_load();
         if self.running {
             self.sync_focus();
+            if !godot::classes::Engine::singleton().is_editor_hint() {
+                self.couple_bodies(delta.clamp(0.0, 10.0));
+            }
             let result = self.water.as_mut().map(|w| w.advance((delta as f32).clamp(0.0, 10.0)));
             self.core("step", result);
             self.window_stale = true;
@@ -607,6 +620,18 @@ impl PipeWaterWorld {
         let Some(local) = self.local("get_depth", global_position) else { return 0.0 };
         let result = self.water.as_mut().map(|w| w.depth(local.x, local.z));
         self.core("get_depth", result).flatten().unwrap_or(0.0) as f64
+    }
+
+    /// Global Y of the ground at a global position (the terrain itself: floating hulls on the
+    /// water do not raise it); `-INF` off the world.
+    #[func]
+    fn get_terrain_height(&mut self, global_position: Vector3) -> f64 {
+        let Some(local) = self.local("get_terrain_height", global_position) else { return OUTSIDE_HEIGHT as f64 };
+        let result = self.water.as_mut().map(|w| w.terrain_height(local.x, local.z));
+        match self.core("get_terrain_height", result).flatten() {
+            Some(y) => (self.base().get_global_transform() * Vector3::new(local.x, y, local.z)).y as f64,
+            None => OUTSIDE_HEIGHT as f64,
+        }
     }
 
     /// Flow velocity (global, m/s, horizontal) at a global position; zero off the world.

@@ -2,7 +2,7 @@
 //! and `push_water` for scripted pushes (paddles, explosions).
 
 use super::PipeWater;
-use crate::water_body::{PipeWaterBody, BODY_GROUP};
+use crate::water_body::{gather_bodies, hand_out_forces};
 use godot::prelude::*;
 
 #[godot_api(secondary)]
@@ -33,29 +33,8 @@ impl PipeWater {
     /// seconds and applies the water's forces to them. Bodies that left (freed, disabled) simply
     /// stop displacing water.
     pub(super) fn couple_bodies(&mut self, delta: f64) {
-        if !self.base().is_inside_tree() {
-            return;
-        }
-        let tree = self.base().get_tree();
-        let me = self.base().instance_id();
-        let first_water = tree.get_first_node_in_group("pipe_water").map(|n| n.instance_id());
         let transform = self.global_transform();
-        let mut members: Vec<Gd<PipeWaterBody>> = Vec::new();
-        let mut bodies = Vec::new();
-        for node in tree.get_nodes_in_group(BODY_GROUP).iter_shared() {
-            let Ok(mut hull) = node.try_cast::<PipeWaterBody>() else { continue };
-            if !hull.bind().pushes(me, first_water) {
-                continue;
-            }
-            let described = hull.bind_mut().describe(&transform, delta);
-            match described {
-                Some(body) => {
-                    members.push(hull);
-                    bodies.push(body);
-                }
-                None => hull.bind_mut().clear_figures(),
-            }
-        }
+        let (members, bodies) = gather_bodies(&self.to_gd().upcast(), &transform, delta);
         if bodies.is_empty() && !self.had_bodies {
             return;
         }
@@ -75,11 +54,6 @@ impl PipeWater {
         let density = self.fluid_density();
         let result = self.sim.as_mut().map(|s| s.couple_bodies(&bodies, delta as f32, density));
         let Some(forces) = self.errors.core_result("bodies", result) else { return };
-        for (mut hull, force) in members.into_iter().zip(forces) {
-            match force {
-                Ok(f) => hull.bind_mut().take(&transform, &f),
-                Err(_) => hull.bind_mut().clear_figures(),
-            }
-        }
+        hand_out_forces(members, &transform, forces);
     }
 }
