@@ -3,7 +3,7 @@
 //!
 //! `cargo run --release -p pipewater-core --example sync_bench -- [--size 2048] [--warmup 600]
 //! [--seconds 20] [--budget 256] [--backend cpu|gpu] [--check] [--step-only]
-//! [--full-snapshots] [--paced]`
+//! [--full-snapshots] [--paced] [--scene river|flood]`
 //!
 //! The scene is `scenarios::river_valley` (a spring at the head of a valley, 0.5 m³/s per m² of
 //! relief·cell) run for `--warmup` frames of 1/60 s, so the river is flowing; then a
@@ -16,6 +16,8 @@
 //! compress) where the library says which is which; the join's time and bytes; the steady bytes
 //! a second.
 //!
+//! `--scene flood` runs a dam break across the whole grid instead: every tile moves.
+//!
 //! `--paced` runs the frames at 60 Hz of wall time, as a server does, instead of back to back
 //! (where a GPU's reads begun at one sync may not have arrived at the next, 0.3 ms later).
 //!
@@ -26,7 +28,7 @@
 //! tile, and counts the captures after which the session's server holds other water than it
 //! (each compared at the frame it describes: a GPU's capture arrives a sync later); not timed.
 
-use pipewater_core::scenarios::river_valley;
+use pipewater_core::scenarios::{dam_break, river_valley};
 use pipewater_core::sync::{terrain_hash, ServerSession, SyncClient, SYNC_HZ, SyncConfig, SyncServer, SERVER_PEER};
 use pipewater_core::{BackendPreference, Grid, Params, Simulation};
 use std::time::{Duration, Instant};
@@ -48,14 +50,19 @@ fn main() {
     let preference = if backend == "gpu" { BackendPreference::Gpu } else { BackendPreference::Cpu };
 
     let grid = Grid::new(side, side, 1.0).expect("grid");
-    let (state, spring) = river_valley(grid, 7, 8.0);
+    // `--scene flood`: a dam break across the whole grid (2 m behind the dam, 0.5 m before it),
+    // every tile moving: the sync's worst case, where the step is not nearly free.
+    let flood = arg(&args, "--scene", "river".to_string()) == "flood";
+    let (state, spring) = if flood { (dam_break(grid, side / 2, 2.0, 0.5), None) } else { let (s, spring) = river_valley(grid, 7, 8.0); (s, Some(spring)) };
     let hash = terrain_hash(&grid, &state.terrain);
     let mut sim = Simulation::new(state, Params::default(), preference).expect("simulation");
     // A server draws nothing: the node then has a GPU backend read back only what queries touch
     // (WaterOutputs), not every cell's texels each frame (128 MB at 2048²), which would be most
     // of the step's time here. `--full-snapshots` reads them as a game drawing on the CPU does.
     sim.want_full_snapshots(args.iter().any(|a| a == "--full-snapshots"));
-    sim.add_source(spring.x, spring.z, spring.rate, spring.radius).expect("spring");
+    if let Some(spring) = spring {
+        sim.add_source(spring.x, spring.z, spring.rate, spring.radius).expect("spring");
+    }
     let started = Instant::now();
     for _ in 0..warmup {
         sim.advance(FRAME).expect("advance");
