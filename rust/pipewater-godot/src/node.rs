@@ -940,7 +940,9 @@ impl PipeWater {
     /// Figures of `multiplayer_sync` on this peer: `role` (`"server"`, `"client"`, `"waiting"`
     /// for a connection, or `"off"`), `bytes_sent` and `bytes_received` (payloads, B),
     /// `packets_refused`, `seconds` since the session began; on the server `tiles`, `captures`,
-    /// `frame` (frames its water has run: the clients' clock) and `clients` (peer id →
+    /// `tiles_read` (tiles read and compared over all captures: fewer than `tiles` a capture
+    /// where the backend finds the changed ones), `frame` (frames its water has run: the
+    /// clients' clock) and `clients` (peer id →
     /// `bytes_sent` with 40 B a packet of headers, `tiles_current`, `join_seconds`, -1 until its
     /// join completes); on a client `tiles`, `tiles_applied`, `checksum_mismatches`, `complete`
     /// (every tile received), `join_seconds` (-1 until then), `started` (its water was set to

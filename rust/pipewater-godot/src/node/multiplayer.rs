@@ -223,6 +223,7 @@ impl PipeWater {
                 d.set("clients", &clients.to_variant());
                 d.set("tiles", server.tiles().count() as i64);
                 d.set("captures", session.captures() as i64);
+                d.set("tiles_read", session.tiles_read() as i64);
                 d.set("frame", server.frame() as i64);
             }
             Some(Role::Client(session)) => {

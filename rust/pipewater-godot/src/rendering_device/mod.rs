@@ -34,8 +34,10 @@
 
 pub mod detail;
 mod list;
+mod overwrite;
 pub mod spirv;
 pub mod textures;
+mod tile_changes;
 
 use godot::classes::rendering_device::{DataFormat, ShaderStage, StorageBufferUsage, TextureType, TextureUsageBits, UniformType};
 use godot::classes::{RdShaderSpirv, RdTextureFormat, RdTextureView, RdUniform, RenderingDevice, RenderingServer};
@@ -45,7 +47,7 @@ use list::{max_workgroups_x, DeviceList};
 use pipewater_core::backend::frame::FramePass;
 use pipewater_core::backend::gpu::cooling::COOLING_WORKGROUP;
 use pipewater_core::backend::gpu::{list_workgroups, storage_binding_limit_of, EDIT_WORKGROUP, TILES_WORKGROUP};
-use pipewater_core::backend::gpu_host::{DeviceField, GpuHost};
+use pipewater_core::backend::gpu_host::{DeviceField, DeviceOverwrite, GpuHost};
 use pipewater_core::backend::limits::DeviceLimits;
 use pipewater_core::backend::pending::{EditBatch, EditPass};
 use pipewater_core::backend::readback::{Coverage, Read, TileRequests, MAX_TILES_PER_READ};
@@ -172,6 +174,8 @@ pub struct RdBackend {
     tile_list: DeviceList,
     displaced_list: DeviceList,
     nudge_list: DeviceList,
+    /// A multiplayer client's cells to set (`overwrite.rs`).
+    overwrite_list: DeviceList,
     /// The most workgroups a dispatch takes along x.
     max_workgroups: u32,
     gathered: Rid,
@@ -210,6 +214,9 @@ pub struct RdBackend {
     /// Cooling's quanta of the frame and of each cell (`Cooling` of cooling.wgsl), made by the
     /// first frame that cools.
     cooling: Option<Rid>,
+    /// A multiplayer server's comparison of its tiles (`tile_changes.rs`), made by its first
+    /// reset.
+    tile_changes: Option<tile_changes::RdTileChanges>,
 }
 
 /// A frame's sleeping report as read back, with the load generation it was issued in.
@@ -234,6 +241,8 @@ const ENTRY_REPORT_AWAKE_TILES: usize = 9;
 const ENTRY_SUM_TILES: usize = 10;
 const ENTRY_JUDGE_COOLING: usize = 11;
 const ENTRY_APPLY_COOLING: usize = 12;
+const ENTRY_COMPARE_TILES: usize = 13;
+const ENTRY_OVERWRITE_CELLS: usize = 14;
 
 impl RdBackend {
     /// Compiles the shaders on Godot's main rendering device and uploads `state`.
@@ -302,6 +311,7 @@ impl RdBackend {
             tile_list: DeviceList::new(&mut rd, MAX_TILES_PER_READ, 4),
             displaced_list: DeviceList::new(&mut rd, 64, std::mem::size_of::<CellDisplacement>()),
             nudge_list: DeviceList::new(&mut rd, 64, std::mem::size_of::<PipeNudge>()),
+            overwrite_list: DeviceList::new(&mut rd, 64, std::mem::size_of::<DeviceOverwrite>()),
             max_workgroups: max_workgroups_x(&rd),
             step_terrain,
             displacement,
@@ -327,6 +337,7 @@ impl RdBackend {
             recovery_arrived: Arc::new(Mutex::new(Vec::new())),
             recovery_parts: Vec::new(),
             cooling: None,
+            tile_changes: None,
         };
         let made = [backend.uniforms, backend.terrain, backend.step_terrain, backend.displacement, backend.counters, backend.stats, backend.gathered, backend.height_texture, backend.flow_texture];
         let sleeping = [backend.tile_params, backend.tile_wakes, backend.sleep_stats, backend.tile_stale, backend.tile_totals];
@@ -405,6 +416,7 @@ impl RdBackend {
             ListId::Tiles => &mut self.tile_list,
             ListId::Displaced => &mut self.displaced_list,
             ListId::Nudges => &mut self.nudge_list,
+            ListId::Overwrites => &mut self.overwrite_list,
         }
     }
 
@@ -450,6 +462,15 @@ impl RdBackend {
             "tile_stale" => self.tile_stale,
             "tile_totals" => self.tile_totals,
             "cooling" => self.cooling?,
+            // A sync server's comparison (tile_changes.wgsl) and a client's write (overwrite.wgsl).
+            "flow" => self.flux[k],
+            "changes" => self.tile_changes.as_ref()?.params,
+            "captured_depth" => self.tile_changes.as_ref()?.captured_depth,
+            "captured_flow" => self.tile_changes.as_ref()?.captured_flow,
+            "found" => self.tile_changes.as_ref()?.found,
+            "read_depth" => self.tile_changes.as_ref()?.read_depth,
+            "read_flow" => self.tile_changes.as_ref()?.read_flow,
+            "overwrites" => self.overwrite_list.buffer,
             _ => return None,
         })
     }
@@ -871,6 +892,7 @@ enum ListId {
     Tiles,
     Displaced,
     Nudges,
+    Overwrites,
 }
 
 fn callable_variant(c: &Callable) -> Variant {
@@ -910,7 +932,10 @@ impl Drop for RdBackend {
     fn drop(&mut self) {
         let Some(mut rd) = main_device() else { return };
         self.drop_sets(&mut rd);
-        let lists = [self.water_edits.buffer, self.forcing.buffer, self.terrain_edits.buffer, self.tile_list.buffer, self.displaced_list.buffer, self.nudge_list.buffer];
+        if let Some(changes) = self.tile_changes.take() {
+            changes.free(&mut rd);
+        }
+        let lists = [self.water_edits.buffer, self.forcing.buffer, self.terrain_edits.buffer, self.tile_list.buffer, self.displaced_list.buffer, self.nudge_list.buffer, self.overwrite_list.buffer];
         let fields = [self.uniforms, self.terrain, self.step_terrain, self.displacement, self.depth[0], self.depth[1], self.flux[0], self.flux[1], self.counters, self.stats, self.gathered];
         let sleeping = [self.tile_params, self.tile_flags[0], self.tile_flags[1], self.awake_lists[0], self.awake_lists[1], self.tile_wakes, self.sleep_stats, self.tile_stale, self.tile_totals];
         let pipelines: Vec<Rid> = self.pipelines.iter().flat_map(|p| [p.pipeline, p.shader]).collect();
@@ -998,6 +1023,18 @@ impl Backend for RdBackend {
         rd.compute_list_end();
         recorded?;
         Ok(true)
+    }
+
+    fn overwrite_cells(&mut self, cells: &[pipewater_core::simulation::CellOverwrite]) -> Result<bool> {
+        self.overwrite_cells_now(cells)
+    }
+
+    fn reset_tile_changes(&mut self, tiles: &pipewater_core::backend::sleep::TileGrid) -> Result<bool> {
+        self.reset_tile_changes_now(tiles)
+    }
+
+    fn begin_tile_changes(&mut self, tiles: &pipewater_core::backend::sleep::TileGrid, max_tiles: usize) -> Result<Option<pipewater_core::backend::TileChangesReader>> {
+        self.begin_tile_changes_now(tiles, max_tiles)
     }
 
     fn last_readback_bytes(&self) -> u64 {

@@ -69,7 +69,7 @@ impl Program {
 
 /// The entry points the RenderingDevice backend runs besides the step ([`step_program`]), with
 /// the pass family that holds each; they run with naga's bounds checks.
-pub const ENTRY_POINTS: [(&str, shaders::Family, bool); 13] = [
+pub const ENTRY_POINTS: [(&str, shaders::Family, bool); 15] = [
     ("apply_water", shaders::EDITS, false),
     ("apply_terrain", shaders::EDITS, false),
     ("tile_images", shaders::SNAPSHOT, false),
@@ -83,6 +83,8 @@ pub const ENTRY_POINTS: [(&str, shaders::Family, bool); 13] = [
     ("sum_tiles", shaders::SNAPSHOT, false),
     ("judge_cooling", shaders::COOLING, false),
     ("apply_cooling", shaders::COOLING, false),
+    ("compare_tiles", shaders::TILE_CHANGES, false),
+    ("overwrite_cells", shaders::OVERWRITE, false),
 ];
 
 /// The step kernel (`step_columns.wgsl`) specialised for `mode` with `columns` invocations per

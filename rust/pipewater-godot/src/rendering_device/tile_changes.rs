@@ -1,0 +1,292 @@
+//! A multiplayer server's capture on Godot's RenderingDevice ([`Backend::begin_tile_changes`]):
+//! the same pass as on wgpu (`shaders/tile_changes.wgsl`, `compare_tiles`), which compares the
+//! water with the copy the last capture took, tile by tile and bit for bit, and copies only the
+//! tiles that differ into small buffers; here `buffer_copy` packs them into one staging buffer in
+//! the wgpu backend's layout (the count and the slots' tiles, then their depths, then their
+//! flows), so the decoding and the slots' and limit's meaning are the wgpu backend's, and the
+//! core's [`SyncServer::capture_tiles`] takes either.
+//!
+//! The read: with Godot 4.4+ one `buffer_get_data_async` of the staging buffer, begun at one
+//! sync and taken at the next (its callback arrives Godot's frame delay later, so a server in a
+//! window never waits for it); when it has not arrived by the time the server must take it, the
+//! same bytes are read with `buffer_get_data`, waiting. Godot 4.3 has only `buffer_get_data`,
+//! which flushes and waits for the GPU: there the read waits at the sync that takes it, as every
+//! read of this backend does on 4.3 (the header is read that way every frame), but it moves the
+//! changed tiles only, not the whole state and every tile compared on the host as before.
+//!
+//! Nothing is made until a server resets the comparison ([`Backend::reset_tile_changes`]): a game
+//! that is not a server pays nothing.
+//!
+//! [`Backend::begin_tile_changes`]: pipewater_core::backend::Backend::begin_tile_changes
+//! [`Backend::reset_tile_changes`]: pipewater_core::backend::Backend::reset_tile_changes
+//! [`SyncServer::capture_tiles`]: pipewater_core::sync::SyncServer::capture_tiles
+
+use super::{callable_variant, device, free_all, update, RdBackend, WaterList, ENTRY_COMPARE_TILES};
+use godot::classes::RenderingDevice;
+use godot::prelude::*;
+use parking_lot::Mutex;
+use pipewater_core::backend::gpu::tile_changes::MAX_TILE_CHANGE_CELLS;
+use pipewater_core::backend::sleep::TileGrid;
+use pipewater_core::backend::{TileChanges, TileChangesReader};
+use pipewater_core::{Error, Result};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// `TileChangeParams` of tile_changes.wgsl (checked against the WGSL by a test below).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub(super) struct TileChangeParams {
+    width: u32,
+    height: u32,
+    tile_size: u32,
+    tiles_x: u32,
+    limit: u32,
+    pad: [u32; 3],
+}
+
+/// The bytes of a read arrived from Godot's callback, with the number of the read.
+type Arrival = Arc<Mutex<Option<(u64, Vec<u8>)>>>;
+
+/// A backend's comparison over one cutting into tiles: the captured copy, the slots the pass
+/// fills, the staging buffer they are packed into, and the read in flight.
+pub(super) struct RdTileChanges {
+    pub(super) tiles: TileGrid,
+    /// Most tiles one comparison reads.
+    capacity: usize,
+    pub(super) params: Rid,
+    pub(super) captured_depth: Rid,
+    pub(super) captured_flow: Rid,
+    pub(super) found: Rid,
+    pub(super) read_depth: Rid,
+    pub(super) read_flow: Rid,
+    staging: Rid,
+    /// Number of the newest read begun; a reader whose number is not the newest (its buffers
+    /// remade or freed since) fails instead of reading them.
+    newest: Arc<AtomicU64>,
+    /// Held by the reader of the read in flight: one read at a time, as on wgpu.
+    out: Arc<()>,
+    arrived: Arrival,
+}
+
+impl RdTileChanges {
+    fn new(rd: &mut Gd<RenderingDevice>, cells: usize, tiles: TileGrid) -> Result<RdTileChanges> {
+        let stride = tiles.size[0] as usize * tiles.size[1] as usize;
+        let capacity = (MAX_TILE_CHANGE_CELLS / stride).clamp(1, tiles.count());
+        let storage = |rd: &mut Gd<RenderingDevice>, bytes: usize| rd.storage_buffer_create(bytes.max(16) as u32);
+        let changes = RdTileChanges {
+            tiles,
+            capacity,
+            params: rd.uniform_buffer_create(std::mem::size_of::<TileChangeParams>() as u32),
+            captured_depth: storage(rd, 4 * cells),
+            captured_flow: storage(rd, 16 * cells),
+            found: storage(rd, 4 * (1 + capacity)),
+            read_depth: storage(rd, 4 * capacity * stride),
+            read_flow: storage(rd, 16 * capacity * stride),
+            staging: storage(rd, staging_bytes(capacity, stride)),
+            newest: Arc::new(AtomicU64::new(0)),
+            out: Arc::new(()),
+            arrived: Arc::new(Mutex::new(None)),
+        };
+        if changes.rids().iter().any(|r| !r.is_valid()) {
+            changes.free(rd);
+            return Err(Error::Gpu(format!("Godot could not allocate the tile comparison of a {}x{} grid", tiles.cells[0], tiles.cells[1])));
+        }
+        Ok(changes)
+    }
+
+    fn rids(&self) -> [Rid; 7] {
+        [self.params, self.captured_depth, self.captured_flow, self.found, self.read_depth, self.read_flow, self.staging]
+    }
+
+    /// Frees the buffers; a reader still out fails rather than read them.
+    pub(super) fn free(&self, rd: &mut Gd<RenderingDevice>) {
+        self.newest.fetch_add(1, Ordering::AcqRel);
+        free_all(rd, self.rids());
+    }
+}
+
+/// Bytes of a read of `slots` tiles of `stride` cells: the count and the slots' tiles, then their
+/// depths, then their flows (the wgpu backend's staging layout).
+fn staging_bytes(slots: usize, stride: usize) -> usize {
+    4 * (1 + slots) + 20 * slots * stride
+}
+
+/// The tiles a read of `limit` slots holds, from its `bytes` (`staging_bytes(limit, stride)`).
+fn decode(bytes: &[u8], limit: usize, stride: usize) -> Result<TileChanges> {
+    if bytes.len() < staging_bytes(limit, stride) {
+        return Err(Error::Gpu(format!("reading the tile changes back returned {} bytes, expected {}", bytes.len(), staging_bytes(limit, stride))));
+    }
+    let words = |from: usize, count: usize| -> Vec<u32> { bytemuck::pod_collect_to_vec(&bytes[4 * from..4 * (from + count)]) };
+    let differing = words(0, 1)[0] as usize;
+    let read = differing.min(limit);
+    let depth_at = 1 + limit;
+    let flow_at = depth_at + limit * stride;
+    Ok(TileChanges {
+        differing,
+        tiles: words(1, read),
+        depth: bytemuck::pod_collect_to_vec(&bytes[4 * depth_at..4 * (depth_at + read * stride)]),
+        flow: bytemuck::pod_collect_to_vec(&bytes[4 * flow_at..4 * (flow_at + 4 * read * stride)]),
+    })
+}
+
+impl RdBackend {
+    /// [`pipewater_core::backend::Backend::reset_tile_changes`]: the captured copy made (or
+    /// remade, for other tiles) and set to the current copy of the fields, the queued edits
+    /// applied first.
+    pub(super) fn reset_tile_changes_now(&mut self, tiles: &TileGrid) -> Result<bool> {
+        let mut rd = self.check_device()?;
+        let grid = self.host.grid;
+        if tiles.cells != [grid.width, grid.height] || tiles.size[0] != tiles.size[1] || tiles.size[0] == 0 {
+            return Err(Error::invalid("tiles", format!("{:?} of {:?} cells", tiles.size, tiles.cells), format!("square tiles of the grid's {} × {} cells", grid.width, grid.height)));
+        }
+        let queued = self.host.take_edits();
+        self.submit_edits(queued)?;
+        if self.tile_changes.as_ref().is_none_or(|c| c.tiles != *tiles) {
+            if let Some(old) = self.tile_changes.take() {
+                old.free(&mut rd);
+            }
+            self.tile_changes = Some(RdTileChanges::new(&mut rd, grid.cell_count(), *tiles)?);
+            // Sets naming the old buffers went with them.
+            self.drop_sets(&mut rd);
+        }
+        let changes = self.tile_changes.as_ref().expect("made above");
+        let n = grid.cell_count() as u32;
+        let k = self.host.current;
+        copy(&mut rd, self.depth[k], changes.captured_depth, 4 * n)?;
+        copy(&mut rd, self.flux[k], changes.captured_flow, 16 * n)?;
+        Ok(true)
+    }
+
+    /// [`pipewater_core::backend::Backend::begin_tile_changes`]: the comparison over copy
+    /// `host.current` in a compute list after the work recorded so far, its first `max_tiles`
+    /// slots packed into the staging buffer and, with Godot 4.4+, read back without waiting.
+    pub(super) fn begin_tile_changes_now(&mut self, tiles: &TileGrid, max_tiles: usize) -> Result<Option<TileChangesReader>> {
+        let mut rd = self.check_device()?;
+        match self.tile_changes.as_ref() {
+            Some(c) if c.tiles == *tiles && Arc::strong_count(&c.out) == 1 => {}
+            _ => return Ok(None),
+        }
+        let queued = self.host.take_edits();
+        self.submit_edits(queued)?;
+        let changes = self.tile_changes.as_ref().expect("checked above");
+        let limit = max_tiles.clamp(1, changes.capacity);
+        let stride = tiles.size[0] as usize * tiles.size[1] as usize;
+        let params = TileChangeParams { width: tiles.cells[0], height: tiles.cells[1], tile_size: tiles.size[0], tiles_x: tiles.tiles[0], limit: limit as u32, pad: [0; 3] };
+        update(&mut rd, changes.params, bytemuck::bytes_of(&params));
+        rd.buffer_clear(changes.found, 0, 4);
+        let (found, read_depth, read_flow, staging) = (changes.found, changes.read_depth, changes.read_flow, changes.staging);
+        let list = rd.compute_list_begin();
+        let recorded = self.dispatch(&mut rd, list, ENTRY_COMPARE_TILES, WaterList::User, tiles.tiles);
+        rd.compute_list_end();
+        recorded?;
+        let (ids, depth_bytes) = (4 * (1 + limit) as u32, 4 * (limit * stride) as u32);
+        copy_at(&mut rd, found, 0, staging, 0, ids)?;
+        copy_at(&mut rd, read_depth, 0, staging, ids, depth_bytes)?;
+        copy_at(&mut rd, read_flow, 0, staging, ids + depth_bytes, 4 * depth_bytes)?;
+        let total = staging_bytes(limit, stride);
+        let changes = self.tile_changes.as_ref().expect("checked above");
+        let number = changes.newest.fetch_add(1, Ordering::AcqRel) + 1;
+        let arrived = changes.arrived.clone();
+        *arrived.lock() = None;
+        if self.async_reads {
+            let landing = arrived.clone();
+            let callback = Callable::from_fn("pipewater_tile_changes", move |args: &[&Variant]| {
+                if let Some(bytes) = args.first().and_then(|v| v.try_to::<PackedByteArray>().ok()) {
+                    *landing.lock() = Some((number, bytes.to_vec()));
+                }
+            });
+            // A read Godot refuses never arrives: the reader then reads the bytes waiting.
+            rd.call("buffer_get_data_async", &[staging.to_variant(), callable_variant(&callback), 0.to_variant(), (total as i64).to_variant()]);
+        }
+        // Godot 4.3 cannot read without waiting: its read is always "ready" to be taken, and the
+        // taking waits (once a sync, as the header's read does every frame there).
+        let waits_anyway = !self.async_reads;
+        let (token, newest) = (changes.out.clone(), changes.newest.clone());
+        let here = arrived.clone();
+        let ready = Box::new(move || waits_anyway || here.lock().as_ref().is_some_and(|(n, _)| *n == number));
+        let staging_bits = staging.to_u64();
+        let read = Box::new(move || {
+            let _token = token;
+            if let Some((n, bytes)) = arrived.lock().take() {
+                if n == number {
+                    return decode(&bytes, limit, stride);
+                }
+            }
+            if newest.load(Ordering::Acquire) != number {
+                return Err(Error::Gpu("the tile comparison was remade or freed before its read was taken".into()));
+            }
+            // Not arrived (Godot 4.3, or a callback later than the server can wait): the same
+            // bytes, waiting for the GPU.
+            let mut rd = device()?;
+            let bytes = rd.buffer_get_data_ex(Rid::new(staging_bits)).offset_bytes(0).size_bytes(total as u32).done();
+            decode(bytes.as_slice(), limit, stride)
+        });
+        Ok(Some(TileChangesReader { ready, read }))
+    }
+}
+
+/// `size` bytes from the start of `from` to the start of `to`, in the frame's graph.
+fn copy(rd: &mut Gd<RenderingDevice>, from: Rid, to: Rid, size: u32) -> Result<()> {
+    copy_at(rd, from, 0, to, 0, size)
+}
+
+fn copy_at(rd: &mut Gd<RenderingDevice>, from: Rid, from_offset: u32, to: Rid, to_offset: u32, size: u32) -> Result<()> {
+    if size == 0 {
+        return Ok(());
+    }
+    match rd.buffer_copy(from, to, from_offset, to_offset, size) {
+        godot::global::Error::OK => Ok(()),
+        e => Err(Error::Gpu(format!("Godot refused to copy {size} bytes between the tile comparison's buffers: {e:?}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pipewater_core::backend::gpu::shaders;
+
+    /// The host's parameters have the WGSL struct's size and member offsets (naga's layouter),
+    /// so the pass reads the limit and the tiles the host meant.
+    #[test]
+    fn the_tile_change_params_agree_with_the_wgsl() {
+        let source = shaders::TILE_CHANGES.source();
+        let module = naga::front::wgsl::parse_str(&source).expect("tile_changes.wgsl parses");
+        let mut layouter = naga::proc::Layouter::default();
+        layouter.update(module.to_ctx()).expect("layouts");
+        let (handle, ty) = module.types.iter().find(|(_, t)| t.name.as_deref() == Some("TileChangeParams")).expect("TileChangeParams in the WGSL");
+        let naga::TypeInner::Struct { members, span } = &ty.inner else { panic!("TileChangeParams is a struct") };
+        let offsets: Vec<(String, u32)> = members.iter().map(|m| (m.name.clone().unwrap_or_default(), m.offset)).collect();
+        println!("WGSL TileChangeParams: {span} bytes, members {offsets:?}; host {} bytes, limit at {}", std::mem::size_of::<TileChangeParams>(), std::mem::offset_of!(TileChangeParams, limit));
+        assert_eq!(layouter[handle].size, std::mem::size_of::<TileChangeParams>() as u32);
+        let at = |name: &str| offsets.iter().find(|(n, _)| n == name).map(|(_, o)| *o as usize);
+        assert_eq!(at("width"), Some(std::mem::offset_of!(TileChangeParams, width)));
+        assert_eq!(at("height"), Some(std::mem::offset_of!(TileChangeParams, height)));
+        assert_eq!(at("tile_size"), Some(std::mem::offset_of!(TileChangeParams, tile_size)));
+        assert_eq!(at("tiles_x"), Some(std::mem::offset_of!(TileChangeParams, tiles_x)));
+        assert_eq!(at("limit"), Some(std::mem::offset_of!(TileChangeParams, limit)));
+    }
+
+    /// A read decodes as the wgpu backend's: the count (also past the limit), the slots' tiles,
+    /// and only the read tiles' depths and flows from their places in the staging layout.
+    #[test]
+    fn a_read_decodes_the_slots_up_to_the_limit() {
+        let (limit, stride) = (2, 4);
+        let mut words = vec![0u32; staging_bytes(limit, stride) / 4];
+        words[0] = 5; // five tiles differed, two read
+        words[1] = 7;
+        words[2] = 3;
+        for i in 0..limit * stride {
+            words[1 + limit + i] = 100 + i as u32;
+        }
+        for i in 0..4 * limit * stride {
+            words[1 + limit + limit * stride + i] = (i as f32).to_bits();
+        }
+        let changes = decode(bytemuck::cast_slice(&words), limit, stride).unwrap();
+        println!("{changes:?}");
+        assert_eq!((changes.differing, changes.tiles.clone()), (5, vec![7, 3]));
+        assert!(!changes.complete());
+        assert_eq!(changes.depth, (100..108).collect::<Vec<i32>>());
+        assert_eq!(changes.flow[1], [4.0, 5.0, 6.0, 7.0]);
+        assert!(decode(&[0u8; 8], limit, stride).is_err(), "a short read is an error, not a panic");
+    }
+}
