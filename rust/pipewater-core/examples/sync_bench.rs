@@ -205,5 +205,6 @@ fn main() {
     if check {
         println!("of {checked} captures checked against a server comparing every tile of the whole state at the same frame, {differing} held other water");
     }
-    println!("{} of {} tiles current at the end; client applied {} tile updates; {} syncs over {seconds} s", stats.tiles_current, session.server().tiles().count(), client.stats().tiles_applied, syncs);
+    let (held, most) = session.server().versions_held();
+    println!("{} of {} tiles current at the end; client applied {} tile updates; {} syncs over {seconds} s; the server holds {held} tile versions (most of one tile {most})", stats.tiles_current, session.server().tiles().count(), client.stats().tiles_applied, syncs);
 }

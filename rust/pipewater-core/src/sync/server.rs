@@ -11,9 +11,9 @@ use rayon::prelude::*;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
-/// Most versions of one tile the server keeps as bases for deltas. A client whose acknowledged
-/// version fell out gets the tile whole.
-const MAX_VERSIONS_PER_TILE: usize = 16;
+/// Newest versions of a tile kept whatever the clients did with them: the newest is what goes
+/// out next; the one before it may be in flight to a client whose last sent version it was not.
+const KEPT_NEWEST_VERSIONS: usize = 2;
 /// Most replayed edits kept for late joiners (terrain and sources).
 const MAX_EDIT_LOG: usize = 65_536;
 /// Most frames of the frame log kept for clients that have not been sent them yet (18 minutes
@@ -329,24 +329,30 @@ impl SyncServer {
         if complete {
             self.whole_frame = frame;
         }
+        let clients = &self.clients;
         for (t, version) in changed {
             let history = &mut self.history[t];
             history.push(version);
-            // Keep the newest few (a client may acknowledge one it was sent) and every version
-            // from the oldest a client acknowledged on (its base), within a hard bound: a
-            // client whose base falls out gets the tile whole.
-            let oldest_needed = self.clients.values().map(|c| c.acked[t]).filter(|&v| v != 0).min().unwrap_or(u32::MAX);
-            let newest_from = history.len().saturating_sub(MAX_VERSIONS_PER_TILE);
+            // Keep what a client can still use: the newest, each client's acknowledged version
+            // (the base of its next delta) and the version it was sent last (its ack may be on
+            // the way). A version no client was sent never becomes a base; keeping every version
+            // since a client's base held up to 64 of 20 KB a tile while water moved where the
+            // client's budget did not reach (a flood across a 2048² grid: gigabytes).
+            let newest_from = history.len().saturating_sub(KEPT_NEWEST_VERSIONS);
             let mut i = 0;
             history.retain(|v| {
-                let keep = i >= newest_from || v.version >= oldest_needed;
+                let keep = i >= newest_from || clients.values().any(|c| c.acked[t] == v.version || c.sent[t].0 == v.version);
                 i += 1;
                 keep
             });
-            let excess = history.len().saturating_sub(4 * MAX_VERSIONS_PER_TILE);
-            history.drain(..excess);
         }
         n
+    }
+
+    /// Tile versions the server holds with their water (as bases of deltas and to send), in all
+    /// and most of one tile: figures for tests and benchmarks.
+    pub fn versions_held(&self) -> (usize, usize) {
+        (self.history.iter().map(Vec::len).sum(), self.history.iter().map(Vec::len).max().unwrap_or(0))
     }
 
     /// Server frames run when the water of the newest capture was taken.
@@ -405,9 +411,12 @@ impl SyncServer {
                 let client = self.clients.get_mut(&peer).expect("checked above");
                 for (t, v) in entries {
                     let t = t as usize;
-                    // An acknowledgement older than one already taken is a late packet.
-                    let pinned = client.keyframe.get(t).is_some_and(|k| k.version == v);
-                    if v > client.acked[t] && (pinned || self.history[t].iter().any(|h| h.version == v)) {
+                    // An acknowledgement older than one already taken is a late packet. One of a
+                    // version the server no longer holds (neither newest nor last sent when it
+                    // arrived) is taken all the same: the client's base is then unknown here and
+                    // the tile goes whole next; keeping the older base would send deltas against
+                    // a version the client may have dropped, forever.
+                    if v > client.acked[t] {
                         client.acked[t] = v;
                     }
                 }
