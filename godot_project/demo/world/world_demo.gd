@@ -5,7 +5,9 @@ extends Node3D
 ## the hills, lakes where the ground dips, and a reservoir behind a dam across the middle river.
 ## The camera flies down that river; [kbd]B[/kbd] breaches the dam, [kbd]V[/kbd] looks at the
 ## breach from above the reservoir, [kbd]Space[/kbd] pauses the flight, [kbd]Tab[/kbd] shows
-## the pages' figures. See docs/DEMO.md.
+## the pages' figures. A boat ([code]res://demo/boat.tscn[/code], its [PipeWaterBody] hull pushing
+## the world's water) floats on the reservoir where the flight starts, and drifts to the breach.
+## See docs/DEMO.md.
 ##
 ## The ground is a 512² heightmap at 16 cells a pixel
 ## ([method PipeWaterWorld.set_terrain_from_image]); near the camera the terrain and the water
@@ -34,6 +36,9 @@ const RESERVOIR_ROWS := 24
 ## Springs at the rivers' heads, m³/s each.
 const SPRING_RATE := 30.0
 const SEA_LEVEL := 0.0
+## Pixel row of the reservoir the boat is put on, on the river's course: in the window around
+## the point the camera looks at when the flight starts.
+const BOAT_ROW := 178.0
 
 ## Seed of the hills and the rivers' courses.
 @export var world_seed: int = 7
@@ -52,6 +57,7 @@ var _flight: float = 0.0
 var _flying: bool = true
 var _breached: bool = false
 var _watching_breach: bool = false
+var _boat: RigidBody3D
 
 
 func _ready() -> void:
@@ -82,6 +88,7 @@ func _ready() -> void:
 	_world.focus_node = _world.get_path_to(_focus)
 	_make_view()
 	_place_camera(0.0)
+	_launch_boat()
 
 
 func _unhandled_input(event: InputEvent) -> void:
@@ -155,6 +162,19 @@ func _place_camera(seconds: float) -> void:
 	from.y = maxf(_ground(_river_x(1, row) + 22.0, row - 6.0), SEA_LEVEL) + 260.0
 	_camera.look_at_from_position(from, look, Vector3.UP)
 	_focus.global_position = look
+
+
+## Puts the demo's boat on the reservoir at [constant BOAT_ROW], its waterline at the level the
+## reservoir was filled to, bow down the valley. Its hull's [member PipeWaterBody.water] is
+## empty: with no PipeWater in the scene it pushes the world.
+func _launch_boat() -> void:
+	_boat = (load("res://demo/boat.tscn") as PackedScene).instantiate()
+	_boat.name = "Boat"
+	var at: Vector3 = _map_point(_river_x(1, BOAT_ROW), BOAT_ROW)
+	at.y = _dam_crest() - 2.0 + 0.15
+	_boat.position = at
+	_boat.rotation.y = -PI / 2.0
+	add_child(_boat)
 
 
 ## The world's window into the near terrain's shader, the far terrain's hole around it.
