@@ -200,6 +200,13 @@ impl SyncClient {
         self.versions.get(t)?.last().map(|(v, f, d)| (*v, *f, &**d))
     }
 
+    /// The newest kept copy of tile `t` that describes the water after exactly `frame` server
+    /// frames: its version, frame and values. The client keeps a few copies of each tile, so one
+    /// received before the client ran its frame is still there when a newer copy has come.
+    pub fn tile_values_of_frame(&self, t: usize, frame: u64) -> Option<(u32, u64, &[i32])> {
+        self.versions.get(t)?.iter().rev().find(|(_, f, _)| *f == frame).map(|(v, f, d)| (*v, *f, &**d))
+    }
+
     /// The first copy of tile `t` received since the welcome, until
     /// [`SyncClient::forget_first_copies`]: the server frame it describes and its values. The
     /// keyframe's copies all describe one frame.

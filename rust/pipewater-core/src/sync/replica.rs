@@ -103,6 +103,9 @@ pub struct Replica {
     blending: BTreeSet<usize>,
     /// Tiles whose newest copy the water has not been set to yet.
     waiting: BTreeSet<usize>,
+    /// Per tile, the version of the copy the water was last set to at its frame (0: none since
+    /// the start).
+    applied: Vec<u32>,
     /// Server edits not applied yet: (sequence, peer, edit, frames run before it).
     edits: VecDeque<(u32, i32, Edit, u64)>,
     source_ids: HashMap<u32, SourceId>,
@@ -127,6 +130,7 @@ impl Replica {
             blend_fraction: DEFAULT_BLEND_FRACTION,
             blending: BTreeSet::new(),
             waiting: BTreeSet::new(),
+            applied: Vec::new(),
             edits: VecDeque::new(),
             source_ids: HashMap::new(),
             started: false,
@@ -195,6 +199,7 @@ impl Replica {
         }
         // Newer copies than the keyframe's are set at their own frames.
         self.waiting = (0..tiles.count()).filter(|&t| self.client.tile_values(t).is_some_and(|(_, f, _)| f > frame)).collect();
+        self.applied = vec![0; tiles.count()];
         report.tiles_exact += tiles.count();
         self.started = true;
         Ok(true)
@@ -232,30 +237,46 @@ impl Replica {
     /// frame exactly, then the edits the server applied after it.
     fn at_frame(&mut self, sim: &mut Simulation, frame: u64, report: &mut ReplicaFrame) -> Result<()> {
         let Some(tiles) = self.client.tiles() else { return Ok(()) };
+        if self.applied.len() != tiles.count() {
+            self.applied = vec![0; tiles.count()];
+        }
         let mut due = Vec::new();
         let mut late = Vec::new();
+        let mut done = Vec::new();
         for &t in &self.waiting {
-            match self.client.tile_values(t) {
-                Some((_, f, _)) if f == frame => due.push(t),
-                Some((_, f, _)) if f > frame => {}
+            let newest = self.client.tile_values(t).map_or(0, |(_, f, _)| f);
+            // The kept copy of this very frame, not only the newest: a tile that changes at every
+            // capture has its newest copy always a few frames ahead of the client's clock, and
+            // waiting for the newest would set it only once it came to rest (a change only the
+            // server made there, a body's push, would reach the client only then).
+            match self.client.tile_values_of_frame(t, frame) {
+                Some((v, _, _)) if v > self.applied[t] => due.push((t, v)),
+                _ if newest > frame => {}
+                _ if newest == frame => done.push(t),
+                // A copy of a frame already run is not the server's water now: the next one
+                // will be on time (the server sends the tile again while it changes).
                 _ => late.push(t),
             }
         }
-        // A copy of a frame already run is not the server's water now: the next one will be
-        // on time (the server sends the tile again while it changes).
         for t in late {
             self.waiting.remove(&t);
             report.tiles_late += 1;
         }
+        for t in done {
+            self.waiting.remove(&t);
+        }
         if !due.is_empty() {
-            read_tiles_depth(sim, &tiles, due.iter().copied(), &mut self.depth)?;
+            read_tiles_depth(sim, &tiles, due.iter().map(|&(t, _)| t), &mut self.depth)?;
             let depth = &self.depth;
             let width = tiles.cells[0] as usize;
             let mut cells = Vec::new();
-            for &t in &due {
-                self.waiting.remove(&t);
+            for &(t, version) in &due {
+                self.applied[t] = version;
                 self.blending.remove(&t);
-                let (Some((_, _, values)), Some(rect)) = (self.client.tile_values(t), self.client.tile_rect(t)) else { continue };
+                if self.client.tile_values(t).is_none_or(|(_, f, _)| f <= frame) {
+                    self.waiting.remove(&t);
+                }
+                let (Some((_, _, values)), Some(rect)) = (self.client.tile_values_of_frame(t, frame), self.client.tile_rect(t)) else { continue };
                 let n = (rect.width * rect.height) as usize;
                 for i in 0..n {
                     let cell = (rect.y as usize + i / rect.width as usize) * width + rect.x as usize + i % rect.width as usize;
