@@ -59,6 +59,7 @@ func _run() -> void:
 	await _test_a_lost_rendering_device_gives_back_water_and_terrain_no_query_read()
 	await _test_detail_waves_run_on_the_gpu_into_a_texture2drd()
 	await _test_lava_sets_on_the_rendering_device_as_on_the_cpu()
+	await preload("res://tests/rendering_device_sync.gd").new(self).run()
 	await _test_rebuilds_and_frees_leave_nothing_behind()
 	_finish()
 
@@ -784,3 +785,4 @@ func _test_detail_waves_run_on_the_gpu_into_a_texture2drd() -> void:
 			"the waves moved no water: total %.6f m³ before and after" % ledger_after["total"])
 	water.queue_free()
 	await process_frame
+
