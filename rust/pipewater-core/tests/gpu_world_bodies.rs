@@ -230,3 +230,47 @@ fn bad_bodies_on_a_world_are_refused_by_name() {
     assert!(flows.iter().flatten().all(|f| f.is_finite()), "a pipe is not finite");
     assert_eq!(assert_world_ledger(&mut world, "after the refusals"), start);
 }
+
+/// A hull set down on a world's lake that has gone to sleep wakes the tiles under it: a still
+/// lake across four pages reports nothing awake over three frames after ten, and four frames more
+/// leave its depth unchanged; a box put on the page corner (at rest, no drag) has tiles awake
+/// within the next four frames (the flags the device reports lag a frame or two), and the water
+/// under it is pushed out on all four pages, which a sleeping tile would never do.
+#[test]
+fn a_hull_set_on_a_sleeping_lake_wakes_the_pages_under_it() {
+    if !gpu_or_skip("a_hull_set_on_a_sleeping_lake_wakes_the_pages_under_it") {
+        return;
+    }
+    let (w, h, dx, level) = (168u32, 168u32, 0.5f32, 0.9f32);
+    let (_, mut world, _) = lake(w, h, dx, level);
+    let frame = 1.0 / 30.0;
+    let mut awake_late = Vec::new();
+    for k in 0..10 {
+        world.run_steps(frame / 4.0, 4).unwrap();
+        if k >= 7 {
+            awake_late.push(world.report().awake);
+        }
+    }
+    let side = world.world().page_side();
+    let (cx, cy) = (side, side);
+    let settled = world.world_mut().read_depth(cx - 1, cy - 1, 2, 2).unwrap();
+    for _ in 0..4 {
+        world.run_steps(frame / 4.0, 4).unwrap();
+    }
+    let before = world.world_mut().read_depth(cx - 1, cy - 1, 2, 2).unwrap();
+    println!("the still lake: awake {awake_late:?} in frames 8 to 10; depth at the corner's four cells {settled:?}, four frames later {before:?}");
+    assert!(awake_late.iter().all(|&a| a == 0) && settled == before, "the still lake sleeps and stays as it is");
+    let corner = Vec3::new((side as f32 - w as f32 * 0.5) * dx, level, (side as f32 - h as f32 * 0.5) * dx);
+    let body = Body::new(corner, HullShape::Box { half_extents: Vec3::new(1.5, 0.4, 1.5) });
+    let mut most_awake = 0;
+    for _ in 0..4 {
+        world.couple_bodies(std::slice::from_ref(&body), frame, DENSITY).unwrap().remove(0).unwrap();
+        world.run_steps(frame / 4.0, 4).unwrap();
+        most_awake = most_awake.max(world.report().awake);
+    }
+    let after = world.world_mut().read_depth(cx - 1, cy - 1, 2, 2).unwrap();
+    println!("with the box on the corner: awake at most {most_awake}; depth at the corner's four cells {after:?}");
+    assert!(most_awake > 0, "the hull woke the tiles under it");
+    assert!(after.iter().zip(&before).all(|(a, b)| a < b), "the water under the hull was pushed out on all four pages");
+    assert_world_ledger(&mut world, "woken");
+}
