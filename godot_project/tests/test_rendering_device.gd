@@ -785,4 +785,3 @@ func _test_detail_waves_run_on_the_gpu_into_a_texture2drd() -> void:
 			"the waves moved no water: total %.6f m³ before and after" % ledger_after["total"])
 	water.queue_free()
 	await process_frame
-
