@@ -19,6 +19,9 @@
 //!   answer from the state the backend was loaded with. Each read carries the load generation it
 //!   was issued in: one that arrives after a `load` or `restore` is discarded.
 //! * Queued edits are the core's [`PendingEdits`], as on wgpu; this backend only records them.
+//! * Multiplayer: a server's capture compares its tiles on the device and reads back only those
+//!   that changed (`tile_changes.rs`, asynchronously on Godot 4.4+), and a client writes the
+//!   server's tiles cell by cell on the device (`overwrite.rs`), both with the wgpu backend's WGSL.
 //! * Sleeping tiles run as on wgpu (`pipewater_core::backend::gpu` says how): before each step
 //!   `tiles.wgsl` lists the awake tiles on the device, and the step is dispatched indirectly from
 //!   that list (`compute_list_dispatch_indirect`). The sleeping report is read with the header,
