@@ -374,6 +374,31 @@ fn the_tile_params_layout_agrees_with_the_wgsl() {
     assert_layouts_agree(&common_module(), "TileParams", &rust, std::mem::size_of::<TileParams>());
 }
 
+/// A multiplayer server's `TileChangeParams` (backend/gpu/tile_changes.rs, used by both GPU
+/// backends) has `tile_changes.wgsl`'s size and member offsets (naga's layouter), so the pass reads
+/// the limit and the tiles the host meant.
+#[cfg(feature = "gpu")]
+#[test]
+fn the_tile_change_params_agree_with_the_wgsl() {
+    use pipewater_core::backend::gpu::shaders;
+    use pipewater_core::backend::gpu::tile_changes::TileChangeParams;
+    let source = shaders::TILE_CHANGES.source();
+    let module = naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{}", e.emit_to_string(&source)));
+    let mut layouter = naga::proc::Layouter::default();
+    layouter.update(module.to_ctx()).expect("layouts");
+    let (handle, ty) = module.types.iter().find(|(_, t)| t.name.as_deref() == Some("TileChangeParams")).expect("TileChangeParams in the WGSL");
+    let naga::TypeInner::Struct { members, span } = &ty.inner else { panic!("TileChangeParams is a struct") };
+    let offsets: Vec<(String, u32)> = members.iter().map(|m| (m.name.clone().unwrap_or_default(), m.offset)).collect();
+    println!("WGSL TileChangeParams: {span} bytes, members {offsets:?}; host {} bytes, limit at {}", std::mem::size_of::<TileChangeParams>(), std::mem::offset_of!(TileChangeParams, limit));
+    assert_eq!(layouter[handle].size, std::mem::size_of::<TileChangeParams>() as u32);
+    let at = |name: &str| offsets.iter().find(|(n, _)| n == name).map(|(_, o)| *o as usize);
+    assert_eq!(at("width"), Some(std::mem::offset_of!(TileChangeParams, width)));
+    assert_eq!(at("height"), Some(std::mem::offset_of!(TileChangeParams, height)));
+    assert_eq!(at("tile_size"), Some(std::mem::offset_of!(TileChangeParams, tile_size)));
+    assert_eq!(at("tiles_x"), Some(std::mem::offset_of!(TileChangeParams, tiles_x)));
+    assert_eq!(at("limit"), Some(std::mem::offset_of!(TileChangeParams, limit)));
+}
+
 /// The far water's `CoarseParams` (backend/gpu/world/coarse.rs) and `texels_paged.wgsl`'s agree
 /// member by member and in size, and `world_coarse.wgsl`'s workgroup and count of sums a block
 /// are the host's `COARSE_WORKGROUP` and `COARSE_SUMS` (naga's reflection of the entry point and

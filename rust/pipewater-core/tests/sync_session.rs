@@ -350,7 +350,7 @@ fn a_change_only_the_server_made_reaches_a_client_while_the_water_moves() {
     let mut now = 0.0;
     let (mut compared, mut exact, mut worst) = (0u32, 0u32, 0.0f32);
     for f in 0..420 {
-        if f >= 120 && f < 360 {
+        if (120..360).contains(&f) {
             // A paddle in the flood, on the server alone.
             server_sim.push_water(-8.0, 4.0, [2.0, 1.0], 4.0).unwrap();
         }

@@ -487,6 +487,33 @@ impl TileChanges {
         Ok(())
     }
 
+    /// Bytes of a GPU comparison's read of `slots` tiles of `stride` cells as both GPU backends
+    /// stage it (`shaders/tile_changes.wgsl`'s buffers copied one after another): the count of
+    /// tiles that differed and the slots' tiles, then their depths, then their flows.
+    pub fn staged_bytes(slots: usize, stride: usize) -> usize {
+        4 * (1 + slots) + 20 * slots * stride
+    }
+
+    /// The tiles a staged read of `limit` slots of `stride` cells holds ([`TileChanges::staged_bytes`]):
+    /// only the slots that were filled are copied out. Fails when `bytes` is shorter than that.
+    pub fn from_staged(bytes: &[u8], limit: usize, stride: usize) -> Result<TileChanges> {
+        let expected = Self::staged_bytes(limit, stride);
+        if bytes.len() < expected {
+            return Err(Error::Gpu(format!("the tile changes' read holds {} bytes, expected {expected}", bytes.len())));
+        }
+        let words = |from: usize, count: usize| -> Vec<u32> { bytemuck::pod_collect_to_vec(&bytes[4 * from..4 * (from + count)]) };
+        let differing = words(0, 1)[0] as usize;
+        let read = differing.min(limit);
+        let depth_at = 1 + limit;
+        let flow_at = depth_at + limit * stride;
+        Ok(TileChanges {
+            differing,
+            tiles: words(1, read),
+            depth: bytemuck::pod_collect_to_vec(&bytes[4 * depth_at..4 * (depth_at + read * stride)]),
+            flow: bytemuck::pod_collect_to_vec(&bytes[4 * flow_at..4 * (flow_at + 4 * read * stride)]),
+        })
+    }
+
     /// Whether every tile that differed was read.
     pub fn complete(&self) -> bool {
         self.tiles.len() == self.differing
@@ -554,4 +581,34 @@ pub fn check_nudges(nudges: &[PipeNudge], cell_count: usize) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TileChanges;
+
+    /// A staged read decodes as both GPU backends lay it out: the count (also past the limit),
+    /// the slots' tiles, and only the read tiles' depths and flows from their places; a short
+    /// read is an error, not a panic.
+    #[test]
+    fn a_staged_read_decodes_the_slots_up_to_the_limit() {
+        let (limit, stride) = (2, 4);
+        let mut words = vec![0u32; TileChanges::staged_bytes(limit, stride) / 4];
+        words[0] = 5; // five tiles differed, two read
+        words[1] = 7;
+        words[2] = 3;
+        for i in 0..limit * stride {
+            words[1 + limit + i] = 100 + i as u32;
+        }
+        for i in 0..4 * limit * stride {
+            words[1 + limit + limit * stride + i] = (i as f32).to_bits();
+        }
+        let changes = TileChanges::from_staged(bytemuck::cast_slice(&words), limit, stride).unwrap();
+        println!("{changes:?}");
+        assert_eq!((changes.differing, changes.tiles.clone()), (5, vec![7, 3]));
+        assert!(!changes.complete());
+        assert_eq!(changes.depth, (100..108).collect::<Vec<i32>>());
+        assert_eq!(changes.flow[1], [4.0, 5.0, 6.0, 7.0]);
+        assert!(TileChanges::from_staged(&[0u8; 8], limit, stride).is_err());
+    }
 }

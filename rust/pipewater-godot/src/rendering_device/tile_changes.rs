@@ -25,24 +25,12 @@ use super::{callable_variant, device, free_all, update, RdBackend, WaterList, EN
 use godot::classes::RenderingDevice;
 use godot::prelude::*;
 use parking_lot::Mutex;
-use pipewater_core::backend::gpu::tile_changes::MAX_TILE_CHANGE_CELLS;
+use pipewater_core::backend::gpu::tile_changes::{TileChangeParams, MAX_TILE_CHANGE_CELLS};
 use pipewater_core::backend::sleep::TileGrid;
 use pipewater_core::backend::{TileChanges, TileChangesReader};
 use pipewater_core::{Error, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-
-/// `TileChangeParams` of tile_changes.wgsl (checked against the WGSL by a test below).
-#[repr(C)]
-#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-pub(super) struct TileChangeParams {
-    width: u32,
-    height: u32,
-    tile_size: u32,
-    tiles_x: u32,
-    limit: u32,
-    pad: [u32; 3],
-}
 
 /// The bytes of a read arrived from Godot's callback, with the number of the read.
 type Arrival = Arc<Mutex<Option<(u64, Vec<u8>)>>>;
@@ -82,7 +70,7 @@ impl RdTileChanges {
             found: storage(rd, 4 * (1 + capacity)),
             read_depth: storage(rd, 4 * capacity * stride),
             read_flow: storage(rd, 16 * capacity * stride),
-            staging: storage(rd, staging_bytes(capacity, stride)),
+            staging: storage(rd, TileChanges::staged_bytes(capacity, stride)),
             newest: Arc::new(AtomicU64::new(0)),
             out: Arc::new(()),
             arrived: Arc::new(Mutex::new(None)),
@@ -103,30 +91,6 @@ impl RdTileChanges {
         self.newest.fetch_add(1, Ordering::AcqRel);
         free_all(rd, self.rids());
     }
-}
-
-/// Bytes of a read of `slots` tiles of `stride` cells: the count and the slots' tiles, then their
-/// depths, then their flows (the wgpu backend's staging layout).
-fn staging_bytes(slots: usize, stride: usize) -> usize {
-    4 * (1 + slots) + 20 * slots * stride
-}
-
-/// The tiles a read of `limit` slots holds, from its `bytes` (`staging_bytes(limit, stride)`).
-fn decode(bytes: &[u8], limit: usize, stride: usize) -> Result<TileChanges> {
-    if bytes.len() < staging_bytes(limit, stride) {
-        return Err(Error::Gpu(format!("reading the tile changes back returned {} bytes, expected {}", bytes.len(), staging_bytes(limit, stride))));
-    }
-    let words = |from: usize, count: usize| -> Vec<u32> { bytemuck::pod_collect_to_vec(&bytes[4 * from..4 * (from + count)]) };
-    let differing = words(0, 1)[0] as usize;
-    let read = differing.min(limit);
-    let depth_at = 1 + limit;
-    let flow_at = depth_at + limit * stride;
-    Ok(TileChanges {
-        differing,
-        tiles: words(1, read),
-        depth: bytemuck::pod_collect_to_vec(&bytes[4 * depth_at..4 * (depth_at + read * stride)]),
-        flow: bytemuck::pod_collect_to_vec(&bytes[4 * flow_at..4 * (flow_at + 4 * read * stride)]),
-    })
 }
 
 impl RdBackend {
@@ -171,7 +135,7 @@ impl RdBackend {
         let changes = self.tile_changes.as_ref().expect("checked above");
         let limit = max_tiles.clamp(1, changes.capacity);
         let stride = tiles.size[0] as usize * tiles.size[1] as usize;
-        let params = TileChangeParams { width: tiles.cells[0], height: tiles.cells[1], tile_size: tiles.size[0], tiles_x: tiles.tiles[0], limit: limit as u32, pad: [0; 3] };
+        let params = TileChangeParams::new(tiles, limit);
         update(&mut rd, changes.params, bytemuck::bytes_of(&params));
         rd.buffer_clear(changes.found, 0, 4);
         let (found, read_depth, read_flow, staging) = (changes.found, changes.read_depth, changes.read_flow, changes.staging);
@@ -183,7 +147,7 @@ impl RdBackend {
         copy_at(&mut rd, found, 0, staging, 0, ids)?;
         copy_at(&mut rd, read_depth, 0, staging, ids, depth_bytes)?;
         copy_at(&mut rd, read_flow, 0, staging, ids + depth_bytes, 4 * depth_bytes)?;
-        let total = staging_bytes(limit, stride);
+        let total = TileChanges::staged_bytes(limit, stride);
         let changes = self.tile_changes.as_ref().expect("checked above");
         let number = changes.newest.fetch_add(1, Ordering::AcqRel) + 1;
         let arrived = changes.arrived.clone();
@@ -209,7 +173,7 @@ impl RdBackend {
             let _token = token;
             if let Some((n, bytes)) = arrived.lock().take() {
                 if n == number {
-                    return decode(&bytes, limit, stride);
+                    return TileChanges::from_staged(&bytes, limit, stride);
                 }
             }
             if newest.load(Ordering::Acquire) != number {
@@ -219,7 +183,7 @@ impl RdBackend {
             // bytes, waiting for the GPU.
             let mut rd = device()?;
             let bytes = rd.buffer_get_data_ex(Rid::new(staging_bits)).offset_bytes(0).size_bytes(total as u32).done();
-            decode(bytes.as_slice(), limit, stride)
+            TileChanges::from_staged(bytes.as_slice(), limit, stride)
         });
         Ok(Some(TileChangesReader { ready, read }))
     }
@@ -237,56 +201,5 @@ fn copy_at(rd: &mut Gd<RenderingDevice>, from: Rid, from_offset: u32, to: Rid, t
     match rd.buffer_copy(from, to, from_offset, to_offset, size) {
         godot::global::Error::OK => Ok(()),
         e => Err(Error::Gpu(format!("Godot refused to copy {size} bytes between the tile comparison's buffers: {e:?}"))),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use pipewater_core::backend::gpu::shaders;
-
-    /// The host's parameters have the WGSL struct's size and member offsets (naga's layouter),
-    /// so the pass reads the limit and the tiles the host meant.
-    #[test]
-    fn the_tile_change_params_agree_with_the_wgsl() {
-        let source = shaders::TILE_CHANGES.source();
-        let module = naga::front::wgsl::parse_str(&source).expect("tile_changes.wgsl parses");
-        let mut layouter = naga::proc::Layouter::default();
-        layouter.update(module.to_ctx()).expect("layouts");
-        let (handle, ty) = module.types.iter().find(|(_, t)| t.name.as_deref() == Some("TileChangeParams")).expect("TileChangeParams in the WGSL");
-        let naga::TypeInner::Struct { members, span } = &ty.inner else { panic!("TileChangeParams is a struct") };
-        let offsets: Vec<(String, u32)> = members.iter().map(|m| (m.name.clone().unwrap_or_default(), m.offset)).collect();
-        println!("WGSL TileChangeParams: {span} bytes, members {offsets:?}; host {} bytes, limit at {}", std::mem::size_of::<TileChangeParams>(), std::mem::offset_of!(TileChangeParams, limit));
-        assert_eq!(layouter[handle].size, std::mem::size_of::<TileChangeParams>() as u32);
-        let at = |name: &str| offsets.iter().find(|(n, _)| n == name).map(|(_, o)| *o as usize);
-        assert_eq!(at("width"), Some(std::mem::offset_of!(TileChangeParams, width)));
-        assert_eq!(at("height"), Some(std::mem::offset_of!(TileChangeParams, height)));
-        assert_eq!(at("tile_size"), Some(std::mem::offset_of!(TileChangeParams, tile_size)));
-        assert_eq!(at("tiles_x"), Some(std::mem::offset_of!(TileChangeParams, tiles_x)));
-        assert_eq!(at("limit"), Some(std::mem::offset_of!(TileChangeParams, limit)));
-    }
-
-    /// A read decodes as the wgpu backend's: the count (also past the limit), the slots' tiles,
-    /// and only the read tiles' depths and flows from their places in the staging layout.
-    #[test]
-    fn a_read_decodes_the_slots_up_to_the_limit() {
-        let (limit, stride) = (2, 4);
-        let mut words = vec![0u32; staging_bytes(limit, stride) / 4];
-        words[0] = 5; // five tiles differed, two read
-        words[1] = 7;
-        words[2] = 3;
-        for i in 0..limit * stride {
-            words[1 + limit + i] = 100 + i as u32;
-        }
-        for i in 0..4 * limit * stride {
-            words[1 + limit + limit * stride + i] = (i as f32).to_bits();
-        }
-        let changes = decode(bytemuck::cast_slice(&words), limit, stride).unwrap();
-        println!("{changes:?}");
-        assert_eq!((changes.differing, changes.tiles.clone()), (5, vec![7, 3]));
-        assert!(!changes.complete());
-        assert_eq!(changes.depth, (100..108).collect::<Vec<i32>>());
-        assert_eq!(changes.flow[1], [4.0, 5.0, 6.0, 7.0]);
-        assert!(decode(&[0u8; 8], limit, stride).is_err(), "a short read is an error, not a panic");
     }
 }

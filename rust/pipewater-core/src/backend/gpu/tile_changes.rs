@@ -24,16 +24,30 @@ use std::sync::Arc;
 /// worth of tiles are read per capture, the rest at the next.
 pub const MAX_TILE_CHANGE_CELLS: usize = 1 << 20;
 
-/// `TileChangeParams` of tile_changes.wgsl.
+/// `TileChangeParams` of tile_changes.wgsl, for both GPU backends (Godot's RenderingDevice
+/// checks its layout against the WGSL).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct TileChangeParams {
-    width: u32,
-    height: u32,
-    tile_size: u32,
-    tiles_x: u32,
-    limit: u32,
-    pad: [u32; 3],
+pub struct TileChangeParams {
+    /// Grid cells along x.
+    pub width: u32,
+    /// Grid cells along y.
+    pub height: u32,
+    /// Cells along each side of a tile.
+    pub tile_size: u32,
+    /// Tiles along x.
+    pub tiles_x: u32,
+    /// Most tiles read (slots).
+    pub limit: u32,
+    /// The uniform's padding to 32 bytes.
+    pub pad: [u32; 3],
+}
+
+impl TileChangeParams {
+    /// The comparison of `tiles` (square ones) reading at most `limit` of them.
+    pub fn new(tiles: &TileGrid, limit: usize) -> Self {
+        TileChangeParams { width: tiles.cells[0], height: tiles.cells[1], tile_size: tiles.size[0], tiles_x: tiles.tiles[0], limit: limit as u32, pad: [0; 3] }
+    }
 }
 
 /// The comparison's layout and pipeline, shared by every simulation of the process.
@@ -109,19 +123,13 @@ impl GpuTileChanges {
         let found = buffer("tiles found", 4 * (1 + capacity), U::STORAGE | U::COPY_SRC | U::COPY_DST);
         let read_depth = buffer("tile change depth", 4 * capacity * stride, U::STORAGE | U::COPY_SRC);
         let read_flow = buffer("tile change flow", 16 * capacity * stride, U::STORAGE | U::COPY_SRC);
-        let staging = buffer("tile change staging", staging_bytes(capacity, stride), U::MAP_READ | U::COPY_DST);
+        let staging = buffer("tile change staging", TileChanges::staged_bytes(capacity, stride), U::MAP_READ | U::COPY_DST);
         let groups = [0, 1].map(|k| {
             let buffers = [&params, &backend.depth[k], &backend.flux[k], &captured_depth, &captured_flow, &found, &read_depth, &read_flow];
             super::bind_buffers(&ctx.device, &pipelines.layout, "tile changes", &buffers)
         });
         GpuTileChanges { pipelines, tiles, capacity, params, captured_depth, captured_flow, found, read_depth, read_flow, staging, state: Arc::new(AtomicU32::new(SLOT_FREE)), groups }
     }
-}
-
-/// Bytes of a read of `slots` tiles of `stride` cells: the count and the slots' tiles, then their
-/// depths, then their flows.
-fn staging_bytes(slots: usize, stride: usize) -> usize {
-    4 * (1 + slots) + 20 * slots * stride
 }
 
 impl GpuBackend {
@@ -169,7 +177,7 @@ impl GpuBackend {
         let changes = self.tile_changes.as_ref().expect("checked above");
         let limit = max_tiles.clamp(1, changes.capacity);
         let stride = tiles.size[0] as usize * tiles.size[1] as usize;
-        let params = TileChangeParams { width: tiles.cells[0], height: tiles.cells[1], tile_size: tiles.size[0], tiles_x: tiles.tiles[0], limit: limit as u32, pad: [0; 3] };
+        let params = TileChangeParams::new(tiles, limit);
         self.ctx.queue.write_buffer(&changes.params, 0, bytemuck::bytes_of(&params));
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("tile changes") });
         encoder.clear_buffer(&changes.found, 0, Some(4));
@@ -185,7 +193,7 @@ impl GpuBackend {
         encoder.copy_buffer_to_buffer(&changes.read_flow, 0, &changes.staging, ids + depth_bytes, 4 * depth_bytes);
         let (staging, state) = (changes.staging.clone(), changes.state.clone());
         state.store(SLOT_PENDING, Ordering::Release);
-        let total = staging_bytes(limit, stride) as u64;
+        let total = TileChanges::staged_bytes(limit, stride) as u64;
         // The comparison rides on the next frame's submission (a server steps on at once): one
         // submission fewer a sync, which on a fast device was most of its cost. It runs before
         // that frame's steps, on the water of the frame it was begun at, as alone.
@@ -210,22 +218,10 @@ impl GpuBackend {
                 state.store(SLOT_FREE, Ordering::Release);
                 return Err(Error::Gpu("mapping the tile changes' read failed".into()));
             }
-            let decoded = staging.get_mapped_range(..total).map_err(|e| Error::Gpu(e.to_string())).map(|view| {
-                // Only the tiles that differed are taken from the mapping: the buffer holds room
-                // for `limit` of them (64 at least, 1.3 MB), and copying it whole cost a sync
-                // more than the rest of its capture.
-                let words = |from: usize, count: usize| -> Vec<u32> { bytemuck::pod_collect_to_vec(&view[4 * from..4 * (from + count)]) };
-                let differing = words(0, 1)[0] as usize;
-                let read = differing.min(limit);
-                let depth_at = 1 + limit;
-                let flow_at = depth_at + limit * stride;
-                TileChanges {
-                    differing,
-                    tiles: words(1, read),
-                    depth: bytemuck::pod_collect_to_vec(&view[4 * depth_at..4 * (depth_at + read * stride)]),
-                    flow: bytemuck::pod_collect_to_vec(&view[4 * flow_at..4 * (flow_at + 4 * read * stride)]),
-                }
-            });
+            // Only the tiles that differed are taken from the mapping: the buffer holds room for
+            // `limit` of them (64 at least, 1.3 MB), and copying it whole cost a sync more than
+            // the rest of its capture.
+            let decoded = staging.get_mapped_range(..total).map_err(|e| Error::Gpu(e.to_string())).and_then(|view| TileChanges::from_staged(&view, limit, stride));
             staging.unmap();
             state.store(SLOT_FREE, Ordering::Release);
             decoded
