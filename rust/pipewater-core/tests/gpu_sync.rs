@@ -307,3 +307,63 @@ fn a_comparison_riding_on_the_next_submission_describes_the_water_it_was_begun_a
         base = at_begin;
     }
 }
+
+/// A GPU client sets the server's tiles without reading its own water back first, except about
+/// once a second of updates to measure how far it had drifted (`ReplicaFrame::difference_measured`,
+/// `GPU_DIFFERENCE_EVERY`): on a GPU that read waits for the device, and before it ran at every
+/// frame that set tiles. A wgpu server and a wgpu client on a 64² dam break for 240 frames: the
+/// frames that measured are at most one in `GPU_DIFFERENCE_EVERY` of those that set tiles (a CPU
+/// client of the same server measures at every one after its keyframe), and the GPU client's water at its frame is
+/// within 1 cm of the server's at the same frame. Prints the frames that set tiles, those that
+/// measured and the largest difference.
+#[test]
+fn a_gpu_client_sets_tiles_without_reading_its_water_back_each_time() {
+    if !gpu_or_skip("a_gpu_client_sets_tiles_without_reading_its_water_back_each_time") {
+        return;
+    }
+    use pipewater_core::sync::replica::GPU_DIFFERENCE_EVERY;
+    let grid = Grid::new(64, 64, 1.0).unwrap();
+    let start = scenarios::dam_break(grid, 20, 1.0, 0.3);
+    let mut server_sim = Simulation::new(start.clone(), Params::default(), BackendPreference::Gpu).unwrap();
+    let mut server = ServerSession::start(SyncConfig::default(), &mut server_sim).unwrap();
+    let mut gpu_sim = Simulation::new(start.clone(), Params::default(), BackendPreference::Gpu).unwrap();
+    let mut cpu_sim = Simulation::cpu(start, Params::default()).unwrap();
+    let mut clients = [(2, ClientSession::start(&mut gpu_sim).unwrap()), (3, ClientSession::start(&mut cpu_sim).unwrap())];
+    let mut wire: Vec<(i32, i32, Vec<u8>)> = Vec::new();
+    let mut history: Vec<(u64, Vec<i32>)> = Vec::new();
+    let (mut setting, mut measured, mut worst) = ([0u32; 2], [0u32; 2], 0.0f32);
+    let frame = 1.0 / 60.0;
+    let mut now = 0.0;
+    for _ in 0..240 {
+        for (from, to, bytes) in std::mem::take(&mut wire) {
+            if to == SERVER_PEER {
+                server.receive(from, &bytes, now).unwrap();
+            } else if let Some((_, c)) = clients.iter_mut().find(|(p, _)| *p == to) {
+                c.receive(from, &bytes).unwrap();
+            }
+        }
+        history.push((server_sim.frames(), server_sim.read_state().unwrap().depth));
+        server_sim.advance(frame).unwrap();
+        wire.extend(server.frame(&mut server_sim, now).unwrap().into_iter().map(|(to, o)| (SERVER_PEER, to, o.bytes)));
+        for (k, ((peer, client), sim)) in clients.iter_mut().zip([&mut gpu_sim, &mut cpu_sim]).enumerate() {
+            let report = client.step(sim).unwrap();
+            setting[k] += (report.tiles_exact > 0) as u32;
+            measured[k] += report.difference_measured as u32;
+            wire.extend(client.frame(now).into_iter().map(|o| (*peer, SERVER_PEER, o.bytes)));
+            if k == 0 && client.started() {
+                let at = client.client().next_frame();
+                if let Some((_, truth)) = history.iter().find(|(f, _)| *f == at) {
+                    let mine = sim.read_state().unwrap().depth;
+                    worst = worst.max(mine.iter().zip(truth).map(|(&a, &b)| (a as i64 - b as i64).unsigned_abs()).max().unwrap_or(0) as f32 * DEPTH_QUANTUM);
+                }
+            }
+        }
+        now += frame as f64;
+    }
+    println!("GPU client: {} frames set tiles, {} measured; CPU client: {} set, {} measured; the GPU client's water at most {worst:.4} m from the server's at the same frame", setting[0], measured[0], setting[1], measured[1]);
+    assert!(setting[0] >= 40, "the GPU client set tiles on {} frames", setting[0]);
+    assert!(measured[0] as u64 <= setting[0] as u64 / GPU_DIFFERENCE_EVERY + 1, "the GPU client measured on {} of {} frames", measured[0], setting[0]);
+    // The keyframe's start sets every tile without measuring.
+    assert!(measured[1] + 1 >= setting[1], "the CPU client measures at every frame that sets tiles after its keyframe");
+    assert!(worst <= GOAL_M, "{worst} m");
+}

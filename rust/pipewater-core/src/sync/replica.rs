@@ -5,7 +5,7 @@
 
 use super::{blend_toward, gather_tile, tile_values_flow, Edit, SyncClient};
 use crate::backend::sleep::TileGrid;
-use crate::backend::CellWater;
+use crate::backend::{BackendKind, CellWater};
 use crate::error::{Error, Result};
 use crate::quanta::DEPTH_QUANTUM;
 use crate::simulation::{CellOverwrite, Simulation};
@@ -85,9 +85,19 @@ pub struct ReplicaFrame {
     pub tiles_blending: usize,
     /// Largest difference between the client's water and the server's copy just before a
     /// correction this frame, m: at the copy's own frame for exact tiles (how far the client's
-    /// own steps had gone from the server's), else at whatever frame the client was.
+    /// own steps had gone from the server's), else at whatever frame the client was. Measured
+    /// only where `difference_measured` says so.
     pub largest_difference: f32,
+    /// Whether `largest_difference` was measured this frame: always where tiles blended or on the
+    /// CPU; on a GPU, whose depths come back with a whole read that waits for the device, the
+    /// exact copies' difference (a figure for display) is measured once in
+    /// [`GPU_DIFFERENCE_EVERY`] frames that set tiles, not at each.
+    pub difference_measured: bool,
 }
+
+/// Frames that set tiles between two measurements of how far a GPU client's water was from the
+/// copies it set (about a second at the 30 Hz sync).
+pub const GPU_DIFFERENCE_EVERY: u64 = 30;
 
 /// A client's own water kept on the server's: the protocol's client and what the corrections
 /// need between frames. The water runs the server's frames ([`SyncClient::take_frame`]), not
@@ -106,6 +116,8 @@ pub struct Replica {
     /// Per tile, the version of the copy the water was last set to at its frame (0: none since
     /// the start).
     applied: Vec<u32>,
+    /// Frames that set tiles so far ([`GPU_DIFFERENCE_EVERY`]).
+    setting_frames: u64,
     /// Server edits not applied yet: (sequence, peer, edit, frames run before it).
     edits: VecDeque<(u32, i32, Edit, u64)>,
     source_ids: HashMap<u32, SourceId>,
@@ -131,6 +143,7 @@ impl Replica {
             blending: BTreeSet::new(),
             waiting: BTreeSet::new(),
             applied: Vec::new(),
+            setting_frames: 0,
             edits: VecDeque::new(),
             source_ids: HashMap::new(),
             started: false,
@@ -266,8 +279,15 @@ impl Replica {
             self.waiting.remove(&t);
         }
         if !due.is_empty() {
-            read_tiles_depth(sim, &tiles, due.iter().map(|&(t, _)| t), &mut self.depth)?;
-            let depth = &self.depth;
+            // The copies are set whatever the water was; reading it first only measures how far
+            // it had drifted, which on a GPU costs a read that waits for the device.
+            let measure = sim.backend_kind() == BackendKind::Cpu || self.setting_frames % GPU_DIFFERENCE_EVERY == 0;
+            self.setting_frames += 1;
+            if measure {
+                read_tiles_depth(sim, &tiles, due.iter().map(|&(t, _)| t), &mut self.depth)?;
+                report.difference_measured = true;
+            }
+            let depth = measure.then_some(&self.depth);
             let width = tiles.cells[0] as usize;
             let mut cells = Vec::new();
             for &(t, version) in &due {
@@ -280,8 +300,10 @@ impl Replica {
                 let n = (rect.width * rect.height) as usize;
                 for i in 0..n {
                     let cell = (rect.y as usize + i / rect.width as usize) * width + rect.x as usize + i % rect.width as usize;
-                    let off = (values[i] as i64 - depth[cell] as i64).unsigned_abs();
-                    report.largest_difference = report.largest_difference.max(off as f32 * DEPTH_QUANTUM);
+                    if let Some(depth) = depth {
+                        let off = (values[i] as i64 - depth[cell] as i64).unsigned_abs();
+                        report.largest_difference = report.largest_difference.max(off as f32 * DEPTH_QUANTUM);
+                    }
                     cells.push(CellOverwrite { cell: cell as u32, depth: values[i], flow: tile_values_flow(values, n, i) });
                 }
                 report.tiles_exact += 1;
@@ -306,6 +328,7 @@ impl Replica {
             return Ok(());
         }
         read_tiles_depth(sim, &tiles, self.blending.iter().copied(), &mut self.depth)?;
+        report.difference_measured = true;
         let state_depth = &self.depth;
         let mut local = Vec::new();
         let mut cells = Vec::new();

@@ -347,7 +347,7 @@ impl ClientSession {
         let pending = self.replica.client.frames_pending();
         let frames = if pending > CLIENT_LAG_FRAMES { (1 + (pending - CLIENT_LAG_FRAMES - 1) / 4).min(MAX_CATCH_UP_FRAMES) } else { 0 };
         let frame = self.replica.frame(sim, frames)?;
-        if frame.tiles_corrected > 0 {
+        if frame.difference_measured {
             self.largest_difference = frame.largest_difference;
         }
         Ok(frame)
@@ -369,8 +369,9 @@ impl ClientSession {
     }
 
     /// Largest difference (m) between the client's own water and the server's copy, over the
-    /// tiles corrected in the last frame that corrected any: how far the client's own step had
-    /// drifted from the server's water at the copy's version.
+    /// tiles corrected in the last frame that measured it (every frame that corrects on the CPU,
+    /// about once a second of corrections on a GPU: [`super::replica::GPU_DIFFERENCE_EVERY`]):
+    /// how far the client's own step had drifted from the server's water at the copy's version.
     pub fn largest_difference(&self) -> f32 {
         self.largest_difference
     }
