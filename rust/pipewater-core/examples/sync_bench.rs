@@ -39,6 +39,16 @@ fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
+/// With `paced`, waits until `frame` is due at 60 Hz of wall time from `run_start`: a server runs
+/// its frames so, not back to back, and the device finishes a sync's reads long before the next,
+/// as in a game.
+fn pace(paced: bool, run_start: Instant, frame: u32) {
+    if paced {
+        let due = run_start + Duration::from_secs_f64(frame as f64 * FRAME as f64);
+        std::thread::sleep(due.saturating_duration_since(Instant::now()));
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let side: u32 = arg(&args, "--size", 2048);
@@ -80,10 +90,7 @@ fn main() {
         let mut spent = Duration::ZERO;
         let run_start = Instant::now();
         for frame in 0..frames {
-            if paced {
-                let due = run_start + Duration::from_secs_f64(frame as f64 * FRAME as f64);
-                std::thread::sleep(due.saturating_duration_since(Instant::now()));
-            }
+            pace(paced, run_start, frame);
             let t = Instant::now();
             sim.advance(FRAME).expect("advance");
             spent += t.elapsed();
@@ -120,12 +127,7 @@ fn main() {
     let client_every = (1.0 / SYNC_HZ / FRAME as f64).round().max(1.0) as u32;
     let run_start = Instant::now();
     for frame in 0..frames {
-        if paced {
-            // A server runs its frames at 60 Hz, not back to back: the device finishes a sync's
-            // reads long before the next, as in a game.
-            let due = run_start + Duration::from_secs_f64(frame as f64 * FRAME as f64);
-            std::thread::sleep(due.saturating_duration_since(Instant::now()));
-        }
+        pace(paced, run_start, frame);
         let t = Instant::now();
         sim.advance(FRAME).expect("advance");
         let phase = join.is_some() as usize;
