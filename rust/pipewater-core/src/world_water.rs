@@ -10,8 +10,9 @@
 //! functions on it, so a world and a dense grid answer the same question the same way.
 //!
 //! Floating bodies couple with a world as with a dense grid ([`WorldWater::couple_bodies`], in
-//! `world_water/bodies.rs`). What the world does not do yet, and refuses by name: the triangular
-//! lattice, erosion and cooling (no world pass); it has no detail layer.
+//! `world_water/bodies.rs`), and the dense grid's detail wave layer runs over a window around
+//! the focus ([`WorldWater::set_detail`], in `world_water/detail.rs`). What the world does not do
+//! yet, and refuses by name: the triangular lattice, erosion and cooling (no world pass).
 
 use crate::backend::gpu::world::{CoarseParams, CoarseRead, World, WorldReport, WorldSaveJob, COARSE_SUMS};
 use crate::error::{check_range, Error, Result};
@@ -29,7 +30,9 @@ use crate::world_save::{WorldSave, WorldSource};
 use crate::state::{Snapshot, State};
 
 mod bodies;
+mod detail;
 pub use bodies::MAX_BODY_REGION_SIDE;
+pub use detail::{WorldDetail, WorldDetailWindow};
 
 /// Largest window [`WorldWater::read_window`] reads in one call, cells a side: the dense grid's
 /// largest side.
@@ -125,6 +128,9 @@ pub struct WorldWater {
     elapsed: f64,
     last_report: FrameReport,
     focus: FocusPolicy,
+    /// The detail wave layer over the window around the focus, while it is on
+    /// (`world_water/detail.rs`).
+    detail: Option<WorldDetail>,
 }
 
 impl WorldWater {
@@ -153,6 +159,7 @@ impl WorldWater {
             last_report: FrameReport::default(),
             focus: FocusPolicy { cells: Vec::new(), radius: 0.0, every: 1, frame: 0, holding: false },
             sources_at_copy: None,
+            detail: None,
         };
         water.raise_depth_bound_for_edges();
         water
@@ -552,6 +559,8 @@ impl WorldWater {
         if !cells.is_empty() {
             self.world.add_water(&cells)?;
         }
+        // The detail waves read the water the frame's first step reads, as on a dense grid.
+        self.advance_detail(step, substeps)?;
         let constants = StepConstants::new(&self.params, w, h, self.cell_size, step, inflow);
         self.world.advance(&constants, substeps)?;
         self.elapsed += frame_time;

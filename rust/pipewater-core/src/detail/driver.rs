@@ -120,56 +120,85 @@ impl DetailDriver {
         }
         let p = self.params;
         let window = self.window();
-        let cell = window.cell_size();
         let previous = self.origin.unwrap_or(window.origin);
         self.origin = Some(window.origin);
-        let stable = DETAIL_CFL * cell / p.max_celerity;
-        let substeps = ((frame_time / stable).ceil() as u32).clamp(1, MAX_DETAIL_SUBSTEPS);
-        let dt = (frame_time / substeps as f32).min(stable);
-        let sponge_cells = (p.window / 16).max(4) as i32;
-        let sponge_rate = SPONGE_STRENGTH * p.max_celerity / (sponge_cells as f32 * cell) * dt;
-        let drops = (p.rain_rate as f64 * cell as f64 * cell as f64 * frame_time as f64).clamp(0.0, 1.0);
-        let rain_threshold = (drops * 4_294_967_296.0).min(u32::MAX as f64) as u32;
         self.seed = self.seed.wrapping_add(1);
         let take = self.ripples.len().min(MAX_RIPPLES_PER_FRAME);
         let ripples: Vec<Ripple> = self.ripples.drain(..take).collect();
-        let layout = self.layout();
         let s = p.subdivision as i32;
-        let n = p.window as i32;
-        let constants = DetailConstants {
-            window: p.window,
-            subdivision: p.subdivision,
-            origin_x: window.origin[0],
-            origin_y: window.origin[1],
-            previous_x: previous[0],
-            previous_y: previous[1],
-            storage_x: window.origin[0].rem_euclid(n),
-            storage_y: window.origin[1].rem_euclid(n),
-            phase_x: window.origin[0].rem_euclid(s),
-            phase_y: window.origin[1].rem_euclid(s),
-            flow_x: window.origin[0].div_euclid(s) - 1,
-            flow_y: window.origin[1].div_euclid(s) - 1,
-            flow_side: layout.flow_side(),
-            grid_width: self.grid.width,
-            grid_height: self.grid.height,
-            substeps,
-            dt,
-            dt_over_cell: dt / cell,
-            laplacian_scale: 1.0 / (6.0 * cell * cell),
-            slope_scale: 1.0 / (2.0 * cell),
-            decay: (-2.0 * p.damping as f64 * dt as f64).exp() as f32,
-            max_celerity_squared: p.max_celerity * p.max_celerity,
-            gravity,
-            inverse_subdivision: 1.0 / s as f32,
-            sponge_cells,
-            sponge_rate,
-            rain_threshold: if p.rain_drop != 0.0 { rain_threshold } else { 0 },
-            rain_drop: p.rain_drop,
-            seed: self.seed,
-            ripple_count: ripples.len() as u32,
-            _pad: [0; 2],
-        };
+        let flow = [window.origin[0].div_euclid(s) - 1, window.origin[1].div_euclid(s) - 1];
+        let place = FramePlace { origin: window.origin, previous, flow, grid: [self.grid.width, self.grid.height], cell_size: self.grid.cell_size };
+        let constants = frame_constants(&p, place, frame_time, gravity, self.seed, ripples.len() as u32);
         Some(DetailFrame { constants, ripples, pressure: std::mem::take(&mut self.pressure) })
+    }
+}
+
+/// Where a frame of the layer runs, in the coordinates its kernel works in: the window's first
+/// detail cell now and in the last frame, the first cell of the flow region it reads (one flow
+/// cell before the window's) and the size of the flow grid that region lies on (cells beyond it
+/// are dry). A dense grid counts them from its corner; a world from an anchor near the window
+/// (`world_water/detail.rs`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FramePlace {
+    /// Detail cell of the window's first cell.
+    pub origin: [i32; 2],
+    /// The same in the last frame.
+    pub previous: [i32; 2],
+    /// Flow cell of the region's first cell.
+    pub flow: [i32; 2],
+    /// Flow cells of the grid the region lies on.
+    pub grid: [u32; 2],
+    /// Side of a flow cell, m.
+    pub cell_size: f32,
+}
+
+/// The constants of a frame of `frame_time` s at `place` ([`FramePlace`]) over flow of `gravity`
+/// m/s²: substeps within [`DETAIL_CFL`], the sponge, the rain's odds. One function for every
+/// caller, so that a dense grid's frames and a world's differ in nothing but their place.
+pub fn frame_constants(p: &DetailParams, place: FramePlace, frame_time: f32, gravity: f32, seed: u32, ripple_count: u32) -> DetailConstants {
+    let cell = place.cell_size / p.subdivision as f32;
+    let stable = DETAIL_CFL * cell / p.max_celerity;
+    let substeps = ((frame_time / stable).ceil() as u32).clamp(1, MAX_DETAIL_SUBSTEPS);
+    let dt = (frame_time / substeps as f32).min(stable);
+    let sponge_cells = (p.window / 16).max(4) as i32;
+    let sponge_rate = SPONGE_STRENGTH * p.max_celerity / (sponge_cells as f32 * cell) * dt;
+    let drops = (p.rain_rate as f64 * cell as f64 * cell as f64 * frame_time as f64).clamp(0.0, 1.0);
+    let rain_threshold = (drops * 4_294_967_296.0).min(u32::MAX as f64) as u32;
+    let layout = DetailLayout { window: p.window, subdivision: p.subdivision };
+    let s = p.subdivision as i32;
+    let n = p.window as i32;
+    DetailConstants {
+        window: p.window,
+        subdivision: p.subdivision,
+        origin_x: place.origin[0],
+        origin_y: place.origin[1],
+        previous_x: place.previous[0],
+        previous_y: place.previous[1],
+        storage_x: place.origin[0].rem_euclid(n),
+        storage_y: place.origin[1].rem_euclid(n),
+        phase_x: place.origin[0].rem_euclid(s),
+        phase_y: place.origin[1].rem_euclid(s),
+        flow_x: place.flow[0],
+        flow_y: place.flow[1],
+        flow_side: layout.flow_side(),
+        grid_width: place.grid[0],
+        grid_height: place.grid[1],
+        substeps,
+        dt,
+        dt_over_cell: dt / cell,
+        laplacian_scale: 1.0 / (6.0 * cell * cell),
+        slope_scale: 1.0 / (2.0 * cell),
+        decay: (-2.0 * p.damping as f64 * dt as f64).exp() as f32,
+        max_celerity_squared: p.max_celerity * p.max_celerity,
+        gravity,
+        inverse_subdivision: 1.0 / s as f32,
+        sponge_cells,
+        sponge_rate,
+        rain_threshold: if p.rain_drop != 0.0 { rain_threshold } else { 0 },
+        rain_drop: p.rain_drop,
+        seed,
+        ripple_count,
+        _pad: [0; 2],
     }
 }
 

@@ -58,7 +58,7 @@ mod kernel;
 pub mod tiles;
 mod window;
 
-pub use driver::{check_ripple, DetailDriver};
+pub use driver::{check_ripple, frame_constants, DetailDriver, FramePlace};
 pub use kernel::*;
 pub use window::{bilinear_height, DetailWindow};
 

@@ -40,9 +40,10 @@ impl WorldWater {
     ///
     /// Unlike a dense GPU grid, which reads a snapshot a frame or two old, the world reads the
     /// water around the bodies as it is now, waiting for the device (a read of the pages under
-    /// them). The drag is written into the water at once, before the next frame's edits and steps;
-    /// a body's pressure on the detail waves is not applied (a world has no detail layer), so
-    /// `rides_detail_waves` has no effect. Refused, nothing changed, naming `frame_dt` or `density`.
+    /// them). The drag is written into the water at once, before the next frame's edits and steps.
+    /// With the detail layer on ([`WorldWater::set_detail`]) the hulls press on its waves and
+    /// those with `rides_detail_waves` ride them, as on a dense grid. Refused, nothing changed,
+    /// naming `frame_dt` or `density`.
     pub fn couple_bodies(&mut self, bodies: &[Body], frame_dt: f32, density: f32) -> Result<Vec<Result<BodyForce>>> {
         check_range("frame_dt", frame_dt, 0.0, MAX_FRAME_DELTA)?;
         check_range("density", density, 1.0, 1.0e5)?;
@@ -127,7 +128,33 @@ impl WorldWater {
         }
         self.world.set_displacement(&heads)?;
         self.world.set_flows(&flows)?;
+        self.apply_detail_pressure(bodies, &forces);
+        for (force, body) in forces.iter_mut().zip(bodies) {
+            if let Ok(f) = force {
+                if body.rides_detail_waves {
+                    self.ride_detail(body, f, density);
+                }
+            }
+        }
         Ok(forces)
+    }
+
+    /// Adds to `force` what the detail waves over `body`'s waterplane push on it, as on a dense
+    /// grid ([`crate::detail::hulls::riding_force`]); nothing while the layer is off.
+    fn ride_detail(&self, body: &Body, force: &mut BodyForce, density: f32) {
+        let (Some(detail), Some(level)) = (self.detail(), force.water_level) else { return };
+        let current = detail.current_window();
+        let (window, centre) = current.stand_in();
+        let moved = Body { position: body.position - Vec3::new(centre[0], 0.0, centre[1]), ..body.clone() };
+        let cells = crate::detail::hulls::waterplane(&window, &moved, level);
+        if cells.is_empty() {
+            return;
+        }
+        let anchor = current.anchor();
+        let heights: Vec<f32> = cells.iter().map(|g| detail.height([anchor[0] + g[0] as i64, anchor[1] + g[1] as i64])).collect();
+        let (lift, torque) = crate::detail::hulls::riding_force(&window, &moved, level, &cells, &heights, density, self.params.gravity);
+        force.force += lift;
+        force.torque += torque;
     }
 
     /// The world cells the coupling of `body` reads, with [`REGION_MARGIN`], clipped to the world:
