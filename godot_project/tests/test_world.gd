@@ -3,10 +3,12 @@ extends "res://tests/test_base.gd"
 ## past the largest PipeWater grid holds a lake where it was poured, answers queries anywhere,
 ## keeps its ledger exact, shows the water around its focus node in its textures and the far water
 ## beyond them in coarse ones, steps far water at the focus policy's pace (paused water keeps every
-## bit), floats a PipeWaterBody crate at its draft across a page corner, and refuses bad input
-## with a message and no effect. That the world steps as the dense
-## grid does, bit for bit, is tested in Rust (tests/gpu_world.rs, tests/gpu_world_water.rs); that
-## the far water's texels are the CPU's aggregation of the full read, in tests/gpu_world_coarse.rs.
+## bit), floats a PipeWaterBody crate at its draft across a page corner, rings detail waves
+## over its window across page borders, and refuses bad input with a message and no effect. That
+## the world steps as the dense grid does, bit for bit, is tested in Rust (tests/gpu_world.rs,
+## tests/gpu_world_water.rs); that the far water's texels are the CPU's aggregation of the full
+## read, in tests/gpu_world_coarse.rs; that its detail waves are a dense grid's, in
+## tests/gpu_world_detail.rs.
 
 const SIDE: int = 20000
 
@@ -24,6 +26,7 @@ func _run() -> void:
 	await _test_far_water_sits_out_frames_and_flows_when_a_focus_comes()
 	await _test_far_water_is_drawn_beyond_the_window()
 	await _test_a_crate_floats_on_a_world_at_its_draft()
+	await _test_detail_waves_cross_page_borders_on_a_world()
 	await _test_the_world_demo_runs_and_its_dam_breaks()
 	_finish()
 
@@ -496,6 +499,99 @@ func _test_a_crate_floats_on_a_world_at_its_draft() -> void:
 	_near(world.get_terrain_height(corner + Vector3(0.5, 0.0, 0.5)), 0.0, 1.0e-6,
 			"under the hull get_terrain_height is the basin's floor, not the hull")
 	await _free(crate)
+	world.free()
+
+
+func _test_detail_waves_cross_page_borders_on_a_world() -> void:
+	print("-- detail waves on a world: a ripple where four pages meet, the window following a marker")
+	var world := PipeWaterWorld.new()
+	world.world_size = Vector2i(300, 300)
+	world.running = false
+	world.window_cells = 128
+	world.far_water_cells = 0
+	var marker := Node3D.new()
+	root.add_child(world)
+	world.add_child(marker)
+	await process_frame
+	if not world.is_ready():
+		_check(false, "the world exists: %s" % world.get_last_error())
+		world.free()
+		return
+	# Pages of 56 cells: (168, 168) is a page corner, 18 cells from the world's centre.
+	var corner := Vector3(168.0 - 150.0, 0.0, 168.0 - 150.0)
+	marker.position = corner
+	world.detail_follow = world.get_path_to(marker)
+	var poured: float = world.add_water(corner, 4000.0, 40.0)
+	for i in 30:
+		world.step(1.0 / 60.0)
+	world.add_ripple(corner, 0.1, 1.0)
+	_check(world.get_last_error().is_empty() and not world.add_ripple(corner, 0.1, 1.0),
+			"with detail_waves off add_ripple reaches nothing and reports nothing")
+	world.detail_waves = true
+	var reached: bool = world.add_ripple(corner - Vector3(1.5, 0.0, 1.0), 0.1, 1.0)
+	_check(reached, "a ripple by the page corner reaches the detail window: %s"
+			% world.get_last_error())
+	for i in 90:
+		world.step(1.0 / 60.0)
+	world.refresh_window()
+	# The waves' height on each side of both page borders: get_height with and without them.
+	var largest := {}
+	for j in 41:
+		for i in 41:
+			var p := corner + Vector3(-5.0 + i * 0.25, 0.0, -5.0 + j * 0.25)
+			var page := Vector2i(int(p.x >= corner.x), int(p.z >= corner.z))
+			var wave: float = absf(world.get_height(p, true) - world.get_height(p))
+			largest[page] = maxf(largest.get(page, 0.0), wave)
+	print("   poured %.0f m³; largest detail height per page around the corner: %s" % [poured,
+			largest])
+	for page in [Vector2i(0, 0), Vector2i(1, 0), Vector2i(0, 1), Vector2i(1, 1)]:
+		_check(largest.get(page, 0.0) > 1.0e-3,
+				"the ripple's waves reached page %s (over 1 mm)" % page)
+	var texture: ImageTexture = world.detail_texture
+	var image: Image = world.get_detail_image()
+	var texel_top := 0.0
+	if image != null:
+		for y in range(0, image.get_height(), 2):
+			for x in range(0, image.get_width(), 2):
+				texel_top = maxf(texel_top, absf(image.get_pixel(x, y).r))
+	print("   detail_texture %s, format %d, largest height texel %.4f m" % [
+			image.get_size() if image != null else Vector2i.ZERO,
+			image.get_format() if image != null else -1, texel_top])
+	_check(texture != null and texture.get_size() == Vector2(256, 256) and image != null
+			and image.get_format() == Image.FORMAT_RGBAH and texel_top > 1.0e-3,
+			"detail_texture holds the 256² window's waves in half floats")
+	var rect: Rect2 = world.get_detail_rect()
+	var shown: Rect2 = world.get_window_rect()
+	print("   detail window %s inside the drawn window %s" % [rect, shown])
+	_check(rect.size.x > 0.0 and shown.encloses(rect) and rect.has_point(Vector2(corner.x, corner.z)),
+			"the detail window lies in the drawn window, around the marker")
+	var surface := world.get_node("WaterSurface") as MeshInstance3D
+	var material := surface.material_override as ShaderMaterial
+	_check(material != null and material.get_shader_parameter("detail_on") == 1.0
+			and material.get_shader_parameter("detail_texture") == texture,
+			"the window's material draws the detail texture")
+	# Bad input: refused by name, nothing changed.
+	_check(not world.add_ripple(Vector3(NAN, 0.0, 0.0), 0.1, 1.0)
+			and world.get_last_error().contains("global_position"), "a ripple at NaN is refused")
+	_check(not world.add_ripple(corner, 20.0, 1.0) and world.get_last_error().contains("strength"),
+			"a ripple of 20 m is refused: %s" % world.get_last_error())
+	_check(not world.add_ripple(corner, 0.1, 0.0) and world.get_last_error().contains("radius"),
+			"a ripple of radius 0 is refused: %s" % world.get_last_error())
+	world.detail_window = 8
+	_check(world.detail_window == 256 and world.get_last_error().contains("detail_window"),
+			"detail_window = 8 is refused and the property kept: %s" % world.get_last_error())
+	world.detail_damping = -1.0
+	_check(world.detail_damping == 0.5 and world.get_last_error().contains("detail_damping"),
+			"detail_damping = -1 is refused")
+	var ledger: Dictionary = world.get_water_ledger()
+	_check(ledger.get("exact", false), "the ledger is exact: the waves move no water")
+	world.detail_waves = false
+	world.step(1.0 / 60.0)
+	world.refresh_window()
+	var p := corner - Vector3(1.5, 0.0, 1.0)
+	_check(world.get_height(p, true) == world.get_height(p)
+			and world.detail_texture.get_size() == Vector2(1, 1),
+			"turned off, the waves are gone and the texture is one calm texel")
 	world.free()
 
 

@@ -10,7 +10,7 @@
 mod authoring;
 mod bodies;
 pub mod build;
-mod detail;
+pub(crate) mod detail;
 mod edits;
 mod erosion;
 mod fluid;

@@ -13,6 +13,7 @@
 use crate::errors::{core_message, ErrorLog};
 use crate::mapping::{global_to_local_point, OUTSIDE_HEIGHT};
 use crate::mesh_layout;
+use crate::validate;
 use crate::surface::{default_water_material, surface_arrays};
 use crate::world_far_water::{far_settings, update_texture, FarWater};
 use godot::classes::image::Format;
@@ -26,6 +27,7 @@ use crate::node::WaterBoundary;
 use pipewater_core::{Boundary, Params};
 
 mod bodies;
+mod detail;
 
 /// Cells the window moves by at least: a focus walking about does not shift the textures (and
 /// the surface's vertices) every frame.
@@ -211,6 +213,68 @@ pub struct PipeWaterWorld {
     /// depth-weighted over the block; mean discharge (m²/s).
     #[var(get, no_set)]
     far_flux_texture: Option<Gd<ImageTexture>>,
+    /// The detail wave layer (`PipeWater`'s Detail Waves: ripples, wakes, splashes and rain
+    /// finer than the cells) over a window of `detail_window`² detail cells around
+    /// `detail_follow` (else the water the camera looks at), kept within the window the node
+    /// draws at full resolution; its waves stay where they are in the world as it moves, and
+    /// page borders do not exist for them (`docs/DETAIL_WAVES.md`). Off by default on a world:
+    /// it runs on the CPU and reads the water under its window back from the device each physics
+    /// frame (about 3 ms a frame on two cores at the default window).
+    #[export_group(name = "Detail Waves")]
+    #[export]
+    #[var(set)]
+    detail_waves: bool,
+    /// Detail cells per cell side, `1 ..= 16`: the detail waves' cells are
+    /// `cell_size / detail_subdivision` m. Changing it puts the waves at rest.
+    #[export(range = (1.0, 16.0, 1.0, suffix = "per cell"))]
+    #[var(set)]
+    #[init(val = pipewater_core::DetailParams::default().subdivision as i64)]
+    detail_subdivision: i64,
+    /// Detail cells per side of the detail window, `32 ..= 4096`: it spans
+    /// `detail_window × cell_size / detail_subdivision` m (64 m by default). Changing it puts
+    /// the waves at rest.
+    #[export(range = (32.0, 4096.0, 32.0, suffix = "cells"))]
+    #[var(set)]
+    #[init(val = pipewater_core::DetailParams::default().window as i64)]
+    detail_window: i64,
+    /// Fastest the detail waves travel, m/s, `0.05 ..= 50`: they run at √(g·depth) up to it.
+    #[export(range = (0.05, 50.0, 0.01, suffix = "m/s"))]
+    #[var(set)]
+    #[init(val = pipewater_core::DetailParams::default().max_celerity as f64)]
+    detail_max_celerity: f64,
+    /// How fast detail waves die down, 1/s, `0 ..= 100`: a wave left alone keeps
+    /// `exp(−detail_damping × t)` of its height.
+    #[export(range = (0.0, 10.0, 0.01, or_greater, suffix = "1/s"))]
+    #[var(set)]
+    #[init(val = pipewater_core::DetailParams::default().damping as f64)]
+    detail_damping: f64,
+    /// How strongly `PipeWaterBody` hulls raise detail waves (bow waves, wakes, splashes),
+    /// `0 ..= 10`: 1 is the pressure of the water they displace.
+    #[export(range = (0.0, 10.0, 0.01))]
+    #[var(set)]
+    #[init(val = pipewater_core::DetailParams::default().hull_strength as f64)]
+    detail_hull_strength: f64,
+    /// Rain on the detail waves, drops per m² per second, `0 ..= 1000` (0: none).
+    #[export(range = (0.0, 200.0, 0.1, or_greater, suffix = "drops/m²/s"))]
+    #[var(set)]
+    rain_rate: f64,
+    /// Height of a rain drop's ripple, m, `0 ..= 1`.
+    #[export(range = (0.0, 0.2, 0.001, or_greater, suffix = "m"))]
+    #[var(set)]
+    #[init(val = pipewater_core::DetailParams::default().rain_drop as f64)]
+    rain_drop_height: f64,
+    /// The `Node3D` the detail window follows (a boat, the player). Empty: the water the
+    /// viewport's camera looks at, else `focus_node`; the window stays within the one the node
+    /// draws.
+    #[export]
+    detail_follow: NodePath,
+    /// The detail waves (`Image.FORMAT_RGBAH`, `detail_window`² texels, stored toroidally as
+    /// `PipeWater.detail_texture`: R height m, G and B slopes along local +X and +Z, A vertical
+    /// velocity m/s), drawn by the window's mesh; one calm texel while the layer is off.
+    #[var(get, no_set)]
+    detail_texture: Option<Gd<ImageTexture>>,
+    /// The detail texture's image and bytes, and the refusal of the layer last reported.
+    detail_output: detail::WorldDetailOutput,
     /// The far water's read, textures and mesh.
     far: FarWater,
     /// The far-water settings last accepted, and the refusal last reported.
@@ -263,6 +327,7 @@ impl INode3D for PipeWaterWorld {
         self.poll_load();
         if self.running {
             self.sync_focus();
+            self.sync_detail();
             if !godot::classes::Engine::singleton().is_editor_hint() {
                 self.couple_bodies(delta.clamp(0.0, 10.0));
             }
@@ -278,6 +343,7 @@ impl INode3D for PipeWaterWorld {
         if self.water.is_some() {
             self.show_window(false);
             self.show_far_water(delta, false);
+            self.show_detail();
         }
     }
 
@@ -298,6 +364,77 @@ impl PipeWaterWorld {
     /// `ground_height` changed).
     #[signal]
     fn world_rebuilt();
+
+    /// Sets `detail_waves`: turns the layer on (its waves at rest) or off.
+    #[func]
+    fn set_detail_waves(&mut self, value: bool) {
+        self.detail_waves = value;
+    }
+
+    /// Sets `detail_subdivision` (`1 ..= 16`).
+    #[func]
+    fn set_detail_subdivision(&mut self, value: i64) {
+        let max = pipewater_core::detail::MAX_SUBDIVISION as i64;
+        if self.errors.accept(validate::int_in("detail_subdivision", value, 1, max)).is_some() {
+            self.detail_subdivision = value;
+        }
+    }
+
+    /// Sets `detail_window` (cells, `32 ..= 4096`).
+    #[func]
+    fn set_detail_window(&mut self, value: i64) {
+        let (lo, hi) = pipewater_core::detail::WINDOW_RANGE;
+        if self.errors.accept(validate::int_in("detail_window", value, lo as i64, hi as i64)).is_some() {
+            self.detail_window = value;
+        }
+    }
+
+    /// Sets `detail_max_celerity` (m/s, `0.05 ..= 50`).
+    #[func]
+    fn set_detail_max_celerity(&mut self, value: f64) {
+        if self.errors.accept(validate::float_in("detail_max_celerity", value, 0.05, 50.0, " m/s")).is_some() {
+            self.detail_max_celerity = value;
+        }
+    }
+
+    /// Sets `detail_damping` (1/s, `0 ..= 100`).
+    #[func]
+    fn set_detail_damping(&mut self, value: f64) {
+        if self.errors.accept(validate::float_in("detail_damping", value, 0.0, 100.0, " 1/s")).is_some() {
+            self.detail_damping = value;
+        }
+    }
+
+    /// Sets `detail_hull_strength` (`0 ..= 10`).
+    #[func]
+    fn set_detail_hull_strength(&mut self, value: f64) {
+        if self.errors.accept(validate::float_in("detail_hull_strength", value, 0.0, 10.0, "")).is_some() {
+            self.detail_hull_strength = value;
+        }
+    }
+
+    /// Sets `rain_rate` (drops per m² per second, `0 ..= 1000`).
+    #[func]
+    fn set_rain_rate(&mut self, value: f64) {
+        if self.errors.accept(validate::float_in("rain_rate", value, 0.0, 1000.0, " drops/m²/s")).is_some() {
+            self.rain_rate = value;
+        }
+    }
+
+    /// Sets `rain_drop_height` (m, `0 ..= 1`).
+    #[func]
+    fn set_rain_drop_height(&mut self, value: f64) {
+        if self.errors.accept(validate::float_in("rain_drop_height", value, 0.0, 1.0, " m")).is_some() {
+            self.rain_drop_height = value;
+        }
+    }
+
+    /// `detail_texture`: the detail waves' texels of the newest frame (one calm texel while the
+    /// layer is off).
+    #[func]
+    fn get_detail_texture(&self) -> Option<Gd<ImageTexture>> {
+        self.detail_texture.clone()
+    }
 
     #[func]
     fn get_height_texture(&self) -> Option<Gd<ImageTexture>> {
@@ -467,6 +604,7 @@ impl PipeWaterWorld {
             return;
         }
         self.sync_focus();
+        self.sync_detail();
         let result = self.water.as_mut().map(|w| w.advance(delta as f32));
         self.core("step", result);
         self.window_stale = true;
@@ -481,6 +619,7 @@ impl PipeWaterWorld {
         if self.ensure_world() {
             self.show_window(true);
             self.show_far_water(0.0, true);
+            self.show_detail();
         }
     }
 
@@ -603,13 +742,18 @@ impl PipeWaterWorld {
     }
 
     /// Global Y of the water surface (the ground where dry) at a global position; `-INF` off the
-    /// world.
+    /// world. With `with_detail`, the detail waves' height there is added (0 outside their
+    /// window and while `detail_waves` is off).
     #[func]
-    fn get_height(&mut self, global_position: Vector3) -> f64 {
+    fn get_height(&mut self, global_position: Vector3, #[opt(default = false)] with_detail: bool) -> f64 {
         let Some(local) = self.local("get_height", global_position) else { return OUTSIDE_HEIGHT as f64 };
         let result = self.water.as_mut().map(|w| w.surface_height(local.x, local.z));
+        let detail = match &self.water {
+            Some(w) if with_detail => w.detail_height(local.x, local.z),
+            _ => 0.0,
+        };
         match self.core("get_height", result).flatten() {
-            Some(y) => (self.base().get_global_transform() * Vector3::new(local.x, y, local.z)).y as f64,
+            Some(y) => (self.base().get_global_transform() * Vector3::new(local.x, y + detail, local.z)).y as f64,
             None => OUTSIDE_HEIGHT as f64,
         }
     }
