@@ -376,7 +376,7 @@ fn the_tile_params_layout_agrees_with_the_wgsl() {
 
 /// A multiplayer server's `TileChangeParams` (backend/gpu/tile_changes.rs, used by both GPU
 /// backends) has `tile_changes.wgsl`'s size and member offsets (naga's layouter), so the pass reads
-/// the limit and the tiles the host meant.
+/// the limit and the tiles the host meant, and its records are the words the host decodes.
 #[cfg(feature = "gpu")]
 #[test]
 fn the_tile_change_params_agree_with_the_wgsl() {
@@ -397,6 +397,12 @@ fn the_tile_change_params_agree_with_the_wgsl() {
     assert_eq!(at("tile_size"), Some(std::mem::offset_of!(TileChangeParams, tile_size)));
     assert_eq!(at("tiles_x"), Some(std::mem::offset_of!(TileChangeParams, tiles_x)));
     assert_eq!(at("limit"), Some(std::mem::offset_of!(TileChangeParams, limit)));
+    assert_eq!(at("read_every_change"), Some(std::mem::offset_of!(TileChangeParams, read_every_change)));
+    assert_eq!(at("tile_count"), Some(std::mem::offset_of!(TileChangeParams, tile_count)));
+    // The records the host decodes are as long as the pass writes them.
+    let words = module.constants.iter().find(|(_, c)| c.name.as_deref() == Some("TILE_RECORD_WORDS")).map(|(_, c)| &module.global_expressions[c.init]);
+    println!("WGSL TILE_RECORD_WORDS: {words:?}; host {}", pipewater_core::backend::TILE_RECORD_WORDS);
+    assert!(matches!(words, Some(naga::Expression::Literal(naga::Literal::U32(w))) if *w as usize == pipewater_core::backend::TILE_RECORD_WORDS));
 }
 
 /// The far water's `CoarseParams` (backend/gpu/world/coarse.rs) and `texels_paged.wgsl`'s agree

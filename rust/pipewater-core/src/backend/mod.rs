@@ -288,11 +288,14 @@ pub trait Backend: Send {
     /// Starts, without waiting for the device, the comparison of the water as it is after the
     /// work submitted so far (queued edits applied) with the copy the last comparison or
     /// [`Backend::reset_tile_changes`] took, tile by tile over the same `tiles`, bit for bit:
-    /// of the tiles that differ, at most `max_tiles` are read back (depths and flows) and taken
-    /// into the copy; the others differ again at the next comparison. The reader it returns
-    /// gives them, waiting little when called a frame or more later. `None` where the backend
-    /// has no such comparison, none was reset over these tiles, or the last reader is still out.
-    fn begin_tile_changes(&mut self, _tiles: &sleep::TileGrid, _max_tiles: usize) -> Result<Option<TileChangesReader>> {
+    /// every tile that differs is taken into the copy and described by a [`TileRecord`] (its
+    /// total, hash and change); of the tiles `request` asks for (those it wants, and with
+    /// [`TileRequest::read_every_change`] every one that differs), at most
+    /// [`TileRequest::max_tiles`] are read back (depths and flows); the others are asked for
+    /// again. The reader it returns gives them, waiting little when called a frame or more
+    /// later. `None` where the backend has no such comparison, none was reset over these tiles,
+    /// or the last reader is still out.
+    fn begin_tile_changes(&mut self, _tiles: &sleep::TileGrid, _request: &TileRequest) -> Result<Option<TileChangesReader>> {
         Ok(None)
     }
     /// Starts reading every cell's depth quanta as they are after the work submitted so far,
@@ -437,12 +440,66 @@ pub struct TileChangesReader {
     pub read: Box<dyn FnOnce() -> Result<TileChanges> + Send>,
 }
 
+/// What a sync server asks of a comparison ([`Backend::begin_tile_changes`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TileRequest {
+    /// Most tiles read back.
+    pub max_tiles: usize,
+    /// One bit per tile (bit `t % 32` of word `t / 32`): tiles to read whether they differ or
+    /// not (the ones the server will send next). Shorter than the tiles' words: the rest unset.
+    pub wanted: Vec<u32>,
+    /// Every tile that differs is read too (a keyframe needs every tile's water of one frame).
+    pub read_every_change: bool,
+}
+
+impl TileRequest {
+    /// Whether tile `t` is wanted.
+    pub fn wants(&self, t: usize) -> bool {
+        self.wanted.get(t / 32).is_some_and(|w| w >> (t % 32) & 1 != 0)
+    }
+
+    /// Marks tile `t` wanted.
+    pub fn want(&mut self, t: usize) {
+        if self.wanted.len() <= t / 32 {
+            self.wanted.resize(t / 32 + 1, 0);
+        }
+        self.wanted[t / 32] |= 1 << (t % 32);
+    }
+
+    /// Tiles wanted.
+    pub fn wanted_count(&self) -> usize {
+        self.wanted.iter().map(|w| w.count_ones() as usize).sum()
+    }
+}
+
+/// A tile that differed at a comparison on the device ([`Backend::begin_tile_changes`]), as the
+/// device described it without reading it back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TileRecord {
+    /// The tile.
+    pub tile: u32,
+    /// Its depth quanta summed.
+    pub total: i64,
+    /// [`crate::sync::tile_hash`] of its values.
+    pub hash: u32,
+    /// |Δ depth| summed over its cells since the copy it was compared with (quanta).
+    pub change: u64,
+}
+
+/// Words of a [`TileRecord`] as `shaders/tile_changes.wgsl` writes it.
+pub const TILE_RECORD_WORDS: usize = 6;
+
 /// The tiles whose water differed from the copy a comparison ([`Backend::begin_tile_changes`])
-/// took before, with their water.
+/// took before, and the water of the tiles read.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TileChanges {
-    /// Tiles that differed, including those past the read's limit, which were not read.
+    /// Tiles that differed.
     pub differing: usize,
+    /// Per tile that differed, what the device found of it (a comparison on the device only;
+    /// empty where the host compares what it read).
+    pub records: Vec<TileRecord>,
+    /// Tiles that were to be read, including those past the read's limit, which were not.
+    pub to_read: usize,
     /// The tiles read, each with its water below.
     pub tiles: Vec<u32>,
     /// Per tile read, `tile_size²` cells: its cells' depth quanta row-major over the tile (an
@@ -458,6 +515,8 @@ impl TileChanges {
     /// Fails, leaving them empty, when a tile or the lengths do not fit `tiles`.
     pub fn gather(&mut self, tiles: &sleep::TileGrid, which: &[u32], depth: &[i32], flow: &[[f32; 4]]) -> Result<()> {
         self.differing = 0;
+        self.to_read = 0;
+        self.records.clear();
         self.tiles.clear();
         self.depth.clear();
         self.flow.clear();
@@ -483,40 +542,59 @@ impl TileChanges {
             }
         }
         self.differing = which.len();
+        self.to_read = which.len();
         self.tiles.extend_from_slice(which);
         Ok(())
     }
 
-    /// Bytes of a GPU comparison's read of `slots` tiles of `stride` cells as both GPU backends
-    /// stage it (`shaders/tile_changes.wgsl`'s buffers copied one after another): the count of
-    /// tiles that differed and the slots' tiles, then their depths, then their flows.
-    pub fn staged_bytes(slots: usize, stride: usize) -> usize {
-        4 * (1 + slots) + 20 * slots * stride
+    /// Bytes of a GPU comparison's read of `slots` tiles of `stride` cells over `tile_count`
+    /// tiles as both GPU backends stage it (the first bytes of `shaders/tile_changes.wgsl`'s
+    /// report, copied as they are): the counts of tiles that differed and of tiles to read, the
+    /// slots' tiles, a record per tile, then the slots' depths, then their flows.
+    pub fn staged_bytes(slots: usize, stride: usize, tile_count: usize) -> usize {
+        4 * (2 + slots) + 4 * TILE_RECORD_WORDS * tile_count + 20 * slots * stride
     }
 
-    /// The tiles a staged read of `limit` slots of `stride` cells holds ([`TileChanges::staged_bytes`]):
-    /// only the slots that were filled are copied out. Fails when `bytes` is shorter than that.
-    pub fn from_staged(bytes: &[u8], limit: usize, stride: usize) -> Result<TileChanges> {
-        let expected = Self::staged_bytes(limit, stride);
+    /// The tiles a staged read of `limit` slots of `stride` cells over `tile_count` tiles holds
+    /// ([`TileChanges::staged_bytes`]): only the records and slots that were filled are copied
+    /// out. Fails when `bytes` is shorter than that or its counts are past the tiles.
+    pub fn from_staged(bytes: &[u8], limit: usize, stride: usize, tile_count: usize) -> Result<TileChanges> {
+        let expected = Self::staged_bytes(limit, stride, tile_count);
         if bytes.len() < expected {
             return Err(Error::Gpu(format!("the tile changes' read holds {} bytes, expected {expected}", bytes.len())));
         }
         let words = |from: usize, count: usize| -> Vec<u32> { bytemuck::pod_collect_to_vec(&bytes[4 * from..4 * (from + count)]) };
-        let differing = words(0, 1)[0] as usize;
-        let read = differing.min(limit);
-        let depth_at = 1 + limit;
+        let counts = words(0, 2);
+        let (differing, to_read) = (counts[0] as usize, counts[1] as usize);
+        if differing > tile_count || to_read > tile_count {
+            return Err(Error::Gpu(format!("the tile changes' read counts {differing} tiles differing and {to_read} to read of {tile_count}")));
+        }
+        let read = to_read.min(limit);
+        let records_at = 2 + limit;
+        let depth_at = records_at + TILE_RECORD_WORDS * tile_count;
         let flow_at = depth_at + limit * stride;
+        let records = words(records_at, TILE_RECORD_WORDS * differing)
+            .chunks_exact(TILE_RECORD_WORDS)
+            .map(|r| TileRecord {
+                tile: r[0],
+                total: ((r[2] as i32 as i64) << 16) + r[1] as i64,
+                hash: r[3],
+                change: ((r[5] as u64) << 16) + r[4] as u64,
+            })
+            .collect();
         Ok(TileChanges {
             differing,
-            tiles: words(1, read),
+            records,
+            to_read,
+            tiles: words(2, read),
             depth: bytemuck::pod_collect_to_vec(&bytes[4 * depth_at..4 * (depth_at + read * stride)]),
             flow: bytemuck::pod_collect_to_vec(&bytes[4 * flow_at..4 * (flow_at + 4 * read * stride)]),
         })
     }
 
-    /// Whether every tile that differed was read.
+    /// Whether every tile that was to be read was read.
     pub fn complete(&self) -> bool {
-        self.tiles.len() == self.differing
+        self.tiles.len() == self.to_read
     }
 
     /// Writes the tiles read into row-major `depth` and `flow` over `tiles` and marks them in
@@ -585,30 +663,41 @@ pub fn check_nudges(nudges: &[PipeNudge], cell_count: usize) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::TileChanges;
+    use super::{TileChanges, TileRecord, TILE_RECORD_WORDS};
 
-    /// A staged read decodes as both GPU backends lay it out: the count (also past the limit),
-    /// the slots' tiles, and only the read tiles' depths and flows from their places; a short
-    /// read is an error, not a panic.
+    /// A staged read decodes as both GPU backends lay it out: the counts (the reads also past
+    /// the limit), the slots' tiles, the records of the tiles that differed (totals and changes
+    /// from their 16-bit halves' sums, a negative high sum kept negative), and only the read
+    /// tiles' depths and flows from their places; a short read or counts past the tiles are
+    /// errors, not panics.
     #[test]
     fn a_staged_read_decodes_the_slots_up_to_the_limit() {
-        let (limit, stride) = (2, 4);
-        let mut words = vec![0u32; TileChanges::staged_bytes(limit, stride) / 4];
-        words[0] = 5; // five tiles differed, two read
-        words[1] = 7;
-        words[2] = 3;
+        let (limit, stride, tile_count) = (2, 4, 9);
+        let mut words = vec![0u32; TileChanges::staged_bytes(limit, stride, tile_count) / 4];
+        words[0] = 2; // two tiles differed
+        words[1] = 5; // five to read, two read
+        words[2] = 7;
+        words[3] = 3;
+        let records = 2 + limit;
+        words[records..records + 6].copy_from_slice(&[7, 0xffff, 3, 0xdead_beef, 10, 2]);
+        words[records + 6..records + 12].copy_from_slice(&[1, 5, (-1i32) as u32, 1, 0, 0]);
+        let depth_at = records + TILE_RECORD_WORDS * tile_count;
         for i in 0..limit * stride {
-            words[1 + limit + i] = 100 + i as u32;
+            words[depth_at + i] = 100 + i as u32;
         }
         for i in 0..4 * limit * stride {
-            words[1 + limit + limit * stride + i] = (i as f32).to_bits();
+            words[depth_at + limit * stride + i] = (i as f32).to_bits();
         }
-        let changes = TileChanges::from_staged(bytemuck::cast_slice(&words), limit, stride).unwrap();
+        let changes = TileChanges::from_staged(bytemuck::cast_slice(&words), limit, stride, tile_count).unwrap();
         println!("{changes:?}");
-        assert_eq!((changes.differing, changes.tiles.clone()), (5, vec![7, 3]));
+        assert_eq!((changes.differing, changes.to_read, changes.tiles.clone()), (2, 5, vec![7, 3]));
+        assert_eq!(changes.records[0], TileRecord { tile: 7, total: 3 * 65536 + 0xffff, hash: 0xdead_beef, change: 2 * 65536 + 10 });
+        assert_eq!(changes.records[1], TileRecord { tile: 1, total: -65536 + 5, hash: 1, change: 0 });
         assert!(!changes.complete());
         assert_eq!(changes.depth, (100..108).collect::<Vec<i32>>());
         assert_eq!(changes.flow[1], [4.0, 5.0, 6.0, 7.0]);
-        assert!(TileChanges::from_staged(&[0u8; 8], limit, stride).is_err());
+        assert!(TileChanges::from_staged(&[0u8; 8], limit, stride, tile_count).is_err());
+        words[0] = 10;
+        assert!(TileChanges::from_staged(bytemuck::cast_slice(&words), limit, stride, tile_count).is_err());
     }
 }

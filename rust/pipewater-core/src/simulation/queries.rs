@@ -66,11 +66,11 @@ impl Simulation {
         self.on_backend(|b| b.reset_tile_changes(tiles))
     }
 
-    /// Starts comparing the water with the copy the last comparison took, reading back at most
-    /// `max_tiles` tiles that differ, without waiting for the device
+    /// Starts comparing the water with the copy the last comparison took, describing every tile
+    /// that differs and reading back the tiles `request` asks for, without waiting for the device
     /// ([`crate::backend::Backend::begin_tile_changes`]); `None` where the backend cannot.
-    pub fn begin_tile_changes(&mut self, tiles: &crate::backend::sleep::TileGrid, max_tiles: usize) -> Result<Option<crate::backend::TileChangesReader>> {
-        self.on_backend(|b| b.begin_tile_changes(tiles, max_tiles))
+    pub fn begin_tile_changes(&mut self, tiles: &crate::backend::sleep::TileGrid, request: &crate::backend::TileRequest) -> Result<Option<crate::backend::TileChangesReader>> {
+        self.on_backend(|b| b.begin_tile_changes(tiles, request))
     }
 
     /// The tiles whose depth may have changed since the last call ([`crate::backend::Backend::take_changed_tiles`]);

@@ -17,7 +17,9 @@ pub const MAGIC: [u8; 3] = *b"PWS";
 /// Version of this wire format; a packet of another version is refused (with both versions
 /// named, so a peer of an older build is told to update). 2: tiles carry their pipes' flows
 /// and the server frame they describe; edits carry their frame; the frame log ([`Packet::Frames`]).
-pub const PROTOCOL_VERSION: u8 = 2;
+/// 3: checksums carry [`super::tile_hash`]'s sum of mixed values, which a GPU computes, instead
+/// of CRC-32.
+pub const PROTOCOL_VERSION: u8 = 3;
 /// Most bytes of one packet (header included).
 pub const MAX_PACKET_BYTES: usize = 1200;
 /// Bytes of the header: magic, version, kind, sequence.

@@ -219,20 +219,29 @@ impl Edit {
     }
 }
 
-/// A hash of a tile's depths (CRC-32 of their little-endian bytes): with the total quanta it
-/// tells a client whether its copy is the server's, and any single changed quantum changes it.
-pub fn tile_hash(depths: &[i32]) -> u32 {
-    let mut h = crc32fast::Hasher::new();
-    if cfg!(target_endian = "little") {
-        // The same bytes in one call: a call per value cost the server more than the rest of a
-        // capture (crc32fast's short-input path).
-        h.update(bytemuck::cast_slice(depths));
-    } else {
-        for d in depths {
-            h.update(&d.to_le_bytes());
-        }
-    }
-    h.finalize()
+/// A hash of a tile's values ([`gather_tile_values`]: depths, then the flows' bits): with the
+/// total quanta it tells a client whether its copy is the server's. The wrapping sum over the
+/// values of a mix of each value and its place, so that a GPU computes it as it compares a tile,
+/// summing the cells in any order (`shaders/tile_changes.wgsl`, `hash_term`), and the server
+/// numbers a changed tile without reading its water. A single changed value always changes it
+/// (each term is a bijection of its value); two changes cancel with a chance of 2⁻³².
+pub fn tile_hash(values: &[i32]) -> u32 {
+    values.iter().enumerate().fold(0u32, |h, (k, &v)| h.wrapping_add(tile_hash_term(k as u32, v as u32)))
+}
+
+/// Value `v` at place `k` of a tile's values, as [`tile_hash`] sums it.
+fn tile_hash_term(k: u32, v: u32) -> u32 {
+    mix32(v ^ mix32(k ^ 0x9e37_79b9))
+}
+
+/// A bijection of 32 bits that mixes every bit into every other (Chris Wellons's lowbias32).
+fn mix32(mut x: u32) -> u32 {
+    x ^= x >> 16;
+    x = x.wrapping_mul(0x7feb_352d);
+    x ^= x >> 15;
+    x = x.wrapping_mul(0x846c_a68b);
+    x ^= x >> 16;
+    x
 }
 
 /// A hash of a terrain (CRC-32 of the heights' bits and the grid's size), which server and

@@ -4,7 +4,7 @@
 use super::codec::{encode_tile, Packet, TileChecksum, TileChunk, Welcome, MAX_CHECKSUMS_PER_PACKET, MAX_CHUNK_DATA, MAX_FRAMES_PER_PACKET, MAX_FRAME_SUBSTEPS};
 use super::{gather_tile_values, tile_hash, tile_rect, tile_values_depth, Edit, Outgoing, SyncConfig, PACKET_OVERHEAD_BYTES, SERVER_PEER};
 use crate::backend::sleep::TileGrid;
-use crate::backend::TileChanges;
+use crate::backend::{TileChanges, TileRequest};
 use crate::error::{Error, Result};
 use crate::grid::Grid;
 use rayon::prelude::*;
@@ -28,6 +28,12 @@ const MAX_ENCODED: usize = 1024;
 /// Priority of a tile that the client has never received: above any change count, so a
 /// keyframe goes before updates (nearest first).
 const KEYFRAME_PRIORITY: f64 = 1.0e15;
+/// Captures on the device that read every change and the tiles without their water, while a
+/// keyframe waits for every tile's water of one frame, before the server asks for a whole read
+/// instead (water that moves in more tiles than a read holds never gets there).
+const KEYFRAME_CAPTURES_BEFORE_WHOLE: u32 = 4;
+/// Bytes a tile update is guessed to cost before any was encoded.
+const FIRST_UPDATE_BYTES_GUESS: f64 = 2048.0;
 
 /// One version of a tile's water: depths and pipe flows.
 #[derive(Debug, Clone)]
@@ -40,8 +46,10 @@ struct TileVersion {
     change: u64,
     total: i64,
     hash: u32,
-    /// [`super::gather_tile_values`]: depths, then the flows' bits.
-    values: Arc<[i32]>,
+    /// [`super::gather_tile_values`]: depths, then the flows' bits. `None` where the device
+    /// described the version without reading it back ([`SyncServer::capture_records`]): no
+    /// client was to be sent it.
+    values: Option<Arc<[i32]>>,
 }
 
 /// A client as the server sees it.
@@ -51,6 +59,10 @@ struct Client {
     acked: Vec<u32>,
     /// Per tile, the version last sent and when (s).
     sent: Vec<(u32, f64)>,
+    /// The tiles whose acknowledged version may not be the one the client should have (a new
+    /// version was taken, the client joined or asked again), flagged and listed: a poll looks at
+    /// these only, not at every tile of the grid (4 096 at 2048², most of a river's sync).
+    stale: TileSet,
     focus: Vec<[f32; 2]>,
     /// Bytes the client may still be sent now; negative after a packet that went past it.
     tokens: f64,
@@ -131,6 +143,19 @@ pub struct SyncServer {
     /// Encoded tile updates by (tile, base version, version): a tile that waits for the budget,
     /// or goes to several clients, is encoded once.
     encoded: HashMap<(usize, u32, u32), Arc<(usize, Vec<u8>)>>,
+    /// Tiles whose newest version has no water ([`TileVersion::values`]).
+    without_values: usize,
+    /// Tiles the polls want read at the next capture on the device: their newest version has no
+    /// water and a client is to be sent it ([`SyncServer::tile_request`]).
+    wanted: TileRequest,
+    /// Captures on the device since a keyframe began waiting for every tile's water.
+    keyframe_captures: u32,
+    /// Bytes of the tile updates encoded, as a running mean: the cost guessed for a tile whose
+    /// water was not read yet.
+    mean_update_bytes: f64,
+    /// Tiles read back whose hash or total the device described otherwise (a fault: the host's
+    /// figures are taken).
+    record_mismatches: u64,
 }
 
 impl SyncServer {
@@ -157,6 +182,11 @@ impl SyncServer {
             whole_frame: frame,
             whole: true,
             encoded: HashMap::new(),
+            without_values: 0,
+            wanted: TileRequest::default(),
+            keyframe_captures: 0,
+            mean_update_bytes: FIRST_UPDATE_BYTES_GUESS,
+            record_mismatches: 0,
         };
         server.capture(depth, flow, None)?;
         Ok(server)
@@ -292,61 +322,216 @@ impl SyncServer {
         self.captures += 1;
         let captures = self.captures.min(u32::MAX as u64 - 1) as u32;
         let history = &self.history;
-        let version_of = |scratch: &mut Vec<i32>, t: usize| -> Option<(usize, TileVersion)> {
+        let version_of = |scratch: &mut Vec<i32>, t: usize| -> Option<(usize, Taken)> {
             gather(t, scratch);
             let last = history[t].last();
-            if last.is_some_and(|v| *v.values == **scratch) {
-                return None;
-            }
+            let hash = tile_hash(scratch);
             let now = tile_values_depth(scratch);
-            let moved: u64 = match last {
-                Some(v) => tile_values_depth(&v.values).iter().zip(now).map(|(&a, &b)| (a as i64 - b as i64).unsigned_abs()).sum(),
+            let total = now.iter().map(|&d| d as i64).sum();
+            match last {
+                Some(v) if v.values.as_deref().is_some_and(|values| values == scratch.as_slice()) => return None,
+                // A version the device described without its water: the same figures are the
+                // same water (the device compared the bits), which this read now holds.
+                Some(v) if v.values.is_none() && v.hash == hash && v.total == total => return Some((t, Taken::Water(Arc::from(scratch.as_slice())))),
+                _ => {}
+            }
+            let moved: u64 = match last.and_then(|v| v.values.as_deref()) {
+                Some(values) => tile_values_depth(values).iter().zip(now).map(|(&a, &b)| (a as i64 - b as i64).unsigned_abs()).sum(),
                 None => now.iter().map(|&d| d.unsigned_abs() as u64).sum(),
             };
-            let version = TileVersion {
-                // Versions follow the capture count, so a tile's versions grow with time
-                // and a version names one capture.
-                version: captures,
-                frame,
-                change: last.map_or(0, |v| v.change).saturating_add(moved.max(1)),
-                total: now.iter().map(|&d| d as i64).sum(),
-                hash: tile_hash(scratch),
-                values: Arc::from(scratch.as_slice()),
-            };
-            Some((t, version))
+            Some((
+                t,
+                Taken::Version(TileVersion {
+                    // Versions follow the capture count, so a tile's versions grow with time
+                    // and a version names one capture.
+                    version: captures,
+                    frame,
+                    change: last.map_or(0, |v| v.change).saturating_add(moved.max(1)),
+                    total,
+                    hash,
+                    values: Some(Arc::from(scratch.as_slice())),
+                }),
+            ))
         };
         // A few tiles (a river in a world at rest) are compared on this thread: waking the
         // thread pool for them cost more than comparing them.
-        let changed: Vec<(usize, TileVersion)> = if compared.len() <= SERIAL_CAPTURE_TILES {
+        let taken: Vec<(usize, Taken)> = if compared.len() <= SERIAL_CAPTURE_TILES {
             let mut scratch = Vec::new();
             compared.iter().filter_map(|&t| version_of(&mut scratch, t)).collect()
         } else {
             compared.par_iter().map_init(Vec::new, |scratch, &t| version_of(scratch, t)).flatten().collect()
         };
-        let n = changed.len();
+        let mut changed = 0;
+        for (t, taken) in taken {
+            match taken {
+                Taken::Version(version) => {
+                    changed += 1;
+                    self.push_version(t, version);
+                }
+                Taken::Water(values) => self.give_water(t, values),
+            }
+        }
+        self.captured(frame, complete);
+        changed
+    }
+
+    /// [`SyncServer::capture_at`] of a comparison on the device ([`TileChanges::records`]): each
+    /// tile that differed gets a new version with the device's total, hash and change, and its
+    /// water where it was read; a tile read that did not differ gives its water to its newest
+    /// version, which the device described without it. Every tile that changed since the last
+    /// capture must be among the records (the device compared them all with the water of the
+    /// last capture). Returns how many tiles changed.
+    pub fn capture_records(&mut self, changes: &TileChanges, frame: u64) -> Result<usize> {
+        self.check_capture_frame(frame)?;
+        let tiles = self.tiles;
+        let stride = tiles.size[0] as usize * tiles.size[1] as usize;
+        if changes.depth.len() < changes.tiles.len() * stride || changes.flow.len() < changes.tiles.len() * stride {
+            return Err(Error::WrongLength { name: "tile changes", expected: changes.tiles.len() * stride, actual: changes.depth.len().min(changes.flow.len()) });
+        }
+        let mut seen = vec![(false, false); tiles.count()];
+        for &t in &changes.tiles {
+            if t as usize >= tiles.count() || std::mem::replace(&mut seen[t as usize].0, true) {
+                return Err(Error::invalid("tile read", t, format!("distinct tiles of 0 ..= {}", tiles.count() - 1)));
+            }
+        }
+        for r in &changes.records {
+            if r.tile as usize >= tiles.count() || std::mem::replace(&mut seen[r.tile as usize].1, true) {
+                return Err(Error::invalid("tile record", r.tile, format!("distinct tiles of 0 ..= {}", tiles.count() - 1)));
+            }
+        }
+        let slots: HashMap<usize, usize> = changes.tiles.iter().enumerate().map(|(slot, &t)| (t as usize, slot)).collect();
+        let values_of = |t: usize| -> Option<Arc<[i32]>> {
+            let slot = *slots.get(&t)?;
+            let r = tile_rect(&tiles, t);
+            let from = slot * stride;
+            let cells = &changes.flow[from..from + (r.width * r.height) as usize];
+            let mut values = Vec::with_capacity(cells.len() * super::codec::VALUES_PER_CELL);
+            values.extend_from_slice(&changes.depth[from..from + cells.len()]);
+            for pipe in 0..4 {
+                values.extend(cells.iter().map(|f| f[pipe].to_bits() as i32));
+            }
+            Some(Arc::from(values))
+        };
+        self.captures += 1;
+        let captures = self.captures.min(u32::MAX as u64 - 1) as u32;
+        for r in &changes.records {
+            let t = r.tile as usize;
+            let values = values_of(t);
+            let (mut total, mut hash) = (r.total, r.hash);
+            if let Some(values) = &values {
+                // The tiles read are few (those to be sent): checking the device's figures
+                // against their water costs little and catches a fault before a client does.
+                let host = (tile_values_depth(values).iter().map(|&d| d as i64).sum::<i64>(), tile_hash(values));
+                if host != (total, hash) {
+                    self.record_mismatches += 1;
+                    (total, hash) = host;
+                }
+            }
+            let change = self.history[t].last().map_or(0, |v| v.change).saturating_add(r.change.max(1));
+            self.push_version(t, TileVersion { version: captures, frame, change, total, hash, values });
+        }
+        for &t in &changes.tiles {
+            let t = t as usize;
+            if seen[t].1 {
+                continue;
+            }
+            let values = values_of(t).expect("a tile read");
+            let host = (tile_values_depth(&values).iter().map(|&d| d as i64).sum::<i64>(), tile_hash(&values));
+            match self.history[t].last() {
+                Some(v) if v.values.is_none() && (v.total, v.hash) == host => self.give_water(t, values),
+                Some(v) if v.values.is_some() => {}
+                // The device's copy and the server's newest version disagree (a fault): the
+                // water read becomes the newest version.
+                last => {
+                    self.record_mismatches += 1;
+                    let change = last.map_or(0, |v| v.change).saturating_add(1);
+                    self.push_version(t, TileVersion { version: captures, frame, change, total: host.0, hash: host.1, values: Some(values) });
+                }
+            }
+        }
+        self.captured(frame, true);
+        Ok(changes.records.len())
+    }
+
+    /// Tile `t`'s new newest version, and the versions no client can use any more dropped.
+    fn push_version(&mut self, t: usize, version: TileVersion) {
+        let history = &mut self.history[t];
+        let had = history.last().is_none_or(|v| v.values.is_some());
+        let has = version.values.is_some();
+        self.without_values = self.without_values + usize::from(had && !has) - usize::from(!had && has);
+        history.push(version);
+        for client in self.clients.values_mut() {
+            client.stale.insert(t);
+        }
+        // Keep what a client can still use: the newest, each client's acknowledged version (the
+        // base of its next delta) and the version it was sent last (its ack may be on the way).
+        // A version no client was sent never becomes a base; keeping every version since a
+        // client's base held up to 64 of 20 KB a tile while water moved where the client's
+        // budget did not reach (a flood across a 2048² grid: gigabytes).
+        let newest_from = history.len().saturating_sub(KEPT_NEWEST_VERSIONS);
+        let clients = &self.clients;
+        let mut i = 0;
+        history.retain(|v| {
+            let keep = i >= newest_from || clients.values().any(|c| c.acked[t] == v.version || c.sent[t].0 == v.version);
+            i += 1;
+            keep
+        });
+    }
+
+    /// Tile `t`'s newest version, described without its water, gets `values`.
+    fn give_water(&mut self, t: usize, values: Arc<[i32]>) {
+        let newest = self.history[t].last_mut().expect("a version to give water to");
+        if newest.values.is_none() {
+            newest.values = Some(values);
+            self.without_values -= 1;
+        }
+    }
+
+    /// After a capture of the water after `frame` frames: whether every tile's newest version
+    /// now holds the water of that frame (`complete`: every tile that changed was taken), which
+    /// a keyframe needs.
+    fn captured(&mut self, frame: u64, complete: bool) {
         self.captured_frame = frame;
-        self.whole = complete;
-        if complete {
+        self.whole = complete && self.without_values == 0;
+        if self.whole {
             self.whole_frame = frame;
         }
-        let clients = &self.clients;
-        for (t, version) in changed {
-            let history = &mut self.history[t];
-            history.push(version);
-            // Keep what a client can still use: the newest, each client's acknowledged version
-            // (the base of its next delta) and the version it was sent last (its ack may be on
-            // the way). A version no client was sent never becomes a base; keeping every version
-            // since a client's base held up to 64 of 20 KB a tile while water moved where the
-            // client's budget did not reach (a flood across a 2048² grid: gigabytes).
-            let newest_from = history.len().saturating_sub(KEPT_NEWEST_VERSIONS);
-            let mut i = 0;
-            history.retain(|v| {
-                let keep = i >= newest_from || clients.values().any(|c| c.acked[t] == v.version || c.sent[t].0 == v.version);
-                i += 1;
-                keep
-            });
+        let keyframe_waits = self.clients.values().any(|c| !c.keyframe_complete && c.keyframe.is_empty());
+        self.keyframe_captures = if keyframe_waits && !self.whole { self.keyframe_captures + 1 } else { 0 };
+    }
+
+    /// What the next comparison on the device should read ([`crate::Simulation::begin_tile_changes`]):
+    /// the tiles the clients are to be sent next whose newest version has no water; while a
+    /// keyframe waits, every tile that changes and every tile without its water too.
+    /// `max_tiles` is what that asks for (at least one).
+    pub fn tile_request(&self) -> TileRequest {
+        let mut request = self.wanted.clone();
+        if self.clients.values().any(|c| !c.keyframe_complete && c.keyframe.is_empty()) {
+            for (t, versions) in self.history.iter().enumerate() {
+                if versions.last().is_some_and(|v| v.values.is_none()) {
+                    request.want(t);
+                }
+            }
+            request.read_every_change = true;
         }
-        n
+        request.max_tiles = request.wanted_count().max(1);
+        request
+    }
+
+    /// The request of [`SyncServer::tile_request`] was begun: the polls from now on want anew.
+    pub fn tile_request_begun(&mut self) {
+        self.wanted = TileRequest::default();
+    }
+
+    /// Tiles whose newest version the device described without reading its water.
+    pub fn tiles_without_water(&self) -> usize {
+        self.without_values
+    }
+
+    /// Tiles read back whose hash or total the device described otherwise: 0 unless the GPU's
+    /// hash and the host's disagree.
+    pub fn record_mismatches(&self) -> u64 {
+        self.record_mismatches
     }
 
     /// Tile versions the server holds with their water (as bases of deltas and to send), in all
@@ -364,6 +549,13 @@ impl SyncServer {
     /// ([`SyncServer::capture_at`]): the caller should read every tile at the next.
     pub fn needs_complete_capture(&self) -> bool {
         !self.whole && self.clients.values().any(|c| !c.keyframe_complete && c.keyframe.is_empty())
+    }
+
+    /// Whether a keyframe has waited [`KEYFRAME_CAPTURES_BEFORE_WHOLE`] captures on the device
+    /// for every tile's water (the water moves in more tiles than a read holds): the caller
+    /// should read every tile at the next.
+    pub fn keyframe_needs_whole_read(&self) -> bool {
+        self.needs_complete_capture() && self.keyframe_captures >= KEYFRAME_CAPTURES_BEFORE_WHOLE
     }
 
     /// Whether a client waits for its welcome (a capture of the water from its join on).
@@ -437,10 +629,12 @@ impl SyncServer {
                     client.acked.fill(0);
                     client.keyframe_complete = false;
                     client.keyframe = Vec::new();
+                    client.stale = TileSet::all(client.acked.len());
                 } else {
                     for t in tiles {
                         client.acked[t as usize] = 0;
                         client.sent[t as usize] = (0, f64::NEG_INFINITY);
+                        client.stale.insert(t as usize);
                     }
                 }
                 Ok(None)
@@ -485,6 +679,7 @@ impl SyncServer {
         let client = Client {
             acked: vec![0; n],
             sent: vec![(0, f64::NEG_INFINITY); n],
+            stale: TileSet::all(n),
             focus: Vec::new(),
             tokens: 0.0,
             last_poll: None,
@@ -552,6 +747,7 @@ impl SyncServer {
         let history = &self.history;
         let (frame_log, frame_log_start, whole_frame, whole, captured_frame) = (&self.frame_log, self.frame_log_start, self.whole_frame, self.whole, self.captured_frame);
         let encoded = &mut self.encoded;
+        let (wanted, mean_update_bytes) = (&mut self.wanted, &mut self.mean_update_bytes);
         let client = self.clients.get_mut(&peer).ok_or_else(|| Error::invalid("peer", peer, "a client that said hello"))?;
         let kbps = if client.keyframe_complete { config.budget_kbps } else { config.join_budget_kbps };
         // A version holds from the capture that took it until the next: after a complete
@@ -626,24 +822,38 @@ impl SyncServer {
             }
             send(client, &Packet::Checksums(entries), false)?;
         }
-        if client.tokens <= 0.0 {
+        // Tile updates, by priority: sent while the budget holds them, and queued past it as far
+        // as the budget of the next poll reaches, where a tile's newest version has no water yet
+        // (the device described it without reading it): the next capture reads it, so that it
+        // is here when the budget is.
+        let refill = rate * dt.clamp(1.0 / 60.0, BURST_SECONDS);
+        let mut room = client.tokens + refill;
+        if room <= 0.0 {
             return Ok(out);
         }
-        // Tile updates, by priority.
         let focus: Vec<[f32; 2]> = client.focus.clone();
         let tile_side = config.tile_size as f32 * grid.cell_size;
         let mut queue: Vec<(f64, usize)> = Vec::new();
-        for (t, versions) in history.iter().enumerate() {
+        let mut i = 0;
+        while i < client.stale.list.len() {
+            let t = client.stale.list[i] as usize;
+            let versions = &history[t];
             let acked = client.acked[t];
             if acked == 0 && !client.keyframe_complete && client.keyframe.is_empty() {
                 // A keyframe not started yet (no complete capture since the join): its tiles
                 // must all describe one frame.
+                i += 1;
                 continue;
             }
-            let Some(current) = (if acked == 0 { client.keyframe.get(t) } else { None }).or(versions.last()) else { continue };
+            let Some(current) = (if acked == 0 { client.keyframe.get(t) } else { None }).or(versions.last()) else {
+                i += 1;
+                continue;
+            };
             if acked == current.version {
+                client.stale.remove_at(i);
                 continue;
             }
+            i += 1;
             let (sent_version, sent_at) = client.sent[t];
             if sent_version == current.version && now - sent_at < config.resend_after as f64 {
                 continue;
@@ -663,22 +873,36 @@ impl SyncServer {
             queue.push((weight * far / (1.0 + in_tiles * in_tiles), t));
         }
         queue.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut sending = true;
         for (_, t) in queue {
-            if client.tokens <= 0.0 {
+            sending &= client.tokens > 0.0;
+            if room <= 0.0 && !sending {
                 break;
             }
             let versions = &history[t];
             let acked = client.acked[t];
             let current = (if acked == 0 { client.keyframe.get(t) } else { None }).or(versions.last()).expect("queued tiles have a version").clone();
-            let base = versions.iter().find(|v| v.version == acked && v.version != 0);
-            let key = (t, base.map_or(0, |b| b.version), current.version);
+            let Some(values) = current.values.as_deref() else {
+                if room > 0.0 {
+                    wanted.want(t);
+                    room -= *mean_update_bytes;
+                }
+                continue;
+            };
+            if !sending {
+                continue;
+            }
+            // An acknowledged version is one the client was sent, which had its water.
+            let base = versions.iter().find(|v| v.version == acked && v.version != 0).and_then(|b| Some((b.version, b.values.as_deref()?)));
+            let key = (t, base.map_or(0, |b| b.0), current.version);
             let update = match encoded.get(&key) {
                 Some(update) => update.clone(),
                 None => {
                     if encoded.len() >= MAX_ENCODED {
                         encoded.clear();
                     }
-                    let update = Arc::new(encode_tile(&current.values, base.map(|b| &*b.values), tile_rect(&tiles, t).width as usize));
+                    let update = Arc::new(encode_tile(values, base.map(|b| b.1), tile_rect(&tiles, t).width as usize));
+                    *mean_update_bytes += (update.1.len() as f64 - *mean_update_bytes) * 0.1;
                     encoded.insert(key, update.clone());
                     update
                 }
@@ -690,15 +914,52 @@ impl SyncServer {
             // not full: the frame log and checksums take a little of every poll, so a bucket
             // may never be full when the tiles' turn comes.
             let cost = (compressed.len() + count * (super::codec::HEADER_BYTES + super::codec::CHUNK_HEADER_BYTES + PACKET_OVERHEAD_BYTES)) as f64;
+            room -= cost;
             if cost > client.tokens && client.tokens < cap * 0.5 {
-                break;
+                sending = false;
+                continue;
             }
             for (index, data) in compressed.chunks(MAX_CHUNK_DATA).enumerate() {
-                let chunk = TileChunk { tile: t as u32, base: base.map_or(0, |b| b.version), version: current.version, frame: current.frame, raw_len: raw_len as u32, index: index as u16, count: count as u16, data: data.to_vec() };
+                let chunk = TileChunk { tile: t as u32, base: base.map_or(0, |b| b.0), version: current.version, frame: current.frame, raw_len: raw_len as u32, index: index as u16, count: count as u16, data: data.to_vec() };
                 send(client, &Packet::TileChunk(chunk), false)?;
             }
             client.sent[t] = (current.version, now);
         }
         Ok(out)
+    }
+}
+
+/// What a host capture took of a tile.
+enum Taken {
+    /// A new version.
+    Version(TileVersion),
+    /// The water of the newest version, which the device had described without it.
+    Water(Arc<[i32]>),
+}
+
+/// A set of tiles, flagged per tile and listed (in no order): inserting and removing in O(1),
+/// iterating in O(members).
+#[derive(Debug, Clone, Default)]
+struct TileSet {
+    member: Vec<bool>,
+    list: Vec<u32>,
+}
+
+impl TileSet {
+    /// Every one of `n` tiles.
+    fn all(n: usize) -> TileSet {
+        TileSet { member: vec![true; n], list: (0..n as u32).collect() }
+    }
+
+    fn insert(&mut self, t: usize) {
+        if !std::mem::replace(&mut self.member[t], true) {
+            self.list.push(t as u32);
+        }
+    }
+
+    /// Removes the tile at place `i` of the list (the last takes its place).
+    fn remove_at(&mut self, i: usize) {
+        let t = self.list.swap_remove(i);
+        self.member[t as usize] = false;
     }
 }

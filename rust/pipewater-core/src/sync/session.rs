@@ -39,6 +39,7 @@ pub struct ServerSession {
     next_sync: f64,
     captures: u64,
     tiles_read: u64,
+    tiles_changed: u64,
     /// The water as the last whole read took it (quanta, and the pipes' flows), row-major; empty
     /// until a capture needs one.
     depth: Vec<i32>,
@@ -51,7 +52,8 @@ pub struct ServerSession {
     on_device: bool,
     /// The comparison begun at the last sync, and the server frames run when it began.
     pending: Option<(u64, PendingChanges)>,
-    /// Tiles that differed at the last comparison: the next reads up to twice as many.
+    /// Tiles that differed at the last comparison: while a keyframe waits, the next reads up to
+    /// twice as many.
     last_differing: usize,
     /// Whether the last sync found the comparison still on the device and left it.
     waited_once: bool,
@@ -66,8 +68,9 @@ impl std::fmt::Debug for PendingChanges {
     }
 }
 
-/// Fewest tiles a comparison on the device reads back (more differ only when the water moves
-/// in more places than a river: the next reads twice as many as differed).
+/// Fewest tiles that change a comparison on the device reads back while a keyframe waits for
+/// every tile's water (more differ only when the water moves in more places than a river: the
+/// next reads twice as many as differed), beyond the tiles the clients are to be sent.
 pub const MIN_TILES_READ: usize = 64;
 
 /// Where the server's sync spent its time, summed over the session ([`ServerSession::costs`]).
@@ -78,6 +81,9 @@ pub struct SyncCosts {
     /// Polling the clients: choosing, delta-coding and compressing their tiles, the frame log,
     /// edits and checksums.
     pub poll: std::time::Duration,
+    /// Beginning the device's comparison after the polls (recording it with the tiles they want
+    /// read); part of `capture`.
+    pub begin: std::time::Duration,
 }
 
 impl ServerSession {
@@ -96,6 +102,7 @@ impl ServerSession {
             next_sync: f64::NEG_INFINITY,
             captures: 0,
             tiles_read: 0,
+            tiles_changed: 0,
             depth: Vec::new(),
             flow: Vec::new(),
             tile_reads: TileChanges::default(),
@@ -190,19 +197,26 @@ impl ServerSession {
         let polled = std::time::Instant::now();
         self.costs.capture += polled - started;
         let out = self.poll_clients(now);
-        self.costs.poll += polled.elapsed();
+        let begun = std::time::Instant::now();
+        self.costs.poll += begun - polled;
+        // After the polls: the comparison reads the tiles they are to send next.
+        self.begin_comparison(sim)?;
+        self.costs.capture += begun.elapsed();
+        self.costs.begin += begun.elapsed();
         out
     }
 
     /// Takes the water into the server's tiles, reading as little as the backend allows:
     /// - on the CPU, the tiles it stepped or edited since the last capture (only those can
     ///   differ), now;
-    /// - on wgpu, the tiles its device found different from the last capture's copy, compared
-    ///   and read back without waiting: begun at one sync, taken at the next (or, when the
-    ///   device has not finished it, at the one after, waiting for it then), so a capture
-    ///   describes the water of a sync or two before ([`SyncServer::capture_at`]);
-    /// - elsewhere (or when a keyframe needs every tile of one frame and the device's reads fell
-    ///   behind, or a read failed) every tile, waiting for the device.
+    /// - on wgpu and Godot's RenderingDevice, what the device's comparison with the last
+    ///   capture's copy found ([`ServerSession::begin_comparison`], begun at the last sync after
+    ///   the polls; taken now or, when the device has not finished it, at the next sync,
+    ///   waiting then): a record of each tile that changed, and the water of only the tiles the
+    ///   polls want to send, so a capture describes the water of a sync or two before
+    ///   ([`SyncServer::capture_records`]);
+    /// - elsewhere (or when a keyframe needs every tile of one frame and the device's reads
+    ///   could not gather them, or a read failed) every tile, waiting for the device.
     fn capture(&mut self, sim: &mut Simulation) -> Result<()> {
         let tiles = self.server.tiles();
         if let Some(changed) = sim.take_changed_tiles().and_then(|c| c.tiles.cover(&c.awake, &tiles)) {
@@ -212,11 +226,10 @@ impl ServerSession {
             sim.read_tiles(&tiles, &which, &mut self.tile_reads)?;
             self.tiles_read += which.len() as u64;
             let frame = self.server.frame();
-            self.server.capture_tiles(&self.tile_reads, frame, true)?;
+            self.tiles_changed += self.server.capture_tiles(&self.tile_reads, frame, true)? as u64;
             self.captures += 1;
             return Ok(());
         }
-        let mut begin = self.on_device;
         if !self.waited_once && self.pending.as_ref().is_some_and(|(_, p)| !(p.0.ready)()) && !self.server.welcome_pending() {
             // The device is behind: take it at the next sync rather than wait for it (then wait:
             // a read begun two syncs ago is as late as a capture may be).
@@ -224,23 +237,20 @@ impl ServerSession {
             return Ok(());
         }
         self.waited_once = false;
+        let mut taken = self.on_device;
         if let Some((frame, PendingChanges(reader))) = self.pending.take() {
             // A read that failed (a lost device) is not taken: the whole read below starts over.
-            begin = false;
+            taken = false;
             if let Ok(changes) = (reader.read)() {
                 self.tiles_read += changes.tiles.len() as u64;
                 self.last_differing = changes.differing;
-                self.server.capture_tiles(&changes, frame, changes.complete())?;
+                self.tiles_changed += self.server.capture_records(&changes, frame)? as u64;
                 self.captures += 1;
-                begin = true;
+                taken = true;
             }
         }
-        if begin && !self.server.needs_complete_capture() {
-            let limit = (2 * self.last_differing).max(MIN_TILES_READ);
-            if let Some(reader) = sim.begin_tile_changes(&tiles, limit)? {
-                self.pending = Some((sim.frames(), PendingChanges(reader)));
-                return Ok(());
-            }
+        if taken && !self.server.keyframe_needs_whole_read() {
+            return Ok(());
         }
         // Made at the first whole read: a CPU server, which reads its changed tiles alone,
         // never holds a grid-sized copy of the water (a GPU server does, from its first one).
@@ -250,10 +260,28 @@ impl ServerSession {
         sim.read_depth(None, &mut self.depth)?;
         sim.read_flow(None, &mut self.flow)?;
         self.tiles_read += tiles.count() as u64;
-        self.server.capture(&self.depth, &self.flow, None)?;
+        self.tiles_changed += self.server.capture(&self.depth, &self.flow, None)? as u64;
         self.captures += 1;
         // The device compares with this water from now on.
         self.on_device = sim.reset_tile_changes(&tiles)?;
+        Ok(())
+    }
+
+    /// Begins the device's comparison with the last capture's copy, reading the tiles the
+    /// server asks for ([`SyncServer::tile_request`]), where the backend compares on its device
+    /// and no comparison is out.
+    fn begin_comparison(&mut self, sim: &mut Simulation) -> Result<()> {
+        if !self.on_device || self.pending.is_some() || self.server.clients().is_empty() {
+            return Ok(());
+        }
+        let mut request = self.server.tile_request();
+        if request.read_every_change {
+            request.max_tiles += (2 * self.last_differing).max(MIN_TILES_READ);
+        }
+        if let Some(reader) = sim.begin_tile_changes(&self.server.tiles(), &request)? {
+            self.server.tile_request_begun();
+            self.pending = Some((sim.frames(), PendingChanges(reader)));
+        }
         Ok(())
     }
 
@@ -271,10 +299,17 @@ impl ServerSession {
         self.captures
     }
 
-    /// Tiles read and compared over all captures so far (every tile each capture on a backend
-    /// that cannot tell which changed).
+    /// Tiles whose water was read back over all captures so far: on the CPU those that changed;
+    /// on a GPU those the clients were to be sent next (and, while a keyframe waits, every one
+    /// that changed); every tile each capture on a backend that cannot tell which changed.
     pub fn tiles_read(&self) -> u64 {
         self.tiles_read
+    }
+
+    /// Tiles whose water changed, over all captures so far: on a GPU, more than it read back
+    /// (it reads those it sends).
+    pub fn tiles_changed(&self) -> u64 {
+        self.tiles_changed
     }
 
     /// Server frames run when the water of the newest capture was taken (on a GPU, a capture

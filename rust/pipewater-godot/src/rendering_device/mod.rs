@@ -470,9 +470,8 @@ impl RdBackend {
             "changes" => self.tile_changes.as_ref()?.params,
             "captured_depth" => self.tile_changes.as_ref()?.captured_depth,
             "captured_flow" => self.tile_changes.as_ref()?.captured_flow,
-            "found" => self.tile_changes.as_ref()?.found,
-            "read_depth" => self.tile_changes.as_ref()?.read_depth,
-            "read_flow" => self.tile_changes.as_ref()?.read_flow,
+            "report" => self.tile_changes.as_ref()?.report,
+            "wanted" => self.tile_changes.as_ref()?.wanted,
             "overwrites" => self.overwrite_list.buffer,
             _ => return None,
         })
@@ -1036,8 +1035,8 @@ impl Backend for RdBackend {
         self.reset_tile_changes_now(tiles)
     }
 
-    fn begin_tile_changes(&mut self, tiles: &pipewater_core::backend::sleep::TileGrid, max_tiles: usize) -> Result<Option<pipewater_core::backend::TileChangesReader>> {
-        self.begin_tile_changes_now(tiles, max_tiles)
+    fn begin_tile_changes(&mut self, tiles: &pipewater_core::backend::sleep::TileGrid, request: &pipewater_core::backend::TileRequest) -> Result<Option<pipewater_core::backend::TileChangesReader>> {
+        self.begin_tile_changes_now(tiles, request)
     }
 
     fn last_readback_bytes(&self) -> u64 {

@@ -1,10 +1,11 @@
 //! A multiplayer server's capture on Godot's RenderingDevice ([`Backend::begin_tile_changes`]):
 //! the same pass as on wgpu (`shaders/tile_changes.wgsl`, `compare_tiles`), which compares the
-//! water with the copy the last capture took, tile by tile and bit for bit, and copies only the
-//! tiles that differ into small buffers; here `buffer_copy` packs them into one staging buffer in
-//! the wgpu backend's layout (the count and the slots' tiles, then their depths, then their
-//! flows), so the decoding and the slots' and limit's meaning are the wgpu backend's, and the
-//! core's [`SyncServer::capture_tiles`] takes either.
+//! water with the copy the last capture took, tile by tile and bit for bit, describes each tile
+//! that differs (total, hash, change) and copies only the tiles the server asks for into its
+//! report, laid out as the wgpu backend stages it (the counts and the slots' tiles, the records,
+//! then the slots' depths, then their flows); one `buffer_copy` brings its first bytes to the
+//! staging buffer, so the decoding and the slots' and limit's meaning are the wgpu backend's, and
+//! the core's [`SyncServer::capture_records`] takes either.
 //!
 //! The read: with Godot 4.4+ one `buffer_get_data_async` of the staging buffer, begun at one
 //! sync and taken at the next (its callback arrives Godot's frame delay later, so a server in a
@@ -12,22 +13,23 @@
 //! same bytes are read with `buffer_get_data`, waiting. Godot 4.3 has only `buffer_get_data`,
 //! which flushes and waits for the GPU: there the read waits at the sync that takes it, as every
 //! read of this backend does on 4.3 (the header is read that way every frame), but it moves the
-//! changed tiles only, not the whole state and every tile compared on the host as before.
+//! records and the tiles asked for only, not the whole state and every tile compared on the host
+//! as before.
 //!
 //! Nothing is made until a server resets the comparison ([`Backend::reset_tile_changes`]): a game
 //! that is not a server pays nothing.
 //!
 //! [`Backend::begin_tile_changes`]: pipewater_core::backend::Backend::begin_tile_changes
 //! [`Backend::reset_tile_changes`]: pipewater_core::backend::Backend::reset_tile_changes
-//! [`SyncServer::capture_tiles`]: pipewater_core::sync::SyncServer::capture_tiles
+//! [`SyncServer::capture_records`]: pipewater_core::sync::SyncServer::capture_records
 
 use super::{callable_variant, device, free_all, update, RdBackend, WaterList, ENTRY_COMPARE_TILES};
 use godot::classes::RenderingDevice;
 use godot::prelude::*;
 use parking_lot::Mutex;
-use pipewater_core::backend::gpu::tile_changes::{TileChangeParams, MAX_TILE_CHANGE_CELLS};
+use pipewater_core::backend::gpu::tile_changes::{wanted_bytes, wanted_words, TileChangeParams, MAX_TILE_CHANGE_CELLS};
 use pipewater_core::backend::sleep::TileGrid;
-use pipewater_core::backend::{TileChanges, TileChangesReader};
+use pipewater_core::backend::{TileChanges, TileChangesReader, TileRequest};
 use pipewater_core::{Error, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -44,9 +46,9 @@ pub(super) struct RdTileChanges {
     pub(super) params: Rid,
     pub(super) captured_depth: Rid,
     pub(super) captured_flow: Rid,
-    pub(super) found: Rid,
-    pub(super) read_depth: Rid,
-    pub(super) read_flow: Rid,
+    /// What the pass writes for the host, laid out as staged ([`TileChanges::staged_bytes`]).
+    pub(super) report: Rid,
+    pub(super) wanted: Rid,
     staging: Rid,
     /// Number of the newest read begun; a reader whose number is not the newest (its buffers
     /// remade or freed since) fails instead of reading them.
@@ -67,10 +69,9 @@ impl RdTileChanges {
             params: rd.uniform_buffer_create(std::mem::size_of::<TileChangeParams>() as u32),
             captured_depth: storage(rd, 4 * cells),
             captured_flow: storage(rd, 16 * cells),
-            found: storage(rd, 4 * (1 + capacity)),
-            read_depth: storage(rd, 4 * capacity * stride),
-            read_flow: storage(rd, 16 * capacity * stride),
-            staging: storage(rd, TileChanges::staged_bytes(capacity, stride)),
+            report: storage(rd, TileChanges::staged_bytes(capacity, stride, tiles.count())),
+            wanted: storage(rd, 4 * wanted_words(&tiles)),
+            staging: storage(rd, TileChanges::staged_bytes(capacity, stride, tiles.count())),
             newest: Arc::new(AtomicU64::new(0)),
             out: Arc::new(()),
             arrived: Arc::new(Mutex::new(None)),
@@ -82,8 +83,8 @@ impl RdTileChanges {
         Ok(changes)
     }
 
-    fn rids(&self) -> [Rid; 7] {
-        [self.params, self.captured_depth, self.captured_flow, self.found, self.read_depth, self.read_flow, self.staging]
+    fn rids(&self) -> [Rid; 6] {
+        [self.params, self.captured_depth, self.captured_flow, self.report, self.wanted, self.staging]
     }
 
     /// Frees the buffers; a reader still out fails rather than read them.
@@ -122,9 +123,10 @@ impl RdBackend {
     }
 
     /// [`pipewater_core::backend::Backend::begin_tile_changes`]: the comparison over copy
-    /// `host.current` in a compute list after the work recorded so far, its first `max_tiles`
-    /// slots packed into the staging buffer and, with Godot 4.4+, read back without waiting.
-    pub(super) fn begin_tile_changes_now(&mut self, tiles: &TileGrid, max_tiles: usize) -> Result<Option<TileChangesReader>> {
+    /// `host.current` in a compute list after the work recorded so far, its records and first
+    /// `request.max_tiles` slots packed into the staging buffer and, with Godot 4.4+, read back
+    /// without waiting.
+    pub(super) fn begin_tile_changes_now(&mut self, tiles: &TileGrid, request: &TileRequest) -> Result<Option<TileChangesReader>> {
         let mut rd = self.check_device()?;
         match self.tile_changes.as_ref() {
             Some(c) if c.tiles == *tiles && Arc::strong_count(&c.out) == 1 => {}
@@ -133,21 +135,21 @@ impl RdBackend {
         let queued = self.host.take_edits();
         self.submit_edits(queued)?;
         let changes = self.tile_changes.as_ref().expect("checked above");
-        let limit = max_tiles.clamp(1, changes.capacity);
+        let limit = request.max_tiles.clamp(1, changes.capacity);
         let stride = tiles.size[0] as usize * tiles.size[1] as usize;
-        let params = TileChangeParams::new(tiles, limit);
+        let tile_count = tiles.count();
+        let params = TileChangeParams::new(tiles, limit, request.read_every_change);
         update(&mut rd, changes.params, bytemuck::bytes_of(&params));
-        rd.buffer_clear(changes.found, 0, 4);
-        let (found, read_depth, read_flow, staging) = (changes.found, changes.read_depth, changes.read_flow, changes.staging);
+        update(&mut rd, changes.wanted, &wanted_bytes(tiles, request));
+        rd.buffer_clear(changes.report, 0, 8);
+        let (report, staging) = (changes.report, changes.staging);
         let list = rd.compute_list_begin();
         let recorded = self.dispatch(&mut rd, list, ENTRY_COMPARE_TILES, WaterList::User, tiles.tiles);
         rd.compute_list_end();
         recorded?;
-        let (ids, depth_bytes) = (4 * (1 + limit) as u32, 4 * (limit * stride) as u32);
-        copy_at(&mut rd, found, 0, staging, 0, ids)?;
-        copy_at(&mut rd, read_depth, 0, staging, ids, depth_bytes)?;
-        copy_at(&mut rd, read_flow, 0, staging, ids + depth_bytes, 4 * depth_bytes)?;
-        let total = TileChanges::staged_bytes(limit, stride);
+        // The report of `limit` slots is its first bytes, as staged.
+        let total = TileChanges::staged_bytes(limit, stride, tile_count);
+        copy(&mut rd, report, staging, total as u32)?;
         let changes = self.tile_changes.as_ref().expect("checked above");
         let number = changes.newest.fetch_add(1, Ordering::AcqRel) + 1;
         let arrived = changes.arrived.clone();
@@ -173,7 +175,7 @@ impl RdBackend {
             let _token = token;
             if let Some((n, bytes)) = arrived.lock().take() {
                 if n == number {
-                    return TileChanges::from_staged(&bytes, limit, stride);
+                    return TileChanges::from_staged(&bytes, limit, stride, tile_count);
                 }
             }
             if newest.load(Ordering::Acquire) != number {
@@ -183,7 +185,7 @@ impl RdBackend {
             // bytes, waiting for the GPU.
             let mut rd = device()?;
             let bytes = rd.buffer_get_data_ex(Rid::new(staging_bits)).offset_bytes(0).size_bytes(total as u32).done();
-            TileChanges::from_staged(bytes.as_slice(), limit, stride)
+            TileChanges::from_staged(bytes.as_slice(), limit, stride, tile_count)
         });
         Ok(Some(TileChangesReader { ready, read }))
     }
@@ -191,14 +193,10 @@ impl RdBackend {
 
 /// `size` bytes from the start of `from` to the start of `to`, in the frame's graph.
 fn copy(rd: &mut Gd<RenderingDevice>, from: Rid, to: Rid, size: u32) -> Result<()> {
-    copy_at(rd, from, 0, to, 0, size)
-}
-
-fn copy_at(rd: &mut Gd<RenderingDevice>, from: Rid, from_offset: u32, to: Rid, to_offset: u32, size: u32) -> Result<()> {
     if size == 0 {
         return Ok(());
     }
-    match rd.buffer_copy(from, to, from_offset, to_offset, size) {
+    match rd.buffer_copy(from, to, 0, 0, size) {
         godot::global::Error::OK => Ok(()),
         e => Err(Error::Gpu(format!("Godot refused to copy {size} bytes between the tile comparison's buffers: {e:?}"))),
     }

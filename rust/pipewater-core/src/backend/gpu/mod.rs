@@ -180,18 +180,38 @@ const SLOT_PENDING: u32 = 1;
 const SLOT_READY: u32 = 2;
 const SLOT_FAILED: u32 = 3;
 /// Work recorded to ride on the backend's next submission rather than make one of its own: on a
-/// fast device the host's cost of a submission (tens of microseconds) is most of a small job's
-/// cost. Any submission of the backend takes it first, so it runs exactly where it was recorded
-/// in the queue's order; whoever needs its result before the backend submits again (no frame
-/// followed) submits it alone.
+/// fast device the host's cost of a command encoder (creating and finishing it: tens of
+/// microseconds) and of a submission is most of a small job's cost. The next frame records its
+/// steps on after it in the same encoder; any other submission of the backend finishes and
+/// submits it first, so it runs exactly where it was recorded in the queue's order; whoever
+/// needs its result before the backend submits again (no frame followed) submits it alone.
 #[derive(Clone, Default)]
 struct Riding(Arc<parking_lot::Mutex<Option<RidingWork>>>);
 
 struct RidingWork {
-    commands: wgpu::CommandBuffer,
-    /// Runs right after the submission that carried `commands` (a `map_async` of what they wrote,
-    /// which must follow it).
-    then: Box<dyn FnOnce() + Send>,
+    /// The encoder holding the work, still open (taken by the frame that carries it).
+    encoder: Option<wgpu::CommandEncoder>,
+    /// Runs with `true` right after the submission that carried the encoder (a `map_async` of
+    /// what it wrote, which must follow it), or with `false` when it was dropped unsubmitted (a
+    /// frame that failed before its submission), so that its reader is not left waiting.
+    then: Option<Box<dyn FnOnce(bool) + Send>>,
+}
+
+impl RidingWork {
+    /// The submission that carried the encoder was made.
+    fn submitted(mut self) {
+        if let Some(then) = self.then.take() {
+            then(true);
+        }
+    }
+}
+
+impl Drop for RidingWork {
+    fn drop(&mut self) {
+        if let Some(then) = self.then.take() {
+            then(false);
+        }
+    }
 }
 
 impl Riding {
@@ -207,9 +227,11 @@ impl Riding {
 
     /// Submits the riding work on its own, if no submission has carried it yet.
     fn submit_alone(&self, queue: &wgpu::Queue) {
-        if let Some(work) = self.take() {
-            queue.submit([work.commands]);
-            (work.then)();
+        if let Some(mut work) = self.take() {
+            if let Some(encoder) = work.encoder.take() {
+                queue.submit([encoder.finish()]);
+            }
+            work.submitted();
         }
     }
 }
@@ -741,9 +763,10 @@ impl GpuBackend {
     /// Submits `encoder`; returns our sequence number of the submission and wgpu's index.
     fn submit(&mut self, encoder: wgpu::CommandEncoder) -> (u64, wgpu::SubmissionIndex) {
         let index = match self.riding.take() {
-            Some(work) => {
-                let index = self.ctx.queue.submit([work.commands, encoder.finish()]);
-                (work.then)();
+            Some(mut work) => {
+                let riding = work.encoder.take().map(wgpu::CommandEncoder::finish);
+                let index = self.ctx.queue.submit(riding.into_iter().chain([encoder.finish()]));
+                work.submitted();
                 index
             }
             None => self.ctx.queue.submit([encoder.finish()]),
@@ -1127,8 +1150,8 @@ impl Backend for GpuBackend {
         self.reset_tile_changes_now(tiles)
     }
 
-    fn begin_tile_changes(&mut self, tiles: &super::sleep::TileGrid, max_tiles: usize) -> Result<Option<super::TileChangesReader>> {
-        self.begin_tile_changes_now(tiles, max_tiles)
+    fn begin_tile_changes(&mut self, tiles: &super::sleep::TileGrid, request: &super::TileRequest) -> Result<Option<super::TileChangesReader>> {
+        self.begin_tile_changes_now(tiles, request)
     }
 
     fn kind(&self) -> BackendKind {
@@ -1172,7 +1195,13 @@ impl Backend for GpuBackend {
             Some(detail) => detail.prepare()?,
             None => None,
         };
-        let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("frame") });
+        // Work riding on this submission (a sync server's comparison) is already in an encoder:
+        // the frame's steps go on after it there.
+        let mut riding = self.riding.take();
+        let mut encoder = match riding.as_mut().and_then(|work| work.encoder.take()) {
+            Some(encoder) => encoder,
+            None => self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("frame") }),
+        };
         let (sleeping, ctx) = (&self.sleeping, &self.ctx);
         let all_stale = self.host.start_tiles(plan, &start, |tiles| sleeping.start_frame(ctx, tiles));
         if let Some(read) = &start.read {
@@ -1210,6 +1239,9 @@ impl Backend for GpuBackend {
             at += 1;
         }
         let (submitted, _) = self.submit(encoder);
+        if let Some(work) = riding {
+            work.submitted();
+        }
         let finished = Arc::new(AtomicBool::new(false));
         let flag = finished.clone();
         self.ctx.queue.on_submitted_work_done(move || flag.store(true, Ordering::Release));

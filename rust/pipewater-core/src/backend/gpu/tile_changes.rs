@@ -1,9 +1,11 @@
 //! A multiplayer server's capture on the wgpu backend ([`Backend::begin_tile_changes`],
 //! `shaders/tile_changes.wgsl`): the device compares the water with the copy the last capture
-//! took, tile by tile and bit for bit, and copies only the tiles that differ into a small buffer
-//! that one `map_async` brings back, begun at one sync and taken at the next. The host's part
-//! then follows the tiles that changed: a sleeping world with a river reads back the river's
-//! tiles, not the grid, and never waits for the device. Nothing is made until a server resets
+//! took, tile by tile and bit for bit, describes each tile that differs in 24 bytes (total,
+//! hash, change) and copies only the tiles the server asks for (the ones it will send next) into
+//! a small buffer that one `map_async` brings back, begun at one sync and taken at the next. The
+//! host's part then follows what the clients are sent, not what changed: a flood across the grid
+//! reads back a record per changed tile and the water of the few tiles the budgets let through,
+//! and never waits for the device. Nothing is made until a server resets
 //! the comparison ([`Backend::reset_tile_changes`]): a game that is not a server pays nothing.
 //!
 //! The device's part is one pass over the state (two reads of depth and flow a sync), which a
@@ -15,7 +17,7 @@
 
 use super::{context, shaders, GpuBackend, GpuContext, DEVICE_WAIT_LIMIT, SLOT_FAILED, SLOT_FREE, SLOT_PENDING, SLOT_READY};
 use crate::backend::sleep::TileGrid;
-use crate::backend::{TileChanges, TileChangesReader};
+use crate::backend::{TileChanges, TileChangesReader, TileRequest};
 use crate::error::{Error, Result};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -27,7 +29,7 @@ pub const MAX_TILE_CHANGE_CELLS: usize = 1 << 20;
 /// `TileChangeParams` of tile_changes.wgsl, for both GPU backends (Godot's RenderingDevice
 /// checks its layout against the WGSL).
 #[repr(C)]
-#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[derive(Debug, Clone, Copy, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct TileChangeParams {
     /// Grid cells along x.
     pub width: u32,
@@ -39,15 +41,43 @@ pub struct TileChangeParams {
     pub tiles_x: u32,
     /// Most tiles read (slots).
     pub limit: u32,
+    /// 1: every tile that differs is read (within the slots), not only the wanted ones.
+    pub read_every_change: u32,
+    /// Tiles of the grid (the room for records in the report).
+    pub tile_count: u32,
     /// The uniform's padding to 32 bytes.
-    pub pad: [u32; 3],
+    pub pad: u32,
 }
 
 impl TileChangeParams {
-    /// The comparison of `tiles` (square ones) reading at most `limit` of them.
-    pub fn new(tiles: &TileGrid, limit: usize) -> Self {
-        TileChangeParams { width: tiles.cells[0], height: tiles.cells[1], tile_size: tiles.size[0], tiles_x: tiles.tiles[0], limit: limit as u32, pad: [0; 3] }
+    /// The comparison of `tiles` (square ones) reading at most `limit` of them, every one that
+    /// differs when `read_every_change`.
+    pub fn new(tiles: &TileGrid, limit: usize, read_every_change: bool) -> Self {
+        TileChangeParams {
+            width: tiles.cells[0],
+            height: tiles.cells[1],
+            tile_size: tiles.size[0],
+            tiles_x: tiles.tiles[0],
+            limit: limit as u32,
+            read_every_change: read_every_change as u32,
+            tile_count: tiles.count() as u32,
+            pad: 0,
+        }
     }
+}
+
+/// Words of the wanted tiles' bits over `tiles` (one bit a tile).
+pub fn wanted_words(tiles: &TileGrid) -> usize {
+    tiles.count().div_ceil(32)
+}
+
+/// The wanted bits of `request` for a buffer of [`wanted_words`] of `tiles`, as bytes.
+pub fn wanted_bytes(tiles: &TileGrid, request: &TileRequest) -> Vec<u8> {
+    let mut words = vec![0u32; wanted_words(tiles)];
+    for (to, from) in words.iter_mut().zip(&request.wanted) {
+        *to = *from;
+    }
+    bytemuck::cast_slice(&words).to_vec()
 }
 
 /// The comparison's layout and pipeline, shared by every simulation of the process.
@@ -63,17 +93,17 @@ impl TileChangePipelines {
 
     fn build(ctx: &GpuContext) -> TileChangePipelines {
         let device = &ctx.device;
-        // Bindings of tile_changes.wgsl: the parameters, the state's copy (read only), then what
-        // the pass writes.
+        // Bindings of tile_changes.wgsl: the parameters, the state's copy (read only), the
+        // captured copy and the report the pass writes, and the wanted tiles (read only).
         let entry = |binding: u32| {
             let ty = match binding {
                 0 => wgpu::BufferBindingType::Uniform,
-                1 | 2 => wgpu::BufferBindingType::Storage { read_only: true },
+                1 | 2 | 6 => wgpu::BufferBindingType::Storage { read_only: true },
                 _ => wgpu::BufferBindingType::Storage { read_only: false },
             };
             wgpu::BindGroupLayoutEntry { binding, visibility: wgpu::ShaderStages::COMPUTE, ty: wgpu::BindingType::Buffer { ty, has_dynamic_offset: false, min_binding_size: None }, count: None }
         };
-        let entries: Vec<wgpu::BindGroupLayoutEntry> = (0..8).map(entry).collect();
+        let entries: Vec<wgpu::BindGroupLayoutEntry> = (0..7).map(entry).collect();
         let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("tile changes"), entries: &entries });
         let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor { label: Some("tile changes"), bind_group_layouts: &[Some(&layout)], immediate_size: 0 });
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some(shaders::TILE_CHANGES.file()), source: wgpu::ShaderSource::Wgsl(shaders::TILE_CHANGES.source().into()) });
@@ -89,8 +119,8 @@ impl TileChangePipelines {
     }
 }
 
-/// A backend's comparison over one cutting into tiles: the captured copy, the slots read back
-/// and their staging buffer, and the bind groups per current copy.
+/// A backend's comparison over one cutting into tiles: the captured copy, the report read back
+/// and its staging buffer, and the bind groups per current copy.
 pub(super) struct GpuTileChanges {
     pipelines: Arc<TileChangePipelines>,
     tiles: TileGrid,
@@ -99,13 +129,16 @@ pub(super) struct GpuTileChanges {
     params: wgpu::Buffer,
     captured_depth: wgpu::Buffer,
     captured_flow: wgpu::Buffer,
-    found: wgpu::Buffer,
-    read_depth: wgpu::Buffer,
-    read_flow: wgpu::Buffer,
+    /// What the pass writes for the host, laid out as staged ([`TileChanges::staged_bytes`]).
+    report: wgpu::Buffer,
+    wanted: wgpu::Buffer,
     staging: wgpu::Buffer,
     /// The staging buffer's state (`SLOT_*`): one read at a time.
     state: Arc<AtomicU32>,
     groups: [wgpu::BindGroup; 2],
+    /// What `params` and `wanted` hold: a sync that asks the same writes nothing (a write is a
+    /// staging allocation and a copy on the next submission).
+    written: Option<(TileChangeParams, bool)>,
 }
 
 impl GpuTileChanges {
@@ -120,15 +153,15 @@ impl GpuTileChanges {
         let params = buffer("tile change params", std::mem::size_of::<TileChangeParams>(), U::UNIFORM | U::COPY_DST);
         let captured_depth = buffer("captured depth", 4 * n, U::STORAGE | U::COPY_DST);
         let captured_flow = buffer("captured flow", 16 * n, U::STORAGE | U::COPY_DST);
-        let found = buffer("tiles found", 4 * (1 + capacity), U::STORAGE | U::COPY_SRC | U::COPY_DST);
-        let read_depth = buffer("tile change depth", 4 * capacity * stride, U::STORAGE | U::COPY_SRC);
-        let read_flow = buffer("tile change flow", 16 * capacity * stride, U::STORAGE | U::COPY_SRC);
-        let staging = buffer("tile change staging", TileChanges::staged_bytes(capacity, stride), U::MAP_READ | U::COPY_DST);
+        let report_bytes = TileChanges::staged_bytes(capacity, stride, tiles.count());
+        let report = buffer("tile change report", report_bytes, U::STORAGE | U::COPY_SRC | U::COPY_DST);
+        let wanted = buffer("wanted tiles", 4 * wanted_words(&tiles), U::STORAGE | U::COPY_DST);
+        let staging = buffer("tile change staging", report_bytes, U::MAP_READ | U::COPY_DST);
         let groups = [0, 1].map(|k| {
-            let buffers = [&params, &backend.depth[k], &backend.flux[k], &captured_depth, &captured_flow, &found, &read_depth, &read_flow];
+            let buffers = [&params, &backend.depth[k], &backend.flux[k], &captured_depth, &captured_flow, &report, &wanted];
             super::bind_buffers(&ctx.device, &pipelines.layout, "tile changes", &buffers)
         });
-        GpuTileChanges { pipelines, tiles, capacity, params, captured_depth, captured_flow, found, read_depth, read_flow, staging, state: Arc::new(AtomicU32::new(SLOT_FREE)), groups }
+        GpuTileChanges { pipelines, tiles, capacity, params, captured_depth, captured_flow, report, wanted, staging, state: Arc::new(AtomicU32::new(SLOT_FREE)), groups, written: None }
     }
 }
 
@@ -157,9 +190,10 @@ impl GpuBackend {
     }
 
     /// [`crate::backend::Backend::begin_tile_changes`]: the comparison over copy `host.current`
-    /// and the copy of its first `max_tiles` slots into the staging buffer, in a submission of
-    /// their own after the work submitted so far; the reader maps and decodes them.
-    pub(super) fn begin_tile_changes_now(&mut self, tiles: &TileGrid, max_tiles: usize) -> Result<Option<TileChangesReader>> {
+    /// and the copy of its records and first `request.max_tiles` slots into the staging buffer,
+    /// riding on the next submission after the work submitted so far; the reader maps and
+    /// decodes them.
+    pub(super) fn begin_tile_changes_now(&mut self, tiles: &TileGrid, request: &TileRequest) -> Result<Option<TileChangesReader>> {
         self.check()?;
         let Some(changes) = self.tile_changes.as_ref().filter(|c| c.tiles == *tiles) else { return Ok(None) };
         match changes.state.load(Ordering::Acquire) {
@@ -174,32 +208,46 @@ impl GpuBackend {
         }
         let queued = self.host.take_edits();
         self.submit_edits(queued)?;
-        let changes = self.tile_changes.as_ref().expect("checked above");
-        let limit = max_tiles.clamp(1, changes.capacity);
+        let changes = self.tile_changes.as_mut().expect("checked above");
+        let limit = request.max_tiles.clamp(1, changes.capacity);
         let stride = tiles.size[0] as usize * tiles.size[1] as usize;
-        let params = TileChangeParams::new(tiles, limit);
-        self.ctx.queue.write_buffer(&changes.params, 0, bytemuck::bytes_of(&params));
+        let tile_count = tiles.count();
+        let params = TileChangeParams::new(tiles, limit, request.read_every_change);
+        let none_wanted = request.wanted.iter().all(|&w| w == 0);
+        if changes.written.is_none_or(|(p, _)| p != params) {
+            self.ctx.queue.write_buffer(&changes.params, 0, bytemuck::bytes_of(&params));
+        }
+        if !(none_wanted && changes.written.is_some_and(|(_, none)| none)) {
+            self.ctx.queue.write_buffer(&changes.wanted, 0, &wanted_bytes(tiles, request));
+        }
+        changes.written = Some((params, none_wanted));
+        let changes = self.tile_changes.as_ref().expect("checked above");
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("tile changes") });
-        encoder.clear_buffer(&changes.found, 0, Some(4));
+        encoder.clear_buffer(&changes.report, 0, Some(8));
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("tile changes"), timestamp_writes: None });
             pass.set_pipeline(&changes.pipelines.compare);
             pass.set_bind_group(0, &changes.groups[self.host.current], &[]);
             pass.dispatch_workgroups(tiles.tiles[0], tiles.tiles[1], 1);
         }
-        let (ids, depth_bytes) = (4 * (1 + limit) as u64, 4 * (limit * stride) as u64);
-        encoder.copy_buffer_to_buffer(&changes.found, 0, &changes.staging, 0, ids);
-        encoder.copy_buffer_to_buffer(&changes.read_depth, 0, &changes.staging, ids, depth_bytes);
-        encoder.copy_buffer_to_buffer(&changes.read_flow, 0, &changes.staging, ids + depth_bytes, 4 * depth_bytes);
+        // The report of `limit` slots is its first bytes, as staged.
+        let total = TileChanges::staged_bytes(limit, stride, tile_count) as u64;
+        encoder.copy_buffer_to_buffer(&changes.report, 0, &changes.staging, 0, total);
         let (staging, state) = (changes.staging.clone(), changes.state.clone());
         state.store(SLOT_PENDING, Ordering::Release);
-        let total = TileChanges::staged_bytes(limit, stride) as u64;
-        // The comparison rides on the next frame's submission (a server steps on at once): one
-        // submission fewer a sync, which on a fast device was most of its cost. It runs before
-        // that frame's steps, on the water of the frame it was begun at, as alone.
+        // The comparison rides on the next frame's submission (a server steps on at once), in
+        // the encoder the frame records its steps into: an encoder and a submission fewer a sync,
+        // which on a fast device were most of its cost. It runs before that frame's steps, on the
+        // water of the frame it was begun at, as alone.
         let (mapped, flag) = (staging.clone(), state.clone());
-        let then = Box::new(move || mapped.map_async(wgpu::MapMode::Read, ..total, move |r| flag.store(if r.is_ok() { SLOT_READY } else { SLOT_FAILED }, Ordering::Release)));
-        self.riding.set(&self.ctx.queue, super::RidingWork { commands: encoder.finish(), then });
+        let then: Box<dyn FnOnce(bool) + Send> = Box::new(move |submitted| {
+            if submitted {
+                mapped.map_async(wgpu::MapMode::Read, ..total, move |r| flag.store(if r.is_ok() { SLOT_READY } else { SLOT_FAILED }, Ordering::Release));
+            } else {
+                flag.store(SLOT_FAILED, Ordering::Release);
+            }
+        });
+        self.riding.set(&self.ctx.queue, super::RidingWork { encoder: Some(encoder), then: Some(then) });
         self.check()?;
         let (device, queue) = (self.ctx.device.clone(), self.ctx.queue.clone());
         let (polled, arrived, riding) = (device.clone(), state.clone(), self.riding.clone());
@@ -218,10 +266,10 @@ impl GpuBackend {
                 state.store(SLOT_FREE, Ordering::Release);
                 return Err(Error::Gpu("mapping the tile changes' read failed".into()));
             }
-            // Only the tiles that differed are taken from the mapping: the buffer holds room for
-            // `limit` of them (64 at least, 1.3 MB), and copying it whole cost a sync more than
-            // the rest of its capture.
-            let decoded = staging.get_mapped_range(..total).map_err(|e| Error::Gpu(e.to_string())).and_then(|view| TileChanges::from_staged(&view, limit, stride));
+            // Only the records and slots filled are taken from the mapping: the buffer holds room
+            // for `limit` tiles (1.3 MB for 64), and copying it whole cost a sync more than the
+            // rest of its capture.
+            let decoded = staging.get_mapped_range(..total).map_err(|e| Error::Gpu(e.to_string())).and_then(|view| TileChanges::from_staged(&view, limit, stride, tile_count));
             staging.unmap();
             state.store(SLOT_FREE, Ordering::Release);
             decoded
