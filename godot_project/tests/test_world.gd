@@ -570,6 +570,29 @@ func _test_detail_waves_cross_page_borders_on_a_world() -> void:
 	_check(material != null and material.get_shader_parameter("detail_on") == 1.0
 			and material.get_shader_parameter("detail_texture") == texture,
 			"the window's material draws the detail texture")
+	# Where the shader reads the texture: its UV at a point of the mesh is (mesh XZ + detail_offset)
+	# / detail_period, repeated (water_surface.gdshader, detail_waves()). At detail cell centres
+	# around the ripple, the texel found there holds the height get_height(p, true) adds.
+	var offset: Vector2 = material.get_shader_parameter("detail_offset")
+	var period: float = material.get_shader_parameter("detail_period")
+	var n: int = image.get_width() if image != null else 1
+	var d := 0.25
+	var worst := 0.0
+	var top := 0.0
+	for k in 21:
+		var gx: int = int(floor((corner.x - 1.5 + 150.0) / d)) - 20 + 2 * k
+		var gz: int = int(floor((corner.z - 1.0 + 150.0) / d)) + 10 - k
+		var p := Vector3((gx + 0.5) * d - 150.0, 0.0, (gz + 0.5) * d - 150.0)
+		var uv := (Vector2(p.x - surface.position.x, p.z - surface.position.z) + offset) / period
+		var texel: float = image.get_pixel(posmod(int(floor(uv.x * n)), n),
+				posmod(int(floor(uv.y * n)), n)).r if image != null else INF
+		var wave: float = world.get_height(p, true) - world.get_height(p)
+		worst = maxf(worst, absf(texel - wave))
+		top = maxf(top, absf(wave))
+	print("   the shader's texels against get_height at 21 detail cells (waves up to %.4f m):"
+			% top, " largest difference ", worst, " m")
+	_check(top > 1.0e-3 and worst < 2.0e-5,
+			"the material's offset and period find each cell's texel (to half-float rounding)")
 	# Bad input: refused by name, nothing changed.
 	_check(not world.add_ripple(Vector3(NAN, 0.0, 0.0), 0.1, 1.0)
 			and world.get_last_error().contains("global_position"), "a ripple at NaN is refused")
