@@ -190,22 +190,24 @@ fn main() {
     let (costs, at_join) = (session.costs(), steady_costs.unwrap_or_default());
     println!();
     println!("steady state, the {steady_frames} frames after the join (before it, {} frames: step {:.2} ms, sync {:.2} ms a frame):", frames - steady_frames, before(step[0]), before(sync[0]));
-    println!("| grid | backend | step ms/frame | sync ms/frame | sync / step | capture (read, compare) ms/frame | polls (encode, compress) ms/frame | tiles read per sync | steady B/s per client (kbit/s) | budget kbit/s |");
+    println!("| grid | backend | step ms/frame | sync ms/frame | sync / step | capture (read, compare) ms/frame, of which begun | polls (encode, compress) ms/frame | tiles changed, read back per sync | steady B/s per client (kbit/s) | budget kbit/s |");
     println!("|---|---|---|---|---|---|---|---|---|---|");
     println!(
-        "| {side}² | {} | {:.3} | {:.3} | {:.1} % | {:.3} | {:.3} | {:.1} of {} | {} | {budget} |",
+        "| {side}² | {} | {:.3} | {:.3} | {:.1} % | {:.3}, {:.3} | {:.3} | {:.1}, {:.1} of {} | {} | {budget} |",
         sim.backend_description(),
         per_frame(step[1]),
         per_frame(sync[1]),
         100.0 * sync[1].as_secs_f64() / step[1].as_secs_f64(),
         per_frame(costs.capture - at_join.capture),
+        per_frame(costs.begin - at_join.begin),
         per_frame(costs.poll - at_join.poll),
+        session.tiles_changed() as f64 / session.captures().max(1) as f64,
         session.tiles_read() as f64 / session.captures().max(1) as f64,
         session.server().tiles().count(),
         steady.map_or("join not complete".to_string(), |r| format!("{r:.0} ({:.1})", r * 8.0 / 1000.0)),
     );
     if check {
-        println!("of {checked} captures checked against a server comparing every tile of the whole state at the same frame, {differing} held other water");
+        println!("of {checked} captures checked against a server comparing every tile of the whole state at the same frame, {differing} held other water; tiles read back whose device record disagreed: {}", session.server().record_mismatches());
     }
     let (held, most) = session.server().versions_held();
     println!("{} of {} tiles current at the end; client applied {} tile updates; {} syncs over {seconds} s; the server holds {held} tile versions (most of one tile {most})", stats.tiles_current, session.server().tiles().count(), client.stats().tiles_applied, syncs);
