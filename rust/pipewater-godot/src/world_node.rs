@@ -86,7 +86,10 @@ pub fn upsampled_band(pixels: &[f32], size: [u32; 2], factor: u32, first: u32, r
 /// with the window cut out. Far water may step less often (`focus_nodes`, `focus_radius`,
 /// `far_step_every`); saves hold only the pages with water (`save_state_async`,
 /// `load_state_async`). `PipeWaterBody` hulls float on it and push its water as on `PipeWater`
-/// (each physics frame, water of 1000 kg/m³). Needs a wgpu device.
+/// (each physics frame, water of 1000 kg/m³). `PipeWater`'s detail waves ring over a window
+/// around `detail_follow` within the drawn one (`detail_waves`, off by default on a world:
+/// `add_ripple`, `get_height(position, true)`, `detail_texture`), the same across page borders
+/// as on a grid. Needs a wgpu device.
 #[derive(GodotClass)]
 #[class(init, base = Node3D)]
 pub struct PipeWaterWorld {

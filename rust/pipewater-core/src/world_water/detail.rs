@@ -176,6 +176,8 @@ pub struct WorldDetail {
     /// Pressure changes for the next frame.
     pressure: Vec<DetailPressure>,
     seed: u32,
+    /// Frames run so far.
+    frames: u64,
 }
 
 impl WorldDetail {
@@ -199,6 +201,7 @@ impl WorldDetail {
             pressed: Vec::new(),
             pressure: Vec::new(),
             seed: 0,
+            frames: 0,
         })
     }
 
@@ -361,7 +364,14 @@ impl WorldDetail {
     /// read with step constants `constants`.
     pub fn advance(&mut self, frame: &DetailFrame, region: &State, constants: &StepConstants) -> Result<()> {
         let fixed = fixed_flux_per_stored(constants);
-        self.field.advance(frame, |x, y| region.cell_texels(x, y, fixed, false))
+        self.field.advance(frame, |x, y| region.cell_texels(x, y, fixed, false))?;
+        self.frames += 1;
+        Ok(())
+    }
+
+    /// Frames run so far: the texels change only when it does.
+    pub fn frames(&self) -> u64 {
+        self.frames
     }
 
     /// `(h, v)` per storage cell ([`WorldDetailWindow::storage_index`]).

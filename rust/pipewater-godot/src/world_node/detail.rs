@@ -20,6 +20,9 @@ use pipewater_core::DetailParams;
 pub struct WorldDetailOutput {
     image: Option<Gd<Image>>,
     bytes: PackedByteArray,
+    /// The layer's frame and window side the texture shows (`Some(None)`: the calm texel;
+    /// `None`: to be shown afresh).
+    shown: Option<Option<(u64, u32)>>,
     /// Settings last refused, so that the refusal is reported once.
     refused: Option<Option<DetailParams>>,
 }
@@ -82,7 +85,11 @@ impl PipeWaterWorld {
         let Some(water) = self.water.as_mut() else { return };
         if water.detail_params() != params.as_ref() && self.detail_output.refused != Some(params) {
             match water.set_detail(params) {
-                Ok(()) => self.detail_output.refused = None,
+                Ok(()) => {
+                    self.detail_output.refused = None;
+                    // A new layer counts its frames from 0 again.
+                    self.detail_output.shown = None;
+                }
                 Err(e) => {
                     self.errors.reject(format!("detail waves: {}", crate::errors::core_message(&e)));
                     self.detail_output.refused = Some(params);
@@ -165,6 +172,13 @@ impl PipeWaterWorld {
 
     /// `detail_texture` from the world's newest detail texels (half floats, as `PipeWater`'s).
     fn show_detail_texels(&mut self) {
+        let showing = self.water.as_ref().and_then(|w| w.detail()).map(|d| (d.frames(), d.params().window));
+        // The texels change only with a frame of the layer: a drawn frame without a physics
+        // frame before it copies nothing.
+        if self.detail_texture.is_some() && Some(showing) == self.detail_output.shown {
+            return;
+        }
+        self.detail_output.shown = Some(showing);
         let texels = self.water.as_ref().and_then(|w| w.detail_texels());
         let (side, texels) = match (&texels, self.water.as_ref().and_then(|w| w.detail_params())) {
             (Some(t), Some(p)) if t.len() == p.window as usize * p.window as usize => (p.window as i32, t.as_slice()),
