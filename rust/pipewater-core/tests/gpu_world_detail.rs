@@ -224,6 +224,51 @@ fn a_hull_raises_detail_waves_across_page_borders() {
     assert_eq!(results[1], 0.0, "without hull pressure the waves stay at rest");
 }
 
+/// A hull's pressure on the detail waves lands on the same detail cells of a world as of a dense
+/// grid: a boat driven at 3 m/s across the corner where four pages meet, its pressure put on
+/// both layers from one coupling (the dense grid's, on its fresh snapshot), makes the same bow
+/// wave and wake on both within [`MAX_DETAIL_DIFFERENCE`] of the largest height, in every page.
+#[test]
+fn a_hulls_wake_on_a_world_is_a_dense_grids() {
+    if !gpu_or_skip("a_hulls_wake_on_a_world_is_a_dense_grids") {
+        return;
+    }
+    let (w, h, dx) = (168u32, 112u32, 0.5f32);
+    let (mut dense, mut world, corner) = scene(w, h, dx);
+    let params = DetailParams { window: 256, ..DetailParams::default() };
+    dense.set_detail(Some(params)).unwrap();
+    world.set_detail(Some(params)).unwrap();
+    dense.set_detail_focus(corner[0], corner[1]);
+    world.set_detail_focus(corner[0], corner[1]);
+    let level = world.surface_height(corner[0] - 4.0, corner[1] + 0.7).unwrap().unwrap();
+    for frame in 0..90 {
+        let t = frame as f32 * 0.02;
+        let mut boat = Body::new(Vec3::new(corner[0] - 4.0 + 3.0 * t, level, corner[1] + 0.7), HullShape::Box { half_extents: Vec3::new(0.8, 0.2, 0.4) });
+        boat.linear_velocity = Vec3::new(3.0, 0.0, 0.0);
+        let coupling = pipewater_core::bodies::couple(&dense.read_snapshot().unwrap(), std::slice::from_ref(&boat), 0.02, 1000.0, 9.81);
+        dense.apply_detail_pressure(std::slice::from_ref(&boat), &coupling.forces);
+        world.apply_detail_pressure(std::slice::from_ref(&boat), &coupling.forces);
+        dense.run_steps(0.005, 4).unwrap();
+        world.run_steps(0.005, 4).unwrap();
+    }
+    let (a, b) = (dense.read_detail().unwrap(), world.read_detail());
+    let window = world.detail_window().unwrap();
+    let scale = a.iter().fold(0.0f32, |m, f| m.max(f[0].abs()));
+    let vscale = a.iter().fold(0.0f32, |m, f| m.max(f[1].abs()));
+    let mut pages: std::collections::BTreeMap<[i64; 2], (f32, f32)> = Default::default();
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        let entry = pages.entry(page_of(&window, window.world_cell(i), world.world().page_side())).or_insert((0.0, 0.0));
+        entry.0 = entry.0.max(x[0].abs());
+        entry.1 = entry.1.max((x[0] - y[0]).abs() / scale).max((x[1] - y[1]).abs() / vscale);
+    }
+    println!("after 1.8 s of a boat at 3 m/s over the page corner: largest detail height {scale:.4} m on the dense grid");
+    for (page, (top, difference)) in &pages {
+        println!("  page {page:?}: largest height {top:.4} m, largest difference {difference:.2e} of the largest");
+    }
+    assert!(scale > 1.0e-3 && pages.len() == 4 && pages.values().all(|p| p.0 > 0.05 * scale), "the wake spans the four pages");
+    assert!(pages.values().all(|p| p.1 < MAX_DETAIL_DIFFERENCE));
+}
+
 /// Bad input to a world's detail layer is refused by name and changes nothing: settings out of
 /// range (the layer keeps its own), a ripple's point, strength and radius (also while the layer
 /// is off, where a good ripple reaches nothing), bounds off the world.
