@@ -548,8 +548,12 @@ mod tests {
         assert_eq!(checked, 3);
     }
 
+    /// Where the walking-window test rings its ripple (local m): 40 detail cells east of the
+    /// world's centre, so that the window walking east crosses a multiple of its anchor's period.
+    const RIPPLE: [f32; 2] = [5.0, 0.0];
+
     /// Runs a layer over the water of `whole` (a world's cells, as a dense state) for `frames`
-    /// frames, its focus at `focus(frame)` (local m), a ripple rung in the first.
+    /// frames, its focus at `focus(frame)` (local m), a ripple rung at [`RIPPLE`] in the first.
     fn ring(whole: &State, frames: u32, focus: impl Fn(u32) -> [f32; 2]) -> WorldDetail {
         let g = whole.grid;
         let mut detail = WorldDetail::new(DetailParams::default(), [g.width, g.height], g.cell_size).unwrap();
@@ -558,7 +562,7 @@ mod tests {
             let [x, z] = focus(frame);
             detail.set_focus_cells([x as f64 / g.cell_size as f64 + g.width as f64 * 0.5, z as f64 / g.cell_size as f64 + g.height as f64 * 0.5]);
             if frame == 0 {
-                assert!(detail.add_ripple(0.0, 0.0, 0.05, 1.0).unwrap());
+                assert!(detail.add_ripple(RIPPLE[0], RIPPLE[1], 0.05, 1.0).unwrap());
             }
             let (f, [x0, y0, w, h]) = detail.frame(0.02, 9.81, g.cell_size).unwrap();
             let cut = |i: usize| (i % w as usize + x0 as usize) + (i / w as usize + y0 as usize) * g.width as usize;
@@ -574,8 +578,8 @@ mod tests {
         detail
     }
 
-    /// The largest difference between two layers' fields over the cells around the ripple (the
-    /// world's centre) that lie in both windows clear of their sponges, and how many there are.
+    /// The largest difference between two layers' fields over the cells around the ripple that
+    /// lie in both windows clear of their sponges, and how many there are.
     fn overlap_difference(a: &WorldDetail, b: &WorldDetail) -> (f32, usize) {
         let (wa, wb) = (a.current_window(), b.current_window());
         let band = 16;
@@ -584,7 +588,7 @@ mod tests {
         for (i, field) in a.fields().iter().enumerate() {
             let g = wa.world_cell(i);
             let [x, z] = wa.cell_centre(g);
-            if x.hypot(z) > 4.0 || !clear(&wa, g) || !clear(&wb, g) {
+            if (x - RIPPLE[0]).hypot(z - RIPPLE[1]) > 4.0 || !clear(&wa, g) || !clear(&wb, g) {
                 continue;
             }
             let other = b.fields()[wb.storage_index(g)];
@@ -594,8 +598,9 @@ mod tests {
         (worst, compared)
     }
 
-    /// In still water a window walking 40 detail cells keeps the waves where they are in the
-    /// world to the bit (as a dense grid's). In a current it keeps them within the rounding of
+    /// In still water a window walking 40 detail cells, past a multiple of its anchor's period
+    /// (the anchor moves), keeps the waves where they are in the world to the bit (as a dense
+    /// grid's). In a current it keeps them within the rounding of
     /// the advection's departure points, which are found in window coordinates (`x − U·dt` for
     /// a cell's place in the window, 0 ..= window): one ulp of ~200 cells, 1.5·10⁻⁵ cell, a
     /// substep, on slopes of ~0.01 m a cell, adds up to ~10⁻⁵ m in 60 substeps. Tolerance 1 % of
@@ -610,11 +615,19 @@ mod tests {
         current.flow.iter_mut().for_each(|f| f[0] = 0.3 * 0.5);
         let mut figures = Vec::new();
         for water in [&still, &current] {
-            let fixed = ring(water, 60, |_| [0.0, 0.0]);
-            let walked = ring(water, 60, |frame| [frame.min(40) as f32 * 0.125, (frame.min(40) * 12 / 40) as f32 * 0.125]);
+            let fixed = ring(water, 60, |_| RIPPLE);
+            let walked = ring(water, 60, |frame| [RIPPLE[0] + frame.min(40) as f32 * 0.125, RIPPLE[1] + (frame.min(40) * 12 / 40) as f32 * 0.125]);
+            let (before, after) = (fixed.current_window(), walked.current_window());
+            assert_ne!(before.anchor()[0], after.anchor()[0], "the walk moves the anchor");
             let largest = fixed.fields().iter().fold(0.0f32, |m, f| m.max(f[0].abs()));
             let (worst, compared) = overlap_difference(&fixed, &walked);
-            println!("windows at {:?} and {:?}: {compared} cells compared, largest height {largest:.5} m, largest difference {worst:e}", fixed.current_window().origin, walked.current_window().origin);
+            println!(
+                "windows at {:?} (anchor {:?}) and {:?} (anchor {:?}): {compared} cells compared, largest height {largest:.5} m, largest difference {worst:e}",
+                before.origin,
+                before.anchor(),
+                after.origin,
+                after.anchor()
+            );
             assert!(compared > 1000 && largest > 1.0e-3);
             figures.push((worst, largest));
         }
