@@ -269,6 +269,49 @@ fn a_hulls_wake_on_a_world_is_a_dense_grids() {
     assert!(pages.values().all(|p| p.1 < MAX_DETAIL_DIFFERENCE));
 }
 
+/// A hull with `rides_detail_waves` on a world feels the waves under its waterplane: the force
+/// it gets over a plain hull's, coupled on the same water, is the weight of the water the waves
+/// raise over its footprint, `ρ·g·Σ h·cell²` with `h` the layer's height at each detail cell
+/// centre under it (read back through `detail_height`), to float rounding.
+#[test]
+fn a_hull_riding_the_detail_waves_on_a_world_feels_them() {
+    if !gpu_or_skip("a_hull_riding_the_detail_waves_on_a_world_feels_them") {
+        return;
+    }
+    let (_, mut world, corner) = scene(168, 112, 0.5);
+    world.set_detail(Some(DetailParams { hull_strength: 0.0, ..DetailParams::default() })).unwrap();
+    world.set_detail_focus(corner[0], corner[1]);
+    world.run_steps(0.005, 4).unwrap();
+    assert!(world.add_ripple(corner[0] - 1.0, corner[1], 0.08, 1.5).unwrap());
+    for _ in 0..10 {
+        world.run_steps(0.005, 4).unwrap();
+    }
+    let level = world.surface_height(corner[0], corner[1]).unwrap().unwrap();
+    let half = Vec3::new(0.6, 0.3, 0.5);
+    let plain = Body::new(Vec3::new(corner[0], level, corner[1]), HullShape::Box { half_extents: half });
+    let riding = Body { rides_detail_waves: true, ..plain.clone() };
+    let a = world.couple_bodies(std::slice::from_ref(&plain), 0.02, 1000.0).unwrap().remove(0).unwrap();
+    let b = world.couple_bodies(std::slice::from_ref(&riding), 0.02, 1000.0).unwrap().remove(0).unwrap();
+    let d = 0.5 / 4.0;
+    let mut sum = 0.0f64;
+    let mut cells = 0;
+    let [ex, ez] = world.extent();
+    for gy in 0..(ez / d) as i64 {
+        for gx in 0..(ex / d) as i64 {
+            let (x, z) = ((gx as f32 + 0.5) * d - ex / 2.0, (gy as f32 + 0.5) * d - ez / 2.0);
+            if (x - corner[0]).abs() < half.x && (z - corner[1]).abs() < half.z {
+                sum += world.detail_height(x, z) as f64;
+                cells += 1;
+            }
+        }
+    }
+    let expected = 1000.0 * 9.81 * sum * (d * d) as f64;
+    let lift = (b.force.y - a.force.y) as f64;
+    println!("waves under the hull's {cells} waterplane cells: Σh = {sum:.5} m; lift over the plain hull {lift:.3} N, ρ·g·Σh·cell² = {expected:.3} N");
+    assert!(cells >= 64 && sum.abs() > 1.0e-3);
+    assert!((lift - expected).abs() < 1.0e-3 * expected.abs().max(1.0), "the riding hull feels the waves under it");
+}
+
 /// Bad input to a world's detail layer is refused by name and changes nothing: settings out of
 /// range (the layer keeps its own), a ripple's point, strength and radius (also while the layer
 /// is off, where a good ripple reaches nothing), bounds off the world.
