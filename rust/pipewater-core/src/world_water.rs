@@ -577,8 +577,7 @@ impl WorldWater {
     /// the device (waits for it).
     fn region_state(&mut self, x0: u32, y0: u32, grid: Grid) -> Result<State> {
         let terrain = self.world.terrain_region(x0, y0, grid.width, grid.height)?;
-        let depth = self.world.read_depth(x0, y0, grid.width, grid.height)?;
-        let flow = self.world.read_flow(x0, y0, grid.width, grid.height)?;
+        let (depth, flow) = self.world.read_water(x0, y0, grid.width, grid.height)?;
         Ok(State { grid, terrain, depth, flow })
     }
 
