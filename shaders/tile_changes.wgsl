@@ -4,8 +4,11 @@
 // the capture's copy and gets a record: its total quanta, its change since that copy (the sum of
 // |Δ depth|) and its hash (`tile_hash` of sync/mod.rs, which the protocol's checksums carry), so
 // the server numbers its new version without reading its water. Its cells are read back (into a
-// slot of `report`) only when the server asks for them: tiles in `wanted` (the ones it will send
-// next) whether they differ or not, and with `read_every_change` every tile that differs.
+// slot of `report`) when the server asks for them, tiles in `wanted` (the ones it will send next)
+// whether they differ or not, and with `read_every_change` every tile that differs; and when the
+// tile did not differ at the last comparison (`differed`): a tile that starts to change (an
+// edit on still water, a front arriving) goes out at the next poll, as when every changed tile
+// was read, while a tile that changes at every comparison (a river) is read only when wanted.
 // Everything the host reads is in `report`, laid out as it is staged (`TileChanges::from_staged`),
 // so that one copy brings it to the staging buffer: a command fewer or four a sync, which on a
 // fast GPU is most of the sync's cost. Comparing the bits, not trusting which tiles stepped, is what makes the set
@@ -44,6 +47,8 @@ struct TileChangeParams {
 @group(0) @binding(5) var<storage, read_write> report: array<atomic<u32>>;
 // One bit per tile: the server wants its cells read.
 @group(0) @binding(6) var<storage, read> wanted: array<u32>;
+// Per tile, 1 when it differed at the last comparison.
+@group(0) @binding(7) var<storage, read_write> differed: array<u32>;
 
 const TILE_CHANGES_WORKGROUP: u32 = 64u;
 const TILE_RECORD_WORDS: u32 = 6u;
@@ -107,8 +112,10 @@ fn compare_tiles(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocatio
     if lid == 0u {
         let differs = atomicLoad(&tile_differs) != 0u;
         let is_wanted = (wanted[tile / 32u] >> (tile % 32u) & 1u) != 0u;
+        let starts = differs && differed[tile] == 0u;
+        differed[tile] = u32(differs);
         var slot = NO_SLOT;
-        if is_wanted || (differs && changes.read_every_change != 0u) {
+        if is_wanted || (differs && (changes.read_every_change != 0u || starts)) {
             let n = atomicAdd(&report[1], 1u);
             if n < changes.limit {
                 slot = n;

@@ -247,9 +247,11 @@ fn a_gpu_client_overwritten_per_cell_runs_on_as_a_simulation_loaded_whole() {
 /// depth or flow bits differ between the water at the last comparison and the water at this one's
 /// begin (read whole on the host before it), each record with that water's total quanta, hash
 /// (`tile_hash`, computed on the device) and change (|Δ depth| summed); the tiles read must be
-/// those asked for — every one that differs, or (last case) only the wanted ones, one of which
-/// did not differ — each with that water. A dam break on 64² in 16 tiles of 16². Prints, per
-/// case, the tiles expected, recorded and read, and the records and cells that disagree.
+/// those asked for — every one that differs, or only the wanted ones, one of which did not
+/// differ — each with that water, and a still tile that starts to change (water added on it)
+/// must be read unasked while the tiles that changed at every comparison are not. A dam break
+/// on 64² in 16 tiles of 16². Prints, per case, the tiles expected, recorded and read, and the
+/// records and cells that disagree.
 #[test]
 fn a_comparison_riding_on_the_next_submission_describes_the_water_it_was_begun_at() {
     if !gpu_or_skip("a_comparison_riding_on_the_next_submission_describes_the_water_it_was_begun_at") {
@@ -268,9 +270,13 @@ fn a_comparison_riding_on_the_next_submission_describes_the_water_it_was_begun_a
     assert!(sim.reset_tile_changes(&tiles).unwrap(), "wgpu compares on its device");
     let saved = sim.save_state().unwrap();
     let mut base = sim.read_state().unwrap();
-    for case in ["nothing after it", "three frames after it", "a restore after it", "only the wanted tiles read"] {
+    for case in ["nothing after it", "three frames after it", "a restore after it", "only the wanted tiles read", "a still tile starts to change"] {
         for _ in 0..5 {
             sim.advance(frame).unwrap();
+        }
+        if case == "a still tile starts to change" {
+            // Tile 15, cells 48..64 on both axes, dry and still until now.
+            sim.add_water(24.0, 24.0, 2.0, 2.0).unwrap();
         }
         let at_begin = sim.read_state().unwrap();
         let mut request = TileRequest { max_tiles: tiles.count(), wanted: Vec::new(), read_every_change: true };
@@ -279,6 +285,9 @@ fn a_comparison_riding_on_the_next_submission_describes_the_water_it_was_begun_a
             request = TileRequest { max_tiles: 2, wanted: Vec::new(), read_every_change: false };
             request.want(0);
             request.want(15);
+        }
+        if case == "a still tile starts to change" {
+            request = TileRequest { max_tiles: 4, wanted: Vec::new(), read_every_change: false };
         }
         let reader = sim.begin_tile_changes(&tiles, &request).unwrap().expect("a comparison");
         match case {
@@ -335,6 +344,9 @@ fn a_comparison_riding_on_the_next_submission_describes_the_water_it_was_begun_a
         if case == "only the wanted tiles read" {
             assert!(!expected.contains(&15) && expected.contains(&0), "{case}: tile 15 still, tile 0 moving");
             assert_eq!(read, vec![0, 15], "{case}: the tiles read");
+        } else if case == "a still tile starts to change" {
+            assert!(expected.contains(&15) && expected.contains(&0), "{case}: tile 15 now changing, tile 0 moving on");
+            assert_eq!(read, vec![15], "{case}: only the tile that started to change is read");
         } else {
             assert_eq!(read, expected, "{case}: the tiles read");
         }

@@ -290,7 +290,8 @@ pub trait Backend: Send {
     /// [`Backend::reset_tile_changes`] took, tile by tile over the same `tiles`, bit for bit:
     /// every tile that differs is taken into the copy and described by a [`TileRecord`] (its
     /// total, hash and change); of the tiles `request` asks for (those it wants, and with
-    /// [`TileRequest::read_every_change`] every one that differs), at most
+    /// [`TileRequest::read_every_change`] every one that differs) and those that differ now but
+    /// did not at the last comparison (they started to change: an edit on still water), at most
     /// [`TileRequest::max_tiles`] are read back (depths and flows); the others are asked for
     /// again. The reader it returns gives them, waiting little when called a frame or more
     /// later. `None` where the backend has no such comparison, none was reset over these tiles,

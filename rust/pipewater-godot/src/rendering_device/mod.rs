@@ -472,6 +472,7 @@ impl RdBackend {
             "captured_flow" => self.tile_changes.as_ref()?.captured_flow,
             "report" => self.tile_changes.as_ref()?.report,
             "wanted" => self.tile_changes.as_ref()?.wanted,
+            "differed" => self.tile_changes.as_ref()?.differed,
             "overwrites" => self.overwrite_list.buffer,
             _ => return None,
         })

@@ -49,6 +49,8 @@ pub(super) struct RdTileChanges {
     /// What the pass writes for the host, laid out as staged ([`TileChanges::staged_bytes`]).
     pub(super) report: Rid,
     pub(super) wanted: Rid,
+    /// Per tile, whether it differed at the last comparison.
+    pub(super) differed: Rid,
     staging: Rid,
     /// Number of the newest read begun; a reader whose number is not the newest (its buffers
     /// remade or freed since) fails instead of reading them.
@@ -71,6 +73,7 @@ impl RdTileChanges {
             captured_flow: storage(rd, 16 * cells),
             report: storage(rd, TileChanges::staged_bytes(capacity, stride, tiles.count())),
             wanted: storage(rd, 4 * wanted_words(&tiles)),
+            differed: storage(rd, 4 * tiles.count()),
             staging: storage(rd, TileChanges::staged_bytes(capacity, stride, tiles.count())),
             newest: Arc::new(AtomicU64::new(0)),
             out: Arc::new(()),
@@ -83,8 +86,8 @@ impl RdTileChanges {
         Ok(changes)
     }
 
-    fn rids(&self) -> [Rid; 6] {
-        [self.params, self.captured_depth, self.captured_flow, self.report, self.wanted, self.staging]
+    fn rids(&self) -> [Rid; 7] {
+        [self.params, self.captured_depth, self.captured_flow, self.report, self.wanted, self.differed, self.staging]
     }
 
     /// Frees the buffers; a reader still out fails rather than read them.
@@ -119,7 +122,11 @@ impl RdBackend {
         let k = self.host.current;
         copy(&mut rd, self.depth[k], changes.captured_depth, 4 * n)?;
         copy(&mut rd, self.flux[k], changes.captured_flow, 16 * n)?;
-        Ok(true)
+        // Every tile starts again as one that did not differ: its first change is read at once.
+        match rd.buffer_clear(changes.differed, 0, 4 * tiles.count() as u32) {
+            godot::global::Error::OK => Ok(true),
+            e => Err(Error::Gpu(format!("Godot refused to clear the tile comparison's flags: {e:?}"))),
+        }
     }
 
     /// [`pipewater_core::backend::Backend::begin_tile_changes`]: the comparison over copy

@@ -94,7 +94,8 @@ impl TileChangePipelines {
     fn build(ctx: &GpuContext) -> TileChangePipelines {
         let device = &ctx.device;
         // Bindings of tile_changes.wgsl: the parameters, the state's copy (read only), the
-        // captured copy and the report the pass writes, and the wanted tiles (read only).
+        // captured copy and the report the pass writes, the wanted tiles (read only), and which
+        // tiles differed last time.
         let entry = |binding: u32| {
             let ty = match binding {
                 0 => wgpu::BufferBindingType::Uniform,
@@ -103,7 +104,7 @@ impl TileChangePipelines {
             };
             wgpu::BindGroupLayoutEntry { binding, visibility: wgpu::ShaderStages::COMPUTE, ty: wgpu::BindingType::Buffer { ty, has_dynamic_offset: false, min_binding_size: None }, count: None }
         };
-        let entries: Vec<wgpu::BindGroupLayoutEntry> = (0..7).map(entry).collect();
+        let entries: Vec<wgpu::BindGroupLayoutEntry> = (0..8).map(entry).collect();
         let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("tile changes"), entries: &entries });
         let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor { label: Some("tile changes"), bind_group_layouts: &[Some(&layout)], immediate_size: 0 });
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some(shaders::TILE_CHANGES.file()), source: wgpu::ShaderSource::Wgsl(shaders::TILE_CHANGES.source().into()) });
@@ -132,6 +133,9 @@ pub(super) struct GpuTileChanges {
     /// What the pass writes for the host, laid out as staged ([`TileChanges::staged_bytes`]).
     report: wgpu::Buffer,
     wanted: wgpu::Buffer,
+    /// Per tile, whether it differed at the last comparison (a tile that starts to change is
+    /// read at once).
+    differed: wgpu::Buffer,
     staging: wgpu::Buffer,
     /// The staging buffer's state (`SLOT_*`): one read at a time.
     state: Arc<AtomicU32>,
@@ -156,12 +160,13 @@ impl GpuTileChanges {
         let report_bytes = TileChanges::staged_bytes(capacity, stride, tiles.count());
         let report = buffer("tile change report", report_bytes, U::STORAGE | U::COPY_SRC | U::COPY_DST);
         let wanted = buffer("wanted tiles", 4 * wanted_words(&tiles), U::STORAGE | U::COPY_DST);
+        let differed = buffer("tiles differed", 4 * tiles.count(), U::STORAGE | U::COPY_DST);
         let staging = buffer("tile change staging", report_bytes, U::MAP_READ | U::COPY_DST);
         let groups = [0, 1].map(|k| {
-            let buffers = [&params, &backend.depth[k], &backend.flux[k], &captured_depth, &captured_flow, &report, &wanted];
+            let buffers = [&params, &backend.depth[k], &backend.flux[k], &captured_depth, &captured_flow, &report, &wanted, &differed];
             super::bind_buffers(&ctx.device, &pipelines.layout, "tile changes", &buffers)
         });
-        GpuTileChanges { pipelines, tiles, capacity, params, captured_depth, captured_flow, report, wanted, staging, state: Arc::new(AtomicU32::new(SLOT_FREE)), groups, written: None }
+        GpuTileChanges { pipelines, tiles, capacity, params, captured_depth, captured_flow, report, wanted, differed, staging, state: Arc::new(AtomicU32::new(SLOT_FREE)), groups, written: None }
     }
 }
 
@@ -184,6 +189,7 @@ impl GpuBackend {
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("tile changes reset") });
         encoder.copy_buffer_to_buffer(&self.depth[k], 0, &changes.captured_depth, 0, 4 * n);
         encoder.copy_buffer_to_buffer(&self.flux[k], 0, &changes.captured_flow, 0, 16 * n);
+        encoder.clear_buffer(&changes.differed, 0, None);
         self.submit(encoder);
         self.check()?;
         Ok(true)
