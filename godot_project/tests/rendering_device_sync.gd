@@ -23,9 +23,12 @@ const PIT_FILL_M := 0.5
 ## request: it reaches the client only through a capture), and the frames of each period after
 ## which the client must hold the server's water again: a capture is begun at the next sync
 ## (30 Hz), taken one or two syncs later, and the client runs 4 frames behind the newest it was
-## told of, so the copy of the edited tile lands a few frames after the edit.
-const SYNC_EDIT_PERIOD := 20
-const SYNC_SETTLED_AFTER := 12
+## told of, so the copy of the edited tile lands a few frames after the edit; unless ENet drops
+## it: in this one process under lavapipe (a few frames a second) ENet's throttle drops every
+## unreliable packet to the client, and the server sends a tile not acknowledged for
+## resend_after (0.3 s) again, reliably, which takes a few frames more.
+const SYNC_EDIT_PERIOD := 24
+const SYNC_SETTLED_AFTER := 16
 ## The ledger is kept in whole quanta, so a client's expected and held totals agree exactly;
 ## the tolerance is one quantum of one 1 m² cell (m³), far below the 0.5 m × 9 cells a missed
 ## booking would leave.

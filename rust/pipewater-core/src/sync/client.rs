@@ -85,6 +85,9 @@ pub struct SyncClient {
     partials: HashMap<(u32, u32, u32), Partial>,
     born: u64,
     acks: BTreeMap<u32, u32>,
+    /// An update the client already had came again: the server did not hear its
+    /// acknowledgement, so the next goes reliable (a link may drop every unreliable packet).
+    acks_again: bool,
     seq: u32,
     reliable: VecDeque<Packet>,
     next_request: u32,
@@ -121,6 +124,7 @@ impl SyncClient {
             partials: HashMap::new(),
             born: 0,
             acks: BTreeMap::new(),
+            acks_again: false,
             seq: 0,
             reliable: VecDeque::new(),
             next_request: 1,
@@ -198,6 +202,24 @@ impl SyncClient {
     /// describes and its values (depths and flows' bits, [`super::gather_tile_values`]).
     pub fn tile_values(&self, t: usize) -> Option<(u32, u64, &[i32])> {
         self.versions.get(t)?.last().map(|(v, f, d)| (*v, *f, &**d))
+    }
+
+    /// The newest copy of tile `t` described a frame the client's water had already run, so it
+    /// was not set (the first send of a tile that then stopped changing was lost, say, and the
+    /// resend came late): it is forgotten and not acknowledged, so that the server sends the
+    /// tile again, stamped with its newest capture's frame, which the client has not run yet.
+    /// Where the acknowledgement already went out, the tile is asked for whole instead.
+    /// Without this the client held the copy, acknowledged, while its water never took it.
+    pub fn forget_late_copy(&mut self, t: usize) {
+        let Some(&(version, _, _)) = self.versions.get(t).and_then(|v| v.last()) else { return };
+        if self.acks.get(&(t as u32)) == Some(&version) {
+            self.acks.remove(&(t as u32));
+            self.versions[t].pop();
+        } else {
+            self.versions[t].clear();
+            self.acks.remove(&(t as u32));
+            self.reliable.push_back(Packet::Resync(vec![t as u32]));
+        }
     }
 
     /// The newest kept copy of tile `t` that describes the water after exactly `frame` server
@@ -426,6 +448,7 @@ impl SyncClient {
             self.stats.stale_chunks += 1;
             if current != 0 {
                 self.acks.insert(c.tile, current);
+                self.acks_again = true;
             }
             return Ok(None);
         }
@@ -575,8 +598,9 @@ impl SyncClient {
             send(&mut self.seq, packet, true);
         }
         let acks: Vec<(u32, u32)> = std::mem::take(&mut self.acks).into_iter().collect();
+        let again = std::mem::take(&mut self.acks_again);
         for part in acks.chunks(MAX_ACKS_PER_PACKET) {
-            send(&mut self.seq, Packet::Ack(part.to_vec()), false);
+            send(&mut self.seq, Packet::Ack(part.to_vec()), again);
         }
         if !self.focus.is_empty() && (now - self.focus_sent_at >= FOCUS_INTERVAL || now < self.focus_sent_at) {
             self.focus_sent_at = now;

@@ -266,13 +266,14 @@ impl Replica {
                 Some((v, _, _)) if v > self.applied[t] => due.push((t, v)),
                 _ if newest > frame => {}
                 _ if newest == frame => done.push(t),
-                // A copy of a frame already run is not the server's water now: the next one
-                // will be on time (the server sends the tile again while it changes).
+                // A copy of a frame already run is not the server's water now: forgotten, so
+                // the server sends the tile again, stamped with a frame still to come.
                 _ => late.push(t),
             }
         }
         for t in late {
             self.waiting.remove(&t);
+            self.client.forget_late_copy(t);
             report.tiles_late += 1;
         }
         for t in done {

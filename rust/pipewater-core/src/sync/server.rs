@@ -32,6 +32,9 @@ const KEYFRAME_PRIORITY: f64 = 1.0e15;
 /// keyframe waits for every tile's water of one frame, before the server asks for a whole read
 /// instead (water that moves in more tiles than a read holds never gets there).
 const KEYFRAME_CAPTURES_BEFORE_WHOLE: u32 = 4;
+/// Tiles that start to change (did not differ at the last comparison) a comparison on the
+/// device reads at once, beyond those the polls want.
+const STARTING_TILES_READ: usize = 32;
 /// Bytes a tile update is guessed to cost before any was encoded.
 const FIRST_UPDATE_BYTES_GUESS: f64 = 2048.0;
 
@@ -59,6 +62,9 @@ struct Client {
     acked: Vec<u32>,
     /// Per tile, the version last sent and when (s).
     sent: Vec<(u32, f64)>,
+    /// Per tile, since when (s) what was sent has gone unacknowledged (infinite: nothing
+    /// outstanding); past `resend_after`, the tile's next send goes reliable.
+    unacknowledged_since: Vec<f64>,
     /// The tiles whose acknowledged version may not be the one the client should have (a new
     /// version was taken, the client joined or asked again), flagged and listed: a poll looks at
     /// these only, not at every tile of the grid (4 096 at 2048², most of a river's sync).
@@ -502,8 +508,8 @@ impl SyncServer {
 
     /// What the next comparison on the device should read ([`crate::Simulation::begin_tile_changes`]):
     /// the tiles the clients are to be sent next whose newest version has no water; while a
-    /// keyframe waits, every tile that changes and every tile without its water too.
-    /// `max_tiles` is what that asks for (at least one).
+    /// keyframe waits, every tile that changes and every tile without its water too; and room
+    /// for the tiles that start to change, which the device reads at once.
     pub fn tile_request(&self) -> TileRequest {
         let mut request = self.wanted.clone();
         if self.clients.values().any(|c| !c.keyframe_complete && c.keyframe.is_empty()) {
@@ -514,7 +520,9 @@ impl SyncServer {
             }
             request.read_every_change = true;
         }
-        request.max_tiles = request.wanted_count().max(1);
+        // Room for the tiles that start to change too (the device reads them at once: an edit
+        // on still water goes out at the next poll); more of them go as records, then wanted.
+        request.max_tiles = request.wanted_count() + STARTING_TILES_READ;
         request
     }
 
@@ -610,6 +618,8 @@ impl SyncServer {
                     // a version the client may have dropped, forever.
                     if v > client.acked[t] {
                         client.acked[t] = v;
+                        // The link carries this tile: what is still outstanding waits from now.
+                        client.unacknowledged_since[t] = if client.sent[t].0 > v { now } else { f64::INFINITY };
                     }
                 }
                 if !client.keyframe_complete && client.acked.iter().all(|&v| v != 0) {
@@ -630,10 +640,12 @@ impl SyncServer {
                     client.keyframe_complete = false;
                     client.keyframe = Vec::new();
                     client.stale = TileSet::all(client.acked.len());
+                    client.unacknowledged_since.fill(f64::INFINITY);
                 } else {
                     for t in tiles {
                         client.acked[t as usize] = 0;
                         client.sent[t as usize] = (0, f64::NEG_INFINITY);
+                        client.unacknowledged_since[t as usize] = f64::INFINITY;
                         client.stale.insert(t as usize);
                     }
                 }
@@ -679,6 +691,7 @@ impl SyncServer {
         let client = Client {
             acked: vec![0; n],
             sent: vec![(0, f64::NEG_INFINITY); n],
+            unacknowledged_since: vec![f64::INFINITY; n],
             stale: TileSet::all(n),
             focus: Vec::new(),
             tokens: 0.0,
@@ -919,9 +932,25 @@ impl SyncServer {
                 sending = false;
                 continue;
             }
+            // Unreliable while the client acknowledges what it is sent (a newer version may
+            // replace a lost one before it matters); reliable once nothing sent of this tile was
+            // acknowledged for `resend_after`: the link may drop every unreliable packet for a
+            // while (ENet's throttle did, all of them, to a listen server's client whose frames
+            // stalled), and a tile must arrive whether it stopped changing or changes at every
+            // capture.
+            let again = now - client.unacknowledged_since[t] >= config.resend_after as f64;
+            if client.unacknowledged_since[t].is_infinite() {
+                client.unacknowledged_since[t] = now;
+            }
+            // A tile's newest version is its water at every frame since, up to the newest
+            // capture's (every capture compares every tile that can have changed): stamped with
+            // that, a resend (or a first send of a tile at rest) describes a frame the client has
+            // not run yet. A keyframe's tiles all keep the keyframe's frame.
+            let newest = versions.last().is_some_and(|v| v.version == current.version);
+            let frame = if client.keyframe_complete && newest { captured_frame.max(current.frame) } else { current.frame };
             for (index, data) in compressed.chunks(MAX_CHUNK_DATA).enumerate() {
-                let chunk = TileChunk { tile: t as u32, base: base.map_or(0, |b| b.0), version: current.version, frame: current.frame, raw_len: raw_len as u32, index: index as u16, count: count as u16, data: data.to_vec() };
-                send(client, &Packet::TileChunk(chunk), false)?;
+                let chunk = TileChunk { tile: t as u32, base: base.map_or(0, |b| b.0), version: current.version, frame, raw_len: raw_len as u32, index: index as u16, count: count as u16, data: data.to_vec() };
+                send(client, &Packet::TileChunk(chunk), again)?;
             }
             client.sent[t] = (current.version, now);
         }
