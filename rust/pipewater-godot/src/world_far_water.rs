@@ -7,12 +7,20 @@
 //! frame takes the small result, at most every [`FAR_WATER_REFRESH_SECONDS`] (or at once when the
 //! area moves). Far water changes slowly on the scale of a block, and a read covers a large area,
 //! so it need not follow every frame.
+//!
+//! The far mesh's material is not a `duplicate()` of the node's: duplicating a `ShaderMaterial`
+//! lists its properties, which fills its cache with the shader's defaults, and then sets each one on
+//! the copy. Godot 4.3 converts a `source_color` parameter that was set from sRGB to linear, but
+//! uses an unset one's default as written, so the copy drew the far water in other colours than the
+//! window's (darker: scatter (0.0015, 0.010, 0.016) for the default (0.02, 0.10, 0.13)). The far
+//! material is a new `ShaderMaterial` on the node material's shader that sets only what the node's
+//! material set ([`FollowedParameters`]), and follows later changes to it.
 
 use crate::mesh_layout;
 use crate::surface::surface_arrays;
 use godot::classes::image::Format;
 use godot::classes::mesh::PrimitiveType;
-use godot::classes::{ArrayMesh, Image, ImageTexture, Material, MeshInstance3D, Node3D, ShaderMaterial};
+use godot::classes::{ArrayMesh, Image, ImageTexture, Material, MeshInstance3D, Node3D, RenderingServer, Shader, ShaderMaterial};
 use godot::prelude::*;
 use pipewater_core::quanta::MAX_TERRAIN_ABS;
 use pipewater_core::world_water::{CoarseWindowJob, WorldWater, WorldWindow, MAX_COARSE_STRIDE, MAX_COARSE_TEXELS};
@@ -22,6 +30,17 @@ use pipewater_core::world_water::{CoarseWindowJob, WorldWater, WorldWindow, MAX_
 pub const FAR_WATER_REFRESH_SECONDS: f64 = 0.25;
 /// Largest `far_water_cells`.
 pub const MAX_FAR_WATER_CELLS: i64 = 65_536;
+/// Shader parameters the far mesh sets itself (its textures, grid, the window's hole, no detail
+/// waves): the node's material holds the window's values of these (the detail layer placed in the
+/// window mesh's space), which the far material never takes.
+pub const FAR_OWN_PARAMETERS: [&str; 12] = [
+    "height_texture", "flux_texture", "grid_size", "cell_size", "clipmap_levels", "clipmap_snap", "hole",
+    "detail_texture", "detail_on", "detail_period", "detail_offset", "detail_rect",
+];
+/// Seconds between checks of every parameter of the node's material against the
+/// RenderingServer's (what its cache cannot show: a parameter set to the default the cache
+/// already held); a change the cache shows reaches the far material on the next drawn frame.
+pub const MATERIAL_SWEEP_SECONDS: f64 = 0.25;
 
 /// The far water's side and stride checked: `(cells rounded up to a multiple of the stride,
 /// stride)`, `None` for off (0 cells), or the refusal naming the property and its range.
@@ -78,9 +97,10 @@ pub struct FarWater {
     since_read: f64,
     mesh_instance: Option<Gd<MeshInstance3D>>,
     mesh_cells: Option<([u32; 2], f32)>,
-    /// The far mesh's own material (the node's duplicated: its textures and hole differ), and
-    /// the node's material it was made from.
-    material: Option<(Gd<Material>, Gd<Material>)>,
+    /// The far mesh's own material (its textures and hole differ from the node's).
+    material: Option<FarMaterial>,
+    /// Seconds since every parameter of the node's material was last checked.
+    since_material_sweep: f64,
 }
 
 impl FarWater {
@@ -89,6 +109,7 @@ impl FarWater {
     /// [`FAR_WATER_REFRESH_SECONDS`] or when the area moved. With `wait`, reads now.
     pub fn update(&mut self, water: &mut WorldWater, focus: [f64; 2], side: u32, stride: u32, delta: f64, wait: bool) -> pipewater_core::Result<bool> {
         self.since_read += delta.max(0.0);
+        self.since_material_sweep += delta.max(0.0);
         let [w, h] = water.size();
         let start = far_start(focus, side, stride, [w, h]);
         let blocks = [(w - start[0]).min(side).div_ceil(stride), (h - start[1]).min(side).div_ceil(stride)];
@@ -148,14 +169,11 @@ impl FarWater {
         }
         let centre = [(origin[0] as f32 + texels[0] as f32 * stride as f32 / 2.0) * dx - extent[0] / 2.0, (origin[1] as f32 + texels[1] as f32 * stride as f32 / 2.0) * dx - extent[1] / 2.0];
         instance.set_position(Vector3::new(centre[0], 0.0, centre[1]));
-        let material = material.map(|node_material| match &self.material {
-            Some((own, from)) if *from == node_material => own.clone(),
-            _ => {
-                let own = node_material.duplicate_resource();
-                self.material = Some((own.clone(), node_material));
-                own
-            }
-        });
+        let sweep = self.since_material_sweep >= MATERIAL_SWEEP_SECONDS;
+        if sweep {
+            self.since_material_sweep = 0.0;
+        }
+        let material = material.map(|node_material| FarMaterial::follow(&mut self.material, node_material, sweep));
         instance.set_material_override(material.as_ref());
         if let Some(mut shader) = material.and_then(|m| m.try_cast::<ShaderMaterial>().ok()) {
             // The fine window in the far mesh's local XZ (−X, −Z, +X, +Z corners).
@@ -170,6 +188,7 @@ impl FarWater {
             shader.set_shader_parameter("clipmap_levels", &1.0f32.to_variant());
             shader.set_shader_parameter("clipmap_snap", &0.0f32.to_variant());
             shader.set_shader_parameter("hole", &hole.to_variant());
+            shader.set_shader_parameter("detail_on", &0.0f32.to_variant());
         }
     }
 
@@ -192,6 +211,129 @@ impl FarWater {
     /// The mesh that draws the far water, while there is one.
     pub fn mesh(&self) -> Option<&Gd<MeshInstance3D>> {
         self.mesh_instance.as_ref()
+    }
+}
+
+/// The far mesh's material, made from the node's: for a `ShaderMaterial`, a new one on its shader
+/// that follows the parameters the node's material set; any other material duplicated (it has no
+/// shader parameters to tell apart).
+enum FarMaterial {
+    Shader {
+        own: Gd<ShaderMaterial>,
+        from: Gd<ShaderMaterial>,
+        shader: Option<Gd<Shader>>,
+        /// The shader's parameters the far material follows (all but [`FAR_OWN_PARAMETERS`]).
+        names: Vec<StringName>,
+        followed: FollowedParameters<Variant>,
+    },
+    Other {
+        own: Gd<Material>,
+        from: Gd<Material>,
+    },
+}
+
+impl FarMaterial {
+    /// The far material for `node_material`: `current` brought up to date with it, or made anew
+    /// when the node's material, its shader or the shader's parameters changed. With `sweep`,
+    /// every parameter is checked against the RenderingServer, not only those whose cached value
+    /// changed.
+    fn follow(current: &mut Option<FarMaterial>, node_material: Gd<Material>, sweep: bool) -> Gd<Material> {
+        let Ok(from) = node_material.clone().try_cast::<ShaderMaterial>() else {
+            return match current {
+                Some(FarMaterial::Other { own, from }) if *from == node_material => own.clone(),
+                _ => {
+                    let own = node_material.duplicate_resource();
+                    *current = Some(FarMaterial::Other { own: own.clone(), from: node_material });
+                    own
+                }
+            };
+        };
+        let shader = from.get_shader();
+        let fresh = match current {
+            Some(FarMaterial::Shader { from: was, shader: had, names, .. }) => *was != from || *had != shader || (sweep && *names != followed_names(shader.as_ref())),
+            _ => true,
+        };
+        if fresh {
+            let mut own = ShaderMaterial::new_gd();
+            if let Some(shader) = &shader {
+                own.set_shader(shader);
+            }
+            let names = followed_names(shader.as_ref());
+            let followed = FollowedParameters::new(names.len());
+            *current = Some(FarMaterial::Shader { own, from: from.clone(), shader, names, followed });
+        }
+        let Some(FarMaterial::Shader { own, from, names, followed, .. }) = current else { unreachable!("made above") };
+        let cached: Vec<Option<Variant>> = names.iter().map(|name| Some(from.get_shader_parameter(name)).filter(|v| !v.is_nil())).collect();
+        let rid = from.get_rid();
+        let server = RenderingServer::singleton();
+        for (index, value) in followed.changes(cached, sweep || fresh, |index| !server.material_get_param(rid, &names[index]).is_nil()) {
+            own.set_shader_parameter(&names[index], &value.unwrap_or_default());
+        }
+        if sweep || fresh {
+            if own.get_render_priority() != from.get_render_priority() {
+                own.set_render_priority(from.get_render_priority());
+            }
+            if own.get_next_pass() != from.get_next_pass() {
+                own.set_next_pass(from.get_next_pass().as_ref());
+            }
+        }
+        own.clone().upcast()
+    }
+}
+
+/// The parameters of `shader` the far material follows: all it lists but [`FAR_OWN_PARAMETERS`].
+fn followed_names(shader: Option<&Gd<Shader>>) -> Vec<StringName> {
+    let Some(shader) = shader else { return Vec::new() };
+    shader
+        .get_shader_uniform_list()
+        .iter_shared()
+        .filter_map(|entry| entry.try_to::<VarDictionary>().ok())
+        .filter_map(|entry| entry.get("name").and_then(|name| name.try_to::<GString>().ok()))
+        .filter(|name| !FAR_OWN_PARAMETERS.contains(&name.to_string().as_str()))
+        .map(|name| StringName::from(&name))
+        .collect()
+}
+
+/// The far material's values of the node material's shader parameters, kept in step with it.
+///
+/// A parameter counts as set on the node's material when the RenderingServer's material holds a
+/// value for it; the material's own cache is no witness, since listing its properties (the
+/// inspector, `duplicate()`) fills it with the shader's defaults without setting them. The far
+/// material sets what was set, to the same value, and leaves the rest unset, so both draw with the
+/// same values whichever way Godot feeds set and unset parameters to the shader.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FollowedParameters<V> {
+    /// Each parameter's value in the node material's cache when last looked at.
+    cached: Vec<Option<V>>,
+    /// What the far material was given for each (`None`: unset, the shader's default).
+    given: Vec<Option<V>>,
+}
+
+impl<V: PartialEq + Clone> FollowedParameters<V> {
+    /// `count` parameters, none given to the far material yet.
+    pub fn new(count: usize) -> Self {
+        FollowedParameters { cached: vec![None; count], given: vec![None; count] }
+    }
+
+    /// The parameters whose value on the far material must change, by index, with the new value
+    /// (`None`: unset). `cached` holds each parameter's value in the node material's cache now
+    /// (`None` when empty); `held(index)` says whether the server's material holds a value for
+    /// it, and is asked where the cached value changed, and of every parameter with `sweep` (a
+    /// parameter set to the default its cache already held changes nothing there).
+    pub fn changes(&mut self, cached: Vec<Option<V>>, sweep: bool, mut held: impl FnMut(usize) -> bool) -> Vec<(usize, Option<V>)> {
+        let mut out = Vec::new();
+        for (index, now) in cached.into_iter().enumerate().take(self.cached.len()) {
+            if !sweep && self.cached[index] == now {
+                continue;
+            }
+            let value = if now.is_some() && held(index) { now.clone() } else { None };
+            self.cached[index] = now;
+            if self.given[index] != value {
+                self.given[index] = value.clone();
+                out.push((index, value));
+            }
+        }
+        out
     }
 }
 
@@ -252,5 +394,34 @@ mod tests {
             println!("{cells} cells at stride {stride}: {refused}");
             assert!(refused.starts_with(name), "{refused}");
         }
+    }
+
+    /// The far material takes a parameter only where the node's material set one (the server
+    /// holds it), whatever its cache shows: a cache filled with the defaults by a listing of the
+    /// properties gives nothing; a value set, changed or cleared reaches the far material at the
+    /// next look; a parameter set to the default its cache already held is found by a sweep.
+    #[test]
+    fn the_far_material_takes_only_the_parameters_that_were_set() {
+        // Three parameters (values stand for colours); the server's view is `held`.
+        let mut followed = FollowedParameters::<f32>::new(3);
+        let mut held = [false; 3];
+        let look = |followed: &mut FollowedParameters<f32>, cached: [Option<f32>; 3], held: [bool; 3], sweep: bool| {
+            let changes = followed.changes(cached.to_vec(), sweep, |i| held[i]);
+            println!("cache {cached:?}, server holds {held:?}, sweep {sweep}: changes {changes:?}");
+            changes
+        };
+        assert_eq!(look(&mut followed, [None; 3], held, true), vec![], "nothing set, nothing given");
+        let defaults = [Some(0.02), Some(0.56), Some(0.1)];
+        assert_eq!(look(&mut followed, defaults, held, false), vec![], "a listing's defaults in the cache give nothing");
+        assert_eq!(look(&mut followed, defaults, held, true), vec![], "nor at a sweep");
+        held[1] = true;
+        assert_eq!(look(&mut followed, [Some(0.02), Some(0.3), Some(0.1)], held, false), vec![(1, Some(0.3))], "a value set reaches it");
+        assert_eq!(look(&mut followed, [Some(0.02), Some(0.3), Some(0.1)], held, false), vec![], "once");
+        assert_eq!(look(&mut followed, [Some(0.02), Some(0.4), Some(0.1)], held, false), vec![(1, Some(0.4))], "a change reaches it");
+        held[2] = true;
+        assert_eq!(look(&mut followed, [Some(0.02), Some(0.4), Some(0.1)], held, false), vec![], "set to the cached default: not seen between sweeps");
+        assert_eq!(look(&mut followed, [Some(0.02), Some(0.4), Some(0.1)], held, true), vec![(2, Some(0.1))], "found by the sweep");
+        held[1] = false;
+        assert_eq!(look(&mut followed, [Some(0.02), None, Some(0.1)], held, false), vec![(1, None)], "a parameter cleared is unset on it");
     }
 }
