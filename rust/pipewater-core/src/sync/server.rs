@@ -553,8 +553,10 @@ impl SyncServer {
         self.captured_frame
     }
 
-    /// Whether a client waits for a keyframe that cannot start until a complete capture
-    /// ([`SyncServer::capture_at`]): the caller should read every tile at the next.
+    /// Whether a client waits for a keyframe that cannot start until a complete capture (every
+    /// tile's newest version with its water, [`SyncServer::capture_at`]): a capture on the
+    /// device then reads every change ([`SyncServer::tile_request`]), and a caller that cannot
+    /// should read every tile at the next ([`SyncServer::keyframe_needs_whole_read`]).
     pub fn needs_complete_capture(&self) -> bool {
         !self.whole && self.clients.values().any(|c| !c.keyframe_complete && c.keyframe.is_empty())
     }
