@@ -561,7 +561,7 @@ impl SyncServer {
         !self.whole && self.clients.values().any(|c| !c.keyframe_complete && c.keyframe.is_empty())
     }
 
-    /// Whether a keyframe has waited [`KEYFRAME_CAPTURES_BEFORE_WHOLE`] captures on the device
+    /// Whether a keyframe has waited four captures on the device
     /// for every tile's water (the water moves in more tiles than a read holds): the caller
     /// should read every tile at the next.
     pub fn keyframe_needs_whole_read(&self) -> bool {
