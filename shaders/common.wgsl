@@ -546,3 +546,15 @@ const TILE_KEPT: u32 = 0xffau;
 // Words in front of the awake tiles in an awake list: the indirect dispatch's (x, y, z) and one
 // spare, so that the list is the dispatch's argument buffer too.
 const AWAKE_LIST_HEADER: u32 = 4u;
+
+// A bijection of 32 bits that mixes every bit into every other (Chris Wellons's lowbias32; the
+// detail layer's rain and the sync's tile hash; detail/kernel.rs `hash` on the host).
+fn lowbias32(x0: u32) -> u32 {
+    var x = x0;
+    x ^= x >> 16u;
+    x *= 0x7feb352du;
+    x ^= x >> 15u;
+    x *= 0x846ca68bu;
+    x ^= x >> 16u;
+    return x;
+}

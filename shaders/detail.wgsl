@@ -123,20 +123,9 @@ fn ripple_shape(u: f32) -> f32 {
     return a * a * (1.0 - 4.0 * u);
 }
 
-// kernel.rs hash (lowbias32).
-fn detail_hash(seed: u32) -> u32 {
-    var x = seed;
-    x ^= x >> 16u;
-    x *= 0x7feb352du;
-    x ^= x >> 15u;
-    x *= 0x846ca68bu;
-    x ^= x >> 16u;
-    return x;
-}
-
 // kernel.rs rain_drop_at.
 fn rain_drop_at(g: vec2<i32>) -> bool {
-    let h = detail_hash((u32(g.x) * 0x9e3779b1u) ^ detail_hash(u32(g.y) ^ dc.seed));
+    let h = lowbias32((u32(g.x) * 0x9e3779b1u) ^ lowbias32(u32(g.y) ^ dc.seed));
     return h < dc.rain_threshold;
 }
 

@@ -63,22 +63,11 @@ var<workgroup> change_low: atomic<u32>;
 var<workgroup> change_high: atomic<u32>;
 var<workgroup> hash_sum: atomic<u32>;
 
-// A bijection of 32 bits that mixes every bit into every other (Chris Wellons's lowbias32).
-fn mix32(x0: u32) -> u32 {
-    var x = x0;
-    x ^= x >> 16u;
-    x *= 0x7feb352du;
-    x ^= x >> 15u;
-    x *= 0x846ca68bu;
-    x ^= x >> 16u;
-    return x;
-}
-
 // Value `v` at place `k` of a tile's values (planes of depths, then the four flows' bits): the
 // tile's hash is the wrapping sum of these, so the cells can be summed in any order, and a
 // changed value always changes it (a bijection of v for each k).
 fn hash_term(k: u32, v: u32) -> u32 {
-    return mix32(v ^ mix32(k ^ 0x9e3779b9u));
+    return lowbias32(v ^ lowbias32(k ^ 0x9e3779b9u));
 }
 
 // Workgroup (x, y) for sync tile (x, y).

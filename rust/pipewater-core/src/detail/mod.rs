@@ -54,7 +54,7 @@
 mod driver;
 pub mod host;
 pub mod hulls;
-mod kernel;
+pub(crate) mod kernel;
 pub mod tiles;
 mod window;
 

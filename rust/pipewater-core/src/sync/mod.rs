@@ -229,19 +229,11 @@ pub fn tile_hash(values: &[i32]) -> u32 {
     values.iter().enumerate().fold(0u32, |h, (k, &v)| h.wrapping_add(tile_hash_term(k as u32, v as u32)))
 }
 
-/// Value `v` at place `k` of a tile's values, as [`tile_hash`] sums it.
+/// Value `v` at place `k` of a tile's values, as [`tile_hash`] sums it (the detail layer's
+/// lowbias32, which `shaders/common.wgsl` has for the device).
 fn tile_hash_term(k: u32, v: u32) -> u32 {
-    mix32(v ^ mix32(k ^ 0x9e37_79b9))
-}
-
-/// A bijection of 32 bits that mixes every bit into every other (Chris Wellons's lowbias32).
-fn mix32(mut x: u32) -> u32 {
-    x ^= x >> 16;
-    x = x.wrapping_mul(0x7feb_352d);
-    x ^= x >> 15;
-    x = x.wrapping_mul(0x846c_a68b);
-    x ^= x >> 16;
-    x
+    use crate::detail::kernel::hash;
+    hash(v ^ hash(k ^ 0x9e37_79b9))
 }
 
 /// A hash of a terrain (CRC-32 of the heights' bits and the grid's size), which server and
