@@ -648,3 +648,39 @@ fn a_server_keeps_only_the_versions_a_client_can_still_use() {
     assert!(joined, "the client's keyframe completed (at the join budget)");
     assert!(most <= 4, "a tile held {most} versions");
 }
+
+/// A device's comparison report is refused, changing nothing, when it names tiles off the grid,
+/// the same tile twice, a frame the server has not reached, or holds less water than the tiles
+/// it says it read (`SyncServer::capture_records`, whose report comes from GPU memory: a fault
+/// there must not corrupt what clients are sent). A good report of the same tile is then taken.
+/// Prints each refusal.
+#[test]
+fn a_capture_report_naming_bad_tiles_is_refused_and_changes_nothing() {
+    use pipewater_core::backend::{TileChanges, TileRecord};
+    let (mut sim, hash) = dam(64);
+    let state = sim.read_state().unwrap();
+    let mut server = SyncServer::new(SyncConfig::default(), state.grid, hash, &state.depth, &state.flow, sim.frames()).unwrap();
+    let tiles = server.tiles().count();
+    let before: Vec<_> = (0..tiles).map(|t| server.tile_summary(t)).collect();
+    let record = |tile: u32| TileRecord { tile, total: 5, hash: 7, change: 5 };
+    let stride = 32 * 32;
+    let bad = [
+        ("a record off the grid", TileChanges { differing: 1, records: vec![record(tiles as u32)], ..TileChanges::default() }, 0),
+        ("a record twice", TileChanges { differing: 2, records: vec![record(1), record(1)], ..TileChanges::default() }, 0),
+        ("a tile read off the grid", TileChanges { to_read: 1, tiles: vec![u32::MAX], depth: vec![0; stride], flow: vec![[0.0; 4]; stride], ..TileChanges::default() }, 0),
+        ("a tile read twice", TileChanges { to_read: 2, tiles: vec![2, 2], depth: vec![0; 2 * stride], flow: vec![[0.0; 4]; 2 * stride], ..TileChanges::default() }, 0),
+        ("a tile read without its water", TileChanges { to_read: 1, tiles: vec![2], depth: vec![0; 10], flow: vec![[0.0; 4]; 10], ..TileChanges::default() }, 0),
+        ("a frame the server has not run", TileChanges { differing: 1, records: vec![record(1)], ..TileChanges::default() }, 1),
+    ];
+    for (what, report, ahead) in bad {
+        let result = server.capture_records(&report, server.frame() + ahead);
+        println!("{what}: {result:?}");
+        assert!(result.is_err(), "{what} must be refused");
+    }
+    let after: Vec<_> = (0..tiles).map(|t| server.tile_summary(t)).collect();
+    assert_eq!(before, after, "a refused report changed the server's tiles");
+    let taken = server.capture_records(&TileChanges { differing: 1, records: vec![record(1)], ..TileChanges::default() }, server.frame()).unwrap();
+    println!("a good report: {taken} tile changed; tile 1 now {:?}", server.tile_summary(1));
+    assert_eq!(taken, 1);
+    assert_eq!(server.tile_summary(1).map(|s| (s.1, s.2)), Some((5, 7)));
+}
