@@ -1,7 +1,8 @@
 extends "res://tests/test_base.gd"
 ## Headless tests of saving and loading the water: save_state and load_state, PipeWaterState
 ## resources on disk, bad states refused with the water kept, and the asynchronous save and load
-## (save_state_async, load_state_async, load_state_file_async) against the synchronous ones.
+## (save_state_async, load_state_async, load_state_file_async) against the synchronous ones;
+## a PipeWaterWorld's save kept as a PipeWaterState resource and started from as its initial_state.
 ##
 ## Run from the repository root (cargo xtask test does this when GODOT is set):
 ## [codeblock]
@@ -32,6 +33,7 @@ func _run() -> void:
 	await _test_async_save_and_load_match_the_synchronous_ones()
 	await _test_async_save_and_load_report_bad_paths_and_files()
 	await _test_a_large_async_load_lands_over_frames_while_the_water_waits()
+	await _test_a_world_starts_from_its_initial_state()
 	_finish()
 
 
@@ -308,3 +310,114 @@ func _test_a_large_async_load_lands_over_frames_while_the_water_waits() -> void:
 	)
 	_check(_ledger_values(water) == saved_ledger, "and so is the ledger")
 	await _free(water)
+
+
+## Depth at each of [param spots] (global positions) of [param world].
+func _world_depths(world: PipeWaterWorld, spots: Array) -> Array:
+	return spots.map(func(spot: Vector3) -> float: return world.get_depth(spot))
+
+
+## The world's ledger entries, for comparing two worlds.
+func _world_ledger(world: PipeWaterWorld) -> Array:
+	var ledger: Dictionary = world.get_water_ledger()
+	var keys: Array = ["initial", "added", "removed", "boundary_in", "boundary_out", "held"]
+	return keys.map(func(key: String) -> float: return ledger.get(key, NAN))
+
+
+func _test_a_world_starts_from_its_initial_state() -> void:
+	print("-- a PipeWaterWorld's save as a resource, started from as initial_state")
+	var world := PipeWaterWorld.new()
+	world.world_size = Vector2i(900, 700)
+	world.ground_height = 6.0
+	world.running = false
+	root.add_child(world)
+	await process_frame
+	if not world.is_ready():
+		_check(false, "a world exists (it needs a wgpu device): %s" % world.get_last_error())
+		await _free(world)
+		return
+	# A basin of 2 m ground across a page corner (pages are 56 cells), a source feeding it.
+	var heights := PackedFloat32Array()
+	for i in 80 * 80:
+		heights.append(2.0 if (i % 80 >= 8 and i % 80 < 72 and i / 80 >= 8 and i / 80 < 72) else 6.0)
+	world.set_terrain_region(Vector2i(80, 80), Vector2i(80, 80), heights)
+	var centre := Vector3(120.5 - 450.0, 0.0, 120.5 - 350.0)
+	world.add_water(centre, 3000.0, 20.0)
+	var source: int = world.add_source(centre + Vector3(10, 0, 0), 2.0, 3.0)
+	for i in 45:
+		world.step(1.0 / 30.0)
+	var spots: Array = [centre, centre + Vector3(-25, 0, 17), centre + Vector3(30, 0, -30),
+			Vector3(400, 0, 300)]
+	var depths: Array = _world_depths(world, spots)
+	var ledger: Array = _world_ledger(world)
+	var state := PipeWaterState.new()
+	state.data = world.save_state()
+	state.grid_size = world.world_size
+	var path := "user://pipewater_world_state.res"
+	_check(ResourceSaver.save(state, path, ResourceSaver.FLAG_COMPRESS) == OK,
+			"the world's save is stored as a resource: %d bytes of data" % state.data.size())
+	var stored: PipeWaterState = ResourceLoader.load(path, "", ResourceLoader.CACHE_MODE_IGNORE)
+	_check(stored != null and stored.data == state.data, "and loads back the same")
+
+	var copy := PipeWaterWorld.new()
+	copy.world_size = Vector2i(64, 64)
+	copy.ground_height = 6.0
+	copy.running = false
+	copy.initial_state = stored
+	root.add_child(copy)
+	await process_frame
+	_check(copy.is_ready() and copy.world_size == Vector2i(900, 700),
+			"a world given it as initial_state starts at the state's size: %s (%s)" % [
+			copy.world_size, copy.get_last_error()])
+	var copied: Array = _world_depths(copy, spots)
+	print("   depths saved %s, started from %s" % [depths, copied])
+	_check(copied == depths and depths[0] > 0.1 and depths[3] == 0.0,
+			"its water is the saved water, cell for cell")
+	_near(copy.get_terrain_height(centre), 2.0, EXACT, "its ground is the saved ground")
+	print("   ledger saved %s, started from %s" % [ledger, _world_ledger(copy)])
+	_check(_world_ledger(copy) == ledger and copy.get_water_ledger().get("exact", false),
+			"its ledger is the saved one, entry for entry, and exact")
+	_check(copy.remove_source(source) and not copy.remove_source(source),
+			"the saved source came back under its id")
+	world.remove_source(source)
+	for i in 30:
+		world.step(1.0 / 30.0)
+		copy.step(1.0 / 30.0)
+	var on: Array = _world_depths(world, spots)
+	print("   a second on: the saving world %s, the one started from it %s" % [on, _world_depths(copy, spots)])
+	_check(_world_depths(copy, spots) == on and on != depths,
+			"both step on to the same water (its flow was saved too)")
+
+	# A PipeWater's state, and an empty one, are refused when set; the state is kept.
+	var small: PipeWater = await _make_cpu_water(Vector2i(12, 12), 1.0, Vector3(5000, 0, 0))
+	var grid_state: PipeWaterState = small.save_state()
+	await _free(small)
+	for bad: PipeWaterState in [grid_state, PipeWaterState.new()]:
+		copy.initial_state = bad
+		print("   %s" % copy.get_last_error())
+		_check(copy.initial_state == stored and copy.get_last_error().contains("initial_state"),
+				"a %s state is refused when set, the previous one kept" % (
+				"PipeWater's" if bad == grid_state else "empty"))
+	await physics_frame
+	_check(_world_depths(copy, spots) == on, "and the water is kept")
+
+	# A world's state that fails its checks when read: reported, and the world starts dry.
+	var cut := PipeWaterState.new()
+	cut.data = state.data.slice(0, state.data.size() / 2)
+	copy.clear_last_error()
+	copy.initial_state = cut
+	await physics_frame
+	print("   %s" % copy.get_last_error())
+	_check(copy.is_ready() and copy.get_last_error().contains("initial_state")
+			and _world_depths(copy, spots) == [0.0, 0.0, 0.0, 0.0],
+			"half a save as initial_state is reported and the world starts dry")
+	copy.initial_state = stored
+	await physics_frame
+	_check(_world_depths(copy, spots) == depths, "set again, the world starts from it again")
+	copy.initial_state = null
+	await physics_frame
+	_check(copy.is_ready() and _world_depths(copy, spots) == [0.0, 0.0, 0.0, 0.0],
+			"cleared, the world starts dry")
+	await _free(copy)
+	await _free(world)
+	DirAccess.remove_absolute(ProjectSettings.globalize_path(path))

@@ -19,6 +19,10 @@ use pipewater_core::save::saved_fields;
 /// all-wet one up to about 12 (states saved by PipeWater before format 4 took 24 and still load). As `PipeWater.initial_state` it is water baked into a scene.
 /// `grid_size` and `simulated_time` describe the state for display; `load_state` reads only
 /// `data`.
+///
+/// It holds a `PipeWaterWorld`'s water as well: `data` set to the bytes of the world's
+/// `save_state()` (or of its `state_saved` signal) makes a state for `PipeWaterWorld.initial_state`
+/// (`get_total_water` reads only a `PipeWater`'s, and gives 0 for a world's).
 #[derive(GodotClass)]
 #[class(tool, base = Resource, init)]
 pub struct PipeWaterState {

@@ -16,6 +16,7 @@ use crate::mesh_layout;
 use crate::validate;
 use crate::surface::{default_water_material, surface_arrays};
 use crate::world_far_water::{far_settings, update_texture, FarWater};
+use crate::saved_state::PipeWaterState;
 use godot::classes::image::Format;
 use godot::classes::mesh::PrimitiveType;
 use godot::classes::{ArrayMesh, INode3D, Image, ImageTexture, Material, MeshInstance3D, Node3D, ShaderMaterial};
@@ -72,6 +73,22 @@ pub fn upsampled_band(pixels: &[f32], size: [u32; 2], factor: u32, first: u32, r
         }
     }
     out
+}
+
+/// Whether `bytes` begin as a `PipeWaterWorld`'s save (its checks come when it is read); the
+/// refusal says what they are instead.
+pub fn world_state_kind(bytes: &[u8]) -> Result<(), String> {
+    use pipewater_core::world_save::{WORLD_MAGIC, WORLD_MAGIC_WITHOUT_SOURCES};
+    let head = bytes.get(..8).unwrap_or(bytes);
+    if head == WORLD_MAGIC || head == WORLD_MAGIC_WITHOUT_SOURCES {
+        Ok(())
+    } else if bytes.is_empty() {
+        Err("the state holds no bytes (a PipeWaterState.new() never given a save's data)".into())
+    } else if pipewater_core::save::saved_fields(bytes).is_ok() {
+        Err("the state is a PipeWater's (its save_state()), not a PipeWaterWorld's; give it to a PipeWater's initial_state, or save this world with PipeWaterWorld.save_state()".into())
+    } else {
+        Err(format!("the state's {} bytes are not a PipeWaterWorld's save (they begin with {:02x?})", bytes.len(), &bytes[..bytes.len().min(8)]))
+    }
 }
 
 /// Water for a whole world, stored in pages (see the module docs and `docs/BACKENDS.md`).
@@ -153,6 +170,18 @@ pub struct PipeWaterWorld {
     #[export]
     #[init(val = true)]
     running: bool,
+    /// Water baked into the scene: a `PipeWaterState` whose `data` is this node's save (the bytes
+    /// of `save_state()` or of `state_saved`; `docs/BACKENDS.md` shows a script that stores
+    /// one as a resource). The world starts from it instead of dry: its water, ground, sources and
+    /// ledger, its size becoming the state's `world_size`; `cell_size` and the edges stay the
+    /// node's. It is read when the world is made, on the calling thread (a 16384² world with 5 %
+    /// wet takes about 2 s, as a scene's loading does; `load_state_async` loads without holding
+    /// the game). Setting it starts the world again from it at the next physics frame (dry,
+    /// when cleared). A `PipeWater`'s state is refused when set, keeping the previous one; a
+    /// state that fails its checks when read is reported and the world starts dry.
+    #[export]
+    #[var(set)]
+    initial_state: Option<Gd<PipeWaterState>>,
     /// The node the shown window of water follows (a camera, a player); empty: the window stays
     /// centred on this node. It is also a focus of the focus policy (`far_step_every`).
     #[export]
@@ -490,6 +519,22 @@ impl PipeWaterWorld {
     #[signal]
     fn state_saved(bytes: PackedByteArray);
 
+    /// Sets `initial_state`: refused, keeping the previous one, when its bytes are not a
+    /// `PipeWaterWorld`'s save; otherwise the world starts again from it at the next physics
+    /// frame.
+    #[func]
+    fn set_initial_state(&mut self, value: Option<Gd<PipeWaterState>>) {
+        if let Some(state) = &value {
+            if let Err(why) = world_state_kind(state.bind().bytes().as_slice()) {
+                self.errors.reject(format!("initial_state: {why}; the previous initial_state and the water are kept"));
+                return;
+            }
+        }
+        self.initial_state = value;
+        // Made again from it at the next physics frame (or call that needs the world).
+        self.built_with = None;
+    }
+
     /// The world's water and ground as bytes (only pages holding water or set ground,
     /// LZ4-compressed; `docs/BACKENDS.md`) with its sources and drains, waiting for the device.
     /// Empty, reported, when it fails.
@@ -586,6 +631,12 @@ impl PipeWaterWorld {
     #[func]
     fn get_last_error(&self) -> GString {
         GString::from(self.errors.last())
+    }
+
+    /// Clears `get_last_error()`.
+    #[func]
+    fn clear_last_error(&mut self) {
+        self.errors.clear();
     }
 
     /// Whether the world exists (a wgpu device was found and the settings were accepted).
@@ -874,6 +925,16 @@ impl PipeWaterWorld {
         if size.x < 1 || size.y < 1 {
             self.errors.reject(format!("world_size = {size} is out of range: each side must be at least 1 cell"));
             return false;
+        }
+        if let Some(state) = self.initial_state.clone() {
+            match WorldWater::load(state.bind().bytes().as_slice(), self.cell_size as f32, params) {
+                Ok(water) => {
+                    self.install_loaded(water);
+                    self.base_mut().emit_signal("world_rebuilt", &[]);
+                    return true;
+                }
+                Err(e) => self.errors.reject(format!("initial_state: {}; the world starts dry", core_message(&e))),
+            }
         }
         match WorldWater::new(size.x as u32, size.y as u32, self.cell_size as f32, self.ground_height as f32, params) {
             Ok(water) => {
@@ -1167,6 +1228,23 @@ impl PipeWaterWorld {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `initial_state` takes bytes that begin as a world's save (either magic; the rest is
+    /// checked when read) and refuses empty bytes and anything else, saying what they are.
+    #[test]
+    fn only_a_worlds_save_is_taken_as_its_initial_state() {
+        use pipewater_core::world_save::{WORLD_MAGIC, WORLD_MAGIC_WITHOUT_SOURCES};
+        for magic in [WORLD_MAGIC, WORLD_MAGIC_WITHOUT_SOURCES] {
+            let bytes = [magic.as_slice(), &[0u8; 40]].concat();
+            assert_eq!(world_state_kind(&bytes), Ok(()), "{:?}", std::str::from_utf8(magic));
+        }
+        let refusals = [(Vec::new(), "no bytes"), (b"PWWORL".to_vec(), "6 bytes"), (b"PIPEWATER state".to_vec(), "15 bytes"), (vec![0xff; 64], "64 bytes")];
+        for (bytes, says) in refusals {
+            let why = world_state_kind(&bytes).expect_err("refused");
+            println!("{} bytes: {why}", bytes.len());
+            assert!(why.contains(says), "{why:?} says {says:?}");
+        }
+    }
 
     /// The window centres on the focus in steps of the snap, stays within the world, and covers a
     /// world smaller than itself from its first cell.
