@@ -384,7 +384,8 @@ func _test_a_world_starts_from_its_initial_state() -> void:
 		world.step(1.0 / 30.0)
 		copy.step(1.0 / 30.0)
 	var on: Array = _world_depths(world, spots)
-	print("   a second on: the saving world %s, the one started from it %s" % [on, _world_depths(copy, spots)])
+	print("   a second on: the saving world %s, the one started from it %s" % [
+			on, _world_depths(copy, spots)])
 	_check(_world_depths(copy, spots) == on and on != depths,
 			"both step on to the same water (its flow was saved too)")
 
