@@ -440,6 +440,91 @@ pub fn changed_vertices(before: &[f32], after: &[f32], width: usize) -> Option<V
     rect
 }
 
+/// The cells of `rect` with the ring of one cell around it that lies on a `width × height` grid:
+/// what a read of `rect` samples, so that a hole at its edge sees the ground beyond it.
+pub fn context_around(rect: CellRect, width: u32, height: u32) -> CellRect {
+    let (x0, y0) = (rect.x.saturating_sub(1), rect.y.saturating_sub(1));
+    CellRect { x: x0, y: y0, width: (rect.x + rect.width + 1).min(width) - x0, height: (rect.y + rect.height + 1).min(height) - y0 }
+}
+
+/// The ground of the cells of `rect` read from `window` (which holds
+/// [`SourcePlacement::vertices_for`] of `context`, a rect holding `rect`, usually
+/// [`context_around`] it): [`sample_cells`] over `context`, holes resolved with their neighbours
+/// there ([`resolve_holes`]), cropped to `rect` (row-major), with the drain cells that lie in
+/// `rect` and the number of hole cells in `rect`.
+pub fn ground_of_cells(placement: &SourcePlacement, window: &HeightWindow, context: CellRect, rect: CellRect, holes: HoleGround) -> (Vec<f32>, Vec<(u32, u32)>, usize) {
+    let mut heights = sample_cells(placement, window, context);
+    let in_rect = |x: u32, y: u32| x >= rect.x && y >= rect.y && x < rect.x + rect.width && y < rect.y + rect.height;
+    let hole_cells = (0..heights.len()).filter(|&i| !heights[i].is_finite() && in_rect(context.x + (i as u32 % context.width), context.y + (i as u32 / context.width))).count();
+    let resolved = resolve_holes(&mut heights, context, holes);
+    let mut cropped = Vec::with_capacity(rect.cell_count());
+    for y in rect.y..rect.y + rect.height {
+        let start = ((y - context.y) * context.width + (rect.x - context.x)) as usize;
+        cropped.extend_from_slice(&heights[start..start + rect.width as usize]);
+    }
+    (cropped, resolved.drains.into_iter().filter(|&(x, y)| in_rect(x, y)).collect(), hole_cells)
+}
+
+impl SourcePlacement {
+    /// Whether every sample the cells of a `cells[0] × cells[1]` grid take lies within the source's
+    /// vertices `bounds` (to [`ON_VERTEX`]): `Err` with the figures when the grid reaches past the
+    /// source. For a world, whose ground outside its source would otherwise be walls it never
+    /// asked for.
+    pub fn check_covered_by(&self, cells: [u32; 2], bounds: VertexRect) -> Result<(), String> {
+        let n = self.samples_per_side() as f64;
+        let (first, last) = (0.5 / n, [cells[0] as f64 - 0.5 / n, cells[1] as f64 - 0.5 / n]);
+        let corners = [self.vertex_at(first, first), self.vertex_at(last[0], first), self.vertex_at(first, last[1]), self.vertex_at(last[0], last[1])];
+        let (mut lo, mut hi) = ([f64::INFINITY; 2], [f64::NEG_INFINITY; 2]);
+        for p in corners {
+            for a in 0..2 {
+                lo[a] = lo[a].min(p[a]);
+                hi[a] = hi[a].max(p[a]);
+            }
+        }
+        let inside = lo[0] >= bounds.u0 as f64 - ON_VERTEX && lo[1] >= bounds.v0 as f64 - ON_VERTEX && hi[0] <= bounds.u1 as f64 + ON_VERTEX && hi[1] <= bounds.v1 as f64 + ON_VERTEX;
+        if inside {
+            return Ok(());
+        }
+        Err(format!(
+            "the {}×{} cells sample source vertices u {:.2} ..= {:.2}, v {:.2} ..= {:.2}, past the source's u {} ..= {}, v {} ..= {} (valid: a world within its source: a smaller world_size or cell_size, or the node moved over the source)",
+            cells[0], cells[1], lo[0], hi[0], lo[1], hi[1], bounds.u0, bounds.u1, bounds.v0, bounds.v1
+        ))
+    }
+}
+
+/// `rect` cut into slices of at most `side × side` cells, row by row.
+pub fn slices_of(rect: CellRect, side: u32) -> Vec<CellRect> {
+    let side = side.max(1);
+    let mut out = Vec::new();
+    let mut y = rect.y;
+    while y < rect.y + rect.height {
+        let h = side.min(rect.y + rect.height - y);
+        let mut x = rect.x;
+        while x < rect.x + rect.width {
+            let w = side.min(rect.x + rect.width - x);
+            out.push(CellRect { x, y, width: w, height: h });
+            x += w;
+        }
+        y += h;
+    }
+    out
+}
+
+/// The slices of a whole `cells[0] × cells[1]` grid ([`slices_of`]) nearest `focus` (continuous
+/// cell coordinates) first: the order a world reads its ground in, so that the ground around the
+/// water a player sees comes in first.
+pub fn slices_nearest_first(cells: [u32; 2], side: u32, focus: [f64; 2]) -> Vec<CellRect> {
+    let mut slices = slices_of(CellRect { x: 0, y: 0, width: cells[0], height: cells[1] }, side);
+    let distance = |r: &CellRect| {
+        let (cx, cy) = (r.x as f64 + r.width as f64 / 2.0, r.y as f64 + r.height as f64 / 2.0);
+        let (dx, dy) = (cx - focus[0], cy - focus[1]);
+        let d = dx * dx + dy * dy;
+        if d.is_finite() { d } else { 0.0 }
+    };
+    slices.sort_by(|a, b| distance(a).total_cmp(&distance(b)));
+    slices
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -653,5 +738,85 @@ mod tests {
         println!("{r:?}");
         assert_eq!(r, Some(VertexRect { u0: 2, v0: 1, u1: 4, v1: 2 }));
         assert_eq!(changed_vertices(&before, &before, 6), None);
+    }
+
+    /// A world fitted one cell a vertex over its source is covered by it to the last cell; one
+    /// cell more, or the node moved half a cell, reaches past it and is refused with the figures.
+    #[test]
+    fn a_world_past_its_source_is_refused_with_the_vertices_it_would_need() {
+        let bounds = VertexRect { u0: 0, v0: 0, u1: 127, v1: 127 };
+        // 128² cells of 1 m, vertex (0, 0) at the centre of cell (0, 0).
+        let fitted = placed(&grid(128, 128, 1.0), 1.0, -63.5, -63.5);
+        assert_eq!(fitted.check_covered_by([128, 128], bounds), Ok(()));
+        let larger = placed(&grid(129, 128, 1.0), 1.0, -64.0, -63.5);
+        let err = larger.check_covered_by([129, 128], bounds).unwrap_err();
+        println!("{err}");
+        assert!(err.contains("u 0.00 ..= 128.00") && err.contains("past the source's u 0 ..= 127"));
+        let moved = placed(&grid(128, 128, 1.0), 1.0, -64.0, -63.5);
+        assert!(moved.check_covered_by([128, 128], bounds).is_err());
+        // Four vertices a cell: 32 cells span the 128 vertices' samples (the outer samples sit an
+        // eighth of a cell in from the edges).
+        let coarse = SourcePlacement::from_local_affine(&grid(32, 32, 4.0), [-63.5, 0.0, -63.5], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]).unwrap();
+        println!("coarse samples per side {}", coarse.samples_per_side());
+        assert_eq!(coarse.check_covered_by([32, 32], bounds), Ok(()));
+    }
+
+    /// The ground of a rect read with its context equals the same cells of a whole read, holes
+    /// and drains included: a world read in slices holds the ground of one read of the whole.
+    #[test]
+    fn a_rect_read_with_its_context_is_the_whole_read_cropped() {
+        let g = grid(24, 20, 1.0);
+        let p = placed(&g, 1.0, -11.5, -9.5);
+        let mut window = HeightWindow::empty(VertexRect { u0: -1, v0: -1, u1: 25, v1: 21 });
+        for (i, value) in window.values.iter_mut().enumerate() {
+            *value = (i % 7) as f32 * 0.25 + (i / 31) as f32 * 0.1;
+        }
+        // A hole of 3 × 2 vertices straddling the rect's left edge.
+        for (u, v) in [(8, 5), (9, 5), (10, 5), (8, 6), (9, 6), (10, 6)] {
+            let at = ((v + 1) * window.width as i64 + u + 1) as usize;
+            window.values[at] = f32::NAN;
+        }
+        let whole = g.whole();
+        for holes in [HoleGround::Wall, HoleGround::Drain] {
+            let (all, all_drains, all_holes) = ground_of_cells(&p, &window, whole, whole, holes);
+            let mut rebuilt = vec![f32::NAN; g.cell_count()];
+            let (mut drains, mut hole_cells) = (Vec::new(), 0);
+            for rect in slices_of(whole, 7) {
+                let (part, d, h) = ground_of_cells(&p, &window, context_around(rect, g.width, g.height), rect, holes);
+                for (k, value) in part.into_iter().enumerate() {
+                    rebuilt[((rect.y + k as u32 / rect.width) * g.width + rect.x + k as u32 % rect.width) as usize] = value;
+                }
+                drains.extend(d);
+                hole_cells += h;
+            }
+            drains.sort();
+            let mut expected = all_drains.clone();
+            expected.sort();
+            println!("{holes:?}: {all_holes} hole cells, drains {expected:?}");
+            assert_eq!(all_holes, 6);
+            assert_eq!(hole_cells, all_holes);
+            assert_eq!(drains, expected);
+            assert!(all.iter().zip(&rebuilt).all(|(a, b)| a.to_bits() == b.to_bits()), "slices differ from the whole read");
+        }
+    }
+
+    /// Slices cover the grid once; the first holds the focus, and they grow away from it.
+    #[test]
+    fn slices_cover_the_grid_once_nearest_the_focus_first() {
+        let slices = slices_nearest_first([1000, 600], 256, [900.0, 100.0]);
+        let mut seen = vec![0u8; 1000 * 600];
+        for r in &slices {
+            for y in r.y..r.y + r.height {
+                for x in r.x..r.x + r.width {
+                    seen[(y * 1000 + x) as usize] += 1;
+                }
+            }
+        }
+        println!("{} slices, first {:?}, last {:?}", slices.len(), slices[0], slices[slices.len() - 1]);
+        assert!(seen.iter().all(|&n| n == 1));
+        assert_eq!(slices.len(), 4 * 3);
+        assert_eq!(slices[0], CellRect { x: 768, y: 0, width: 232, height: 256 });
+        assert_eq!(slices[slices.len() - 1], CellRect { x: 0, y: 512, width: 256, height: 88 });
+        assert_eq!(context_around(CellRect { x: 0, y: 5, width: 10, height: 10 }, 12, 15), CellRect { x: 0, y: 4, width: 11, height: 11 });
     }
 }
