@@ -106,6 +106,13 @@ impl DetailHost {
         self.current
     }
 
+    /// The cells' coordinates moved by `by` detail cells ([`DetailTiles::shift`]): the tiles that
+    /// arrived follow their cells; reads on their way, listed in the old coordinates, are dropped.
+    pub fn shift_tiles(&mut self, by: [i32; 2]) {
+        self.tiles.shift(by);
+        self.epoch += 1;
+    }
+
     /// Takes the queued frame, if any, with the tiles it reads back.
     pub fn start(&mut self) -> Option<DetailStart> {
         let frame = self.queued.take()?;

@@ -81,6 +81,22 @@ impl DetailTiles {
         self.arrived.clear();
     }
 
+    /// The cells' coordinates moved by `by` detail cells (a world's window counts them from an
+    /// anchor that moved, `world_water/detail.rs`): cell `g` is now `g − by`. Tiles asked for and
+    /// arrived follow their cells when `by` is a whole number of tiles; otherwise they are
+    /// forgotten (asked for again by the next query).
+    pub fn shift(&mut self, by: [i32; 2]) {
+        let t = DETAIL_TILE as i32;
+        if by[0] % t != 0 || by[1] % t != 0 {
+            self.asked.clear();
+            self.arrived.clear();
+            return;
+        }
+        let moved = |tile: [i32; 2]| [tile[0] - by[0] / t, tile[1] - by[1] / t];
+        self.asked = self.asked.drain().map(|(tile, frame)| (moved(tile), frame)).collect();
+        self.arrived = self.arrived.drain().map(|(tile, heights)| (moved(tile), heights)).collect();
+    }
+
     /// Bytes of a readback of `tiles` tiles.
     pub fn readback_bytes(tiles: usize) -> usize {
         tiles * DETAIL_TILE_BYTES
@@ -109,5 +125,24 @@ mod tests {
             tiles.to_read();
         }
         assert!(tiles.to_read().is_empty(), "a tile nobody asks about is dropped");
+    }
+
+    /// When the coordinates move by whole tiles, a height that arrived answers for its cell under
+    /// its new coordinates (and the tile is read under them); by anything else, nothing is kept.
+    #[test]
+    fn heights_follow_their_cells_when_the_coordinates_move() {
+        let mut tiles = DetailTiles::default();
+        tiles.heights(&[[3, 5]]);
+        let listed = tiles.to_read();
+        let heights: Vec<f32> = (0..64).map(|i| i as f32).collect();
+        tiles.apply(&listed, bytemuck::cast_slice(&heights));
+        tiles.shift([256, -16]);
+        let moved = tiles.heights(&[[3 - 256, 5 + 16]]);
+        let listed = tiles.to_read();
+        println!("after a shift of (256, -16): {moved:?}, tiles to read {listed:?}");
+        assert_eq!(moved, vec![43.0]);
+        assert_eq!(listed, vec![[-32, 2]]);
+        tiles.shift([4, 0]);
+        assert_eq!(tiles.heights(&[[3 - 260, 5 + 16]]), vec![0.0], "a shift of part of a tile keeps nothing");
     }
 }

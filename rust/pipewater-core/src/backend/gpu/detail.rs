@@ -234,6 +234,12 @@ impl GpuDetail {
         self.latest_texels = None;
     }
 
+    /// The cells' coordinates moved by `by` detail cells (a world's anchor moved): the heights
+    /// that arrived follow their cells ([`DetailHost::shift_tiles`]).
+    pub fn shift_reads(&mut self, by: [i32; 2]) {
+        self.host.shift_tiles(by);
+    }
+
     /// Keeps `frame` for the next [`GpuDetail::prepare`].
     pub fn queue(&mut self, frame: DetailFrame) {
         self.host.queue(frame);
