@@ -23,6 +23,8 @@ fn fragments_in_front(file: &str) -> Option<Vec<&'static str>> {
         "snapshot.wgsl" => Some(vec!["common.wgsl", TEXELS_DENSE]),
         // A world's far water: the snapshot's `cell_texels`, its reads of the pages its own.
         "world_coarse.wgsl" => Some(vec!["common.wgsl", TEXELS_PAGED, "snapshot.wgsl"]),
+        // A world's detail region: the same reads of the pages, into the buffers detail.wgsl reads.
+        "world_detail.wgsl" => Some(vec!["common.wgsl", TEXELS_PAGED, "snapshot.wgsl"]),
         "step_columns.wgsl" => Some(vec!["common.wgsl", LEDGER_COUNTERS, CELLS_DENSE]),
         "edits.wgsl" | "cooling.wgsl" | "overwrite.wgsl" => Some(vec!["common.wgsl", LEDGER_COUNTERS]),
         "tiles.wgsl" => Some(vec!["common.wgsl", CELLS_DENSE]),
@@ -423,6 +425,23 @@ fn the_far_water_layouts_agree_with_the_wgsl() {
     println!("coarse_blocks: workgroup {:?} (host {COARSE_WORKGROUP}); COARSE_SUMS {sums:?} (host {COARSE_SUMS})", entry.workgroup_size);
     assert_eq!(entry.workgroup_size, [COARSE_WORKGROUP, 1, 1]);
     assert!(matches!(sums, Some(naga::Expression::Literal(naga::Literal::U32(n))) if *n as usize == COARSE_SUMS), "COARSE_SUMS in the WGSL: {sums:?}");
+}
+
+/// The gather of a world's detail region (`world_detail.wgsl`) runs in the square workgroup the
+/// host dispatches it with (`REGION_WORKGROUP`), and reads the same `CoarseParams` as the far
+/// water (checked above): the host covers the region with that many invocations a side.
+#[cfg(feature = "gpu")]
+#[test]
+fn the_world_detail_gather_agrees_with_the_wgsl() {
+    use pipewater_core::backend::gpu::shaders;
+    use pipewater_core::backend::gpu::world::{CoarseParams, REGION_WORKGROUP};
+    let source = shaders::WORLD_DETAIL.source();
+    let module = naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{}", e.emit_to_string(&source)));
+    let rust = rust_fields!(CoarseParams: origin, blocks, stride, page_side, pages_x, listed);
+    assert_layouts_agree(&module, "CoarseParams", &rust, std::mem::size_of::<CoarseParams>());
+    let entry = module.entry_points.iter().find(|e| e.name == "gather_detail_region").expect("gather_detail_region in world_detail.wgsl");
+    println!("gather_detail_region: workgroup {:?} (host {REGION_WORKGROUP})", entry.workgroup_size);
+    assert_eq!(entry.workgroup_size, [REGION_WORKGROUP, REGION_WORKGROUP, 1]);
 }
 
 /// The top-level functions of a WGSL file: name and text (from `fn` to the closing brace at the

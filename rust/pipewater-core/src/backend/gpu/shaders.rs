@@ -92,6 +92,10 @@ pub const DETAIL: Family = Family { fragments: &[COMMON, TEXELS_DENSE, SNAPSHOT_
 /// The far water of a world in pages ([`super::world::World::begin_coarse`]): the snapshot's
 /// `cell_texels` read from the pages, summed over blocks of cells.
 pub const WORLD_COARSE: Family = Family { fragments: &[COMMON, TEXELS_PAGED, SNAPSHOT_FILE, fragment!("world_coarse.wgsl")] };
+/// The flow region under a world's detail window gathered from the pages into dense buffers
+/// ([`super::world::World::set_detail_layer`]), which [`DETAIL`] then reads as its flow grid: the
+/// snapshot's reads of the pages, as [`WORLD_COARSE`]'s.
+pub const WORLD_DETAIL: Family = Family { fragments: &[COMMON, TEXELS_PAGED, SNAPSHOT_FILE, fragment!("world_detail.wgsl")] };
 
 /// Cooling ([`crate::cooling`]): still fluid turned into ground after a frame, judged for every
 /// cell before any changes.
@@ -106,4 +110,4 @@ pub const TILE_CHANGES: Family = Family { fragments: &[COMMON, fragment!("tile_c
 pub const OVERWRITE: Family = Family { fragments: &[COMMON, LEDGER_COUNTERS, fragment!("overwrite.wgsl")] };
 
 /// Every pass family.
-pub const FAMILIES: [Family; 10] = [STEP, TILES, EDITS, BODIES, SNAPSHOT, DETAIL, COOLING, TILE_CHANGES, OVERWRITE, WORLD_COARSE];
+pub const FAMILIES: [Family; 11] = [STEP, TILES, EDITS, BODIES, SNAPSHOT, DETAIL, COOLING, TILE_CHANGES, OVERWRITE, WORLD_COARSE, WORLD_DETAIL];

@@ -31,7 +31,9 @@
 
 mod bodies;
 mod coarse;
+mod detail;
 pub use coarse::{CoarseParams, CoarseRead, COARSE_SUMS, COARSE_WORKGROUP};
+pub use detail::REGION_WORKGROUP;
 
 use super::bind_buffers as bind;
 use super::context::{GpuContext, EDIT_WORKGROUP, TILES_WORKGROUP};
@@ -266,6 +268,8 @@ pub struct World {
     /// Heads of floating bodies per page: (cell within the page, head m), sorted by cell. The
     /// page's terrain slot holds its terrain plus these (world/bodies.rs).
     displacement: std::collections::HashMap<usize, Vec<(u32, f32)>>,
+    /// The detail waves on the device, while they are on (world/detail.rs).
+    detail: Option<detail::WorldDetailLayer>,
 }
 
 struct WorldPipelines {
@@ -456,6 +460,7 @@ impl World {
             coarse_pipeline: None,
             terrain_block_sums: std::collections::HashMap::new(),
             displacement: std::collections::HashMap::new(),
+            detail: None,
             ctx,
         })
     }
@@ -742,6 +747,12 @@ impl World {
             pass.dispatch_workgroups((water as u32).div_ceil(EDIT_WORKGROUP).clamp(1, 65535), 1, 1);
         }
         self.record_held_syncs(&mut encoder);
+        // The detail waves' frame, if one is queued: it reads the copy the first step reads.
+        let fields = [&self.uniforms, &self.fields.terrain, &self.fields.depth[self.current], &self.fields.flux[self.current], &self.page_slots];
+        let detail = match &mut self.detail {
+            Some(layer) => layer.prepare(&self.ctx, fields)?,
+            None => None,
+        };
         let step = &self.step_pipelines[holds].as_ref().expect("made above").1;
         // At least one workgroup: its first invocation empties the next step's list.
         let groups = (self.planned_tiles.len() as u32).div_ceil(TILES_WORKGROUP).max(1);
@@ -751,6 +762,9 @@ impl World {
                 pass.set_pipeline(&self.ctx.apply_water);
                 pass.set_bind_group(0, &self.edit_groups[self.current], &[]);
                 pass.dispatch_workgroups((water as u32).div_ceil(EDIT_WORKGROUP).clamp(1, 65535), 1, 1);
+            }
+            if let (Some(layer), Some(prepared)) = (&mut self.detail, &detail) {
+                layer.dispatch(&mut pass, prepared);
             }
             for k in 0..steps {
                 let copy = self.current;
@@ -779,9 +793,16 @@ impl World {
         }
         self.marked.clear();
         let read = if steps > 0 { Some(self.record_flag_read(&mut encoder)?) } else { None };
+        let detail_read = match (&mut self.detail, detail) {
+            (Some(layer), Some(prepared)) => layer.finish(&mut encoder, prepared)?,
+            _ => None,
+        };
         self.ctx.queue.submit([encoder.finish()]);
         if let Some(k) = read {
             self.map_flag_read(k);
+        }
+        if let Some(layer) = &mut self.detail {
+            layer.submitted(detail_read);
         }
         self.ctx.check()
     }
