@@ -131,6 +131,8 @@ pub struct WorldWater {
     /// The detail wave layer over the window around the focus, while it is on
     /// (`world_water/detail.rs`).
     detail: Option<WorldDetail>,
+    /// Whether the detail layer runs on the host's reference kernel rather than the device.
+    detail_on_host: bool,
 }
 
 impl WorldWater {
@@ -160,6 +162,7 @@ impl WorldWater {
             focus: FocusPolicy { cells: Vec::new(), radius: 0.0, every: 1, frame: 0, holding: false },
             sources_at_copy: None,
             detail: None,
+            detail_on_host: false,
         };
         water.raise_depth_bound_for_edges();
         water

@@ -1,9 +1,12 @@
 //! Detail waves on a world in pages (`world_water/detail.rs`): a ripple rung where four pages
 //! meet crosses the page borders as it does on a dense grid of the same water; the window
 //! moving keeps the waves where the old and new windows overlap and starts calm where it is new;
-//! hulls raise waves on a world as on a dense grid; bad input is refused by name. Every test
-//! prints what it compares. Figures come from whatever adapter runs the tests (in CI, Mesa's
-//! software Vulkan).
+//! hulls raise waves on a world as on a dense grid; bad input is refused by name. The layer runs
+//! on the device by default (`backend/gpu/world/detail.rs`); the host's reference kernel
+//! (`WorldWater::set_detail_on_host`) is what the device's is compared with: where four pages
+//! meet, in a window walked past its anchor's period, its texels and the heights queries read
+//! back; and neither moves a quantum of water. Every test prints what it compares. Figures come
+//! from whatever adapter runs the tests (in CI, Mesa's software Vulkan).
 #![cfg(feature = "gpu")]
 
 mod gpu_support;
@@ -15,11 +18,11 @@ use pipewater_core::glam::Vec3;
 use pipewater_core::world_water::{WorldDetailWindow, WorldWater};
 use pipewater_core::{BackendPreference, Error, Grid, Params, Simulation, State};
 
-/// Largest difference of a detail height or vertical velocity between the world's layer and a
-/// dense grid's on the wgpu backend, as a fraction of the largest on the dense grid: the world's
-/// layer runs the CPU reference of `shaders/detail.wgsl` over the same water (depth equal to the
-/// quantum, pipes from the same step WGSL), so what is left is the GPU's rounding
-/// (`gpu_detail.rs` allows the same between the dense grid's two backends).
+/// Largest difference of a detail height or vertical velocity between two layers over the same
+/// water, as a fraction of the largest: a world's on the device and a dense wgpu grid's run the
+/// same `shaders/detail.wgsl` over the same water (depth equal to the quantum, pipes from the same
+/// step WGSL); a world's on the host runs the CPU reference of that WGSL, so what is left is the
+/// GPU's rounding (`gpu_detail.rs` allows the same between the dense grid's two backends).
 const MAX_DETAIL_DIFFERENCE: f32 = 1.0e-3;
 
 /// A basin falling from west to east with a bar of ground across it, for a `w × h` grid (m).
@@ -290,6 +293,14 @@ fn a_hull_riding_the_detail_waves_on_a_world_feels_them() {
     let half = Vec3::new(0.6, 0.3, 0.5);
     let plain = Body::new(Vec3::new(corner[0], level, corner[1]), HullShape::Box { half_extents: half });
     let riding = Body { rides_detail_waves: true, ..plain.clone() };
+    // On the device the heights under the hull come back with the frames after a query first
+    // asks for their tiles, as on a dense GPU grid: a coupling asks, a frame runs with the device
+    // idle before and after (so its readback has a free slot and has arrived), and then the
+    // riding hull and `detail_height` read the same frame's heights.
+    world.couple_bodies(std::slice::from_ref(&riding), 0.02, 1000.0).unwrap();
+    world.world().wait_idle().unwrap();
+    world.run_steps(0.005, 4).unwrap();
+    world.world().wait_idle().unwrap();
     let a = world.couple_bodies(std::slice::from_ref(&plain), 0.02, 1000.0).unwrap().remove(0).unwrap();
     let b = world.couple_bodies(std::slice::from_ref(&riding), 0.02, 1000.0).unwrap().remove(0).unwrap();
     let d = 0.5 / 4.0;
@@ -351,4 +362,181 @@ fn bad_detail_input_on_a_world_is_refused_by_name() {
     assert!(!good_while_off);
     assert_eq!(world.detail_params(), Some(&DetailParams::default()), "the layer keeps its settings");
     world.run_steps(0.01, 2).unwrap();
+}
+
+/// Two worlds of the same sloshing water, a ripple rung just west and north of the corner where
+/// four pages meet, one world's layer on the device and the other's on the host's reference
+/// kernel: after 1, 2 and 3 s the device's heights and vertical velocities in every detail cell
+/// of each of the four pages are the reference's within [`MAX_DETAIL_DIFFERENCE`] of the largest,
+/// and so are the texels `detail_texture` shows (height, slopes, vertical velocity), read back
+/// without a wait after a frame run with the device idle.
+#[test]
+fn the_device_layer_is_the_host_reference_where_four_pages_meet() {
+    if !gpu_or_skip("the_device_layer_is_the_host_reference_where_four_pages_meet") {
+        return;
+    }
+    let (w, h, dx) = (168u32, 112u32, 0.5f32);
+    let (_, mut device, corner) = scene(w, h, dx);
+    let (_, mut host, _) = scene(w, h, dx);
+    host.set_detail_on_host(true).unwrap();
+    let params = DetailParams { window: 256, subdivision: 4, rain_rate: 2.0, ..DetailParams::default() };
+    let ripple = [corner[0] - 3.0, corner[1] - 2.0];
+    for world in [&mut device, &mut host] {
+        world.set_detail(Some(params)).unwrap();
+        world.set_detail_focus(corner[0], corner[1]);
+        assert!(world.add_ripple(ripple[0], ripple[1], 0.05, 1.0).unwrap());
+    }
+    assert!(!device.detail_on_host() && host.detail_on_host());
+    let page_side = device.world().page_side();
+    let mut worst = 0.0f32;
+    for frame in 0..150u32 {
+        if frame == 149 {
+            // The texels of the last frame: asked for, and the frame run with the device idle
+            // (its readback has a free slot).
+            device.world().wait_idle().unwrap();
+            let _ = device.detail_texels();
+        }
+        device.run_steps(0.005, 4).unwrap();
+        host.run_steps(0.005, 4).unwrap();
+        if frame % 50 != 49 {
+            continue;
+        }
+        let (a, b) = (host.read_detail(), device.read_detail());
+        let (hw, dw) = (host.detail_window().unwrap(), device.detail_window().unwrap());
+        assert_eq!(hw, dw, "the windows lie over the same cells");
+        let largest = |k: usize| a.iter().fold(0.0f32, |m, f| m.max(f[k].abs()));
+        let (scale, vscale) = (largest(0), largest(1));
+        let mut pages: std::collections::BTreeMap<[i64; 2], (f32, f32, usize)> = Default::default();
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            let entry = pages.entry(page_of(&dw, dw.world_cell(i), page_side)).or_insert((0.0, 0.0, 0));
+            entry.0 = entry.0.max(x[0].abs());
+            entry.1 = entry.1.max((x[0] - y[0]).abs() / scale).max((x[1] - y[1]).abs() / vscale);
+            entry.2 += 1;
+        }
+        let identical = a.iter().zip(&b).filter(|(x, y)| x == y).count();
+        println!("t = {:.2} s: largest height {scale:.5} m, vertical velocity {vscale:.5} m/s; {identical} of {} cells identical to the bit", (frame + 1) as f32 * 0.02, a.len());
+        for (page, (top, difference, cells)) in &pages {
+            println!("  page {page:?}: {cells} detail cells, largest height {top:.5} m, largest difference {difference:.2e} of the largest");
+            worst = worst.max(*difference);
+        }
+        assert_eq!(pages.len(), 4, "the window spans four pages");
+        assert!(scale > 1.0e-3, "the ripple is there");
+    }
+    println!("largest difference over the run: {worst:.2e} of the largest (tolerance {MAX_DETAIL_DIFFERENCE:.0e})");
+    assert!(worst < MAX_DETAIL_DIFFERENCE);
+    device.world().wait_idle().unwrap();
+    let texels = device.detail_texels().expect("the last frame's texels came back");
+    let reference = host.detail_texels().expect("the host's texels");
+    assert_eq!(texels.len(), reference.len());
+    let mut texel_worst = [0.0f32; 4];
+    let mut texel_scale = [0.0f32; 4];
+    for (t, r) in texels.iter().zip(reference.iter()) {
+        for k in 0..4 {
+            texel_worst[k] = texel_worst[k].max((t[k] - r[k]).abs());
+            texel_scale[k] = texel_scale[k].max(r[k].abs());
+        }
+    }
+    println!("texels (height, slope x, slope z, vertical velocity): largest {texel_scale:?}, largest differences {texel_worst:?}");
+    for k in 0..4 {
+        assert!(texel_scale[k] > 0.0 && texel_worst[k] < MAX_DETAIL_DIFFERENCE * texel_scale[k], "texel component {k}");
+    }
+}
+
+/// A window walked on the device past a multiple of its anchor's period (the kernel's
+/// coordinates move) matches the host's reference walked the same way, within
+/// [`MAX_DETAIL_DIFFERENCE`] of the largest, over the whole window; and `detail_height` at the
+/// ripple, asked before the walk and read back after it, follows its cell across the anchor's
+/// move: the device's answer is the reference's within the same tolerance.
+#[test]
+fn a_walked_window_on_the_device_is_the_host_reference() {
+    if !gpu_or_skip("a_walked_window_on_the_device_is_the_host_reference") {
+        return;
+    }
+    let (w, h, dx) = (168u32, 112u32, 0.5f32);
+    let (_, mut device, corner) = scene(w, h, dx);
+    let (_, mut host, _) = scene(w, h, dx);
+    host.set_detail_on_host(true).unwrap();
+    let params = DetailParams { window: 256, subdivision: 4, ..DetailParams::default() };
+    // The window's first detail cell is 4 × the focus cell − 128: walked from 232 to 272, across
+    // the anchor's period lcm(256, 4) = 256.
+    let focus = |step: u32| [(90.0 + step as f32 * 0.25 - 84.0) * dx, corner[1]];
+    // In both windows, clear of their sponges, on the water poured around the corner.
+    let ripple = [corner[0] + 6.5, corner[1] + 1.0];
+    let depth = device.depth(ripple[0], ripple[1]).unwrap().unwrap();
+    println!("water {depth:.3} m deep under the ripple");
+    assert!(depth > 0.05);
+    for world in [&mut device, &mut host] {
+        world.set_detail(Some(params)).unwrap();
+        world.set_detail_focus(focus(0)[0], focus(0)[1]);
+        world.run_steps(0.005, 4).unwrap();
+        assert!(world.add_ripple(ripple[0], ripple[1], 0.05, 1.0).unwrap());
+    }
+    let before = device.detail_window().unwrap();
+    // Asked for before the walk: the ripple's tiles are read back from the next frame on.
+    let first = device.detail_height(ripple[0], ripple[1]);
+    for step in 1..=40 {
+        for world in [&mut device, &mut host] {
+            world.set_detail_focus(focus(step)[0], focus(step)[1]);
+            world.run_steps(0.005, 4).unwrap();
+        }
+    }
+    // One more frame with the device idle before and after: its readback has a free slot and
+    // has arrived.
+    device.world().wait_idle().unwrap();
+    device.run_steps(0.005, 4).unwrap();
+    host.run_steps(0.005, 4).unwrap();
+    device.world().wait_idle().unwrap();
+    let after = device.detail_window().unwrap();
+    println!("window walked from {:?} (anchor {:?}) to {:?} (anchor {:?})", before.origin, before.anchor(), after.origin, after.anchor());
+    assert_ne!(before.anchor(), after.anchor(), "the walk moves the anchor");
+    assert_eq!(host.detail_window().unwrap(), after);
+    let (a, b) = (host.read_detail(), device.read_detail());
+    let scale = a.iter().fold(0.0f32, |m, f| m.max(f[0].abs()));
+    let vscale = a.iter().fold(0.0f32, |m, f| m.max(f[1].abs()));
+    let worst = a.iter().zip(&b).fold(0.0f32, |m, (x, y)| m.max((x[0] - y[0]).abs() / scale).max((x[1] - y[1]).abs() / vscale));
+    println!("whole window: largest height {scale:.5} m, largest difference {worst:.2e} of the largest (tolerance {MAX_DETAIL_DIFFERENCE:.0e})");
+    assert!(scale > 1.0e-3 && worst < MAX_DETAIL_DIFFERENCE);
+    let (on_device, reference) = (device.detail_height(ripple[0], ripple[1]), host.detail_height(ripple[0], ripple[1]));
+    println!("detail_height at the ripple: first asked {first} (nothing back yet), after the walk {on_device:.6} m on the device, {reference:.6} m on the host");
+    assert_eq!(first, 0.0, "the first query of a tile answers 0");
+    assert!(reference.abs() > 1.0e-4, "the waves are there");
+    assert!((on_device - reference).abs() < MAX_DETAIL_DIFFERENCE * scale, "the heights read back follow their cells across the anchor's move");
+}
+
+/// The detail waves never move water: two worlds of the same sloshing water, one with the layer
+/// on the device (rain, ripples every frame, the window walking), the other without, hold the
+/// same depth and pipes in every cell to the bit after 60 frames, and the same ledger (water
+/// held, added, removed, through the edges), quantum for quantum.
+#[test]
+fn the_device_layer_leaves_the_water_and_the_ledger_untouched() {
+    if !gpu_or_skip("the_device_layer_leaves_the_water_and_the_ledger_untouched") {
+        return;
+    }
+    let (w, h, dx) = (168u32, 112u32, 0.5f32);
+    let (_, mut waved, corner) = scene(w, h, dx);
+    let (_, mut plain, _) = scene(w, h, dx);
+    waved.set_detail(Some(DetailParams { rain_rate: 50.0, ..DetailParams::default() })).unwrap();
+    let mut largest = 0.0f32;
+    for frame in 0..60 {
+        waved.set_detail_focus(corner[0] + frame as f32 * 0.1, corner[1]);
+        waved.add_ripple(corner[0] + (frame % 7) as f32, corner[1] - (frame % 5) as f32, 0.05, 1.0).unwrap();
+        waved.run_steps(0.005, 4).unwrap();
+        plain.run_steps(0.005, 4).unwrap();
+        if frame % 20 == 19 {
+            largest = largest.max(waved.read_detail().iter().fold(0.0f32, |m, f| m.max(f[0].abs())));
+        }
+    }
+    let (a, b) = (waved.world_mut().read_water(0, 0, w, h).unwrap(), plain.world_mut().read_water(0, 0, w, h).unwrap());
+    let depth_differs = a.0.iter().zip(&b.0).filter(|(x, y)| x != y).count();
+    let pipes_differ = a.1.iter().zip(&b.1).filter(|(x, y)| x != y).count();
+    let (la, ha) = waved.ledger().unwrap();
+    let (lb, hb) = plain.ledger().unwrap();
+    println!(
+        "largest detail height {largest:.4} m; cells whose depth differs {depth_differs}, whose pipes differ {pipes_differ} of {}; held {ha} vs {hb} quanta; ledger {la:?} vs {lb:?}",
+        a.0.len()
+    );
+    assert!(largest > 1.0e-3, "the waves ran");
+    assert_eq!((depth_differs, pipes_differ), (0, 0));
+    assert_eq!((ha, la), (hb, lb));
+    assert!(ha > 0);
 }

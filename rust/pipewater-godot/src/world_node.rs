@@ -802,7 +802,7 @@ impl PipeWaterWorld {
     fn get_height(&mut self, global_position: Vector3, #[opt(default = false)] with_detail: bool) -> f64 {
         let Some(local) = self.local("get_height", global_position) else { return OUTSIDE_HEIGHT as f64 };
         let result = self.water.as_mut().map(|w| w.surface_height(local.x, local.z));
-        let detail = match &self.water {
+        let detail = match self.water.as_mut() {
             Some(w) if with_detail => w.detail_height(local.x, local.z),
             _ => 0.0,
         };

@@ -141,7 +141,7 @@ impl WorldWater {
 
     /// Adds to `force` what the detail waves over `body`'s waterplane push on it, as on a dense
     /// grid ([`crate::detail::hulls::riding_force`]); nothing while the layer is off.
-    fn ride_detail(&self, body: &Body, force: &mut BodyForce, density: f32) {
+    fn ride_detail(&mut self, body: &Body, force: &mut BodyForce, density: f32) {
         let (Some(detail), Some(level)) = (self.detail(), force.water_level) else { return };
         let current = detail.current_window();
         let (window, centre) = current.stand_in();
@@ -151,7 +151,8 @@ impl WorldWater {
             return;
         }
         let anchor = current.anchor();
-        let heights: Vec<f32> = cells.iter().map(|g| detail.height([anchor[0] + g[0] as i64, anchor[1] + g[1] as i64])).collect();
+        let world_cells: Vec<[i64; 2]> = cells.iter().map(|g| [anchor[0] + g[0] as i64, anchor[1] + g[1] as i64]).collect();
+        let heights = self.detail_cell_heights(&world_cells);
         let (lift, torque) = crate::detail::hulls::riding_force(&window, &moved, level, &cells, &heights, density, self.params.gravity);
         force.force += lift;
         force.torque += torque;

@@ -22,9 +22,17 @@
 //!   region is a dense grid of the world's cells whatever pages it spans, and its texels are the
 //!   dense grid's own ([`State::cell_texels`]): page borders do not exist for the waves.
 //!   Beyond the world's edge the region is clipped: dry, as beyond a dense grid's.
-//! * **Where it runs.** On the host, [`CpuDetail`]: the reference the dense grid's
-//!   `shaders/detail.wgsl` mirrors operation for operation. The read waits for the device (a
-//!   region of `(window / subdivision + 5)²` cells, 69² at the defaults).
+//! * **Where it runs.** On the device by default: the world's frame gathers the region from the
+//!   pages into dense buffers (`shaders/world_detail.wgsl`, after the frame's edits and before
+//!   its first step) and runs the dense grid's GPU layer (`shaders/detail.wgsl`) over them
+//!   (`backend/gpu/world/detail.rs`). Nothing waits: the texels and the heights queries ask for
+//!   come back through the layer's readbacks a frame or two later, as on a dense GPU grid. The
+//!   kernel's coordinates count from the anchor; when it moves, the heights that came back are
+//!   moved with it ([`crate::detail::tiles::DetailTiles::shift`]).
+//!   On the host, with [`WorldWater::set_detail_on_host`]: [`CpuDetail`], the reference the
+//!   dense grid's `shaders/detail.wgsl` mirrors operation for operation, over the region read
+//!   back each frame (a wait for the device; `(window / subdivision + 5)²` cells, 69² at the
+//!   defaults). Tests compare the two.
 
 use super::WorldWater;
 use crate::bodies::{Body, BodyForce};
@@ -38,6 +46,7 @@ use crate::grid::Grid;
 use crate::pipes::{fixed_flux_per_stored, StepConstants};
 use crate::state::State;
 use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
 
 /// A ripple waiting for its frame: centre in world detail cells (from the world's corner),
 /// `1 / radius²` (1/cells²), height at the centre (m).
@@ -161,7 +170,11 @@ fn lcm(a: i64, b: i64) -> i64 {
 #[derive(Debug, Clone)]
 pub struct WorldDetail {
     params: DetailParams,
-    field: CpuDetail,
+    /// The fields on the host (the reference kernel); `None` while they are on the device.
+    field: Option<CpuDetail>,
+    /// The anchor of the last frame queued on the device, to move the heights that came back
+    /// with it.
+    device_anchor: Option<[i64; 2]>,
     world: [u32; 2],
     cell_size: f32,
     /// Continuous world cells the window centres on.
@@ -188,10 +201,11 @@ impl WorldDetail {
         if world[0] < 2 || world[1] < 2 {
             return Err(Error::invalid("detail_waves", "on", format!("off on a {}x{} world: the layer needs a world of 2 cells a side or more", world[0], world[1])));
         }
-        let field = CpuDetail::new(DetailLayout { window: params.window, subdivision: params.subdivision });
+        let field = Some(CpuDetail::new(DetailLayout { window: params.window, subdivision: params.subdivision }));
         Ok(WorldDetail {
             params,
             field,
+            device_anchor: None,
             world,
             cell_size,
             focus: [world[0] as f64 * 0.5, world[1] as f64 * 0.5],
@@ -218,7 +232,10 @@ impl WorldDetail {
     pub fn set_params(&mut self, params: DetailParams) -> Result<()> {
         params.validate()?;
         if (params.window, params.subdivision) != (self.params.window, self.params.subdivision) {
-            self.field = CpuDetail::new(DetailLayout { window: params.window, subdivision: params.subdivision });
+            if self.field.is_some() {
+                self.field = Some(CpuDetail::new(DetailLayout { window: params.window, subdivision: params.subdivision }));
+            }
+            self.device_anchor = None;
             self.origin = None;
             self.pressed.clear();
             self.pressure.clear();
@@ -364,9 +381,23 @@ impl WorldDetail {
     /// read with step constants `constants`.
     pub fn advance(&mut self, frame: &DetailFrame, region: &State, constants: &StepConstants) -> Result<()> {
         let fixed = fixed_flux_per_stored(constants);
-        self.field.advance(frame, |x, y| region.cell_texels(x, y, fixed, false))?;
+        let Some(field) = &mut self.field else { return Err(Error::invalid("detail waves", "on the device", "on the host (set_detail_on_host)")) };
+        field.advance(frame, |x, y| region.cell_texels(x, y, fixed, false))?;
         self.frames += 1;
         Ok(())
+    }
+
+    /// Whether the fields are on the host (the reference kernel) rather than the device.
+    pub fn on_host(&self) -> bool {
+        self.field.is_some()
+    }
+
+    /// Moves the fields to the host (`true`, the reference kernel) or the device, at rest; the
+    /// settings, focus, ripples waiting and hulls stay.
+    fn place(&mut self, on_host: bool) {
+        self.field = on_host.then(|| CpuDetail::new(self.layout()));
+        self.device_anchor = None;
+        self.origin = None;
     }
 
     /// Frames run so far: the texels change only when it does.
@@ -374,50 +405,100 @@ impl WorldDetail {
         self.frames
     }
 
-    /// `(h, v)` per storage cell ([`WorldDetailWindow::storage_index`]).
+    /// `(h, v)` per storage cell ([`WorldDetailWindow::storage_index`]) on the host; empty while
+    /// the fields are on the device ([`WorldWater::read_detail`] reads those).
     pub fn fields(&self) -> &[[f32; 2]] {
-        self.field.fields()
+        self.field.as_ref().map_or(&[], |f| f.fields())
     }
 
     /// Height (m) of world detail cell `g` as of the last frame; 0 outside the window.
     pub fn height(&self, g: [i64; 2]) -> f32 {
         let window = self.current_window();
-        if self.origin.is_none() || !window.contains(g) {
-            return 0.0;
+        match &self.field {
+            Some(field) if self.origin.is_some() && window.contains(g) => field.fields()[window.storage_index(g)][0],
+            _ => 0.0,
         }
-        self.field.fields()[window.storage_index(g)][0]
     }
 
-    /// Height (m) of the waves at local `(x, z)`, bilinear between detail cell centres.
-    pub fn height_at(&self, x: f32, z: f32) -> f32 {
+    /// The four detail cells around local `(x, z)` (the first; the others +x, +y, +xy) and the
+    /// weights of the second along x and the third along y: what a bilinear height reads.
+    fn bilinear_cells(&self, x: f32, z: f32) -> ([i64; 2], f32, f32) {
         let window = self.current_window();
         let [px, py] = window.local_to_detail(x, z);
         let (fx, fy) = (px - 0.5, py - 0.5);
         let (x0, y0) = (fx.floor(), fy.floor());
-        let (tx, ty) = ((fx - x0) as f32, (fy - y0) as f32);
-        let g = [x0 as i64, y0 as i64];
-        let h = |dx: i64, dy: i64| self.height([g[0] + dx, g[1] + dy]);
-        let lerp = |a: f32, b: f32, t: f32| a + (b - a) * t;
-        lerp(lerp(h(0, 0), h(1, 0), tx), lerp(h(0, 1), h(1, 1), tx), ty)
+        ([x0 as i64, y0 as i64], (fx - x0) as f32, (fy - y0) as f32)
     }
 
-    /// The detail texture's texels of the last frame, in storage order; `None` before the first.
-    pub fn texels(&self) -> Option<DetailTexels> {
-        self.field.texels()
+    /// Height (m) of the waves at local `(x, z)`, bilinear between detail cell centres, on the
+    /// host (0 while the fields are on the device: [`WorldWater::detail_height`] reads those).
+    pub fn height_at(&self, x: f32, z: f32) -> f32 {
+        let (g, tx, ty) = self.bilinear_cells(x, z);
+        let h = |dx: i64, dy: i64| self.height([g[0] + dx, g[1] + dy]);
+        bilinear([h(0, 0), h(1, 0), h(0, 1), h(1, 1)], tx, ty)
     }
+
+    /// The detail texture's texels of the last frame, in storage order, on the host; `None`
+    /// before the first and while the fields are on the device.
+    pub fn texels(&self) -> Option<DetailTexels> {
+        self.field.as_ref().and_then(|f| f.texels())
+    }
+}
+
+/// Bilinear between four corners (−−, +−, −+, ++) at weights `tx`, `ty`.
+fn bilinear(h: [f32; 4], tx: f32, ty: f32) -> f32 {
+    let lerp = |a: f32, b: f32, t: f32| a + (b - a) * t;
+    lerp(lerp(h[0], h[1], tx), lerp(h[2], h[3], tx), ty)
 }
 
 impl WorldWater {
     /// Turns the detail wave layer on with `params` (validated) or off (`None`), as
     /// [`crate::Simulation::set_detail`]: turned on, or with a new window side or subdivision,
     /// its waves start at rest. Refused, the layer as it was, naming the setting.
+    /// The layer runs on the device unless [`WorldWater::set_detail_on_host`] asked otherwise.
     pub fn set_detail(&mut self, params: Option<DetailParams>) -> Result<()> {
-        match (params, &mut self.detail) {
-            (None, _) => self.detail = None,
-            (Some(p), Some(detail)) => detail.set_params(p)?,
-            (Some(p), None) => self.detail = Some(WorldDetail::new(p, self.size(), self.cell_size)?),
+        let Some(p) = params else {
+            self.detail = None;
+            return self.world.set_detail_layer(None);
+        };
+        let mut detail = match &self.detail {
+            Some(d) => d.clone(),
+            None => {
+                let mut d = WorldDetail::new(p, self.size(), self.cell_size)?;
+                d.place(self.detail_on_host);
+                d
+            }
+        };
+        detail.set_params(p)?;
+        let layout = detail.layout();
+        if !detail.on_host() && self.world.detail_layout() != Some(layout) {
+            // A new layout on the device starts at rest, as a new one on the host does.
+            self.world.set_detail_layer(Some(layout))?;
+            detail.place(false);
         }
+        self.detail = Some(detail);
         Ok(())
+    }
+
+    /// Runs the detail layer on the host's reference kernel (`true`: the region under the window
+    /// read back every frame, a wait for the device) or on the device (`false`, the default: no
+    /// wait). The waves start at rest on the new side; settings, focus and bounds stay.
+    pub fn set_detail_on_host(&mut self, on_host: bool) -> Result<()> {
+        let Some(detail) = &mut self.detail else {
+            self.detail_on_host = on_host;
+            return Ok(());
+        };
+        if detail.on_host() != on_host {
+            self.world.set_detail_layer((!on_host).then(|| detail.layout()))?;
+            detail.place(on_host);
+        }
+        self.detail_on_host = on_host;
+        Ok(())
+    }
+
+    /// Whether the detail layer runs on the host's reference kernel ([`WorldWater::set_detail_on_host`]).
+    pub fn detail_on_host(&self) -> bool {
+        self.detail_on_host
     }
 
     /// The detail layer's settings; `None` while it is off.
@@ -470,21 +551,59 @@ impl WorldWater {
 
     /// Height (m) of the detail waves at local `(x, z)`, bilinear: 0 while the layer is off or
     /// outside its window.
-    pub fn detail_height(&self, x: f32, z: f32) -> f32 {
+    /// On the device the heights are those of the newest frame whose tiles came back (a frame
+    /// or two old, as on a dense GPU grid; 0 where none has yet): a query asks for its tiles,
+    /// read back with every frame from then on.
+    pub fn detail_height(&mut self, x: f32, z: f32) -> f32 {
         if !(x.is_finite() && z.is_finite()) {
             return 0.0;
         }
-        self.detail.as_ref().map_or(0.0, |d| d.height_at(x, z))
+        let Some(detail) = &self.detail else { return 0.0 };
+        let (g, tx, ty) = detail.bilinear_cells(x, z);
+        let h = self.detail_cell_heights(&[g, [g[0] + 1, g[1]], [g[0], g[1] + 1], [g[0] + 1, g[1] + 1]]);
+        bilinear([h[0], h[1], h[2], h[3]], tx, ty)
     }
 
-    /// The detail fields, `(h, v)` per storage cell (empty while the layer is off).
-    pub fn read_detail(&self) -> Vec<[f32; 2]> {
-        self.detail.as_ref().map_or_else(Vec::new, |d| d.fields().to_vec())
+    /// Heights (m) of world detail cells `cells` (from the world's corner): the last frame's on
+    /// the host; on the device those of the newest tiles that came back. 0 outside the window.
+    pub(super) fn detail_cell_heights(&mut self, cells: &[[i64; 2]]) -> Vec<f32> {
+        let Some(detail) = &self.detail else { return vec![0.0; cells.len()] };
+        if detail.on_host() {
+            return cells.iter().map(|&g| detail.height(g)).collect();
+        }
+        let window = detail.current_window();
+        let anchor = window.anchor();
+        let inside: Vec<usize> = (0..cells.len()).filter(|&k| detail.origin.is_some() && window.contains(cells[k])).collect();
+        // Within the window, a cell lies within the anchor's period plus the window of it.
+        let asked: Vec<[i32; 2]> = inside.iter().map(|&k| [(cells[k][0] - anchor[0]) as i32, (cells[k][1] - anchor[1]) as i32]).collect();
+        let heights = self.world.detail_heights(&asked);
+        let mut out = vec![0.0; cells.len()];
+        for (&k, h) in inside.iter().zip(heights) {
+            out[k] = h;
+        }
+        out
     }
 
-    /// The detail texture's texels of the last frame ([`DetailTexels`], storage order).
-    pub fn detail_texels(&self) -> Option<DetailTexels> {
-        self.detail.as_ref().and_then(|d| d.texels())
+    /// The detail fields, `(h, v)` per storage cell (empty while the layer is off). On the device
+    /// this waits for it (tests, tools); empty if the read fails.
+    pub fn read_detail(&mut self) -> Vec<[f32; 2]> {
+        match &self.detail {
+            Some(d) if d.on_host() => d.fields().to_vec(),
+            Some(d) if d.origin.is_some() => self.world.read_detail_fields().unwrap_or_default(),
+            Some(d) => vec![[0.0; 2]; d.layout().cells()],
+            None => Vec::new(),
+        }
+    }
+
+    /// The detail texture's texels ([`DetailTexels`], storage order): the last frame's on the
+    /// host; on the device the newest that came back (a frame or two old; asked for with every
+    /// frame from the first call on). `None` before any.
+    pub fn detail_texels(&mut self) -> Option<Arc<DetailTexels>> {
+        let detail = self.detail.as_ref()?;
+        if detail.on_host() {
+            return detail.texels().map(Arc::new);
+        }
+        self.world.detail_texels()
     }
 
     /// Puts the pressure of `bodies` on the detail waves for the next frame at the water levels
@@ -505,6 +624,19 @@ impl WorldWater {
         let cell_size = self.cell_size;
         let Some(detail) = &mut self.detail else { return Ok(()) };
         let Some((frame, [x, y, w, h])) = detail.frame(step * substeps as f32, gravity, cell_size) else { return Ok(()) };
+        if !detail.on_host() {
+            let anchor = detail.current_window().anchor();
+            if let Some(before) = detail.device_anchor.replace(anchor) {
+                if before != anchor {
+                    // A move too far for an i32 keeps nothing: an odd shift forgets every tile.
+                    let by = |k: usize| i32::try_from(anchor[k] - before[k]).unwrap_or(1);
+                    self.world.shift_detail_reads([by(0), by(1)]);
+                }
+            }
+            detail.frames += 1;
+            let constants = StepConstants::new(&self.params, w, h, self.cell_size, step, [0; 4]);
+            return self.world.queue_detail(frame, [x, y], [w, h], &constants);
+        }
         let [ww, wh] = self.size();
         let constants = StepConstants::new(&self.params, ww, wh, self.cell_size, step, [0; 4]);
         let region = self.region_state(x, y, Grid::new(w, h, self.cell_size)?)?;

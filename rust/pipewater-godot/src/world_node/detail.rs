@@ -179,7 +179,9 @@ impl PipeWaterWorld {
             return;
         }
         self.detail_output.shown = Some(showing);
-        let texels = self.water.as_ref().and_then(|w| w.detail_texels());
+        // On the device the texels are the newest that came back (a frame or two old, nothing
+        // waited for); asking for them here asks for them with the next frame.
+        let texels = self.water.as_mut().and_then(|w| w.detail_texels());
         let (side, texels) = match (&texels, self.water.as_ref().and_then(|w| w.detail_params())) {
             (Some(t), Some(p)) if t.len() == p.window as usize * p.window as usize => (p.window as i32, t.as_slice()),
             _ => (1, &[[0.0f32; 4]][..]),
