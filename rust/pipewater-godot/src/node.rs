@@ -20,7 +20,7 @@ mod persistence;
 mod queries;
 mod simulation;
 mod sources;
-mod terrain_source;
+pub(crate) mod terrain_source;
 pub mod water_source;
 
 pub use modes::{WaterBackend, WaterBoundary, WaterCrossSection, WaterNeighbours};

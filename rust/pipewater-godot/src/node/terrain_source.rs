@@ -12,7 +12,7 @@ use godot::classes::image::Format;
 use godot::classes::{CollisionShape3D, HeightMapShape3D, Image, Node, Node3D, PhysicsRayQueryParameters3D};
 use godot::global::godot_warn;
 use godot::prelude::*;
-use pipewater_core::terrain_source::{changed_vertices, fit_grid, resolve_holes, sample_cells, HeightWindow, HoleGround, SourcePlacement, VertexRect};
+use pipewater_core::terrain_source::{changed_vertices, context_around, fit_grid, ground_of_cells, HeightWindow, HoleGround, SourcePlacement, VertexRect};
 use pipewater_core::{CellRect, Grid, SourceId};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -51,14 +51,14 @@ impl From<TerrainHoles> for HoleGround {
 
 /// A change the source reported, waiting for the next frame or query.
 #[derive(Clone, Copy, Debug)]
-enum Edited {
+pub(crate) enum Edited {
     Vertices(VertexRect),
     /// A source that says only that it changed (a shape's `changed`): compared with its last copy.
     Whole,
 }
 
-/// How a resolved source is read.
-enum Kind {
+/// How a resolved source is read (by `PipeWater` and `PipeWaterWorld` alike).
+pub(crate) enum Kind {
     /// Terrain3D: regions of `region_size` vertices, `vertex_spacing` m apart, at the world origin.
     Terrain3D { data: Gd<Object>, region_size: i64, spacing: f64 },
     /// HTerrain: one map of `resolution` vertices a side under `get_internal_transform()`.
@@ -106,7 +106,7 @@ fn object_of(v: Variant, what: &str) -> Result<Gd<Object>, String> {
 
 impl Kind {
     /// What `node` is, or an error naming what was expected.
-    fn resolve(node: Gd<Node>) -> Result<Kind, String> {
+    pub(crate) fn resolve(node: Gd<Node>) -> Result<Kind, String> {
         let name = format!("{} ({})", node.get_name(), node.get_class());
         let object: Gd<Object> = node.clone().upcast();
         let node3d = node.clone().try_cast::<Node3D>().map_err(|_| format!("terrain_source: {name} is not a Node3D; valid are a Terrain3D, an HTerrain, a CollisionShape3D holding a HeightMapShape3D, or a Node3D with collision to bake"))?;
@@ -138,7 +138,7 @@ impl Kind {
 
     /// The transform from the source's vertex `(u, h, v)` to a global point, for `water` (whose
     /// cells a bake samples).
-    fn vertex_transform(&self, water: &Transform3D, grid: &Grid) -> Transform3D {
+    pub(crate) fn vertex_transform(&self, water: &Transform3D, grid: &Grid) -> Transform3D {
         match self {
             Kind::Terrain3D { spacing, .. } => Transform3D::new(Basis::from_scale(Vector3::new(*spacing as f32, 1.0, *spacing as f32)), Vector3::ZERO),
             Kind::HTerrain { node, .. } => node.clone().upcast::<Object>().call("get_internal_transform", &[]).try_to::<Transform3D>().unwrap_or(Transform3D::IDENTITY),
@@ -158,7 +158,7 @@ impl Kind {
     }
 
     /// Every vertex the source holds.
-    fn bounds(&self, grid: &Grid) -> Result<VertexRect, String> {
+    pub(crate) fn bounds(&self, grid: &Grid) -> Result<VertexRect, String> {
         match self {
             Kind::Terrain3D { data, region_size, .. } => {
                 let regions = regions(data)?;
@@ -178,6 +178,182 @@ impl Kind {
             }
             Kind::Shape { shape, .. } => Ok(VertexRect { u0: 0, v0: 0, u1: shape.get_map_width() as i64 - 1, v1: shape.get_map_depth() as i64 - 1 }),
             Kind::Baked { .. } => Ok(VertexRect { u0: 0, v0: 0, u1: grid.width as i64 - 1, v1: grid.height as i64 - 1 }),
+        }
+    }
+}
+
+impl Kind {
+    /// Whether every object the source is read through still exists (a freed source is never
+    /// called).
+    pub(crate) fn alive(&self) -> bool {
+        match self {
+            Kind::Terrain3D { data, .. } => data.is_instance_valid(),
+            Kind::HTerrain { node, data } => node.is_instance_valid() && data.is_instance_valid(),
+            Kind::Shape { node, shape } => node.is_instance_valid() && shape.is_instance_valid(),
+            Kind::Baked { node } => node.is_instance_valid(),
+        }
+    }
+
+    /// Where the cells of `grid`, centred on a node at `water` (global), fall on the source.
+    pub(crate) fn placement(&self, water: &Transform3D, grid: &Grid) -> Result<SourcePlacement, String> {
+        let to_local = water.affine_inverse() * self.vertex_transform(water, grid);
+        let b = to_local.basis;
+        let col = |v: Vector3| [v.x as f64, v.y as f64, v.z as f64];
+        SourcePlacement::from_local_affine(grid, col(to_local.origin), col(b.col_a()), col(b.col_b()), col(b.col_c())).map_err(|e| format!("terrain_source: {e}"))
+    }
+
+    /// A Terrain3D's active regions (location, region), to hand to [`Kind::read`] while they
+    /// do not change (listing them costs a call a region); `None` for other sources.
+    pub(crate) fn terrain3d_regions(&self) -> Option<Result<Vec<(Vector2i, Gd<Object>)>, String>> {
+        match self {
+            Kind::Terrain3D { data, .. } => Some(regions(data)),
+            _ => None,
+        }
+    }
+
+    /// Heights of the vertices of `rect` (NaN where the source has no ground: holes, gaps,
+    /// outside it, and values that are not finite), and how many of its values were not finite
+    /// outside its holes (bad data, read as holes). A Terrain3D's regions are listed again unless
+    /// `listed` gives them ([`Kind::terrain3d_regions`]). A baked source has no map: nothing is
+    /// read.
+    pub(crate) fn read(&self, rect: VertexRect, listed: Option<&[(Vector2i, Gd<Object>)]>) -> Result<(HeightWindow, usize), String> {
+        let mut window = HeightWindow::empty(rect);
+        let mut not_finite = 0;
+        let mut count = |values: &[f32]| not_finite += values.iter().filter(|v| !v.is_finite()).count();
+        match self {
+            Kind::Terrain3D { data, region_size, .. } => {
+                let rs = *region_size;
+                let fresh;
+                let listed = match listed {
+                    Some(listed) => listed,
+                    None => {
+                        fresh = regions(data)?;
+                        &fresh
+                    }
+                };
+                for (location, region) in listed {
+                    let whole = VertexRect { u0: location.x as i64 * rs, v0: location.y as i64 * rs, u1: (location.x as i64 + 1) * rs - 1, v1: (location.y as i64 + 1) * rs - 1 };
+                    let Some(part) = whole.intersect(&rect) else { continue };
+                    let height = region.get("height_map").try_to::<Gd<Image>>().map_err(|_| "terrain_source: a Terrain3DRegion has no height_map Image".to_string())?;
+                    if height.get_width() as i64 != rs || height.get_height() as i64 != rs {
+                        return Err(format!("terrain_source: a Terrain3DRegion's height_map is {}×{}, not region_size {rs}", height.get_width(), height.get_height()));
+                    }
+                    let crop = Rect2i::new(Vector2i::new((part.u0 - whole.u0) as i32, (part.v0 - whole.v0) as i32), Vector2i::new((part.u1 - part.u0 + 1) as i32, (part.v1 - part.v0 + 1) as i32));
+                    let mut values: Vec<f32> = rf_words(&height, crop)?.into_iter().map(f32::from_bits).collect();
+                    let mut holes = vec![false; values.len()];
+                    if let Ok(control) = region.get("control_map").try_to::<Gd<Image>>() {
+                        if control.get_width() as i64 == rs && control.get_height() as i64 == rs {
+                            for ((value, hole), bits) in values.iter_mut().zip(holes.iter_mut()).zip(rf_words(&control, crop)?) {
+                                if bits & TERRAIN3D_HOLE_BIT != 0 {
+                                    *value = f32::NAN;
+                                    *hole = true;
+                                }
+                            }
+                        }
+                    }
+                    not_finite += values.iter().zip(&holes).filter(|(v, hole)| !v.is_finite() && !**hole).count();
+                    window.paste(part, &values);
+                }
+            }
+            Kind::HTerrain { data, .. } => {
+                let res = data.clone().call("get_resolution", &[]).try_to::<i64>().unwrap_or(0);
+                let all = VertexRect { u0: 0, v0: 0, u1: res - 1, v1: res - 1 };
+                let Some(part) = rect.intersect(&all) else { return Ok((window, 0)) };
+                let heights = if part == all {
+                    data.clone().call("get_all_heights", &[])
+                } else {
+                    let args = [part.u0, part.v0, part.u1 - part.u0 + 1, part.v1 - part.v0 + 1].map(|a| a.to_variant());
+                    data.clone().call("get_heights_region", &args)
+                };
+                let heights = heights.try_to::<PackedFloat32Array>().map_err(|_| "terrain_source: HTerrainData heights are not a PackedFloat32Array".to_string())?;
+                if heights.len() != part.count() {
+                    return Err(format!("terrain_source: HTerrainData gave {} heights for a {}-vertex region", heights.len(), part.count()));
+                }
+                let mut values = heights.to_vec();
+                count(&values);
+                if let Some(color) = hterrain_color_map(data, res) {
+                    let crop = Rect2i::new(Vector2i::new(part.u0 as i32, part.v0 as i32), Vector2i::new((part.u1 - part.u0 + 1) as i32, (part.v1 - part.v0 + 1) as i32));
+                    let mut color = color.get_region(crop).ok_or("terrain_source: HTerrain's color map could not be cropped")?;
+                    if color.get_format() != Format::RGBA8 {
+                        color.convert(Format::RGBA8);
+                    }
+                    for (value, pixel) in values.iter_mut().zip(color.get_data().as_slice().chunks_exact(4)) {
+                        if pixel[3] < HTERRAIN_HOLE_ALPHA_BELOW {
+                            *value = f32::NAN;
+                        }
+                    }
+                }
+                window.paste(part, &values);
+            }
+            Kind::Shape { shape, .. } => {
+                let data = shape.get_map_data();
+                let width = shape.get_map_width().max(0) as usize;
+                let all = VertexRect { u0: 0, v0: 0, u1: width as i64 - 1, v1: shape.get_map_depth() as i64 - 1 };
+                if data.len() != all.count() {
+                    return Err(format!("terrain_source: the HeightMapShape3D holds {} values for {}×{}", data.len(), width, shape.get_map_depth()));
+                }
+                let Some(part) = rect.intersect(&all) else { return Ok((window, 0)) };
+                let rows: Vec<f32> = (part.v0..=part.v1).flat_map(|v| data.as_slice()[(v as usize * width + part.u0 as usize)..=(v as usize * width + part.u1 as usize)].to_vec()).collect();
+                count(&rows);
+                window.paste(part, &rows);
+            }
+            Kind::Baked { .. } => {}
+        }
+        Ok((window, not_finite))
+    }
+
+    /// Connects `edited` to the signal by which the source reports its changes (Terrain3D's
+    /// `maps_edited`, HTerrain's `region_changed` of the height and color channels, a shape's
+    /// `changed`), linked to `owner`: the connection, to disconnect later; `None` for a bake, or
+    /// (warned) a source without the signal.
+    pub(crate) fn connect_edits(&self, owner: &Gd<Object>, edited: Rc<RefCell<Vec<Edited>>>, class: &str) -> Option<(Gd<Object>, StringName, Callable)> {
+        let (object, signal, callable): (Gd<Object>, &str, Callable) = match self {
+            Kind::Terrain3D { data, spacing, .. } => {
+                let spacing = *spacing;
+                let callable = Callable::from_linked_fn("pipewater_terrain3d_edited", owner, move |args: &[&Variant]| {
+                    if let Some(aabb) = args.first().and_then(|a| a.try_to::<Aabb>().ok()) {
+                        let (lo, hi) = (aabb.position, aabb.position + aabb.size);
+                        let s = spacing as f32;
+                        edited.borrow_mut().push(Edited::Vertices(VertexRect { u0: (lo.x / s).floor() as i64, v0: (lo.z / s).floor() as i64, u1: (hi.x / s).ceil() as i64, v1: (hi.z / s).ceil() as i64 }));
+                    }
+                });
+                (data.clone(), "maps_edited", callable)
+            }
+            Kind::HTerrain { data, .. } => {
+                let callable = Callable::from_linked_fn("pipewater_hterrain_edited", owner, move |args: &[&Variant]| {
+                    let rect = args.first().and_then(|a| a.try_to::<Rect2i>().ok());
+                    let channel = args.get(1).and_then(|a| a.try_to::<i64>().ok());
+                    // The color channel carries the holes (its alpha).
+                    if let (Some(r), Some(HTERRAIN_CHANNEL_HEIGHT | HTERRAIN_CHANNEL_COLOR)) = (rect, channel) {
+                        let (p, s) = (r.position, r.size);
+                        edited.borrow_mut().push(Edited::Vertices(VertexRect { u0: p.x as i64, v0: p.y as i64, u1: (p.x + s.x) as i64 - 1, v1: (p.y + s.y) as i64 - 1 }));
+                    }
+                });
+                (data.clone(), "region_changed", callable)
+            }
+            Kind::Shape { shape, .. } => {
+                let callable = Callable::from_linked_fn("pipewater_shape_changed", owner, move |_: &[&Variant]| edited.borrow_mut().push(Edited::Whole));
+                (shape.clone().upcast(), "changed", callable)
+            }
+            Kind::Baked { .. } => return None,
+        };
+        let mut target = object.clone();
+        if !target.has_signal(signal) {
+            godot_warn!("{class}: terrain_source: the source has no signal {signal}; its edits are not followed (call bake_terrain() after changing it)");
+            return None;
+        }
+        if !target.is_connected(signal, &callable) {
+            target.connect(signal, &callable);
+        }
+        Some((object, StringName::from(signal), callable))
+    }
+}
+
+/// Disconnects what [`Kind::connect_edits`] connected.
+pub(crate) fn disconnect_edits(connection: &mut Option<(Gd<Object>, StringName, Callable)>) {
+    if let Some((mut object, signal, callable)) = connection.take() {
+        if object.is_instance_valid() && object.is_connected(&signal, &callable) {
+            object.disconnect(&signal, &callable);
         }
     }
 }
@@ -226,92 +402,24 @@ fn rf_words(image: &Gd<Image>, rect: Rect2i) -> Result<Vec<u32>, String> {
 impl TerrainLink {
     /// Heights of the vertices of `rect` (NaN where the source has no ground).
     fn read(&mut self, rect: VertexRect, grid: &Grid) -> Result<HeightWindow, String> {
-        let mut window = HeightWindow::empty(rect);
-        let Some(kind) = &self.kind else { return Ok(window) };
-        match kind {
-            Kind::Terrain3D { data, region_size, .. } => {
-                let rs = *region_size;
-                for (location, region) in regions(data)? {
-                    let whole = VertexRect { u0: location.x as i64 * rs, v0: location.y as i64 * rs, u1: (location.x as i64 + 1) * rs - 1, v1: (location.y as i64 + 1) * rs - 1 };
-                    let Some(part) = whole.intersect(&rect) else { continue };
-                    let height = region.get("height_map").try_to::<Gd<Image>>().map_err(|_| "terrain_source: a Terrain3DRegion has no height_map Image".to_string())?;
-                    if height.get_width() as i64 != rs || height.get_height() as i64 != rs {
-                        return Err(format!("terrain_source: a Terrain3DRegion's height_map is {}×{}, not region_size {rs}", height.get_width(), height.get_height()));
-                    }
-                    let crop = Rect2i::new(Vector2i::new((part.u0 - whole.u0) as i32, (part.v0 - whole.v0) as i32), Vector2i::new((part.u1 - part.u0 + 1) as i32, (part.v1 - part.v0 + 1) as i32));
-                    let mut values: Vec<f32> = rf_words(&height, crop)?.into_iter().map(f32::from_bits).collect();
-                    if let Ok(control) = region.get("control_map").try_to::<Gd<Image>>() {
-                        if control.get_width() as i64 == rs && control.get_height() as i64 == rs {
-                            for (value, bits) in values.iter_mut().zip(rf_words(&control, crop)?) {
-                                if bits & TERRAIN3D_HOLE_BIT != 0 {
-                                    *value = f32::NAN;
-                                }
-                            }
-                        }
-                    }
-                    window.paste(part, &values);
-                }
-            }
-            Kind::HTerrain { data, .. } => {
-                let res = data.clone().call("get_resolution", &[]).try_to::<i64>().unwrap_or(0);
-                let all = VertexRect { u0: 0, v0: 0, u1: res - 1, v1: res - 1 };
-                let Some(part) = rect.intersect(&all) else { return Ok(window) };
-                let heights = if part == all {
-                    data.clone().call("get_all_heights", &[])
-                } else {
-                    let args = [part.u0, part.v0, part.u1 - part.u0 + 1, part.v1 - part.v0 + 1].map(|a| a.to_variant());
-                    data.clone().call("get_heights_region", &args)
-                };
-                let heights = heights.try_to::<PackedFloat32Array>().map_err(|_| "terrain_source: HTerrainData heights are not a PackedFloat32Array".to_string())?;
-                if heights.len() != part.count() {
-                    return Err(format!("terrain_source: HTerrainData gave {} heights for a {}-vertex region", heights.len(), part.count()));
-                }
-                let mut values = heights.to_vec();
-                if let Some(color) = hterrain_color_map(data, res) {
-                    let crop = Rect2i::new(Vector2i::new(part.u0 as i32, part.v0 as i32), Vector2i::new((part.u1 - part.u0 + 1) as i32, (part.v1 - part.v0 + 1) as i32));
-                    let mut color = color.get_region(crop).ok_or("terrain_source: HTerrain's color map could not be cropped")?;
-                    if color.get_format() != Format::RGBA8 {
-                        color.convert(Format::RGBA8);
-                    }
-                    for (value, pixel) in values.iter_mut().zip(color.get_data().as_slice().chunks_exact(4)) {
-                        if pixel[3] < HTERRAIN_HOLE_ALPHA_BELOW {
-                            *value = f32::NAN;
-                        }
-                    }
-                }
-                window.paste(part, &values);
-            }
-            Kind::Shape { shape, .. } => {
-                let data = shape.get_map_data();
-                let width = shape.get_map_width().max(0) as usize;
-                let all = VertexRect { u0: 0, v0: 0, u1: width as i64 - 1, v1: shape.get_map_depth() as i64 - 1 };
-                if data.len() != all.count() {
-                    return Err(format!("terrain_source: the HeightMapShape3D holds {} values for {}×{}", data.len(), width, shape.get_map_depth()));
-                }
-                let Some(part) = rect.intersect(&all) else { return Ok(window) };
-                let rows: Vec<f32> = (part.v0..=part.v1).flat_map(|v| data.as_slice()[(v as usize * width + part.u0 as usize)..=(v as usize * width + part.u1 as usize)].to_vec()).collect();
-                window.paste(part, &rows);
-            }
-            Kind::Baked { .. } => {
-                if self.copy.len() != grid.cell_count() || self.copy_width != grid.width as usize {
-                    return Err("terrain_source: nothing baked for this grid yet: call bake_terrain()".into());
-                }
-                let all = VertexRect { u0: 0, v0: 0, u1: grid.width as i64 - 1, v1: grid.height as i64 - 1 };
-                let Some(part) = rect.intersect(&all) else { return Ok(window) };
-                let w = grid.width as usize;
-                let rows: Vec<f32> = (part.v0..=part.v1).flat_map(|v| self.copy[(v as usize * w + part.u0 as usize)..=(v as usize * w + part.u1 as usize)].to_vec()).collect();
-                window.paste(part, &rows);
-            }
+        let Some(kind) = &self.kind else { return Ok(HeightWindow::empty(rect)) };
+        if !matches!(kind, Kind::Baked { .. }) {
+            return kind.read(rect, None).map(|(window, _)| window);
         }
+        let mut window = HeightWindow::empty(rect);
+        if self.copy.len() != grid.cell_count() || self.copy_width != grid.width as usize {
+            return Err("terrain_source: nothing baked for this grid yet: call bake_terrain()".into());
+        }
+        let all = VertexRect { u0: 0, v0: 0, u1: grid.width as i64 - 1, v1: grid.height as i64 - 1 };
+        let Some(part) = rect.intersect(&all) else { return Ok(window) };
+        let w = grid.width as usize;
+        let rows: Vec<f32> = (part.v0..=part.v1).flat_map(|v| self.copy[(v as usize * w + part.u0 as usize)..=(v as usize * w + part.u1 as usize)].to_vec()).collect();
+        window.paste(part, &rows);
         Ok(window)
     }
 
     fn disconnect(&mut self) {
-        if let Some((mut object, signal, callable)) = self.connection.take() {
-            if object.is_connected(&signal, &callable) {
-                object.disconnect(&signal, &callable);
-            }
-        }
+        disconnect_edits(&mut self.connection);
     }
 }
 
@@ -480,48 +588,8 @@ impl PipeWater {
         self.terrain_link.path = Some(self.terrain_source.clone());
         let Some(kind) = self.errors.accept(kind) else { return false };
         self.terrain_link.disconnect();
-        let edited = self.terrain_link.edited.clone();
-        let me = self.to_gd();
-        let (object, signal, callable): (Gd<Object>, &str, Callable) = match &kind {
-            Kind::Terrain3D { data, spacing, .. } => {
-                let spacing = *spacing;
-                let callable = Callable::from_linked_fn("pipewater_terrain3d_edited", &me, move |args: &[&Variant]| {
-                    if let Some(aabb) = args.first().and_then(|a| a.try_to::<Aabb>().ok()) {
-                        let (lo, hi) = (aabb.position, aabb.position + aabb.size);
-                        let s = spacing as f32;
-                        edited.borrow_mut().push(Edited::Vertices(VertexRect { u0: (lo.x / s).floor() as i64, v0: (lo.z / s).floor() as i64, u1: (hi.x / s).ceil() as i64, v1: (hi.z / s).ceil() as i64 }));
-                    }
-                });
-                (data.clone(), "maps_edited", callable)
-            }
-            Kind::HTerrain { data, .. } => {
-                let callable = Callable::from_linked_fn("pipewater_hterrain_edited", &me, move |args: &[&Variant]| {
-                    let rect = args.first().and_then(|a| a.try_to::<Rect2i>().ok());
-                    let channel = args.get(1).and_then(|a| a.try_to::<i64>().ok());
-                    // The color channel carries the holes (its alpha).
-                    if let (Some(r), Some(HTERRAIN_CHANNEL_HEIGHT | HTERRAIN_CHANNEL_COLOR)) = (rect, channel) {
-                        let (p, s) = (r.position, r.size);
-                        edited.borrow_mut().push(Edited::Vertices(VertexRect { u0: p.x as i64, v0: p.y as i64, u1: (p.x + s.x) as i64 - 1, v1: (p.y + s.y) as i64 - 1 }));
-                    }
-                });
-                (data.clone(), "region_changed", callable)
-            }
-            Kind::Shape { shape, .. } => {
-                let callable = Callable::from_linked_fn("pipewater_shape_changed", &me, move |_: &[&Variant]| edited.borrow_mut().push(Edited::Whole));
-                (shape.clone().upcast(), "changed", callable)
-            }
-            Kind::Baked { .. } => {
-                self.terrain_link.kind = Some(kind);
-                return true;
-            }
-        };
-        let mut target = object.clone();
-        if target.has_signal(signal) && !target.is_connected(signal, &callable) {
-            target.connect(signal, &callable);
-            self.terrain_link.connection = Some((object, StringName::from(signal), callable));
-        } else if !target.has_signal(signal) {
-            godot_warn!("PipeWater: terrain_source: the source has no signal {signal}; its edits are not followed (call bake_terrain() after changing it)");
-        }
+        let owner = self.to_gd().upcast::<Object>();
+        self.terrain_link.connection = kind.connect_edits(&owner, self.terrain_link.edited.clone(), "PipeWater");
         self.terrain_link.kind = Some(kind);
         true
     }
@@ -559,16 +627,10 @@ impl PipeWater {
     fn source_cells(&mut self, grid: &Grid, context: CellRect, rect: CellRect) -> Result<(Vec<f32>, Vec<(u32, u32)>), String> {
         let water = self.base().get_global_transform();
         let Some(kind) = &self.terrain_link.kind else { return Err("terrain_source: not resolved".into()) };
-        let to_local = water.affine_inverse() * kind.vertex_transform(&water, grid);
-        let b = to_local.basis;
-        let col = |v: Vector3| [v.x as f64, v.y as f64, v.z as f64];
-        let placement = SourcePlacement::from_local_affine(grid, col(to_local.origin), col(b.col_a()), col(b.col_b()), col(b.col_c())).map_err(|e| format!("terrain_source: {e}"))?;
+        let placement = kind.placement(&water, grid)?;
         let window = self.terrain_link.read(placement.vertices_for(context), grid)?;
-        let mut heights = sample_cells(&placement, &window, context);
-        let holes = resolve_holes(&mut heights, context, self.terrain_holes.into());
-        let inside = |x: u32, y: u32| x >= rect.x && y >= rect.y && x < rect.x + rect.width && y < rect.y + rect.height;
-        let cropped = pipewater_core::authoring::crop(&Grid { width: context.width, height: context.height, cell_size: grid.cell_size }, &heights, CellRect { x: rect.x - context.x, y: rect.y - context.y, width: rect.width, height: rect.height });
-        Ok((cropped, holes.drains.into_iter().filter(|&(x, y)| inside(x, y)).collect()))
+        let (heights, drains, _) = ground_of_cells(&placement, &window, context, rect, self.terrain_holes.into());
+        Ok((heights, drains))
     }
 
     /// A new simulation holds none of the old one's drains: those of the whole read are placed.
@@ -622,14 +684,10 @@ impl PipeWater {
     fn apply_source_rect(&mut self, grid: &Grid, changed: VertexRect) {
         let water = self.base().get_global_transform();
         let Some(kind) = &self.terrain_link.kind else { return };
-        let to_local = water.affine_inverse() * kind.vertex_transform(&water, grid);
-        let b = to_local.basis;
-        let col = |v: Vector3| [v.x as f64, v.y as f64, v.z as f64];
-        let Ok(placement) = SourcePlacement::from_local_affine(grid, col(to_local.origin), col(b.col_a()), col(b.col_b()), col(b.col_c())) else { return };
+        let Ok(placement) = kind.placement(&water, grid) else { return };
         let Some(cells) = placement.cells_touched(grid, changed) else { return };
         // One more cell around, so that a drain at the rect's edge sees the ground beyond it.
-        let (x0, y0) = (cells.x.saturating_sub(1), cells.y.saturating_sub(1));
-        let context = CellRect { x: x0, y: y0, width: (cells.x + cells.width + 1).min(grid.width) - x0, height: (cells.y + cells.height + 1).min(grid.height) - y0 };
+        let context = context_around(cells, grid.width, grid.height);
         let read = self.source_cells(grid, context, cells);
         let Some((heights, drains)) = self.errors.accept(read) else { return };
         // The ground the source gave last is known here, so the change reaches the water as
@@ -698,11 +756,7 @@ impl PipeWater {
         }
         let water = self.base().get_global_transform();
         let Some(kind) = &self.terrain_link.kind else { return };
-        let to_global = kind.vertex_transform(&water, &grid);
-        let to_local = water.affine_inverse() * to_global;
-        let b = to_local.basis;
-        let col = |v: Vector3| [v.x as f64, v.y as f64, v.z as f64];
-        let Ok(placement) = SourcePlacement::from_local_affine(&grid, col(to_local.origin), col(b.col_a()), col(b.col_b()), col(b.col_c())) else { return };
+        let Ok(placement) = kind.placement(&water, &grid) else { return };
         let Ok(bounds) = kind.bounds(&grid) else { return };
         let Some(vertices) = placement.vertices_for(rect).intersect(&bounds) else { return };
         let result = self.sim.as_mut().map(|s| s.terrain_region(rect));
