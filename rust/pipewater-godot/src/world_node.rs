@@ -29,6 +29,7 @@ use pipewater_core::{Boundary, Params};
 
 mod bodies;
 mod detail;
+mod terrain;
 
 /// Cells the window moves by at least: a focus walking about does not shift the textures (and
 /// the surface's vertices) every frame.
@@ -123,6 +124,34 @@ pub struct PipeWaterWorld {
     /// dry world.
     #[export(range = (-1000.0, 1000.0, 0.01, or_greater, or_less, suffix = "m"))]
     ground_height: f64,
+    /// The terrain the ground comes from, as `PipeWater.terrain_source`: a Terrain3D, an
+    /// HTerrain or a `CollisionShape3D` holding a `HeightMapShape3D` (static geometry baked by
+    /// rays is `PipeWater`'s alone), read by the same code, and followed live: the rectangle an
+    /// edit changes (Terrain3D's `maps_edited`, HTerrain's `region_changed`, a shape's `changed`)
+    /// is read again, water kept, on pages with water and without alike. A world is read in
+    /// slices of 128² cells over physics frames, nearest `focus_node` first, within
+    /// `terrain_read_budget_ms` a frame, and it does not step until the whole ground is in
+    /// (`is_terrain_source_read()`, `terrain_source_read`; `bake_terrain()` reads it at once).
+    /// The world must lie within the source; a source that is of another kind, freed, smaller
+    /// than the world or unreadable is refused (`get_last_error()`) and the world keeps the
+    /// ground it has and steps on it. Empty: none (the ground read so far stays).
+    /// `docs/TERRAIN_SOURCES.md`.
+    #[export]
+    #[var(set)]
+    terrain_source: NodePath,
+    /// Where `terrain_source` has no ground (holes, gaps between regions, heights that are not
+    /// finite): `PipeWater.TERRAIN_HOLES_WALL` (the default: nothing enters, nothing is lost) or
+    /// `PipeWater.TERRAIN_HOLES_DRAIN` (the hole's rim cells drain what reaches them; the ledger
+    /// counts it as removed). Changing it reads the whole source again.
+    #[export]
+    #[var]
+    terrain_holes: crate::node::terrain_source::TerrainHoles,
+    /// Time a physics frame may spend reading `terrain_source`, ms (0.1 ..= 1000; at least one
+    /// slice of 128² cells is read a frame): the world's whole ground, then the edits the source
+    /// reports.
+    #[export(range = (0.1, 100.0, 0.1, or_greater, suffix = "ms"))]
+    #[init(val = 4.0)]
+    terrain_read_budget_ms: f64,
     /// Gravity, m/s².
     #[export(range = (0.1, 100.0, 0.01, suffix = "m/s²"))]
     #[init(val = 9.81)]
@@ -336,6 +365,8 @@ pub struct PipeWaterWorld {
     /// Whether `PipeWaterBody` hulls pushed the water last physics frame (their displacement is
     /// taken out once when the last one leaves).
     had_bodies: bool,
+    /// The link to `terrain_source`: what it is, what is left to read, its drains.
+    terrain_link: terrain::WorldTerrainLink,
     #[init(val = ErrorLog::for_class("PipeWaterWorld"))]
     errors: ErrorLog,
     base: Base<Node3D>,
@@ -357,7 +388,8 @@ impl INode3D for PipeWaterWorld {
         }
         self.poll_save();
         self.poll_load();
-        if self.running {
+        self.read_terrain_source(Some(self.terrain_read_budget()));
+        if self.running && !self.terrain_link.waiting() {
             self.sync_focus();
             self.sync_detail();
             if !godot::classes::Engine::singleton().is_editor_hint() {
@@ -396,6 +428,20 @@ impl PipeWaterWorld {
     /// `ground_height` changed).
     #[signal]
     fn world_rebuilt();
+
+    /// Emitted when the whole ground of `terrain_source` is in (the world steps from the next
+    /// physics frame on): after the world is made or loaded, the source is set, or
+    /// `terrain_holes` changes.
+    #[signal]
+    fn terrain_source_read();
+
+    /// Sets `terrain_source`: the ground is read from it over the next physics frames (the world
+    /// waits for it). Empty: no source, the ground read so far is kept.
+    #[func]
+    fn set_terrain_source(&mut self, value: NodePath) {
+        self.terrain_link.forget(!value.is_empty());
+        self.terrain_source = value;
+    }
 
     /// Sets `detail_waves`: turns the layer on (its waves at rest) or off.
     #[func]
@@ -655,6 +701,12 @@ impl PipeWaterWorld {
         }
         if !(0.0..=10.0).contains(&delta) {
             self.errors.reject(format!("step: delta = {delta} is out of range: valid range is 0 ..= 10 s"));
+            return;
+        }
+        self.read_terrain_source(Some(self.terrain_read_budget()));
+        if self.terrain_link.waiting() {
+            let left = self.terrain_link.slices_left();
+            self.errors.reject(format!("step: the world waits for the ground of terrain_source ({left} slices of 128² cells left, read within terrain_read_budget_ms a call); it steps once it is in (is_terrain_source_read(), terrain_source_read; bake_terrain() reads it at once)"));
             return;
         }
         self.sync_focus();
@@ -939,6 +991,7 @@ impl PipeWaterWorld {
         match WorldWater::new(size.x as u32, size.y as u32, self.cell_size as f32, self.ground_height as f32, params) {
             Ok(water) => {
                 self.water = Some(water);
+                self.terrain_link.world_made();
                 self.base_mut().emit_signal("world_rebuilt", &[]);
                 true
             }
@@ -955,6 +1008,7 @@ impl PipeWaterWorld {
         self.world_size = Vector2i::new(w as i32, h as i32);
         self.built_with = Some((self.world_size, self.cell_size, self.ground_height));
         self.water = Some(water);
+        self.terrain_link.world_made();
         self.saving = None;
         self.window = None;
         self.window_stale = true;
@@ -989,6 +1043,12 @@ impl PipeWaterWorld {
             }
         };
         self.base_mut().emit_signal("state_saved", &[bytes.to_variant()]);
+    }
+
+    /// `terrain_read_budget_ms` as a duration, within its range.
+    fn terrain_read_budget(&self) -> std::time::Duration {
+        let ms = if self.terrain_read_budget_ms.is_finite() { self.terrain_read_budget_ms.clamp(0.1, terrain::MAX_READ_BUDGET_MS) } else { 4.0 };
+        std::time::Duration::from_secs_f64(ms / 1000.0)
     }
 
     /// The core's parameters for the node's properties.
