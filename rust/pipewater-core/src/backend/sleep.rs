@@ -82,6 +82,18 @@ impl TileGrid {
         self.tiles[0] as usize * self.tiles[1] as usize
     }
 
+    /// The tiles on the grid's edges, each once, in increasing order.
+    pub fn edge_tiles(&self) -> impl Iterator<Item = usize> + '_ {
+        let [tx, ty] = self.tiles.map(|n| n as usize);
+        (0..ty).flat_map(move |y| {
+            let row = y * tx;
+            let edge_row = y == 0 || y + 1 == ty;
+            // An edge row has all its tiles on an edge; a row inside, its first and last.
+            let (first, last) = if edge_row { (0..tx, None) } else { (0..1.min(tx), (tx > 1).then_some(tx - 1)) };
+            first.chain(last).map(move |x| row + x)
+        })
+    }
+
     /// The tile of cell `(x, y)`.
     #[inline]
     pub fn tile_of(&self, x: u32, y: u32) -> usize {
@@ -444,6 +456,22 @@ impl DeviceSleep {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The edge tiles are exactly the tiles in the first or last row or column, once each and
+    /// in order, for grids of one tile, one row, one column and several of each.
+    #[test]
+    fn the_edge_tiles_are_the_tiles_on_an_edge() {
+        for [w, h] in [[1, 1], [5, 1], [1, 4], [2, 2], [4, 3], [7, 6]] {
+            let grid = TileGrid::new(w * 10, h * 10, [10, 10]);
+            let expected: Vec<usize> = (0..grid.count()).filter(|&t| {
+                let (x, y) = (t as u32 % w, t as u32 / w);
+                x == 0 || y == 0 || x + 1 == w || y + 1 == h
+            }).collect();
+            let edge: Vec<usize> = grid.edge_tiles().collect();
+            println!("{w}x{h}: {} edge tiles", edge.len());
+            assert_eq!(edge, expected, "{w}x{h} tiles");
+        }
+    }
     use crate::pipes::BOUNDARY_OPEN;
     use crate::Params;
 

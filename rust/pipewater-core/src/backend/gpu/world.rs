@@ -73,6 +73,10 @@ const BYTES_PER_TILE: u64 = 8 + 8 + 4 + 4;
 /// the host to keep ahead of the water, and a workgroup walks its tile's rows one after another,
 /// so shorter tiles give a few pages more workgroups to run side by side.
 pub const DEFAULT_TILE_ROWS_PER_PAGE: u32 = 4;
+/// Readbacks of the pages' flags that may be on their way at once: enough that the host never
+/// waits for the newest frame's (the device would then idle while the host records the next);
+/// the margin ([`World::margin_steps`]) bounds how far behind the flags may be in any case.
+const MAX_FLAG_READS: usize = 4;
 /// Longest the host waits for the device.
 const DEVICE_WAIT_LIMIT: Duration = Duration::from_secs(60);
 
@@ -202,6 +206,9 @@ pub struct World {
     ground: f32,
     /// Terrain and water slots of each page ([`NO_PAGE`], [`ZERO_SLOT`] for none).
     slots: Vec<[u32; 2]>,
+    /// The pages with a terrain slot (those with water fields among them), in order: what the
+    /// host walks each frame, so that its work follows the water and not the world's size.
+    resident: std::collections::BTreeSet<usize>,
     free_terrain: Vec<u32>,
     free_water: Vec<u32>,
     /// Pages the flags last read back hold water in, and the step they hold.
@@ -417,6 +424,7 @@ impl World {
             terrain: vec![None; count],
             ground,
             slots: vec![[NO_PAGE, ZERO_SLOT]; count],
+            resident: std::collections::BTreeSet::new(),
             free_terrain,
             free_water,
             wet: std::collections::BTreeSet::new(),
@@ -498,8 +506,8 @@ impl World {
     /// What the world holds and did so far.
     pub fn report(&self) -> WorldReport {
         let mut report = self.report;
-        report.resident = self.slots.iter().filter(|s| s[0] != NO_PAGE).count();
-        report.watered = self.slots.iter().filter(|s| s[1] != ZERO_SLOT).count();
+        report.resident = self.resident.len();
+        report.watered = self.watered_slot_count();
         report.wet = self.wet.len();
         report.capacity = self.fields.water_capacity - 1;
         report
@@ -825,23 +833,29 @@ impl World {
             return Ok(());
         }
         self.residency_stale = false;
-        // Per page: 0 nothing, 1 terrain, 2 terrain and water.
-        let mut needed = vec![0u8; self.pages.count()];
-        let keep_around = |page: usize, needed: &mut Vec<u8>| {
+        // Per page near water or an exchanging edge: 1 terrain, 2 terrain and water fields (any
+        // other page: nothing). Sparse and ordered: the work follows the water, not the world (a
+        // 16384² world has 85 849 pages, a river a few hundred near it).
+        let mut needed: std::collections::BTreeMap<usize, u8> = std::collections::BTreeMap::new();
+        let keep_around = |page: usize, needed: &mut std::collections::BTreeMap<usize, u8>| {
             let (px, py) = ((page % tx as usize) as i64, (page / tx as usize) as i64);
             for y in (py - RESIDENT_RINGS).max(0)..=(py + RESIDENT_RINGS).min(ty as i64 - 1) {
                 for x in (px - RESIDENT_RINGS).max(0)..=(px + RESIDENT_RINGS).min(tx as i64 - 1) {
                     let ring = (x - px).abs().max((y - py).abs());
-                    let n = &mut needed[(y * tx as i64 + x) as usize];
+                    let n = needed.entry((y * tx as i64 + x) as usize).or_insert(0);
                     *n = (*n).max(if ring < RESIDENT_RINGS { 2 } else { 1 });
                 }
             }
         };
-        for page in 0..self.pages.count() {
-            if self.residency_held {
-                needed[page] = if self.slots[page][1] != ZERO_SLOT { 2 } else if self.slots[page][0] != NO_PAGE { 1 } else { 0 };
-            } else if c.is_some_and(|c| self.pages.on_exchanging_edge(c, page)) {
-                keep_around(page, &mut needed);
+        if self.residency_held {
+            for &page in &self.resident {
+                needed.insert(page, if self.slots[page][1] != ZERO_SLOT { 2 } else { 1 });
+            }
+        } else if let Some(c) = c {
+            for page in self.pages.edge_tiles() {
+                if self.pages.on_exchanging_edge(c, page) {
+                    keep_around(page, &mut needed);
+                }
             }
         }
         if !self.residency_held {
@@ -856,9 +870,11 @@ impl World {
         // that never saw the water an edit put there (or that it held when first held) cannot
         // say it is wet. Its neighbours follow the water around it, and once it is released the
         // water it holds is kept around as an edit's is (set_held_pages).
-        for page in 0..needed.len() {
-            if self.held[page] && self.slots[page][1] != ZERO_SLOT {
-                needed[page] = 2;
+        if self.held_count > 0 {
+            for &page in &self.resident {
+                if self.held[page] && self.slots[page][1] != ZERO_SLOT {
+                    needed.insert(page, 2);
+                }
             }
         }
         for p in &self.pending_water {
@@ -866,12 +882,14 @@ impl World {
                 keep_around(p.page, &mut needed);
             }
         }
+        let needed_of = |page: usize| needed.get(&page).copied().unwrap_or(0);
         let mut changed = false;
         let zero_flags = [0u32; 1];
         // Out first, so that their slots serve the pages coming in.
-        for page in 0..needed.len() {
+        let leaving: Vec<usize> = self.resident.iter().copied().filter(|&page| needed_of(page) < 2).collect();
+        for page in leaving {
             let [terrain, water] = self.slots[page];
-            if needed[page] < 2 && water != ZERO_SLOT {
+            if water != ZERO_SLOT {
                 self.free_water.push(water);
                 self.slots[page][1] = ZERO_SLOT;
                 // Its flags said dry; cleared so that a page given water again starts from nothing.
@@ -882,23 +900,25 @@ impl World {
                 }
                 changed = true;
             }
-            if needed[page] < 1 && terrain != NO_PAGE {
+            if needed_of(page) < 1 && terrain != NO_PAGE {
                 self.free_terrain.push(terrain);
                 self.slots[page][0] = NO_PAGE;
+                self.resident.remove(&page);
                 self.report.freed += 1;
                 changed = true;
             }
         }
-        let coming_terrain: Vec<usize> = (0..needed.len()).filter(|&p| needed[p] >= 1 && self.slots[p][0] == NO_PAGE).collect();
-        let coming_water: Vec<usize> = (0..needed.len()).filter(|&p| needed[p] >= 2 && self.slots[p][1] == ZERO_SLOT).collect();
+        let coming_terrain: Vec<usize> = needed.keys().copied().filter(|&p| self.slots[p][0] == NO_PAGE).collect();
+        let coming_water: Vec<usize> = needed.iter().filter(|&(&p, &n)| n >= 2 && self.slots[p][1] == ZERO_SLOT).map(|(&p, _)| p).collect();
         if coming_terrain.len() > self.free_terrain.len() || coming_water.len() > self.free_water.len() {
-            let terrain = self.slots.iter().filter(|s| s[0] != NO_PAGE).count() + coming_terrain.len();
-            let water = self.slots.iter().filter(|s| s[1] != ZERO_SLOT).count() + coming_water.len();
+            let terrain = self.resident.len() + coming_terrain.len();
+            let water = self.watered_slot_count() + coming_water.len();
             self.grow(terrain, water)?;
         }
         let page_cells = (self.side * self.side) as u64;
         for &page in &coming_terrain {
             self.slots[page][0] = self.free_terrain.pop().expect("grow left room for every page coming in");
+            self.resident.insert(page);
             self.upload_terrain(page);
             self.report.allocated += 1;
             changed = true;
@@ -916,7 +936,7 @@ impl World {
         }
         if changed {
             self.ctx.queue.write_buffer(&self.page_slots, 0, bytemuck::cast_slice(&self.slots));
-            self.planned_tiles = (0..self.slots.len()).filter(|&p| self.slots[p][1] != ZERO_SLOT).flat_map(|p| self.tiles_of(p)).map(|t| t as u32).collect();
+            self.planned_tiles = self.resident.iter().filter(|&&p| self.slots[p][1] != ZERO_SLOT).flat_map(|&p| self.tiles_of(p)).map(|t| t as u32).collect();
             if self.planned_tiles.len() > self.planned_capacity {
                 self.planned_capacity = self.planned_tiles.len() + self.planned_tiles.len() / 8 + 64;
                 use wgpu::BufferUsages as U;
@@ -1002,14 +1022,26 @@ impl World {
         items.len()
     }
 
-    /// Copies the last step's page flags and the frame's report into a free staging buffer,
-    /// waiting for the older one when both are in use.
+    /// Copies the last step's page flags and the frame's report into a free staging buffer: a
+    /// new one while fewer than [`MAX_FLAG_READS`] are on their way, else the oldest once it
+    /// arrives.
     fn record_flag_read(&mut self, encoder: &mut wgpu::CommandEncoder) -> Result<usize> {
-        let k = match self.reads.iter().position(|r| r.state.load(Ordering::Acquire) == READ_FREE) {
+        let free = |reads: &[FlagRead]| reads.iter().position(|r| r.state.load(Ordering::Acquire) == READ_FREE);
+        let k = match free(&self.reads) {
             Some(k) => k,
+            None if self.reads.len() < MAX_FLAG_READS => {
+                let buffer = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("page flags read"),
+                    size: 4 * (self.planned_capacity as u64 + 4),
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                });
+                self.reads.push(FlagRead { buffer, state: Arc::new(AtomicU32::new(READ_FREE)), step: 0, tiles: Vec::new() });
+                self.reads.len() - 1
+            }
             None => {
                 self.harvest(true)?;
-                self.reads.iter().position(|r| r.state.load(Ordering::Acquire) == READ_FREE).expect("harvest frees every read that arrived")
+                free(&self.reads).expect("harvest frees the oldest read once it arrives")
             }
         };
         let count = self.planned_tiles.len();
@@ -1047,12 +1079,13 @@ impl World {
         self.reads[k].buffer.map_async(wgpu::MapMode::Read, .., move |r| state.store(if r.is_ok() { READ_READY } else { READ_FAILED }, Ordering::Release));
     }
 
-    /// Takes in the newest flags that have arrived (with `wait`, waiting for the pending ones
-    /// first). Returns whether any were pending.
+    /// Takes in the flags that have arrived (with `wait`, waiting for the oldest pending one
+    /// first: waiting for all would leave the device idle while the host records the next
+    /// frame). Returns whether any were pending.
     fn harvest(&mut self, wait: bool) -> Result<bool> {
-        let pending = self.reads.iter().any(|r| r.state.load(Ordering::Acquire) == READ_PENDING);
-        if wait && pending {
-            self.wait_until(|reads| reads.iter().all(|r| r.state.load(Ordering::Acquire) != READ_PENDING))?;
+        let oldest = (0..self.reads.len()).filter(|&k| self.reads[k].state.load(Ordering::Acquire) == READ_PENDING).min_by_key(|&k| self.reads[k].step);
+        if let (true, Some(k)) = (wait, oldest) {
+            self.wait_until(|reads| reads[k].state.load(Ordering::Acquire) != READ_PENDING)?;
         } else {
             let _ = self.ctx.device.poll(wgpu::PollType::Poll);
         }
@@ -1084,7 +1117,7 @@ impl World {
         if self.reads.iter().any(|r| r.state.load(Ordering::Acquire) == READ_FAILED) {
             return Err(Error::Gpu("mapping the world's page flags failed".into()));
         }
-        Ok(pending)
+        Ok(oldest.is_some())
     }
 
     /// Reads the flags of the last step now, waiting for the device.
@@ -1096,7 +1129,11 @@ impl World {
         let k = self.record_flag_read(&mut encoder)?;
         self.ctx.queue.submit([encoder.finish()]);
         self.map_flag_read(k);
-        self.harvest(true).map(|_| ())
+        // The older reads arrive first.
+        while self.reads[k].state.load(Ordering::Acquire) != READ_FREE {
+            self.harvest(true)?;
+        }
+        Ok(())
     }
 
     fn wait_until(&self, done: impl Fn(&[FlagRead]) -> bool) -> Result<()> {
@@ -1363,7 +1400,7 @@ impl World {
     }
 
     fn watered_slot_count(&self) -> usize {
-        self.slots.iter().filter(|s| s[1] != ZERO_SLOT).count()
+        self.resident.iter().filter(|&&p| self.slots[p][1] != ZERO_SLOT).count()
     }
 
     /// A worker making a device buffer for the water of `pages` watered pages and a quarter more
