@@ -146,7 +146,8 @@ impl PipeWaterWorld {
     /// `slices_left` and `whole_slices` of the whole read (slices of 128² cells), `frames` (physics
     /// frames the last whole read took), `edit_slices_left`, `reads` (slices read so far, whole
     /// and edits), `cells_read`, `last_rect` (`Rect2i` of cells read last), `frame_usec_max` and
-    /// `slice_usec_max` (the longest frame's reading and the longest slice, µs), `drains` (hole
+    /// `slice_usec_max` (the longest frame's reading and the longest slice since the whole read
+    /// began, µs), `drains` (hole
     /// cells draining, `TERRAIN_HOLES_DRAIN`). For tests and tools.
     #[func]
     fn get_terrain_source_stats(&self) -> VarDictionary {
@@ -278,6 +279,9 @@ impl PipeWaterWorld {
         self.terrain_link.whole_slices = slices.len();
         self.terrain_link.whole_left = slices.into();
         self.terrain_link.whole_frames = 0;
+        // The longest frame and slice of this read, not of one before it.
+        self.terrain_link.frame_usec_max = 0;
+        self.terrain_link.slice_usec_max = 0;
         true
     }
 
