@@ -42,7 +42,8 @@ const REQUIRED_TEXT := {
 	"PipeWaterState": ["initial_state", "get_total_water"],
 	"PipeWaterSource": ["spring", "drain", "source_id", "simulate_in_editor"],
 	"PipeWaterWorld": ["far_water_cells", "far_water_stride", "far_height_texture",
-			"far_flux_texture", "get_far_height_image", "focus_nodes", "save_state_async"],
+			"far_flux_texture", "get_far_height_image", "focus_nodes", "save_state_async",
+			"terrain_source", "terrain_read_budget_ms", "is_terrain_source_read"],
 }
 ## Seconds a page may take to appear.
 const PAGE_TIMEOUT := 60.0
