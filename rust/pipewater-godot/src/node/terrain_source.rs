@@ -204,7 +204,7 @@ impl Kind {
 
     /// A Terrain3D's active regions (location, region), to hand to [`Kind::read`] while they
     /// do not change (listing them costs a call a region); `None` for other sources.
-    pub(crate) fn terrain3d_regions(&self) -> Option<Result<Vec<(Vector2i, Gd<Object>)>, String>> {
+    pub(crate) fn terrain3d_regions(&self) -> Option<Result<Regions, String>> {
         match self {
             Kind::Terrain3D { data, .. } => Some(regions(data)),
             _ => None,
@@ -364,8 +364,11 @@ fn has_collision(node: &Gd<Node>) -> bool {
     collides || node.get_children().iter_shared().any(|c| has_collision(&c))
 }
 
+/// A Terrain3D's active regions: location and region object.
+pub(crate) type Regions = Vec<(Vector2i, Gd<Object>)>;
+
 /// Terrain3D's active regions: location and region object.
-fn regions(data: &Gd<Object>) -> Result<Vec<(Vector2i, Gd<Object>)>, String> {
+fn regions(data: &Gd<Object>) -> Result<Regions, String> {
     let list = data.clone().call("get_regions_active", &[]);
     // The real Terrain3D returns a typed Array[Terrain3DRegion], which a VarArray refuses.
     let list = list.try_to::<godot::builtin::AnyArray>().map_err(|_| "terrain_source: Terrain3DData.get_regions_active() did not return an Array".to_string())?;

@@ -43,7 +43,7 @@ pub struct WorldTerrainLink {
     unresolved: bool,
     /// A Terrain3D's regions as listed for the reads under way: listed again when the source
     /// reports an edit (Terrain3D reports regions added and removed by `maps_edited`).
-    regions: Option<Vec<(Vector2i, Gd<Object>)>>,
+    regions: Option<crate::node::terrain_source::Regions>,
     /// Whether the whole world must be read (a new world, a new source, new `terrain_holes`).
     wants_whole: bool,
     /// Slices of the whole read still to read (the world waits for them), and how many it had.
@@ -206,8 +206,7 @@ impl PipeWaterWorld {
         if was_whole {
             self.terrain_link.whole_frames += 1;
         }
-        loop {
-            let Some(rect) = self.terrain_link.whole_left.pop_front().or_else(|| self.terrain_link.edits_left.pop_front()) else { break };
+        while let Some(rect) = self.terrain_link.whole_left.pop_front().or_else(|| self.terrain_link.edits_left.pop_front()) {
             if !self.read_slice(&grid, rect) {
                 return;
             }
