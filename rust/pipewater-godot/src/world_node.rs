@@ -278,9 +278,9 @@ pub struct PipeWaterWorld {
     /// finer than the cells) over a window of `detail_window`² detail cells around
     /// `detail_follow` (else the water the camera looks at), kept within the window the node
     /// draws at full resolution; its waves stay where they are in the world as it moves, and
-    /// page borders do not exist for them (`docs/DETAIL_WAVES.md`). Off by default on a world:
-    /// it runs on the CPU and reads the water under its window back from the device each physics
-    /// frame (about 3 ms a frame on two cores at the default window).
+    /// page borders do not exist for them (`docs/DETAIL_WAVES.md`). It runs on the device beside
+    /// the world's steps, with nothing read back but the texels and the heights queries ask for
+    /// (a frame or two late, as `PipeWater`'s on a GPU). Off by default on a world.
     #[export_group(name = "Detail Waves")]
     #[export]
     #[var(set)]
@@ -716,16 +716,18 @@ impl PipeWaterWorld {
         self.window_stale = true;
     }
 
-    /// Reads the window around the focus into the textures now, and the far water into
-    /// `far_height_texture` and `far_flux_texture` (waiting for the device: the node reads the
-    /// far water without waiting on its own); a script that stepped the world by hand calls it
-    /// before reading them.
+    /// Reads the window around the focus into the textures now, the far water into
+    /// `far_height_texture` and `far_flux_texture`, and the detail waves' newest texels into
+    /// `detail_texture` (waiting for the device: the node reads the far water and the waves
+    /// without waiting on its own); a script that stepped the world by hand calls it before
+    /// reading them. The waves' texels and `get_height(p, true)` then show the last frame, as far
+    /// as they were asked for before it.
     #[func]
     fn refresh_window(&mut self) {
         if self.ensure_world() {
             self.show_window(true);
             self.show_far_water(0.0, true);
-            self.show_detail();
+            self.show_detail_now();
         }
     }
 

@@ -595,6 +595,17 @@ impl WorldWater {
         }
     }
 
+    /// Waits until the detail layer's reads on their way have come back (the device idle): the
+    /// next [`WorldWater::detail_texels`] and [`WorldWater::detail_height`] then hold the last
+    /// frame's texels and heights, as far as they were asked for before it (tests, and a script
+    /// that stepped the world by hand). Nothing to wait for on the host or with the layer off.
+    pub fn wait_detail_reads(&mut self) -> Result<()> {
+        match &self.detail {
+            Some(d) if !d.on_host() => self.world.wait_idle(),
+            _ => Ok(()),
+        }
+    }
+
     /// The detail texture's texels ([`DetailTexels`], storage order): the last frame's on the
     /// host; on the device the newest that came back (a frame or two old; asked for with every
     /// frame from the first call on). `None` before any.

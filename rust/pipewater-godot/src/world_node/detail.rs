@@ -170,6 +170,17 @@ impl PipeWaterWorld {
         shader.set_shader_parameter("detail_rect", &rect.to_variant());
     }
 
+    /// [`PipeWaterWorld::show_detail`] after waiting for the detail layer's reads on their way
+    /// (`refresh_window`, which waits for the device by contract): the texture and
+    /// `get_height(p, true)` then show the last frame, as far as they were asked for before it
+    /// (the texels by the last `show_detail`, the heights by the last queries).
+    pub(super) fn show_detail_now(&mut self) {
+        let waited = self.water.as_mut().map(|w| w.wait_detail_reads());
+        self.core("refresh_window", waited);
+        self.detail_output.shown = None;
+        self.show_detail();
+    }
+
     /// `detail_texture` from the world's newest detail texels (half floats, as `PipeWater`'s).
     fn show_detail_texels(&mut self) {
         let showing = self.water.as_ref().and_then(|w| w.detail()).map(|d| (d.frames(), d.params().window));
