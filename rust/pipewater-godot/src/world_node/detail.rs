@@ -25,6 +25,9 @@ pub struct WorldDetailOutput {
     shown: Option<Option<(u64, u32)>>,
     /// Settings last refused, so that the refusal is reported once.
     refused: Option<Option<DetailParams>>,
+    /// The texels the texture holds: on the device the newest that came back, which a drawn
+    /// frame before the next readback arrives finds again and does not copy again.
+    texels: Option<std::sync::Arc<pipewater_core::detail::DetailTexels>>,
 }
 
 #[godot_api(secondary)]
@@ -193,6 +196,14 @@ impl PipeWaterWorld {
         // On the device the texels are the newest that came back (a frame or two old, nothing
         // waited for); asking for them here asks for them with the next frame.
         let texels = self.water.as_mut().and_then(|w| w.detail_texels());
+        let same = match (&texels, &self.detail_output.texels) {
+            (Some(new), Some(old)) => std::sync::Arc::ptr_eq(new, old),
+            _ => false,
+        };
+        if same && self.detail_texture.is_some() {
+            return;
+        }
+        self.detail_output.texels = texels.clone();
         let (side, texels) = match (&texels, self.water.as_ref().and_then(|w| w.detail_params())) {
             (Some(t), Some(p)) if t.len() == p.window as usize * p.window as usize => (p.window as i32, t.as_slice()),
             _ => (1, &[[0.0f32; 4]][..]),
