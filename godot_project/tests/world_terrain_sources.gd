@@ -25,6 +25,7 @@ func run() -> void:
 	await _test_ground_from_a_terrain3d_read_in_slices()
 	await _test_ground_from_an_hterrain_with_holes_as_drains()
 	await _test_ground_from_a_height_map_shape_and_its_changes()
+	await _test_a_loaded_world_keeps_what_was_dug()
 	await _test_bad_terrain_sources_are_refused()
 
 
@@ -309,6 +310,48 @@ func _test_ground_from_a_height_map_shape_and_its_changes() -> void:
 	_t._near(cell.call(12, 20), 1.0 + 1.2 - 1.0, 1.0e-4, "a cell beside it keeps its ground")
 	world.free()
 	body.free()
+
+
+## Property: a world loaded from its save keeps the ground the save holds (what the game dug
+## over the source's ground) and steps at once, without reading the source whole again; it
+## follows the source's edits from then on, and bake_terrain() reads the source again.
+func _test_a_loaded_world_keeps_what_was_dug() -> void:
+	print("-- terrain_source: a loaded world keeps what was dug")
+	var terrain: Node3D = _terrain3d_slope(64, [Vector2i(0, 0), Vector2i(1, 0), Vector2i(0, 1),
+			Vector2i(1, 1)])
+	_t.root.add_child(terrain)
+	var world := _world_over(terrain, 128, 4.0)
+	world.bake_terrain()
+	var pit := Vector3(30.0, 0.0, 30.0)
+	var source_ground: float = world.get_terrain_height(pit)
+	world.modify_terrain(pit, -2.0, 3.0)
+	var dug: float = world.get_terrain_height(pit)
+	var bytes: PackedByteArray = world.save_state()
+	var before: Dictionary = world.get_terrain_source_stats()
+	var loaded: bool = world.load_state(bytes)
+	world.clear_last_error()
+	var ready_at_once: bool = world.is_terrain_source_read()
+	world.step(0.1)
+	var after: Dictionary = world.get_terrain_source_stats()
+	print("   source %.4f m, dug %.4f m; loaded %s: %.4f m, read at once %s, reads %d -> %d, %s" % [
+			source_ground, dug, loaded, world.get_terrain_height(pit), ready_at_once,
+			before.get("reads", 0), after.get("reads", 0), world.get_last_error()])
+	_t._check(loaded and absf(dug - (source_ground - 2.0)) < 1.0e-4,
+			"2 m were dug and the world loaded")
+	_t._near(world.get_terrain_height(pit), dug, 1.0e-4, "the loaded world keeps the dug ground")
+	_t._check(ready_at_once and world.get_last_error().is_empty()
+			and after.get("reads", 0) == before.get("reads", 0),
+			"it steps at once, the source not read whole again")
+	var far := Vector3(100.0, 0.0, 100.0)
+	terrain.data.set_height(far, 9.0)
+	terrain.data.maps_edited.emit(AABB(far - Vector3(0.0, 100.0, 0.0), Vector3(0.0, 200.0, 0.0)))
+	world.step(0.1)
+	_t._near(world.get_terrain_height(far), 9.0, 1.0e-4, "the source's edits reach the loaded world")
+	var baked: bool = world.bake_terrain()
+	_t._near(world.get_terrain_height(pit), source_ground, 1.0e-4,
+			"bake_terrain() %s reads the source again, undoing the dig" % baked)
+	world.free()
+	terrain.free()
 
 
 ## Property: each bad source is refused with an error naming it, and the world keeps the ground

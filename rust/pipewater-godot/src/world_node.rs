@@ -134,7 +134,8 @@ pub struct PipeWaterWorld {
     /// (`is_terrain_source_read()`, `terrain_source_read`; `bake_terrain()` reads it at once).
     /// The world must lie within the source; a source that is of another kind, freed, smaller
     /// than the world or unreadable is refused (`get_last_error()`) and the world keeps the
-    /// ground it has and steps on it. Empty: none (the ground read so far stays).
+    /// ground it has and steps on it. A loaded world keeps its save's ground (what the game dug)
+    /// and follows the source's edits. Empty: none (the ground read so far stays).
     /// `docs/TERRAIN_SOURCES.md`.
     #[export]
     #[var(set)]
@@ -430,8 +431,8 @@ impl PipeWaterWorld {
     fn world_rebuilt();
 
     /// Emitted when the whole ground of `terrain_source` is in (the world steps from the next
-    /// physics frame on): after the world is made or loaded, the source is set, or
-    /// `terrain_holes` changes.
+    /// physics frame on): after the world is made (not loaded: a save holds its ground), the
+    /// source is set, `terrain_holes` changes, or `bake_terrain()`.
     #[signal]
     fn terrain_source_read();
 
@@ -1010,7 +1011,7 @@ impl PipeWaterWorld {
         self.world_size = Vector2i::new(w as i32, h as i32);
         self.built_with = Some((self.world_size, self.cell_size, self.ground_height));
         self.water = Some(water);
-        self.terrain_link.world_made();
+        self.terrain_link.world_loaded();
         self.saving = None;
         self.window = None;
         self.window_stale = true;

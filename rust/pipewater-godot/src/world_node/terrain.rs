@@ -41,6 +41,9 @@ pub struct WorldTerrainLink {
     shape_width: usize,
     /// Whether `terrain_source` was set and not yet resolved (the world waits for it).
     unresolved: bool,
+    /// Whether the world's ground came from a save (which holds what the game dug, and the
+    /// drains of its holes): the source is then followed, not read whole again.
+    ground_from_save: bool,
     /// A Terrain3D's regions as listed for the reads under way: listed again when the source
     /// reports an edit (Terrain3D reports regions added and removed by `maps_edited`).
     regions: Option<crate::node::terrain_source::Regions>,
@@ -68,10 +71,22 @@ pub struct WorldTerrainLink {
 }
 
 impl WorldTerrainLink {
-    /// A new world (made, or loaded) holds none of the ground read and none of the drains.
+    /// A new world holds none of the ground read and none of the drains: it is read whole.
     pub fn world_made(&mut self) {
         self.drains.clear();
+        self.ground_from_save = false;
         self.wants_whole = true;
+        self.whole_left.clear();
+        self.edits_left.clear();
+    }
+
+    /// A loaded world holds the ground and drains of its save: the source's edits are followed
+    /// from now on, but it is not read whole (that would undo what the game dug, and place the
+    /// saved drains a second time); `bake_terrain()` or setting `terrain_source` reads it.
+    pub fn world_loaded(&mut self) {
+        self.drains.clear();
+        self.ground_from_save = true;
+        self.wants_whole = false;
         self.whole_left.clear();
         self.edits_left.clear();
     }
@@ -80,6 +95,7 @@ impl WorldTerrainLink {
     /// world waits for it until then).
     pub fn forget(&mut self, source_set: bool) {
         self.unresolved = source_set;
+        self.ground_from_save &= !source_set;
         self.regions = None;
         disconnect_edits(&mut self.connection);
         self.path = None;
@@ -195,6 +211,10 @@ impl PipeWaterWorld {
             return;
         }
         let Some(grid) = self.world_grid() else { return };
+        if std::mem::take(&mut self.terrain_link.ground_from_save) {
+            self.terrain_link.wants_whole = false;
+            self.terrain_link.holes_read = Some(self.terrain_holes);
+        }
         if self.terrain_link.holes_read != Some(self.terrain_holes) {
             self.terrain_link.wants_whole = true;
         }
