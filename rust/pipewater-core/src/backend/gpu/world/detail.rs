@@ -81,6 +81,16 @@ impl WorldDetailLayer {
         // The region is the window's flow cells and two more each way (world_water/detail.rs).
         let side = layout.flow_side() as u64 + 2;
         let cells = side * side;
+        let limit = ctx.limits.max_storage_buffer_binding_size.min(ctx.limits.max_buffer_size);
+        if cells * 16 > limit {
+            return Err(Error::Gpu(format!(
+                "a {0}x{0} detail window at subdivision {1} reads a region of {side}x{side} cells, whose pipes need a {2}-byte storage binding; {3} allows {limit}",
+                layout.window,
+                layout.subdivision,
+                cells * 16,
+                ctx.adapter.name
+            )));
+        }
         use wgpu::BufferUsages as U;
         let buffer = |label: &str, bytes: u64, usage: U| device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: bytes.max(16), usage, mapped_at_creation: false });
         let area = buffer("world detail area", std::mem::size_of::<CoarseParams>() as u64, U::UNIFORM | U::COPY_DST);
