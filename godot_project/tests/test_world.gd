@@ -527,6 +527,8 @@ func _test_detail_waves_cross_page_borders_on_a_world() -> void:
 	var poured: float = world.add_water(corner, 4000.0, 40.0)
 	for i in 30:
 		world.step(1.0 / 60.0)
+	_check(world.detail_waves, "detail_waves is on by default on a world, as on PipeWater")
+	world.detail_waves = false
 	world.add_ripple(corner, 0.1, 1.0)
 	_check(world.get_last_error().is_empty() and not world.add_ripple(corner, 0.1, 1.0),
 			"with detail_waves off add_ripple reaches nothing and reports nothing")
