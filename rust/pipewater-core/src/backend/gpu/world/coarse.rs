@@ -43,42 +43,49 @@ pub struct CoarseParams {
 /// as rows of this many.
 const COARSE_ROW: u32 = 65_535;
 
-pub(super) struct CoarsePipeline {
-    layout: wgpu::BindGroupLayout,
-    pipeline: wgpu::ComputePipeline,
+/// A pass over the world's pages, compiled from a family of `texels_paged.wgsl` (the far water's
+/// blocks, the detail region's gather): group 0 is the world's fields as the snapshot binds them
+/// (the detail layer's flow layout: constants, terrain, depth, pipes), groups 1 and 2 the
+/// snapshot's, unused here, and group 3 the pass's own buffers, `bindings` in order.
+pub(super) struct PagePass {
+    pub(super) layout: wgpu::BindGroupLayout,
+    pub(super) pipeline: wgpu::ComputePipeline,
 }
 
-impl CoarsePipeline {
-    fn new(ctx: &GpuContext) -> CoarsePipeline {
+impl PagePass {
+    pub(super) fn new(ctx: &GpuContext, family: &shaders::Family, label: &str, entry_point: &str, bindings: &[wgpu::BufferBindingType]) -> PagePass {
         let device = &ctx.device;
-        let entry = |binding: u32, ty: wgpu::BufferBindingType| wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::Buffer { ty, has_dynamic_offset: false, min_binding_size: None },
-            count: None,
-        };
-        use wgpu::BufferBindingType as B;
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("world coarse"),
-            entries: &[entry(0, B::Storage { read_only: true }), entry(1, B::Uniform), entry(2, B::Storage { read_only: false }), entry(3, B::Storage { read_only: true })],
-        });
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some(shaders::WORLD_COARSE.file()), source: wgpu::ShaderSource::Wgsl(shaders::WORLD_COARSE.source().into()) });
-        // Group 0 is the snapshot's first four bindings (constants, terrain, depth, pipes), as
-        // the detail layer binds them; groups 1 and 2 are the snapshot's, unused here.
+        let entries: Vec<wgpu::BindGroupLayoutEntry> = (0u32..)
+            .zip(bindings)
+            .map(|(binding, &ty)| wgpu::BindGroupLayoutEntry {
+                binding,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer { ty, has_dynamic_offset: false, min_binding_size: None },
+                count: None,
+            })
+            .collect();
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some(label), entries: &entries });
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some(family.file()), source: wgpu::ShaderSource::Wgsl(family.source().into()) });
         let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("world coarse"),
+            label: Some(label),
             bind_group_layouts: &[Some(&ctx.detail_flow_layout), None, None, Some(&layout)],
             immediate_size: 0,
         });
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("coarse_blocks"),
+            label: Some(entry_point),
             layout: Some(&pipeline_layout),
             module: &module,
-            entry_point: Some("coarse_blocks"),
+            entry_point: Some(entry_point),
             compilation_options: wgpu::PipelineCompilationOptions::default(),
             cache: None,
         });
-        CoarsePipeline { layout, pipeline }
+        PagePass { layout, pipeline }
+    }
+
+    /// The far water's pass: the pages' slots, its area, its sums, its listed blocks.
+    fn coarse(ctx: &GpuContext) -> PagePass {
+        use wgpu::BufferBindingType as B;
+        Self::new(ctx, &shaders::WORLD_COARSE, "world coarse", "coarse_blocks", &[B::Storage { read_only: true }, B::Uniform, B::Storage { read_only: false }, B::Storage { read_only: true }])
     }
 }
 
@@ -154,7 +161,7 @@ impl World {
         let params = CoarseParams { origin, blocks, stride, page_side: side, pages_x, listed: listed.len() as u32 };
         let device = &self.ctx.device;
         use wgpu::BufferUsages as U;
-        let pipeline = self.coarse_pipeline.get_or_insert_with(|| CoarsePipeline::new(&self.ctx));
+        let pipeline = self.coarse_pipeline.get_or_insert_with(|| PagePass::coarse(&self.ctx));
         let buffer = |label: &str, bytes: u64, usage: U| device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: bytes.max(16), usage, mapped_at_creation: false });
         let sums_bytes = listed.len() as u64 * (COARSE_SUMS * 4) as u64;
         let uniforms = buffer("world coarse constants", std::mem::size_of::<StepConstants>() as u64, U::UNIFORM | U::COPY_DST);

@@ -7,6 +7,7 @@
 //! heights of the tiles queries touch) comes back through the layer's own readbacks, mapped
 //! without waiting and picked up a frame or two later.
 
+use super::coarse::PagePass;
 use super::{CoarseParams, World};
 use crate::backend::gpu::bind_buffers as bind;
 use crate::backend::gpu::context::GpuContext;
@@ -23,8 +24,8 @@ pub const REGION_WORKGROUP: u32 = 8;
 /// The layer of a world: the gather's pipeline and region buffers, and the dense layer over them.
 pub(super) struct WorldDetailLayer {
     layer: GpuDetail,
-    gather_layout: wgpu::BindGroupLayout,
-    gather: wgpu::ComputePipeline,
+    /// The gather from the pages into the region's buffers.
+    gather: PagePass,
     /// The region gathered: its first cell and size ([`CoarseParams`]), and the step constants
     /// the detail kernel reads it with (the region's size as the grid's).
     area: wgpu::Buffer,
@@ -51,33 +52,10 @@ impl WorldDetailLayer {
     fn new(ctx: &Arc<GpuContext>, layout: DetailLayout) -> Result<WorldDetailLayer> {
         let layer = GpuDetail::new(ctx, layout)?;
         let device = &ctx.device;
-        let entry = |binding: u32, ty: wgpu::BufferBindingType| wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::Buffer { ty, has_dynamic_offset: false, min_binding_size: None },
-            count: None,
-        };
         use wgpu::BufferBindingType as B;
-        let gather_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("world detail region"),
-            entries: &[entry(0, B::Storage { read_only: true }), entry(1, B::Uniform), entry(2, B::Storage { read_only: false }), entry(3, B::Storage { read_only: false }), entry(4, B::Storage { read_only: false })],
-        });
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some(shaders::WORLD_DETAIL.file()), source: wgpu::ShaderSource::Wgsl(shaders::WORLD_DETAIL.source().into()) });
-        // Group 0 is the world's fields as the snapshot reads them (the detail layer's flow
-        // layout); groups 1 and 2 are the snapshot's, unused here.
-        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("world detail region"),
-            bind_group_layouts: &[Some(&ctx.detail_flow_layout), None, None, Some(&gather_layout)],
-            immediate_size: 0,
-        });
-        let gather = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("gather_detail_region"),
-            layout: Some(&pipeline_layout),
-            module: &module,
-            entry_point: Some("gather_detail_region"),
-            compilation_options: wgpu::PipelineCompilationOptions::default(),
-            cache: None,
-        });
+        let writes = B::Storage { read_only: false };
+        // The pages' slots, the region's area, then its terrain, depth and pipes.
+        let gather = PagePass::new(ctx, &shaders::WORLD_DETAIL, "world detail region", "gather_detail_region", &[B::Storage { read_only: true }, B::Uniform, writes, writes, writes]);
         // The region is the window's flow cells and two more each way (world_water/detail.rs).
         let side = layout.flow_side() as u64 + 2;
         let cells = side * side;
@@ -100,7 +78,7 @@ impl WorldDetailLayer {
         let flux = buffer("world detail flux", cells * 16, U::STORAGE);
         let flow_group = bind(device, &ctx.detail_flow_layout, "world detail flow", &[&constants, &terrain, &depth, &flux]);
         ctx.check().map_err(|e| Error::Gpu(format!("the world's detail region pass failed to build: {e}")))?;
-        Ok(WorldDetailLayer { layer, gather_layout, gather, area, constants, terrain, depth, flux, flow_group, queued: None })
+        Ok(WorldDetailLayer { layer, gather, area, constants, terrain, depth, flux, flow_group, queued: None })
     }
 
     /// Readies the queued frame for the world's frame pass: the layer's uploads, and the gather's
@@ -111,7 +89,7 @@ impl WorldDetailLayer {
         let Some(recording) = self.layer.prepare()? else { return Ok(None) };
         let [uniforms, terrain, depth, flux, page_slots] = world_fields;
         let world_group = bind(&ctx.device, &ctx.detail_flow_layout, "world detail fields", &[uniforms, terrain, depth, flux]);
-        let gather_group = bind(&ctx.device, &self.gather_layout, "world detail region", &[page_slots, &self.area, &self.terrain, &self.depth, &self.flux]);
+        let gather_group = bind(&ctx.device, &self.gather.layout, "world detail region", &[page_slots, &self.area, &self.terrain, &self.depth, &self.flux]);
         let groups = [size[0].div_ceil(REGION_WORKGROUP), size[1].div_ceil(REGION_WORKGROUP)];
         Ok(Some(PreparedDetail { recording, world_group, gather_group, groups }))
     }
@@ -119,7 +97,7 @@ impl WorldDetailLayer {
     /// Dispatches a prepared frame into the world's frame pass: the gather, then the layer's
     /// passes reading the region.
     pub(super) fn dispatch(&mut self, pass: &mut wgpu::ComputePass, prepared: &PreparedDetail) {
-        pass.set_pipeline(&self.gather);
+        pass.set_pipeline(&self.gather.pipeline);
         pass.set_bind_group(0, &prepared.world_group, &[]);
         pass.set_bind_group(3, &prepared.gather_group, &[]);
         pass.dispatch_workgroups(prepared.groups[0].max(1), prepared.groups[1].max(1), 1);
