@@ -267,7 +267,7 @@ pub struct World {
     residency_stale: bool,
     residency_edges: Option<[u32; 4]>,
     /// The far water's pass ([`World::begin_coarse`]), made on first use.
-    coarse_pipeline: Option<coarse::CoarsePipeline>,
+    coarse_pipeline: Option<coarse::PagePass>,
     /// Per page whose terrain was set: the stride last asked of it and its terrain's sums over
     /// the blocks of that stride it meets ([`World::terrain_block_means`]); dropped when the
     /// page's terrain changes.
@@ -411,9 +411,6 @@ impl World {
         for list in &lists {
             ctx.queue.write_buffer(list, 0, bytemuck::cast_slice(&EMPTY_AWAKE_LIST));
         }
-        let reads = (0..2)
-            .map(|k| FlagRead { buffer: buffer(&format!("page flags read {k}"), 4 * 64 + 16, U::MAP_READ | U::COPY_DST), state: Arc::new(AtomicU32::new(READ_FREE)), step: 0, tiles: Vec::new() })
-            .collect();
         Ok(World {
             width,
             height,
@@ -458,7 +455,8 @@ impl World {
             pending_water: Vec::new(),
             marks: vec![0; tile_count],
             marked: Vec::new(),
-            reads,
+            // Made by the first frames (record_flag_read), up to MAX_FLAG_READS.
+            reads: Vec::new(),
             current: 0,
             last_constants: None,
             report: WorldReport { pages: count, capacity: 16, ..WorldReport::default() },
@@ -1030,13 +1028,7 @@ impl World {
         let k = match free(&self.reads) {
             Some(k) => k,
             None if self.reads.len() < MAX_FLAG_READS => {
-                let buffer = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("page flags read"),
-                    size: 4 * (self.planned_capacity as u64 + 4),
-                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                });
-                self.reads.push(FlagRead { buffer, state: Arc::new(AtomicU32::new(READ_FREE)), step: 0, tiles: Vec::new() });
+                self.reads.push(FlagRead { buffer: self.flag_read_buffer(), state: Arc::new(AtomicU32::new(READ_FREE)), step: 0, tiles: Vec::new() });
                 self.reads.len() - 1
             }
             None => {
@@ -1056,13 +1048,7 @@ impl World {
         }
         let n = 4 * count as u64;
         if self.reads[k].buffer.size() < n + 16 {
-            self.reads[k].buffer = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("page flags read"),
-                // In words: a mapping's size is a multiple of four bytes.
-                size: 4 * (self.planned_capacity as u64 + 4),
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
+            self.reads[k].buffer = self.flag_read_buffer();
         }
         if n > 0 {
             encoder.copy_buffer_to_buffer(&self.planned_flags, 0, &self.reads[k].buffer, 0, n);
@@ -1071,6 +1057,17 @@ impl World {
         self.reads[k].step = self.report.steps;
         self.reads[k].tiles = self.planned_tiles.clone();
         Ok(k)
+    }
+
+    /// A staging buffer for the flags of as many tiles as the plan has room for, and the report.
+    fn flag_read_buffer(&self) -> wgpu::Buffer {
+        self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("page flags read"),
+            // In words: a mapping's size is a multiple of four bytes.
+            size: 4 * (self.planned_capacity as u64 + 4),
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })
     }
 
     fn map_flag_read(&mut self, k: usize) {
