@@ -85,10 +85,10 @@ pub fn world_state_kind(bytes: &[u8]) -> Result<(), String> {
         Ok(())
     } else if bytes.is_empty() {
         Err("the state holds no bytes (a PipeWaterState.new() never given a save's data)".into())
-    } else if pipewater_core::save::saved_fields(bytes).is_ok() {
+    } else if head == pipewater_core::save::SAVE_MAGIC {
         Err("the state is a PipeWater's (its save_state()), not a PipeWaterWorld's; give it to a PipeWater's initial_state, or save this world with PipeWaterWorld.save_state()".into())
     } else {
-        Err(format!("the state's {} bytes are not a PipeWaterWorld's save (they begin with {:02x?})", bytes.len(), &bytes[..bytes.len().min(8)]))
+        Err(format!("the state's {} bytes are not a PipeWaterWorld's save (they begin with {head:02x?})", bytes.len()))
     }
 }
 
@@ -1303,7 +1303,8 @@ mod tests {
             let bytes = [magic.as_slice(), &[0u8; 40]].concat();
             assert_eq!(world_state_kind(&bytes), Ok(()), "{:?}", std::str::from_utf8(magic));
         }
-        let refusals = [(Vec::new(), "no bytes"), (b"PWWORL".to_vec(), "6 bytes"), (b"PIPEWATER state".to_vec(), "15 bytes"), (vec![0xff; 64], "64 bytes")];
+        let grid_state = [pipewater_core::save::SAVE_MAGIC.as_slice(), &[0u8; 40]].concat();
+        let refusals = [(grid_state, "a PipeWater's"), (Vec::new(), "no bytes"), (b"PWWORL".to_vec(), "6 bytes"), (b"PIPEWATER state".to_vec(), "15 bytes"), (vec![0xff; 64], "64 bytes")];
         for (bytes, says) in refusals {
             let why = world_state_kind(&bytes).expect_err("refused");
             println!("{} bytes: {why}", bytes.len());
