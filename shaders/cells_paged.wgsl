@@ -189,7 +189,10 @@ fn water_beside_a_page_that_cannot_step(x: u32, y: u32, flags: u32) -> bool {
 
 // The flags of a wet cell: TILE_WET, and the neighbours of its page it lies beside, from
 // TILE_WET_NORTH on: bits N, E, S, W for the page's edge rows and columns, then NE, SE, SW, NW
-// for its corner cells. The next step may move its water into those pages.
+// for its corner cells. The next step may move its water into those pages. From TILE_NEAR_NORTH
+// on, the same for a cell within half a page of those borders: the host gives a neighbour water
+// fields only when its bit is set, and runs fewer steps past the flags it saw than the water
+// needs to cross half a page (World::margin_steps).
 fn wet_edges(cell: vec2<i32>) -> u32 {
     let last = PAGE_SIDE - 1u;
     let within = vec2<u32>(cell) % PAGE_SIDE;
@@ -199,5 +202,12 @@ fn wet_edges(cell: vec2<i32>) -> u32 {
     let w = within.x == 0u;
     var bits = select(0u, 1u, n) | select(0u, 2u, e) | select(0u, 4u, s) | select(0u, 8u, w);
     bits |= select(0u, 16u, n && e) | select(0u, 32u, s && e) | select(0u, 64u, s && w) | select(0u, 128u, n && w);
-    return TILE_WET | (bits * TILE_WET_NORTH);
+    let band = PAGE_SIDE / 2u;
+    let near_n = within.y < band;
+    let near_e = within.x >= PAGE_SIDE - band;
+    let near_s = within.y >= PAGE_SIDE - band;
+    let near_w = within.x < band;
+    var near = select(0u, 1u, near_n) | select(0u, 2u, near_e) | select(0u, 4u, near_s) | select(0u, 8u, near_w);
+    near |= select(0u, 16u, near_n && near_e) | select(0u, 32u, near_s && near_e) | select(0u, 64u, near_s && near_w) | select(0u, 128u, near_n && near_w);
+    return TILE_WET | (bits * TILE_WET_NORTH) | (near * TILE_NEAR_NORTH);
 }

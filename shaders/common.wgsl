@@ -534,14 +534,18 @@ const TILES_CHANGE_MODE: u32 = 2u;
 // moved a ledger counter), whether a pipe of it carries flow, whether the step stepped it, and
 // in a world of pages whether a cell of it holds water, and which of its eight neighbours a wet
 // cell of it touches (cells_paged.wgsl wet_edges: the north, east, south and west rows and
-// columns, then the four corner cells).
+// columns, then the four corner cells), then the same eight for a wet cell within half a page of
+// that border (of both borders, for a corner): the neighbours its water may reach within the
+// host's margin (backend/gpu/world.rs).
 const TILE_CHANGED: u32 = 1u;
 const TILE_MOVING: u32 = 2u;
 const TILE_AWAKE: u32 = 4u;
 const TILE_WET: u32 = 8u;
 const TILE_WET_NORTH: u32 = 16u;
-// What a tile the step skips keeps of its flags: its pipes and water are as they were.
-const TILE_KEPT: u32 = 0xffau;
+const TILE_NEAR_NORTH: u32 = 0x2000u;
+// What a tile the step skips keeps of its flags: its pipes and water are as they were (every bit
+// but TILE_CHANGED, TILE_AWAKE and cells_paged.wgsl's TILE_OWED).
+const TILE_KEPT: u32 = 0x1feffau;
 
 // Words in front of the awake tiles in an awake list: the indirect dispatch's (x, y, z) and one
 // spare, so that the list is the dispatch's argument buffer too.

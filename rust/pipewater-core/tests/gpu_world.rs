@@ -94,6 +94,88 @@ fn a_world_in_pages_steps_as_the_dense_grid_bit_for_bit() {
     assert!(resident_seen.iter().max() > resident_seen.first(), "pages came in as the flood spread: {resident_seen:?}");
 }
 
+/// A still lake whose shore lies more than half a page from the borders of its pages gives water
+/// fields to those pages alone, not to a ring of dry neighbours (the issue: a page where no
+/// water is and none can arrive in the next step holds no water fields), from the edit that
+/// made it on (not only once flags are read back); once its wall is cut
+/// and the water runs out, the pages ahead of it come in as it nears them, and the world steps as
+/// the dense grid does to the bit, ledger exact, no fault.
+#[test]
+fn a_lake_away_from_its_pages_borders_brings_no_ring_of_water_fields() {
+    if !gpu_or_skip("a_lake_away_from_its_pages_borders_brings_no_ring_of_water_fields") {
+        return;
+    }
+    let (w, h) = (560u32, 560u32);
+    let grid = Grid::new(w, h, 1.0).unwrap();
+    let mut world = World::new(w, h, 0.0).unwrap();
+    let side = world.page_side();
+    // A pit over the four pages around the world's middle, its shore 30 cells (more than half a
+    // page) inside their outer borders.
+    let (first, end) = (4 * side + 30, 6 * side - 30);
+    let in_pit = |x: u32, y: u32| (first..end).contains(&x) && (first..end).contains(&y);
+    let mut terrain: Vec<f32> = (0..h).flat_map(|y| (0..w).map(move |x| (x, y))).map(|(x, y)| if in_pit(x, y) { 1.0 } else { 5.0 }).collect();
+    world.set_terrain_region(0, 0, w, h, &terrain).unwrap();
+    let mut dense = GpuBackend::new(&State::with_terrain(grid, terrain.clone()).unwrap()).unwrap();
+    let water: Vec<(u32, u32, i32)> = (first..end).flat_map(|y| (first..end).map(move |x| (x, y, depth_to_quanta(2.0)))).collect();
+    dense.edit_water(&water.iter().map(|&(x, y, q)| CellWater { cell: y * w + x, quanta: q }).collect::<Vec<_>>()).unwrap();
+    world.add_water(&water).unwrap();
+    let added: i64 = water.iter().map(|&(_, _, q)| q as i64).sum();
+    let c = constants(w, h);
+    let compare = |world: &mut World, dense: &mut GpuBackend, when: &str| {
+        let state = dense.read_state().unwrap();
+        let depth = world.read_depth(0, 0, w, h).unwrap();
+        let flow = world.read_flow(0, 0, w, h).unwrap();
+        let depth_differs = depth.iter().zip(&state.depth).filter(|(a, b)| a != b).count();
+        let flow_differs = flow.iter().zip(&state.flow).filter(|(a, b)| a.map(f32::to_bits) != b.map(f32::to_bits)).count();
+        let held = world.total_quanta().unwrap();
+        let report = world.report();
+        let wet_cells = depth.iter().filter(|&&d| d > 0).count();
+        println!(
+            "{when}: {wet_cells} wet cells, {} pages with water fields, {} with terrain, {} wet; depth differs in {depth_differs} cells, pipes in {flow_differs}; held {held}, dense {}, added {added}; faults {}",
+            report.watered,
+            report.resident,
+            report.wet,
+            state.total_quanta(),
+            report.faults
+        );
+        assert_eq!(depth_differs, 0, "{when}: depth of the paged world differs from the dense grid's");
+        assert_eq!(flow_differs, 0, "{when}: pipes of the paged world differ from the dense grid's");
+        assert_eq!(held, added, "{when}: the world holds {held} quanta, {added} were added");
+        assert_eq!(report.faults, 0, "{when}: a page with water beside it could not step");
+        report
+    };
+    for _ in 0..10 {
+        dense.advance(&FramePlan { constants: c, substeps: 4, forcing: &[] }).unwrap();
+        world.advance(&c, 4).unwrap();
+    }
+    let still = compare(&mut world, &mut dense, "lake at rest");
+    assert_eq!(still.wet, 4, "the lake lies in four pages");
+    assert_eq!(still.watered, 4, "only the lake's own pages hold water fields: its shore is more than half a page from every other page");
+    assert_eq!(still.resident, 16, "the lake's pages and their twelve neighbours hold terrain");
+    println!("pages brought in {}, sent out {}, water slots {}", still.allocated, still.freed, still.capacity);
+    assert_eq!((still.allocated, still.freed), (16, 0), "the first frame, before any flags were read, brought in only what the lake's edit needs (its cells say which neighbours it is near)");
+    // A channel cut from the pit's east shore to the world's east edge, below the pit's floor.
+    for y in w / 2 - 6..w / 2 + 6 {
+        for x in end..w {
+            terrain[(y * w + x) as usize] = 0.5 - 0.02 * (x - end) as f32;
+        }
+    }
+    world.set_terrain_region(0, 0, w, h, &terrain).unwrap();
+    dense.set_terrain(&terrain).unwrap();
+    let mut watered = Vec::new();
+    // The water runs about a tenth of a cell a step: 800 steps take it across a page.
+    for frame in 1..=200u32 {
+        dense.advance(&FramePlan { constants: c, substeps: 4, forcing: &[] }).unwrap();
+        world.advance(&c, 4).unwrap();
+        if frame % 50 == 0 {
+            watered.push(compare(&mut world, &mut dense, &format!("breached, frame {frame}")).watered);
+        }
+    }
+    // Beyond the lake's four pages and the two east of its shore (the channel crosses a border of
+    // pages along y), those the running water came near.
+    assert!(watered.iter().max() > Some(&6), "pages came in ahead of the water running east: {watered:?}");
+}
+
 /// Pages come in where water is put and leave once it is taken away again: after the water of a
 /// flood is removed (each cell's depth, read back, taken out by edits), the next frames' flags
 /// say dry and every page leaves; the ledger counts what was added and removed exactly.

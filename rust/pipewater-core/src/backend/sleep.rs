@@ -261,6 +261,10 @@ pub const WAKE_FIRST_STEP: u32 = 2;
 pub const TILE_AWAKE: u32 = 4;
 /// `TILE_WET` of a tile's flags word: in a world of pages, a cell of the tile holds water.
 pub const TILE_WET: u32 = 8;
+/// The lowest of the eight bits of a tile's flags (`common.wgsl` `TILE_NEAR_NORTH`) that say which
+/// neighbours of its page a wet cell lies within half a page of: north, east, south, west, then
+/// north-east, south-east, south-west, north-west (both borders, for a corner).
+pub const TILE_NEAR_NORTH: u32 = 0x2000;
 /// Words in front of the tiles of an awake list: the indirect dispatch's arguments and a spare.
 pub const AWAKE_LIST_HEADER: usize = 4;
 /// An empty awake list's header: no tile, and the dispatch's y and z.

@@ -12,13 +12,17 @@
 //!   neighbours their terrain, so what the step reads of a page's cells (four columns and three
 //!   rows around them) is on the device and the step is the dense grid's, bit for bit.
 //! * Which pages are resident is the host's decision, from the pages' wet flags the device
-//!   reports after each frame ([`TILE_WET`] and the edges a wet cell touches) and the pages
-//!   edits put water in: every page within one page of a wet one (and of an edge that exchanges
-//!   water) holds water fields, every page within [`RESIDENT_RINGS`] its terrain. Water moves at most one cell a step, so from what the host last saw
-//!   it needs `side` steps to come beside a page outside the first ring, which could not step:
-//!   the host never runs more than [`World::margin_steps`] steps past what it last saw, and waits
-//!   for the flags when a frame would. The plan counts any page it had to skip with water beside
-//!   it ([`WorldReport::faults`]): zero by construction, and tests hold it so.
+//!   reports after each frame ([`TILE_WET`], and for each of a page's eight neighbours whether a
+//!   wet cell lies within half a page of it, [`TILE_NEAR_NORTH`]) and the cells edits put water
+//!   in: a wet page and those of its neighbours its water is near hold water fields (every
+//!   neighbour, along an edge that exchanges water and around a page the focus releases), and
+//!   every neighbour of a page with water fields holds its terrain. Water moves at most one
+//!   cell a step, so from what the host last saw it needs half a page of steps to come beside a
+//!   neighbour it was not near, which could not step: the host never runs more than
+//!   [`World::margin_steps`] steps past what it last saw, and waits for the flags when a frame
+//!   would. The plan counts any page it had to skip with water beside it
+//!   ([`WorldReport::faults`]): zero by construction, and tests hold it so. A lake whose shore
+//!   lies inside its pages brings no ring of dry pages with water fields around it.
 //! * Terrain of pages that are not resident stays on the host ([`World::set_terrain_region`]
 //!   writes both), uploaded with the page when it comes in; a page that leaves was dry (no water
 //!   near it), so nothing of it needs reading back. The ledger is the dense grid's: edits and
@@ -41,7 +45,7 @@ use super::list::DeviceList;
 use super::shaders;
 use crate::backend::gpu_host::GpuHost;
 use crate::backend::recovery::COUNTER_BYTES;
-use crate::backend::sleep::{constants_change, TileGrid, TileParams, AWAKE_LIST_HEADER, EMPTY_AWAKE_LIST, TILE_WET, WAKE_FIRST_STEP};
+use crate::backend::sleep::{constants_change, TileGrid, TileParams, AWAKE_LIST_HEADER, EMPTY_AWAKE_LIST, TILE_NEAR_NORTH, TILE_WET, WAKE_FIRST_STEP};
 use crate::backend::step_kernel::{StepMode, COLUMN_HALO};
 use crate::error::{Error, Result};
 use crate::pipes::StepConstants;
@@ -55,9 +59,11 @@ use std::time::{Duration, Instant};
 pub const NO_PAGE: u32 = u32::MAX;
 /// Water slot of a page without water fields: zeros, shared, never written.
 pub const ZERO_SLOT: u32 = 0;
-/// Rings of pages whose terrain is kept around a wet page: the first holds water fields too and
-/// may step, the second holds the first's neighbours.
-pub const RESIDENT_RINGS: i64 = 2;
+/// A page's eight neighbours in the order of the flags' bits ([`TILE_NEAR_NORTH`] on): north,
+/// east, south, west, then north-east, south-east, south-west, north-west.
+const NEIGHBOURS: [(i64, i64); 8] = [(0, -1), (1, 0), (0, 1), (-1, 0), (1, -1), (1, 1), (-1, 1), (-1, -1)];
+/// Every neighbour of a page, as near bits.
+const ALL_NEIGHBOURS: u8 = 0xff;
 /// Bytes a cell of a page with water fields holds on the device: terrain (4), depth twice (8),
 /// pipes twice (32); a page with terrain alone holds [`BYTES_PER_TERRAIN_CELL`].
 pub const BYTES_PER_RESIDENT_CELL: u64 = 44;
@@ -211,11 +217,13 @@ pub struct World {
     resident: std::collections::BTreeSet<usize>,
     free_terrain: Vec<u32>,
     free_water: Vec<u32>,
-    /// Pages the flags last read back hold water in, and the step they hold.
-    wet: std::collections::BTreeSet<usize>,
+    /// Pages the flags last read back hold water in, with the neighbours their water is near
+    /// (bits in [`NEIGHBOURS`]' order).
+    wet: std::collections::BTreeMap<usize, u8>,
     observed_step: u64,
-    /// Pages edits put water in since, with the step of the edit.
-    wetted: Vec<(usize, u64)>,
+    /// Pages edits put water in since, with the neighbours that water is near and the step of
+    /// the edit.
+    wetted: Vec<(usize, u8, u64)>,
     fields: Fields,
     page_slots: wgpu::Buffer,
     /// The pages the plan runs (`cells_paged.wgsl`): a count, then the pages with water fields.
@@ -424,7 +432,7 @@ impl World {
             resident: std::collections::BTreeSet::new(),
             free_terrain,
             free_water,
-            wet: std::collections::BTreeSet::new(),
+            wet: std::collections::BTreeMap::new(),
             observed_step: 0,
             wetted: Vec::new(),
             fields,
@@ -487,10 +495,11 @@ impl World {
         self.ctx.check()
     }
 
-    /// Most steps the host runs past the flags it last saw: water needs `side` steps from a wet
-    /// page to come beside a page outside its first ring (module docs); two spare.
+    /// Most steps the host runs past the flags it last saw: water that was not within half a
+    /// page of a neighbour (`cells_paged.wgsl` wet_edges) needs that many steps to come beside
+    /// it (module docs); two spare.
     pub fn margin_steps(&self) -> u64 {
-        self.side as u64 - 2
+        (self.side / 2) as u64 - 2
     }
 
     /// Bytes the world holds on the device: its fields' slots and its pages' bookkeeping.
@@ -618,16 +627,31 @@ impl World {
         if let Some(&(x, y, _)) = cells.iter().find(|&&(x, y, _)| x >= self.width || y >= self.height) {
             return Err(Error::invalid("cell", format!("({x}, {y})"), format!("a cell of the {}x{} world", self.width, self.height)));
         }
+        let mut wetted = std::collections::BTreeMap::new();
         for &(x, y, quanta) in cells {
             let (page, _) = self.page_cell(x, y);
+            let within = (y % self.side) * self.side + x % self.side;
             if quanta > 0 {
-                self.wetted.push((page, self.report.steps));
-                self.residency_stale = true;
+                *wetted.entry(page).or_insert(0) |= self.near_neighbours(within);
             }
             self.mark(page);
-            self.pending_water.push(PendingWater { page, within: (y % self.side) * self.side + x % self.side, quanta });
+            self.pending_water.push(PendingWater { page, within, quanta });
         }
+        if !wetted.is_empty() {
+            self.residency_stale = true;
+        }
+        let step = self.report.steps;
+        self.wetted.extend(wetted.into_iter().map(|(page, near)| (page, near, step)));
         Ok(())
+    }
+
+    /// The neighbours of its page that water in cell `within` (row-major in the page) may reach
+    /// within [`World::margin_steps`] steps, as `wet_edges` in `cells_paged.wgsl` flags them:
+    /// those it lies within half a page of.
+    fn near_neighbours(&self, within: u32) -> u8 {
+        let (x, y, band) = (within % self.side, within / self.side, self.side / 2);
+        let (n, e, s, w) = (y < band, x >= self.side - band, y >= self.side - band, x < band);
+        [n, e, s, w, n && e, s && e, s && w, n && w].iter().enumerate().fold(0, |bits, (k, &near)| bits | (u8::from(near) << k))
     }
 }
 
@@ -813,15 +837,16 @@ impl World {
         self.ctx.check()
     }
 
-    /// Pages to keep: every page within one page of water (as last seen, or put there by an
-    /// edit since) or of an edge that exchanges water holds water fields, every page within
-    /// [`RESIDENT_RINGS`] its terrain. Brings them in (terrain from the host, no water) and sends
-    /// the others out.
+    /// Pages to keep: a page with water (as last seen, or put there by an edit since) and the
+    /// neighbours its water is near hold water fields, as do the pages along an edge that
+    /// exchanges water and every page around them; every neighbour of a page with water fields
+    /// holds its terrain. Brings them in (terrain from the host, no water) and sends the others
+    /// out.
     fn update_residency(&mut self, c: Option<&StepConstants>) -> Result<()> {
         let [tx, ty] = self.pages.tiles;
         let observed = self.observed_step;
         let wetted = self.wetted.len();
-        self.wetted.retain(|&(_, step)| step >= observed);
+        self.wetted.retain(|&(_, _, step)| step >= observed);
         let edges = c.map(|c| c.boundary);
         if edges.is_some() && edges != self.residency_edges {
             self.residency_edges = edges;
@@ -835,13 +860,20 @@ impl World {
         // other page: nothing). Sparse and ordered: the work follows the water, not the world (a
         // 16384² world has 85 849 pages, a river a few hundred near it).
         let mut needed: std::collections::BTreeMap<usize, u8> = std::collections::BTreeMap::new();
-        let keep_around = |page: usize, needed: &mut std::collections::BTreeMap<usize, u8>| {
-            let (px, py) = ((page % tx as usize) as i64, (page / tx as usize) as i64);
-            for y in (py - RESIDENT_RINGS).max(0)..=(py + RESIDENT_RINGS).min(ty as i64 - 1) {
-                for x in (px - RESIDENT_RINGS).max(0)..=(px + RESIDENT_RINGS).min(tx as i64 - 1) {
-                    let ring = (x - px).abs().max((y - py).abs());
-                    let n = needed.entry((y * tx as i64 + x) as usize).or_insert(0);
-                    *n = (*n).max(if ring < RESIDENT_RINGS { 2 } else { 1 });
+        let (tx, ty) = (tx as i64, ty as i64);
+        let neighbour = |page: usize, (dx, dy): (i64, i64)| {
+            let (x, y) = (page as i64 % tx + dx, page as i64 / tx + dy);
+            (x >= 0 && y >= 0 && x < tx && y < ty).then_some((y * tx + x) as usize)
+        };
+        // The page and its neighbours that `near` names get water fields (their terrain follows
+        // below).
+        let keep_around = |page: usize, near: u8, needed: &mut std::collections::BTreeMap<usize, u8>| {
+            needed.insert(page, 2);
+            for (k, &d) in NEIGHBOURS.iter().enumerate() {
+                if near & (1 << k) != 0 {
+                    if let Some(n) = neighbour(page, d) {
+                        needed.insert(n, 2);
+                    }
                 }
             }
         };
@@ -852,17 +884,17 @@ impl World {
         } else if let Some(c) = c {
             for page in self.pages.edge_tiles() {
                 if self.pages.on_exchanging_edge(c, page) {
-                    keep_around(page, &mut needed);
+                    keep_around(page, ALL_NEIGHBOURS, &mut needed);
                 }
             }
         }
         if !self.residency_held {
-            for &page in &self.wet {
-                keep_around(page, &mut needed);
+            for (&page, &near) in &self.wet {
+                keep_around(page, near, &mut needed);
             }
         }
-        for &(page, _) in &self.wetted {
-            keep_around(page, &mut needed);
+        for &(page, near, _) in &self.wetted {
+            keep_around(page, near, &mut needed);
         }
         // A held page keeps its water fields whatever its flags say: it does not step, so flags
         // that never saw the water an edit put there (or that it held when first held) cannot
@@ -877,7 +909,16 @@ impl World {
         }
         for p in &self.pending_water {
             if p.quanta > 0 {
-                keep_around(p.page, &mut needed);
+                keep_around(p.page, self.near_neighbours(p.within), &mut needed);
+            }
+        }
+        // A page with water fields steps only with its neighbours' terrain on the device.
+        let watered: Vec<usize> = needed.iter().filter(|&(_, &n)| n >= 2).map(|(&p, _)| p).collect();
+        for page in watered {
+            for &d in &NEIGHBOURS {
+                if let Some(n) = neighbour(page, d) {
+                    needed.entry(n).or_insert(1);
+                }
             }
         }
         let needed_of = |page: usize| needed.get(&page).copied().unwrap_or(0);
@@ -1098,8 +1139,11 @@ impl World {
                     self.report.awake = words[n + 2];
                     // Only the planned tiles can hold water.
                     let (tiles_x, per_page) = (self.tiles.tiles[0] as usize, self.tiles_per_page as usize);
-                    let wet: std::collections::BTreeSet<usize> =
-                        read.tiles.iter().zip(&words[..n]).filter(|(_, &w)| w & TILE_WET != 0).map(|(&t, _)| (t as usize / tiles_x / per_page) * tiles_x + t as usize % tiles_x).collect();
+                    let mut wet = std::collections::BTreeMap::new();
+                    for (&t, &w) in read.tiles.iter().zip(&words[..n]).filter(|(_, &w)| w & TILE_WET != 0) {
+                        let page = (t as usize / tiles_x / per_page) * tiles_x + t as usize % tiles_x;
+                        *wet.entry(page).or_insert(0u8) |= (w / TILE_NEAR_NORTH) as u8;
+                    }
                     if wet != self.wet {
                         self.wet = wet;
                         self.residency_stale = true;
@@ -1315,7 +1359,7 @@ impl World {
             } else if self.slots[page][1] != ZERO_SLOT {
                 // Kept with its neighbours until flags of a step after its release say where its
                 // water is (update_residency).
-                self.wetted.push((page, self.report.steps));
+                self.wetted.push((page, ALL_NEIGHBOURS, self.report.steps));
             }
             // A border between a held page and a stepping one is a wall: where one appears or
             // goes, the step of the cells beside it changes, and both sides step once.
@@ -1555,8 +1599,10 @@ impl World {
                 }
             }
         }
-        for &page in water.keys() {
-            world.wetted.push((page, 0));
+        for (&page, (depth, flow)) in &water {
+            // The neighbours its water (or a pipe's flow) is near, as the flags would say.
+            let near = (0..page_cells).filter(|&k| depth[k] > 0 || flow[k] != [0.0; 4]).fold(0, |near, k| near | world.near_neighbours(k as u32));
+            world.wetted.push((page, near, 0));
             world.mark(page);
         }
         world.update_residency(None)?;
