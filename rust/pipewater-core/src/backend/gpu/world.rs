@@ -83,6 +83,10 @@ pub const DEFAULT_TILE_ROWS_PER_PAGE: u32 = 4;
 /// waits for the newest frame's (the device would then idle while the host records the next);
 /// the margin ([`World::margin_steps`]) bounds how far behind the flags may be in any case.
 const MAX_FLAG_READS: usize = 4;
+/// Most pages of room a growing world's buffers keep beyond what its water needs: an eighth
+/// more while small, so that a spreading flood does not copy its fields every frame, but no more
+/// than this (35 MiB of water fields), which a large world's memory would otherwise carry unused.
+const MOST_SPARE_PAGES: usize = 256;
 /// Longest the host waits for the device.
 const DEVICE_WAIT_LIMIT: Duration = Duration::from_secs(60);
 
@@ -993,7 +997,7 @@ impl World {
     }
 
     /// Room for `terrain` pages' terrain and `water` pages' water fields: new buffers an eighth
-    /// larger than needed, the old slots copied over, refused with the figure when the device
+    /// larger than needed (at most [`MOST_SPARE_PAGES`] larger), the old slots copied over, refused with the figure when the device
     /// cannot hold them.
     fn grow(&mut self, terrain: usize, water: usize) -> Result<()> {
         let page_cells = (self.side * self.side) as u64;
@@ -1010,7 +1014,7 @@ impl World {
                 most - 1
             )));
         }
-        let grown = |needed: usize, now: usize, most: usize| if needed > now { (needed + needed / 8 + 16).min(most) } else { now };
+        let grown = |needed: usize, now: usize, most: usize| if needed > now { (needed + (needed / 8).min(MOST_SPARE_PAGES) + 16).min(most) } else { now };
         let terrain_capacity = grown(terrain, self.fields.terrain_capacity, (limit / (page_cells * 4)) as usize);
         let water_capacity = grown(water + 1, self.fields.water_capacity, most);
         let fields = Fields::new(&self.ctx.device, terrain_capacity, water_capacity, page_cells);
