@@ -11,9 +11,11 @@
 //!
 //! After the pages comes the world's sources and drains (saves written before, whose magic says
 //! so, lack the section and load with none; in a save that has it the section is required, so a
-//! save cut before it is refused): each one's id, rate, the fraction of a quantum it owes and its
-//! cells with their shares, checked the same way (cells on the world, shares that sum to one,
-//! rates within what `add_source` takes, ids distinct).
+//! save cut before it is refused): what each inflow edge owes its next frame (a section of the
+//! first version, which lacks it, owes nothing), then each source's id, rate, the fraction of a
+//! quantum it owes and its cells with their shares, checked the same way (cells on the world,
+//! shares that sum to one, rates within what `add_source` takes, ids distinct, remainders finite
+//! and not negative).
 
 use crate::error::{Error, Result};
 use crate::quanta::MAX_TERRAIN_ABS;
@@ -32,8 +34,12 @@ pub const MAX_WORLD_SIDE: u32 = i32::MAX as u32 / 2;
 const HEADER_BYTES: usize = 8 + 4 * 4 + 8 * 4 + 8 + 8 + 8;
 /// Bytes of a page's entry in front of its block: its index and the block's length.
 const ENTRY_BYTES: usize = 8 + 4;
-/// The first bytes of the sources' section.
-const SOURCES_MAGIC: &[u8; 8] = b"PWSRCS01";
+/// The first bytes of the sources' section: the inflow edges' remainders, then the sources.
+const SOURCES_MAGIC: &[u8; 8] = b"PWSRCS02";
+/// The first bytes of a sources' section written before the inflow edges' remainders were saved.
+const SOURCES_MAGIC_WITHOUT_INFLOW: &[u8; 8] = b"PWSRCS01";
+/// Bytes of the sources' section in front of its sources: magic, four remainders, count.
+const SOURCES_HEADER_BYTES: usize = 8 + 4 * 8 + 4;
 /// Bytes of a source in front of its cells: id, rate, carry, cell count.
 const SOURCE_BYTES: usize = 4 + 4 + 8 + 4;
 /// Bytes of a source's cell: x, y, share.
@@ -79,6 +85,9 @@ pub struct WorldSave {
     pub water: Vec<(u64, Vec<i32>, Vec<[f32; 4]>)>,
     /// Sources and drains (by the world's step-independent bookkeeping, not the device's).
     pub sources: Vec<WorldSource>,
+    /// Quanta each inflow edge (north, east, south, west) owes its next frame: under a quantum
+    /// a cell of the edge a step, which a load would otherwise lose.
+    pub inflow_carry: [f64; 4],
 }
 
 /// The little-endian words at `at` of bytes whose length the caller checked.
@@ -126,26 +135,30 @@ impl WorldSave {
             raw.extend_from_slice(bytemuck::cast_slice(flow));
             entry(*page, &raw);
         }
-        Self::encode_sources(&self.sources, &mut out);
+        Self::encode_sources(&self.sources, self.inflow_carry, &mut out);
         out
     }
 
-    /// Puts `sources` in place of the empty sources' section that ends `bytes` (a save
-    /// [`WorldSave::encode`] wrote with none): a world's pages are encoded where its device is
-    /// read, its sources where they are kept. Looks at the last bytes only: a large save is not
-    /// read again on the calling thread.
-    pub fn replace_sources(bytes: &mut Vec<u8>, sources: &[WorldSource]) -> Result<()> {
-        let empty = [SOURCES_MAGIC.as_slice(), &0u32.to_le_bytes()].concat();
+    /// Puts `sources` and the inflow edges' remainders in place of the empty sources' section
+    /// that ends `bytes` (a save [`WorldSave::encode`] wrote with none): a world's pages are
+    /// encoded where its device is read, its sources where they are kept. Looks at the last bytes
+    /// only: a large save is not read again on the calling thread.
+    pub fn replace_sources(bytes: &mut Vec<u8>, sources: &[WorldSource], inflow_carry: [f64; 4]) -> Result<()> {
+        let mut empty = Vec::new();
+        Self::encode_sources(&[], [0.0; 4], &mut empty);
         if bytes.len() < HEADER_BYTES + empty.len() || &bytes[..8] != WORLD_MAGIC || !bytes.ends_with(&empty) {
             return Err(invalid("a save whose sources' section is not the empty one its pages' writer ends it with"));
         }
         bytes.truncate(bytes.len() - empty.len());
-        Self::encode_sources(sources, bytes);
+        Self::encode_sources(sources, inflow_carry, bytes);
         Ok(())
     }
 
-    fn encode_sources(sources: &[WorldSource], out: &mut Vec<u8>) {
+    fn encode_sources(sources: &[WorldSource], inflow_carry: [f64; 4], out: &mut Vec<u8>) {
         out.extend_from_slice(SOURCES_MAGIC);
+        for carry in inflow_carry {
+            out.extend_from_slice(&carry.to_bits().to_le_bytes());
+        }
         out.extend_from_slice(&(sources.len() as u32).to_le_bytes());
         for source in sources {
             out.extend_from_slice(&source.id.to_le_bytes());
@@ -160,14 +173,28 @@ impl WorldSave {
         }
     }
 
-    /// The sources' section from `at` to the end of `bytes`, refusing what `encode` would not
-    /// have written.
-    fn decode_sources(bytes: &[u8], mut at: usize, width: u32, height: u32) -> Result<Vec<WorldSource>> {
-        if bytes.len() - at < 12 || &bytes[at..at + 8] != SOURCES_MAGIC {
+    /// The sources' section from `at` to the end of `bytes` and the inflow edges' remainders,
+    /// refusing what `encode` would not have written.
+    fn decode_sources(bytes: &[u8], mut at: usize, width: u32, height: u32) -> Result<(Vec<WorldSource>, [f64; 4])> {
+        let magic = bytes.get(at..at + 8);
+        let mut inflow_carry = [0.0; 4];
+        if magic == Some(SOURCES_MAGIC.as_slice()) && bytes.len() - at >= SOURCES_HEADER_BYTES {
+            for (e, carry) in inflow_carry.iter_mut().enumerate() {
+                *carry = f64::from_bits(u64_at(bytes, at + 8 + 8 * e));
+                // Owed water, less than a quantum a cell of the edge each step: not negative,
+                // and nothing near 2^53.
+                if !(carry.is_finite() && (0.0..=(1u64 << 53) as f64).contains(carry)) {
+                    return Err(invalid(format!("inflow edge {e} owes {carry} quanta, not within 0 ..= 2^53")));
+                }
+            }
+            at += 8 + 4 * 8;
+        } else if magic == Some(SOURCES_MAGIC_WITHOUT_INFLOW.as_slice()) && bytes.len() - at >= 12 {
+            at += 8;
+        } else {
             return Err(invalid(format!("{} bytes after the last page where the sources' section belongs", bytes.len() - at)));
         }
-        let count = u32_at(bytes, at + 8) as usize;
-        at += 12;
+        let count = u32_at(bytes, at) as usize;
+        at += 4;
         if count > (bytes.len() - at) / SOURCE_BYTES {
             return Err(invalid(format!("{count} sources in {} bytes", bytes.len() - at)));
         }
@@ -212,7 +239,7 @@ impl WorldSave {
         if at != bytes.len() {
             return Err(invalid(format!("{} bytes after the last source", bytes.len() - at)));
         }
-        Ok(sources)
+        Ok((sources, inflow_carry))
     }
 
     /// Reads a save back, refusing (with what is wrong) anything [`WorldSave::encode`] would not
@@ -291,18 +318,18 @@ impl WorldSave {
             held += depth.iter().map(|&d| d as i128).sum::<i128>();
             water.push((page, depth, flow));
         }
-        let sources = if &bytes[..8] == WORLD_MAGIC {
+        let (sources, inflow_carry) = if &bytes[..8] == WORLD_MAGIC {
             Self::decode_sources(bytes, at, width, height)?
         } else if at != bytes.len() {
             return Err(invalid(format!("{} bytes after the last page", bytes.len() - at)));
         } else {
-            Vec::new()
+            (Vec::new(), [0.0; 4])
         };
         let entered = counters.added as i128 - counters.removed as i128 + counters.boundary_in as i128 - counters.boundary_out as i128;
         if held != entered {
             return Err(invalid(format!("the pages hold {held} quanta, the ledger says {entered} entered")));
         }
-        Ok(WorldSave { width, height, side, ground, counters, steps, terrain, water, sources })
+        Ok(WorldSave { width, height, side, ground, counters, steps, terrain, water, sources, inflow_carry })
     }
 }
 
@@ -325,6 +352,7 @@ mod tests {
             terrain: vec![(1, (0..n).map(|i| i as f32 * 0.25).collect()), (5, vec![-3.0; n])],
             water: vec![(5, depth, (0..n).map(|i| [i as f32, -0.5, 0.0, 1e-3]).collect())],
             sources: vec![WorldSource { id: 3, rate: 2.5, carry: 0.75, cells: vec![(4, 4, 0.5), (5, 4, 0.25), (4, 5, 0.25)] }, WorldSource { id: 7, rate: -1.0, carry: -0.5, cells: vec![(29, 19, 1.0)] }],
+            inflow_carry: [0.0, 12.5, 0.0, 3.25],
         }
     }
 
@@ -336,13 +364,18 @@ mod tests {
         println!("{} bytes for {} terrain and {} water pages of {}²", bytes.len(), s.terrain.len(), s.water.len(), s.side);
         assert_eq!(WorldSave::decode(&bytes).unwrap(), s);
         // A save written before the sources' section: its magic and pages alone load with none.
-        let without = WorldSave { sources: Vec::new(), ..s.clone() };
-        let section = 12 + 2 * SOURCE_BYTES + 4 * SOURCE_CELL_BYTES;
+        let without = WorldSave { sources: Vec::new(), inflow_carry: [0.0; 4], ..s.clone() };
+        let section = SOURCES_HEADER_BYTES + 2 * SOURCE_BYTES + 4 * SOURCE_CELL_BYTES;
         let old_bytes = [WORLD_MAGIC_WITHOUT_SOURCES.to_vec(), bytes[8..bytes.len() - section].to_vec()].concat();
         assert_eq!(WorldSave::decode(&old_bytes).unwrap(), without);
+        // A section written before the inflow edges' remainders: its sources load, owing nothing
+        // at the edges.
+        let pages_end = bytes.len() - section;
+        let first_version = [&bytes[..pages_end], SOURCES_MAGIC_WITHOUT_INFLOW.as_slice(), &bytes[pages_end + 8 + 32..]].concat();
+        assert_eq!(WorldSave::decode(&first_version).unwrap(), WorldSave { inflow_carry: [0.0; 4], ..s.clone() });
         // Sources put in place of a save's own: what a world's save gets from where they are kept.
         let mut replaced = without.encode();
-        WorldSave::replace_sources(&mut replaced, &s.sources).unwrap();
+        WorldSave::replace_sources(&mut replaced, &s.sources, s.inflow_carry).unwrap();
         assert_eq!(replaced, bytes);
     }
 
@@ -377,16 +410,19 @@ mod tests {
         with("a carry that is not finite", &|s| s.sources[0].carry = f64::INFINITY);
         with("two sources with one id", &|s| s.sources[1].id = 3);
         with("a source of no cells", &|s| s.sources[1].cells.clear());
+        with("an inflow edge owing less than nothing", &|s| s.inflow_carry[2] = -1.0);
+        with("an inflow edge owing what is not a number", &|s| s.inflow_carry[1] = f64::NAN);
         let mut counts = bytes.clone();
         counts[64..72].copy_from_slice(&u64::MAX.to_le_bytes());
         cases.push(("absurd page counts", counts));
-        let sources_at = bytes.len() - (12 + 2 * SOURCE_BYTES + 4 * SOURCE_CELL_BYTES);
+        let sources_at = bytes.len() - (SOURCES_HEADER_BYTES + 2 * SOURCE_BYTES + 4 * SOURCE_CELL_BYTES);
         assert_eq!(&bytes[sources_at..sources_at + 8], SOURCES_MAGIC, "the sources' section where the test expects it");
+        let count_at = sources_at + SOURCES_HEADER_BYTES - 4;
         let mut source_count = bytes.clone();
-        source_count[sources_at + 8..sources_at + 12].copy_from_slice(&u32::MAX.to_le_bytes());
+        source_count[count_at..count_at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
         cases.push(("an absurd source count", source_count));
         let mut cell_count = bytes.clone();
-        cell_count[sources_at + 12 + 16..sources_at + 12 + 20].copy_from_slice(&u32::MAX.to_le_bytes());
+        cell_count[count_at + 4 + 16..count_at + 4 + 20].copy_from_slice(&u32::MAX.to_le_bytes());
         cases.push(("an absurd cell count", cell_count));
         cases.push(("trailing bytes", [bytes.clone(), vec![0; 5]].concat()));
         cases.push(("a wrong magic", [b"PWWORLD9".to_vec(), bytes[8..].to_vec()].concat()));

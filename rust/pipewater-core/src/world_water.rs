@@ -114,8 +114,9 @@ pub struct WorldWater {
     cell_size: f32,
     sources: Vec<WorldSource>,
     next_source: u32,
-    /// The sources as they were when a save on its way recorded its copy of the water.
-    sources_at_copy: Option<Vec<WorldSource>>,
+    /// The sources and the inflow edges' remainders as they were when a save on its way recorded
+    /// its copy of the water.
+    sources_at_copy: Option<(Vec<WorldSource>, [f64; 4])>,
     inflow_carry: [f64; 4],
     carried_time: f32,
     /// Deepest water the step length assumes, m: grows with what edits, sources, edges and reads
@@ -743,7 +744,7 @@ impl WorldWater {
     /// The world's save ([`crate::world_save`]); the parameters and cell size are the caller's.
     pub fn save(&mut self) -> Result<Vec<u8>> {
         let mut bytes = self.world.save()?;
-        WorldSave::replace_sources(&mut bytes, &self.sources)?;
+        WorldSave::replace_sources(&mut bytes, &self.sources, self.inflow_carry)?;
         Ok(bytes)
     }
 
@@ -760,14 +761,14 @@ impl WorldWater {
         let recorded = job.recorded_step().is_some();
         let done = self.world.poll_save(job);
         if !recorded && job.recorded_step().is_some() {
-            self.sources_at_copy = Some(self.sources.clone());
+            self.sources_at_copy = Some((self.sources.clone(), self.inflow_carry));
         }
         let mut bytes = match done? {
             Ok(bytes) => bytes,
             Err(e) => return Some(Err(e)),
         };
-        let sources = self.sources_at_copy.take().unwrap_or_else(|| self.sources.clone());
-        Some(WorldSave::replace_sources(&mut bytes, &sources).map(|()| bytes))
+        let (sources, inflow_carry) = self.sources_at_copy.take().unwrap_or_else(|| (self.sources.clone(), self.inflow_carry));
+        Some(WorldSave::replace_sources(&mut bytes, &sources, inflow_carry).map(|()| bytes))
     }
 
     /// A world loaded from [`WorldWater::save`]'s bytes, stepping with `params` on cells of
@@ -784,6 +785,7 @@ impl WorldWater {
         let mut water = Self::around(world, cell_size, params, held - counters.net());
         water.next_source = save.sources.iter().map(|s| s.id).max().map_or(1, |id| id.saturating_add(1));
         water.sources = save.sources;
+        water.inflow_carry = save.inflow_carry;
         Ok(water)
     }
 }

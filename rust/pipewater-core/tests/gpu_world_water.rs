@@ -223,6 +223,47 @@ fn what_the_world_does_not_do_is_refused_by_name() {
 }
 
 
+/// What an inflow edge owes its next frame is in a world's save: a world whose west edge lets in
+/// under a quantum a cell each step (so that the edge pours only once its remainder adds up),
+/// saved between two such pours and loaded, steps on as the world it was saved from: the same
+/// water let in (boundary counter) and the same depth in every cell 60 frames on.
+#[test]
+fn an_inflow_edges_remainder_comes_back_with_a_world_save() {
+    if !gpu_or_skip("an_inflow_edges_remainder_comes_back_with_a_world_save") {
+        return;
+    }
+    let (w, h, dx) = (200u32, 150u32, 1.0f32);
+    let mut params = Params::default();
+    // 0.01 m³/s over 150 cells of the west edge: about 1.1 quanta a cell in a frame of 1/60 s.
+    params.boundaries[3] = pipewater_core::Boundary::Inflow { rate: 0.01 };
+    let mut world = WorldWater::new(w, h, dx, 0.0, params.clone()).unwrap();
+    world.set_terrain_region(0, 0, w, h, &rough_slope(w, h)).unwrap();
+    for _ in 0..41 {
+        world.advance(1.0 / 60.0).unwrap();
+    }
+    let bytes = world.save().unwrap();
+    let saved = pipewater_core::world_save::WorldSave::decode(&bytes).unwrap();
+    println!("saved after 41 frames: the edges owe {:?} quanta; let in so far {}", saved.inflow_carry, saved.counters.boundary_in);
+    let mut loaded = WorldWater::load(&bytes, dx, params).unwrap();
+    for _ in 0..60 {
+        world.advance(1.0 / 60.0).unwrap();
+        loaded.advance(1.0 / 60.0).unwrap();
+    }
+    let ((l0, h0), (l1, h1)) = (world.ledger().unwrap(), loaded.ledger().unwrap());
+    let (d0, d1) = (world.world_mut().read_depth(0, 0, w, h).unwrap(), loaded.world_mut().read_depth(0, 0, w, h).unwrap());
+    let differs = d0.iter().zip(&d1).filter(|(a, b)| a != b).count();
+    println!(
+        "60 frames on: let in {} by the world saved from, {} by the loaded one; held {h0} and {h1} quanta; {differs} of {} cells differ",
+        l0.counters.boundary_in,
+        l1.counters.boundary_in,
+        d0.len()
+    );
+    assert!(saved.counters.boundary_in > 0, "the edge poured before the save");
+    assert_eq!(l1.counters.boundary_in, l0.counters.boundary_in, "the loaded world's edge lets in what the saved world's does");
+    assert_eq!(h1, l1.initial + l1.counters.net(), "the loaded world's ledger is exact");
+    assert_eq!(differs, 0, "the loaded world steps as the world it was saved from");
+}
+
 /// Sources and drains are in a world's save: a world with a spring and a drain on page borders,
 /// saved and loaded, steps on as the world it was saved from (depth equal in every cell after 60
 /// frames more each: the sources came back with their cells, shares and carries), the ledger

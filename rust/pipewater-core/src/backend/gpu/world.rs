@@ -1495,6 +1495,7 @@ impl World {
             terrain: Vec::new(),
             water: Vec::new(),
             sources: Vec::new(),
+            inflow_carry: [0.0; 4],
         };
         let terrain: Vec<(u64, Arc<Vec<f32>>)> = self.terrain.iter().enumerate().filter_map(|(p, t)| t.clone().map(|t| (p as u64, t))).collect();
         let ctx = self.ctx.clone();
