@@ -202,7 +202,8 @@ func _test_ground_from_a_terrain3d_read_in_slices() -> void:
 ## Property: a world over an HTerrain (a 129² map, 2 m a pixel, heights × 2, moved) holds the
 ## ground HTerrain's transform gives; holes painted in its color map drain at their rim with
 ## TERRAIN_HOLES_DRAIN, and water poured beside one leaves through it, the ledger exact; a
-## region_changed of the height channel reaches the world.
+## region_changed of the height channel reaches the world; saved and loaded, the world knows its
+## hole drains, and an edit over the hole replaces them instead of doubling them.
 func _test_ground_from_an_hterrain_with_holes_as_drains() -> void:
 	print("-- terrain_source: a world over an HTerrain, holes as drains")
 	var data: Resource = HTerrainDataStandIn.new(129, 1.0)
@@ -250,6 +251,25 @@ func _test_ground_from_an_hterrain_with_holes_as_drains() -> void:
 	world.step(0.0)
 	print("   region_changed of pixel (100, 20) to 4 m: cell %.4f m" % cell.call(100, 20))
 	_t._near(cell.call(100, 20), 8.0, 1.0e-4, "the HTerrain's edit reached the world")
+	# Saved and loaded, the hole's drains are the link's again: an edit over the hole replaces
+	# them, it does not place a second drain beside each saved one.
+	var sources_saved: int = world.get_world_report().get("sources", -1)
+	var loaded: bool = world.load_state(world.save_state())
+	var drains_loaded: int = world.get_terrain_source_stats().get("drains", -1)
+	data.get_image(HTerrainDataStandIn.CHANNEL_HEIGHT).set_pixel(61, 61, Color(1.5, 0, 0))
+	data.notify_region_change(Rect2i(58, 58, 9, 7), HTerrainDataStandIn.CHANNEL_HEIGHT)
+	world.step(0.0)
+	var sources_after: int = world.get_world_report().get("sources", -1)
+	var drains_after: int = world.get_terrain_source_stats().get("drains", -1)
+	print(("   saved with %d sources; loaded %s with %d hole drains; after an edit over the"
+			+ " hole %d sources, %d hole drains") % [
+			sources_saved, loaded, drains_loaded, sources_after, drains_after])
+	_t._check(loaded and sources_saved == 12 and drains_loaded == 12,
+			"the loaded world's 12 drains are known as the hole's (%d of %d)" % [
+				drains_loaded, sources_saved])
+	_t._check(sources_after == 12 and drains_after == 12,
+			"an edit over the hole after the load replaces its drains, no second set: %d sources"
+			% sources_after)
 	world.free()
 	terrain.free()
 

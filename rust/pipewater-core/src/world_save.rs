@@ -13,7 +13,8 @@
 //! so, lack the section and load with none; in a save that has it the section is required, so a
 //! save cut before it is refused): what each inflow edge owes its next frame (a section of the
 //! first version, which lacks it, owes nothing), then each source's id, rate, the fraction of a
-//! quantum it owes and its cells with their shares, checked the same way (cells on the world,
+//! quantum it owes, whether it drains a hole of the terrain source (not in the first version)
+//! and its cells with their shares, checked the same way (cells on the world,
 //! shares that sum to one, rates within what `add_source` takes, ids distinct, remainders finite
 //! and not negative).
 
@@ -40,8 +41,12 @@ const SOURCES_MAGIC: &[u8; 8] = b"PWSRCS02";
 const SOURCES_MAGIC_WITHOUT_INFLOW: &[u8; 8] = b"PWSRCS01";
 /// Bytes of the sources' section in front of its sources: magic, four remainders, count.
 const SOURCES_HEADER_BYTES: usize = 8 + 4 * 8 + 4;
-/// Bytes of a source in front of its cells: id, rate, carry, cell count.
-const SOURCE_BYTES: usize = 4 + 4 + 8 + 4;
+/// Bytes of a source in front of its cells: id, rate, carry, flags, cell count.
+const SOURCE_BYTES: usize = 4 + 4 + 8 + 4 + 4;
+/// Bytes of a source in front of its cells in a section of the first version: no flags.
+const SOURCE_BYTES_WITHOUT_FLAGS: usize = 4 + 4 + 8 + 4;
+/// A source's flags: it drains a hole of the world's terrain source ([`WorldSource::hole_drain`]).
+const SOURCE_HOLE_DRAIN: u32 = 1;
 /// Bytes of a source's cell: x, y, share.
 const SOURCE_CELL_BYTES: usize = 4 + 4 + 8;
 /// Largest rate of a saved source, m³/s (what `WorldWater::add_source` takes).
@@ -58,6 +63,9 @@ pub struct WorldSource {
     pub rate: f32,
     /// Quanta owed to its next frame.
     pub carry: f64,
+    /// Whether the world's terrain link placed it for a hole of its terrain source (the link
+    /// replaces those where the source changes; a game's own are its to keep).
+    pub hole_drain: bool,
     /// (x, y, share of the rate) of each of its cells.
     pub cells: Vec<(u32, u32, f64)>,
 }
@@ -164,6 +172,7 @@ impl WorldSave {
             out.extend_from_slice(&source.id.to_le_bytes());
             out.extend_from_slice(&source.rate.to_bits().to_le_bytes());
             out.extend_from_slice(&source.carry.to_bits().to_le_bytes());
+            out.extend_from_slice(&(if source.hole_drain { SOURCE_HOLE_DRAIN } else { 0 }).to_le_bytes());
             out.extend_from_slice(&(source.cells.len() as u32).to_le_bytes());
             for &(x, y, share) in &source.cells {
                 out.extend_from_slice(&x.to_le_bytes());
@@ -178,6 +187,7 @@ impl WorldSave {
     fn decode_sources(bytes: &[u8], mut at: usize, width: u32, height: u32) -> Result<(Vec<WorldSource>, [f64; 4])> {
         let magic = bytes.get(at..at + 8);
         let mut inflow_carry = [0.0; 4];
+        let mut source_bytes = SOURCE_BYTES;
         if magic == Some(SOURCES_MAGIC.as_slice()) && bytes.len() - at >= SOURCES_HEADER_BYTES {
             for (e, carry) in inflow_carry.iter_mut().enumerate() {
                 *carry = f64::from_bits(u64_at(bytes, at + 8 + 8 * e));
@@ -190,21 +200,27 @@ impl WorldSave {
             at += 8 + 4 * 8;
         } else if magic == Some(SOURCES_MAGIC_WITHOUT_INFLOW.as_slice()) && bytes.len() - at >= 12 {
             at += 8;
+            source_bytes = SOURCE_BYTES_WITHOUT_FLAGS;
         } else {
             return Err(invalid(format!("{} bytes after the last page where the sources' section belongs", bytes.len() - at)));
         }
         let count = u32_at(bytes, at) as usize;
         at += 4;
-        if count > (bytes.len() - at) / SOURCE_BYTES {
+        if count > (bytes.len() - at) / source_bytes {
             return Err(invalid(format!("{count} sources in {} bytes", bytes.len() - at)));
         }
         let mut sources: Vec<WorldSource> = Vec::with_capacity(count);
         for k in 0..count {
-            if bytes.len() - at < SOURCE_BYTES {
+            if bytes.len() - at < source_bytes {
                 return Err(invalid(format!("the file ends inside source {k}")));
             }
-            let (id, rate, carry, cells) = (u32_at(bytes, at), f32::from_bits(u32_at(bytes, at + 4)), f64::from_bits(u64_at(bytes, at + 8)), u32_at(bytes, at + 16) as usize);
-            at += SOURCE_BYTES;
+            let (id, rate, carry) = (u32_at(bytes, at), f32::from_bits(u32_at(bytes, at + 4)), f64::from_bits(u64_at(bytes, at + 8)));
+            let flags = if source_bytes == SOURCE_BYTES { u32_at(bytes, at + 16) } else { 0 };
+            let cells = u32_at(bytes, at + source_bytes - 4) as usize;
+            at += source_bytes;
+            if flags & !SOURCE_HOLE_DRAIN != 0 {
+                return Err(invalid(format!("source {id}: flags {flags:#x}, of which only {SOURCE_HOLE_DRAIN:#x} has a meaning")));
+            }
             if id == 0 || sources.iter().any(|s| s.id == id) {
                 return Err(invalid(format!("source {k}: id {id}, which must be above 0 and not another source's")));
             }
@@ -234,7 +250,7 @@ impl WorldSave {
             if (total - 1.0).abs() > 1e-6 {
                 return Err(invalid(format!("source {id}: shares summing to {total}, not 1")));
             }
-            sources.push(WorldSource { id, rate, carry, cells: list });
+            sources.push(WorldSource { id, rate, carry, hole_drain: flags & SOURCE_HOLE_DRAIN != 0, cells: list });
         }
         if at != bytes.len() {
             return Err(invalid(format!("{} bytes after the last source", bytes.len() - at)));
@@ -351,7 +367,10 @@ mod tests {
             steps: 99,
             terrain: vec![(1, (0..n).map(|i| i as f32 * 0.25).collect()), (5, vec![-3.0; n])],
             water: vec![(5, depth, (0..n).map(|i| [i as f32, -0.5, 0.0, 1e-3]).collect())],
-            sources: vec![WorldSource { id: 3, rate: 2.5, carry: 0.75, cells: vec![(4, 4, 0.5), (5, 4, 0.25), (4, 5, 0.25)] }, WorldSource { id: 7, rate: -1.0, carry: -0.5, cells: vec![(29, 19, 1.0)] }],
+            sources: vec![
+                WorldSource { id: 3, rate: 2.5, carry: 0.75, hole_drain: false, cells: vec![(4, 4, 0.5), (5, 4, 0.25), (4, 5, 0.25)] },
+                WorldSource { id: 7, rate: -1.0, carry: -0.5, hole_drain: true, cells: vec![(29, 19, 1.0)] },
+            ],
             inflow_carry: [0.0, 12.5, 0.0, 3.25],
         }
     }
@@ -368,11 +387,19 @@ mod tests {
         let section = SOURCES_HEADER_BYTES + 2 * SOURCE_BYTES + 4 * SOURCE_CELL_BYTES;
         let old_bytes = [WORLD_MAGIC_WITHOUT_SOURCES.to_vec(), bytes[8..bytes.len() - section].to_vec()].concat();
         assert_eq!(WorldSave::decode(&old_bytes).unwrap(), without);
-        // A section written before the inflow edges' remainders: its sources load, owing nothing
-        // at the edges.
+        // A section of the first version (no inflow edges' remainders, no flags): its sources
+        // load, none a hole's drain, owing nothing at the edges.
         let pages_end = bytes.len() - section;
-        let first_version = [&bytes[..pages_end], SOURCES_MAGIC_WITHOUT_INFLOW.as_slice(), &bytes[pages_end + 8 + 32..]].concat();
-        assert_eq!(WorldSave::decode(&first_version).unwrap(), WorldSave { inflow_carry: [0.0; 4], ..s.clone() });
+        let mut first_version = [&bytes[..pages_end], SOURCES_MAGIC_WITHOUT_INFLOW.as_slice(), &bytes[pages_end + 8 + 32..pages_end + SOURCES_HEADER_BYTES]].concat();
+        let mut at = pages_end + SOURCES_HEADER_BYTES;
+        for source in &s.sources {
+            first_version.extend_from_slice(&bytes[at..at + 16]);
+            first_version.extend_from_slice(&bytes[at + 20..at + SOURCE_BYTES + source.cells.len() * SOURCE_CELL_BYTES]);
+            at += SOURCE_BYTES + source.cells.len() * SOURCE_CELL_BYTES;
+        }
+        let mut expected = WorldSave { inflow_carry: [0.0; 4], ..s.clone() };
+        expected.sources.iter_mut().for_each(|source| source.hole_drain = false);
+        assert_eq!(WorldSave::decode(&first_version).unwrap(), expected);
         // Sources put in place of a save's own: what a world's save gets from where they are kept.
         let mut replaced = without.encode();
         WorldSave::replace_sources(&mut replaced, &s.sources, s.inflow_carry).unwrap();
@@ -422,8 +449,11 @@ mod tests {
         source_count[count_at..count_at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
         cases.push(("an absurd source count", source_count));
         let mut cell_count = bytes.clone();
-        cell_count[count_at + 4 + 16..count_at + 4 + 20].copy_from_slice(&u32::MAX.to_le_bytes());
+        cell_count[count_at + 4 + 20..count_at + 4 + 24].copy_from_slice(&u32::MAX.to_le_bytes());
         cases.push(("an absurd cell count", cell_count));
+        let mut flags = bytes.clone();
+        flags[count_at + 4 + 16..count_at + 4 + 20].copy_from_slice(&6u32.to_le_bytes());
+        cases.push(("flags without a meaning", flags));
         cases.push(("trailing bytes", [bytes.clone(), vec![0; 5]].concat()));
         cases.push(("a wrong magic", [b"PWWORLD9".to_vec(), bytes[8..].to_vec()].concat()));
         for (what, case) in &cases {

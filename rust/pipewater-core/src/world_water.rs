@@ -366,6 +366,27 @@ impl WorldWater {
     /// A source (positive `rate`, m³/s) or drain (negative) within `radius` m of local `(x, z)`.
     /// A frame's water enters before its first step (a dense grid spreads it over the steps).
     pub fn add_source(&mut self, x: f32, z: f32, rate: f32, radius: f32) -> Result<SourceId> {
+        self.place_source(x, z, rate, radius, false)
+    }
+
+    /// A drain of `rate` m³/s (negative) at local `(x, z)` for a hole of the world's terrain
+    /// source, marked so (and in the save): [`WorldWater::hole_drains`] finds it again after a
+    /// load.
+    pub fn add_hole_drain(&mut self, x: f32, z: f32, rate: f32) -> Result<SourceId> {
+        self.place_source(x, z, rate, 0.0, true)
+    }
+
+    /// Sources and drains, those placed for holes among them.
+    pub fn source_count(&self) -> usize {
+        self.sources.len()
+    }
+
+    /// The drains placed for holes ([`WorldWater::add_hole_drain`]), with the cell each drains.
+    pub fn hole_drains(&self) -> Vec<(SourceId, (u32, u32))> {
+        self.sources.iter().filter(|s| s.hole_drain).filter_map(|s| s.cells.first().map(|&(x, y, _)| (SourceId(s.id), (x, y)))).collect()
+    }
+
+    fn place_source(&mut self, x: f32, z: f32, rate: f32, radius: f32, hole_drain: bool) -> Result<SourceId> {
         check_range("rate", rate, -MAX_EDIT_VOLUME, MAX_EDIT_VOLUME)?;
         let footprint = self.footprint(x, z, radius);
         if footprint.is_empty() {
@@ -374,7 +395,7 @@ impl WorldWater {
         let total: f64 = footprint.iter().map(|c| c.2 as f64).sum();
         let id = SourceId(self.next_source);
         self.next_source += 1;
-        self.sources.push(WorldSource { id: id.0, rate, cells: footprint.iter().map(|&(cx, cy, weight)| (cx, cy, weight as f64 / total)).collect(), carry: 0.0 });
+        self.sources.push(WorldSource { id: id.0, rate, cells: footprint.iter().map(|&(cx, cy, weight)| (cx, cy, weight as f64 / total)).collect(), carry: 0.0, hole_drain });
         Ok(id)
     }
 

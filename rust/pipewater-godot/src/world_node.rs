@@ -938,6 +938,7 @@ impl PipeWaterWorld {
         out.set("allocated", r.allocated as i64);
         out.set("freed", r.freed as i64);
         out.set("held", r.held as i64);
+        out.set("sources", water.source_count() as i64);
         out.set("device_bytes", water.world().device_bytes() as i64);
         out.set("host_terrain_bytes", water.world().host_terrain_bytes() as i64);
         if let Some((origin, size)) = self.window {
@@ -1012,8 +1013,8 @@ impl PipeWaterWorld {
         let [w, h] = water.size();
         self.world_size = Vector2i::new(w as i32, h as i32);
         self.built_with = Some((self.world_size, self.cell_size, self.ground_height));
+        self.terrain_link.world_loaded(water.hole_drains());
         self.water = Some(water);
-        self.terrain_link.world_loaded();
         self.saving = None;
         self.window = None;
         self.window_stale = true;

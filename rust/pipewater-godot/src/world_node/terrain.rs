@@ -82,9 +82,11 @@ impl WorldTerrainLink {
 
     /// A loaded world holds the ground and drains of its save: the source's edits are followed
     /// from now on, but it is not read whole (that would undo what the game dug, and place the
-    /// saved drains a second time); `bake_terrain()` or setting `terrain_source` reads it.
-    pub fn world_loaded(&mut self) {
-        self.drains.clear();
+    /// saved drains a second time); `bake_terrain()` or setting `terrain_source` reads it. The
+    /// save's drains of holes (`hole_drains`) are this link's again: an edit of the source
+    /// replaces them where it reaches.
+    pub fn world_loaded(&mut self, hole_drains: Vec<(SourceId, (u32, u32))>) {
+        self.drains = hole_drains.into_iter().map(|(id, cell)| (cell, id)).collect();
         self.ground_from_save = true;
         self.wants_whole = false;
         self.whole_left.clear();
@@ -403,7 +405,7 @@ impl PipeWaterWorld {
         let rate = (pipewater_core::MAX_DEPTH * dx * dx * 0.5).min(pipewater_core::sources::MAX_SOURCE_RATE);
         for (x, y) in new {
             let (lx, lz) = ((x as f64 + 0.5) * dx as f64 - grid.width as f64 * dx as f64 / 2.0, (y as f64 + 0.5) * dx as f64 - grid.height as f64 * dx as f64 / 2.0);
-            match water.add_source(lx as f32, lz as f32, -rate, 0.0) {
+            match water.add_hole_drain(lx as f32, lz as f32, -rate) {
                 Ok(id) => {
                     self.terrain_link.drains.insert((x, y), id);
                 }
