@@ -23,6 +23,7 @@ func _init(tests: TestBase) -> void:
 
 func run() -> void:
 	await _test_ground_from_a_terrain3d_read_in_slices()
+	await _test_water_steps_on_ground_read_around_it_first()
 	await _test_ground_from_an_hterrain_with_holes_as_drains()
 	await _test_ground_from_a_height_map_shape_and_its_changes()
 	await _test_a_loaded_world_keeps_what_was_dug()
@@ -68,9 +69,10 @@ func _world_over(terrain: Node3D, cells: int, budget_ms: float) -> PipeWaterWorl
 
 
 ## Property: a 512² world over a Terrain3D (15 regions of 128², one left out: a gap) is read in
-## 128² slices, one a physics frame under a 0.1 ms budget, nearest its focus first, without
-## stepping meanwhile; it then holds the same ground as a PipeWater fitted over the same
-## Terrain3D, cell for cell (the gap and a hole as walls); water poured on it flows downhill;
+## 128² slices, one a physics frame under a 0.1 ms budget, nearest its focus first, stepping
+## meanwhile (dry: nothing to read first); it then holds the same ground as a PipeWater fitted
+## over the same Terrain3D, cell for cell (the gap and a hole as walls); water poured on it flows
+## downhill;
 ## an edit of the source on a page with no water reaches the world, and water poured there later
 ## lies on the edited ground.
 func _test_ground_from_a_terrain3d_read_in_slices() -> void:
@@ -93,8 +95,8 @@ func _test_ground_from_a_terrain3d_read_in_slices() -> void:
 	var refusal: String = world.get_last_error()
 	var first: Dictionary = world.get_terrain_source_stats()
 	print("   after one call: %s; step: %s" % [first, refusal])
-	_t._check(waited_for_ground and refusal.contains("waits for the ground"),
-			"the world does not step before its ground is in")
+	_t._check(waited_for_ground and refusal.is_empty() and first.get("slices_left", 0) == 15,
+			"a dry world steps before its whole ground is in: nothing of it is within the water's reach")
 	var first_rect: Rect2i = first.get("last_rect", Rect2i())
 	_t._check(first.get("whole_slices", 0) == 16 and first_rect.has_point(Vector2i(100, 100)),
 			"16 slices of 128² cells, the first the one under the focus at cell (100, 100)")
@@ -194,6 +196,80 @@ func _test_ground_from_a_terrain3d_read_in_slices() -> void:
 			"the water ran down the Terrain3D's slope (+X): its centre moved downhill, and it"
 			+ " reached twice as far downhill as uphill")
 	_t._check(ledger.get("exact", false), "the ledger is exact")
+	world.free()
+	focus.free()
+	terrain.free()
+
+
+## Property: water poured on a world whose ground is still being read steps at once, on the
+## source's ground: before each frame the slices within its reach are read (over the budget),
+## while the slice farthest from it and from the focus stays unread (the world's ground_height
+## there); every wet cell stands on the source's ground as the water runs down the slope; the
+## rest of the ground comes in behind, one slice a frame, and terrain_source_read is emitted once.
+func _test_water_steps_on_ground_read_around_it_first() -> void:
+	print("-- terrain_source: water steps on the ground read around it first")
+	var locations: Array = []
+	for v in 8:
+		for u in 8:
+			locations.append(Vector2i(u, v))
+	var terrain: Node3D = _terrain3d_slope(128, locations)
+	_t.root.add_child(terrain)
+	var focus := Node3D.new()
+	_t.root.add_child(focus)
+	focus.global_position = Vector3(100.0, 0.0, 100.0)
+	var world := _world_over(terrain, 1024, 0.1)
+	world.focus_node = world.get_path_to(focus)
+	var signals: Array = []
+	world.terrain_source_read.connect(func() -> void: signals.append(true))
+	var source_ground := func(x: float, y: float) -> float:
+		return 5.0 - 0.02 * x + 0.3 * sin(0.11 * y)
+	var spot := Vector3(800.0, 0.0, 300.0)
+	var far_unread := Vector3(1000.0, 0.0, 1000.0)
+	var poured: float = world.add_water(spot, 30.0, 3.0)
+	world.step(1.0 / 30.0)
+	var first: Dictionary = world.get_terrain_source_stats()
+	print(("   %.1f m³ poured at cell (800, 300); after one step: %d of %d slices left,"
+			+ " error '%s'; ground under it %.4f m (source %.4f)") % [
+			poured, first.get("slices_left", 0), first.get("whole_slices", 0), world.get_last_error(),
+			world.get_terrain_height(spot), source_ground.call(800.0, 300.0)])
+	_t._check(world.get_last_error().is_empty() and not world.is_terrain_source_read(),
+			"the world stepped before its whole ground was in")
+	_t._near(world.get_terrain_height(spot), source_ground.call(800.0, 300.0), 1.0e-4,
+			"the ground under the poured water is the source's")
+	_t._check(first.get("slices_left", 0) < 64 - 2,
+			"the slices within the water's reach were read besides the focus's one (%d of 64 left)"
+			% first.get("slices_left", 0))
+	var worst := 0.0
+	var wet_checked := 0
+	for i in 30:
+		world.step(1.0 / 30.0)
+	for y in range(240, 361):
+		for x in range(740, 1024):
+			var p := Vector3(x, 0.0, y)
+			if world.get_depth(p) > 1.0e-4:
+				wet_checked += 1
+				worst = maxf(worst, absf(world.get_terrain_height(p) - source_ground.call(x, y)))
+	var ledger: Dictionary = world.get_water_ledger()
+	var during: Dictionary = world.get_terrain_source_stats()
+	print(("   1 s later: %d wet cells checked, the worst ground %.6f m from the source's;"
+			+ " ledger exact %s; %d slices left; cell (1000, 1000) %.4f m") % [
+			wet_checked, worst, ledger.get("exact", false), during.get("slices_left", 0),
+			world.get_terrain_height(far_unread)])
+	_t._check(wet_checked > 100 and worst < 1.0e-4, "every wet cell stands on the source's ground")
+	_t._check(ledger.get("exact", false), "the ledger is exact")
+	_t._near(world.get_terrain_height(far_unread), -50.0, 1.0e-4,
+			"the slice farthest from the water and the focus is not read yet (ground_height)")
+	var frames := 0
+	while not world.is_terrain_source_read() and frames < 100:
+		await _t.physics_frame
+		frames += 1
+	print(("   the rest read in %d physics frames; terrain_source_read emitted %d times;"
+			+ " cell (1000, 1000) %.4f m") % [
+			frames, signals.size(), world.get_terrain_height(far_unread)])
+	_t._check(world.is_terrain_source_read() and signals.size() == 1,
+			"the rest of the ground came in behind, terrain_source_read emitted once")
+	_t._near(world.get_terrain_height(far_unread), source_ground.call(1000.0, 1000.0), 1.0e-4,
+			"and the far slice holds the source's ground")
 	world.free()
 	focus.free()
 	terrain.free()

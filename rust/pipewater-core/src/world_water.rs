@@ -17,7 +17,7 @@
 use crate::backend::gpu::world::{CoarseParams, CoarseRead, World, WorldReport, WorldSaveJob, COARSE_SUMS};
 use crate::error::{check_range, Error, Result};
 use crate::frame::FrameReport;
-use crate::grid::Grid;
+use crate::grid::{CellRect, Grid};
 use crate::ledger::MassLedger;
 use crate::lattice::Lattice;
 use crate::params::{Boundary, CrossSection, NeighbourMode, Params};
@@ -443,15 +443,69 @@ impl WorldWater {
         }
         self.carried_time = 0.0;
         let stable = self.stable_step();
-        let wanted = (delta / stable).ceil().max(1.0);
-        let capped = wanted > self.params.max_substeps as f32;
-        let substeps = wanted.min(self.params.max_substeps as f32) as u32;
+        let (substeps, capped) = self.substeps_for(delta);
         let step = if capped { stable } else { (delta / substeps as f32).max(MIN_STEP) };
         let simulated = step * substeps as f32;
         let dropped = if capped { (delta - simulated).max(0.0) } else { 0.0 };
         self.run_steps(step, substeps)?;
         self.last_report = FrameReport { substeps, step, simulated, dropped };
         Ok(self.last_report)
+    }
+
+    /// Steps a frame of `delta` s (time carried over included) runs, and whether
+    /// `max_substeps` cut it short.
+    fn substeps_for(&self, delta: f32) -> (u32, bool) {
+        let wanted = (delta / self.stable_step()).ceil().max(1.0);
+        let capped = wanted > self.params.max_substeps as f32;
+        (wanted.min(self.params.max_substeps as f32) as u32, capped)
+    }
+
+    /// The pages the next frame of `delta` s may read or wet, as rectangles of cells: the pages
+    /// it starts from ([`World::pages_in_play`]) and those of the sources' cells, and every page
+    /// within two pages of them and one more for every page side of the frame's steps (water
+    /// moves at most a cell a step; a page with water needs its neighbours' ground). A world
+    /// whose ground arrives over time (`PipeWaterWorld.terrain_source`) reads these first, so
+    /// that no water steps over ground not yet read.
+    pub fn pages_within_reach(&self, delta: f32) -> Vec<CellRect> {
+        let side = self.world.page_side();
+        let [tx, ty] = self.world.pages();
+        let delta = if delta.is_finite() { delta.clamp(0.0, MAX_FRAME_DELTA) } else { 0.0 } + self.carried_time;
+        let steps = if delta < MIN_STEP { 0 } else { self.substeps_for(delta).0 };
+        let rings = 2 + steps.div_ceil(side) as i64;
+        let mut start = self.world.pages_in_play();
+        start.extend(self.sources.iter().flat_map(|s| s.cells.iter().map(|&(x, y, _)| (y / side * tx + x / side) as usize)));
+        // The pages along an edge that exchanges water (north, east, south, west).
+        let (tx_, ty_) = (tx as usize, ty as usize);
+        for (e, boundary) in self.params.boundaries.iter().enumerate() {
+            if *boundary != Boundary::Wall {
+                let along: Vec<usize> = match e {
+                    0 => (0..tx_).collect(),
+                    1 => (0..ty_).map(|y| y * tx_ + tx_ - 1).collect(),
+                    2 => (0..tx_).map(|x| (ty_ - 1) * tx_ + x).collect(),
+                    _ => (0..ty_).map(|y| y * tx_).collect(),
+                };
+                start.extend(along);
+            }
+        }
+        start.sort_unstable();
+        start.dedup();
+        let mut reach = std::collections::BTreeSet::new();
+        for page in start {
+            let (px, py) = ((page % tx as usize) as i64, (page / tx as usize) as i64);
+            for y in (py - rings).max(0)..=(py + rings).min(ty as i64 - 1) {
+                for x in (px - rings).max(0)..=(px + rings).min(tx as i64 - 1) {
+                    reach.insert((y * tx as i64 + x) as u32);
+                }
+            }
+        }
+        let [w, h] = self.size();
+        reach
+            .into_iter()
+            .map(|page| {
+                let (x, y) = (page % tx * side, page / tx * side);
+                CellRect { x, y, width: side.min(w - x), height: side.min(h - y) }
+            })
+            .collect()
     }
 
     /// Sets where the players are, for the focus policy ([`WorldWater::set_far_step_every`]):

@@ -223,6 +223,54 @@ fn what_the_world_does_not_do_is_refused_by_name() {
 }
 
 
+/// The pages a frame may reach, worked out before it (`pages_within_reach`, what a world whose
+/// ground arrives over time reads first), hold every page the frame brings onto the device (and
+/// so every cell it wets: water lies only in pages on the device), and are not the whole world:
+/// a dam break down a slope in frames of many steps, with a spring poured where no water was.
+#[test]
+fn the_pages_within_reach_hold_everything_a_frame_wets() {
+    if !gpu_or_skip("the_pages_within_reach_hold_everything_a_frame_wets") {
+        return;
+    }
+    let (w, h, dx) = (2000u32, 1400u32, 1.0f32);
+    let mut params = Params::default();
+    params.max_substeps = 400;
+    let mut world = WorldWater::new(w, h, dx, 0.0, params).unwrap();
+    world.set_terrain_region(0, 0, 900, 700, &rough_slope(900, 700)).unwrap();
+    let [ex, ez] = world.extent();
+    world.add_water(300.0 - ex / 2.0, 350.0 - ez / 2.0, 4000.0, 12.0).unwrap();
+    let side = world.world().page_side();
+    let [tx, ty] = world.world().pages();
+    let (mut worst_outside, mut most_steps, mut largest_reach) = (0usize, 0u32, 0usize);
+    for frame in 0..8 {
+        if frame == 3 {
+            world.add_source(700.0 - ex / 2.0, 150.0 - ez / 2.0, 5.0, 3.0).unwrap();
+        }
+        // Long frames: many steps each, the water crossing pages within one.
+        let delta = 2.5;
+        let reach = world.pages_within_reach(delta);
+        let inside = |x: u32, y: u32| reach.iter().any(|r| x >= r.x && y >= r.y && x < r.x + r.width && y < r.y + r.height);
+        let report = world.advance(delta).unwrap();
+        most_steps = most_steps.max(report.substeps);
+        largest_reach = largest_reach.max(reach.len());
+        let in_play = world.world().pages_in_play();
+        let outside = in_play.iter().filter(|&&p| !inside(p as u32 % tx * side, p as u32 / tx * side)).count();
+        println!("frame {frame}: {} steps, {} of {} pages within reach before it, {} on the device after, {outside} of them outside the reach", report.substeps, reach.len(), tx * ty, in_play.len());
+        worst_outside = worst_outside.max(outside);
+    }
+    let depth = world.world_mut().read_depth(0, 0, w, h).unwrap();
+    let [tx_, _] = [tx as usize, ty as usize];
+    let in_play = world.world().pages_in_play();
+    let wet_off_device = depth.iter().enumerate().filter(|(i, &d)| d > 0 && in_play.binary_search(&((i / w as usize) / side as usize * tx_ + (i % w as usize) / side as usize)).is_err()).count();
+    let (ledger, held) = world.ledger().unwrap();
+    println!("most steps in a frame {most_steps}, largest reach {largest_reach} pages; {} wet cells at the end, {wet_off_device} outside the pages on the device; ledger: held {held}, expected {}", depth.iter().filter(|&&d| d > 0).count(), ledger.initial + ledger.counters.net());
+    assert!(most_steps > side, "frames of more steps than a page has cells along its side: {most_steps}");
+    assert_eq!(worst_outside, 0, "no page a frame brought onto the device lay outside the pages within its reach");
+    assert_eq!(wet_off_device, 0, "water lies only in pages on the device");
+    assert!(largest_reach < (tx * ty) as usize / 2, "the reach is the water's neighbourhood, not the world: {largest_reach} of {} pages", tx * ty);
+    assert_eq!(held, ledger.initial + ledger.counters.net(), "the ledger is exact");
+}
+
 /// What an inflow edge owes its next frame is in a world's save: a world whose west edge lets in
 /// under a quantum a cell each step (so that the edge pours only once its remainder adds up),
 /// saved between two such pours and loaded, steps on as the world it was saved from: the same

@@ -130,8 +130,11 @@ pub struct PipeWaterWorld {
     /// edit changes (Terrain3D's `maps_edited`, HTerrain's `region_changed`, a shape's `changed`)
     /// is read again, water kept, on pages with water and without alike. A world is read in
     /// slices of 128² cells over physics frames, nearest `focus_node` first, within
-    /// `terrain_read_budget_ms` a frame, and it does not step until the whole ground is in
-    /// (`is_terrain_source_read()`, `terrain_source_read`; `bake_terrain()` reads it at once).
+    /// `terrain_read_budget_ms` a frame, until the whole ground is in (`is_terrain_source_read()`,
+    /// `terrain_source_read`; `bake_terrain()` reads it at once); the water does not wait for it:
+    /// before each frame the slices its water (and what is about to be poured) can reach in the
+    /// frame are read first, over the budget if need be, so no water steps on ground not yet
+    /// read. Queries far from any water may see `ground_height` there until its slice is in.
     /// The world must lie within the source; a source that is of another kind, freed, smaller
     /// than the world or unreadable is refused (`get_last_error()`) and the world keeps the
     /// ground it has and steps on it. A loaded world keeps its save's ground (what the game dug)
@@ -392,7 +395,8 @@ impl INode3D for PipeWaterWorld {
         self.poll_save();
         self.poll_load();
         self.read_terrain_source(Some(self.terrain_read_budget()));
-        if self.running && !self.terrain_link.waiting() {
+        if self.running && self.terrain_link.may_step() {
+            self.read_ground_within_reach((delta as f32).clamp(0.0, 10.0));
             self.sync_focus();
             self.sync_detail();
             if !godot::classes::Engine::singleton().is_editor_hint() {
@@ -707,11 +711,11 @@ impl PipeWaterWorld {
             return;
         }
         self.read_terrain_source(Some(self.terrain_read_budget()));
-        if self.terrain_link.waiting() {
-            let left = self.terrain_link.slices_left();
-            self.errors.reject(format!("step: the world waits for the ground of terrain_source ({left} slices of 128² cells left, read within terrain_read_budget_ms a call); it steps once it is in (is_terrain_source_read(), terrain_source_read; bake_terrain() reads it at once)"));
+        if !self.terrain_link.may_step() {
+            self.errors.reject(format!("step: the world waits for terrain_source ({}) to be found; it steps once its reading has begun", self.terrain_source));
             return;
         }
+        self.read_ground_within_reach(delta as f32);
         self.sync_focus();
         self.sync_detail();
         let result = self.water.as_mut().map(|w| w.advance(delta as f32));

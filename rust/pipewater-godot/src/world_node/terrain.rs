@@ -5,11 +5,12 @@
 //!
 //! A world is too large to read in one frame (a 16384² world is 268 M cells), so the ground comes
 //! in slices of [`READ_SLICE_CELLS`]² cells, nearest the focus first, as many a physics frame as
-//! fit in `terrain_read_budget_ms` (at least one). The world does not step until the whole world
-//! is read: water poured meanwhile waits where it was put, instead of flowing over ground that is
-//! about to change under it. Edits the source reports afterwards are read the same way, slice by
-//! slice within the budget, and written into the world's terrain, which the host holds for every
-//! page: they reach resident and non-resident pages alike.
+//! fit in `terrain_read_budget_ms` (at least one). The water does not wait for the whole world:
+//! before each frame the slices within the frame's reach of the water (and of what edits and
+//! sources are about to pour) are read first, whatever the budget, so no water steps over ground
+//! not yet read, and the rest comes in behind. Edits the source reports afterwards are read the
+//! same way, slice by slice within the budget, and written into the world's terrain, which the
+//! host holds for every page: they reach resident and non-resident pages alike.
 
 use super::PipeWaterWorld;
 use crate::node::terrain_source::{disconnect_edits, Edited, Kind, TerrainHoles};
@@ -17,7 +18,7 @@ use godot::prelude::*;
 use pipewater_core::terrain_source::{changed_vertices, context_around, ground_of_cells, slices_nearest_first, slices_of, VertexRect};
 use pipewater_core::{CellRect, Grid, SourceId};
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -49,8 +50,11 @@ pub struct WorldTerrainLink {
     regions: Option<crate::node::terrain_source::Regions>,
     /// Whether the whole world must be read (a new world, a new source, new `terrain_holes`).
     wants_whole: bool,
-    /// Slices of the whole read still to read (the world waits for them), and how many it had.
+    /// Slices of the whole read in the order they are due (some may have been read already,
+    /// for the water's reach), the slices not read yet (by their first cell over
+    /// [`READ_SLICE_CELLS`]), and how many the read had.
     whole_left: VecDeque<CellRect>,
+    unread: HashSet<(u32, u32)>,
     whole_slices: usize,
     /// Physics frames the last whole read took, and whether one is under way.
     whole_frames: u64,
@@ -77,6 +81,7 @@ impl WorldTerrainLink {
         self.ground_from_save = false;
         self.wants_whole = true;
         self.whole_left.clear();
+        self.unread.clear();
         self.edits_left.clear();
     }
 
@@ -90,6 +95,7 @@ impl WorldTerrainLink {
         self.ground_from_save = true;
         self.wants_whole = false;
         self.whole_left.clear();
+        self.unread.clear();
         self.edits_left.clear();
     }
 
@@ -103,6 +109,7 @@ impl WorldTerrainLink {
         self.path = None;
         self.kind = None;
         self.whole_left.clear();
+        self.unread.clear();
         self.edits_left.clear();
         self.edited.borrow_mut().clear();
         self.wants_whole = true;
@@ -115,19 +122,23 @@ impl WorldTerrainLink {
         disconnect_edits(&mut self.connection);
         self.kind = None;
         self.whole_left.clear();
+        self.unread.clear();
         self.edits_left.clear();
         self.edited.borrow_mut().clear();
     }
 
-    /// Whether the world waits for its ground: a whole read under way or about to start.
+    /// Whether part of the world's ground is still to come: a whole read under way or about to
+    /// start.
     pub fn waiting(&self) -> bool {
-        self.unresolved || (self.kind.is_some() && (self.wants_whole || !self.whole_left.is_empty()))
+        self.unresolved || (self.kind.is_some() && (self.wants_whole || !self.unread.is_empty()))
     }
 
-    /// Slices of the whole read still to read.
-    pub fn slices_left(&self) -> usize {
-        self.whole_left.len()
+    /// Whether the world may step: its source is resolved and a whole read, if one is due, has
+    /// begun (what is within the water's reach is then read before each frame).
+    pub fn may_step(&self) -> bool {
+        !self.unresolved && !(self.kind.is_some() && self.wants_whole)
     }
+
 }
 
 #[godot_api(secondary)]
@@ -152,9 +163,10 @@ impl PipeWaterWorld {
         self.terrain_link.kind.is_some() && !self.terrain_link.waiting()
     }
 
-    /// Whether the world has its ground: false while the whole of `terrain_source` is still being
-    /// read (the world does not step meanwhile); true once it is in, and with no source or one
-    /// refused (`get_last_error()` says why; the world then steps on the ground it has).
+    /// Whether the world has its whole ground: false while `terrain_source` is still being read
+    /// (the water steps meanwhile, on ground read before each frame around it); true once it is
+    /// in, and with no source or one refused (`get_last_error()` says why; the world then steps
+    /// on the ground it has).
     #[func]
     fn is_terrain_source_read(&self) -> bool {
         !self.terrain_link.waiting()
@@ -172,7 +184,7 @@ impl PipeWaterWorld {
         let link = &self.terrain_link;
         let mut d = VarDictionary::new();
         d.set("read", !link.waiting() && link.kind.is_some());
-        d.set("slices_left", link.whole_left.len() as i64);
+        d.set("slices_left", link.unread.len() as i64);
         d.set("whole_slices", link.whole_slices as i64);
         d.set("frames", link.whole_frames as i64);
         d.set("edit_slices_left", link.edits_left.len() as i64);
@@ -224,11 +236,21 @@ impl PipeWaterWorld {
             return;
         }
         self.queue_reported_edits(&grid);
-        let was_whole = !self.terrain_link.whole_left.is_empty();
+        let was_whole = !self.terrain_link.unread.is_empty();
         if was_whole {
             self.terrain_link.whole_frames += 1;
         }
-        while let Some(rect) = self.terrain_link.whole_left.pop_front().or_else(|| self.terrain_link.edits_left.pop_front()) {
+        loop {
+            let link = &mut self.terrain_link;
+            let rect = match link.whole_left.pop_front() {
+                // Read already, within the water's reach.
+                Some(rect) if !link.unread.remove(&slice_key(rect)) => continue,
+                Some(rect) => rect,
+                None => match link.edits_left.pop_front() {
+                    Some(rect) => rect,
+                    None => break,
+                },
+            };
             if !self.read_slice(&grid, rect) {
                 return;
             }
@@ -238,14 +260,49 @@ impl PipeWaterWorld {
         }
         let spent = started.elapsed().as_micros() as u64;
         self.terrain_link.frame_usec_max = self.terrain_link.frame_usec_max.max(spent);
-        if self.terrain_link.not_finite > 0 && self.terrain_link.whole_left.is_empty() {
+        if self.terrain_link.not_finite > 0 && self.terrain_link.unread.is_empty() {
             self.errors.reject(format!(
                 "terrain_source: {} heights of {} are not finite (NaN or INF) outside its holes; their cells are read as holes (terrain_holes: walls, or drains at their rim)",
                 self.terrain_link.not_finite, self.terrain_source
             ));
             self.terrain_link.not_finite = 0;
         }
-        if was_whole && self.terrain_link.whole_left.is_empty() {
+        self.whole_read_done(was_whole);
+    }
+
+    /// Reads now, whatever the budget, the slices of the whole read that a frame of `delta` s
+    /// may reach (`WorldWater::pages_within_reach`): the ground under the water, beside it and
+    /// under what is about to be poured, before the frame steps.
+    pub(super) fn read_ground_within_reach(&mut self, delta: f32) {
+        if self.terrain_link.unread.is_empty() {
+            return;
+        }
+        let (Some(grid), Some(water)) = (self.world_grid(), self.water.as_ref()) else { return };
+        let side = READ_SLICE_CELLS;
+        let mut due = Vec::new();
+        for page in water.pages_within_reach(delta) {
+            for sy in page.y / side..=(page.y + page.height - 1) / side {
+                for sx in page.x / side..=(page.x + page.width - 1) / side {
+                    if self.terrain_link.unread.remove(&(sx, sy)) {
+                        let (x, y) = (sx * side, sy * side);
+                        due.push(CellRect { x, y, width: side.min(grid.width - x), height: side.min(grid.height - y) });
+                    }
+                }
+            }
+        }
+        for rect in due {
+            if !self.read_slice(&grid, rect) {
+                return;
+            }
+        }
+        self.whole_read_done(true);
+    }
+
+    /// Once the last slice of a whole read is in (`was_whole`: one was under way): the window
+    /// shows the new ground, and `terrain_source_read` is emitted.
+    fn whole_read_done(&mut self, was_whole: bool) {
+        if was_whole && self.terrain_link.unread.is_empty() && self.terrain_link.kind.is_some() {
+            self.terrain_link.whole_left.clear();
             self.window_stale = true;
             self.base_mut().emit_signal("terrain_source_read", &[]);
         }
@@ -298,6 +355,7 @@ impl PipeWaterWorld {
         }
         let slices = slices_nearest_first([grid.width, grid.height], READ_SLICE_CELLS, self.focus_cells());
         self.terrain_link.whole_slices = slices.len();
+        self.terrain_link.unread = slices.iter().map(|&rect| slice_key(rect)).collect();
         self.terrain_link.whole_left = slices.into();
         self.terrain_link.whole_frames = 0;
         // The longest frame and slice of this read, not of one before it.
@@ -416,4 +474,10 @@ impl PipeWaterWorld {
             }
         }
     }
+}
+
+/// A slice of the whole read by its first cell over [`READ_SLICE_CELLS`] (slices start on
+/// multiples of it).
+fn slice_key(rect: CellRect) -> (u32, u32) {
+    (rect.x / READ_SLICE_CELLS, rect.y / READ_SLICE_CELLS)
 }

@@ -1335,6 +1335,16 @@ impl World {
         self.pages.tiles
     }
 
+    /// The pages the next frame starts from (row-major over [`World::pages`], ascending): those
+    /// on the device and those edits put water in since, which come in before its first step.
+    /// Water of the frame's steps reaches at most one page farther for every `side` steps.
+    pub fn pages_in_play(&self) -> Vec<usize> {
+        let mut pages: std::collections::BTreeSet<usize> = self.resident.clone();
+        pages.extend(self.pending_water.iter().filter(|p| p.quanta > 0).map(|p| p.page));
+        pages.extend(self.wetted.iter().map(|&(page, _, _)| page));
+        pages.into_iter().collect()
+    }
+
     /// Holds back the pages `held` marks (one a page, row-major over [`World::pages`]) from the
     /// next frame on, until a later call releases them: a held page does not step, and the pipes
     /// between it and the pages that step are closed on both sides (`cells_paged.wgsl`), so the
