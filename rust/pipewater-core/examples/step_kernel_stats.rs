@@ -5,8 +5,10 @@
 //! overrides) and built without bounds checks, as the backend builds it.
 //!
 //! `cargo run --release -p pipewater-core --example step_kernel_stats -- [--columns 128,64]
-//! [--device NAME] [--dump DIR]`: `--dump` writes the driver's internal representations (where it
-//! offers any) and each pipeline's cache data (the driver's binary) into DIR.
+//! [--device NAME] [--dump DIR] [--world TILE_ROWS]`: `--dump` writes the driver's internal
+//! representations (where it offers any) and each pipeline's cache data (the driver's binary) into
+//! DIR; `--world` reports the step of a world in pages (`shaders::WORLD_STEP`, pages of the
+//! strip's own columns cut into tiles of TILE_ROWS rows), with and without `FOCUS_HOLDS`.
 
 #[cfg(not(feature = "gpu"))]
 fn main() {
@@ -25,7 +27,7 @@ fn main() {
 mod stats {
     use ash::vk;
     use pipewater_core::backend::gpu::shaders;
-    use pipewater_core::backend::step_kernel::{ColumnKernel, StepMode};
+    use pipewater_core::backend::step_kernel::{ColumnKernel, StepMode, COLUMN_HALO};
     use std::ffi::CStr;
 
     fn arg(args: &[String], name: &str) -> Option<String> {
@@ -34,41 +36,50 @@ mod stats {
 
     /// The step kernel's WGSL, parsed (from `PIPEWATER_GPU_STEP_WGSL` when set, as the backend
     /// does).
-    fn step_module() -> Result<(naga::Module, String), String> {
+    fn step_module(world: bool) -> Result<(naga::Module, String), String> {
+        let family = if world { shaders::WORLD_STEP } else { shaders::STEP };
         let source = match std::env::var("PIPEWATER_GPU_STEP_WGSL") {
-            Ok(path) => shaders::STEP.source_with(&std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?),
-            Err(_) => shaders::STEP.source(),
+            Ok(path) => family.source_with(&std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?),
+            Err(_) => family.source(),
         };
         let module = naga::front::wgsl::parse_str(&source).map_err(|e| e.emit_to_string(&source))?;
         Ok((module, source))
     }
 
-    /// The step's bindings as the kernel declares them, so that the layout follows the WGSL.
-    fn step_bindings() -> Result<Vec<(u32, vk::DescriptorType)>, String> {
-        let (module, _) = step_module()?;
+    /// The step's bindings as the kernel declares them, (group, binding, type), so that the
+    /// layout follows the WGSL.
+    fn step_bindings(world: bool) -> Result<Vec<(u32, u32, vk::DescriptorType)>, String> {
+        let (module, _) = step_module(world)?;
         let mut bindings: Vec<_> = module
             .global_variables
             .iter()
             .filter_map(|(_, var)| {
-                let binding = var.binding.as_ref()?.binding;
+                let binding = var.binding.as_ref()?;
                 match var.space {
-                    naga::AddressSpace::Uniform => Some((binding, vk::DescriptorType::UNIFORM_BUFFER)),
-                    naga::AddressSpace::Storage { .. } => Some((binding, vk::DescriptorType::STORAGE_BUFFER)),
+                    naga::AddressSpace::Uniform => Some((binding.group, binding.binding, vk::DescriptorType::UNIFORM_BUFFER)),
+                    naga::AddressSpace::Storage { .. } => Some((binding.group, binding.binding, vk::DescriptorType::STORAGE_BUFFER)),
                     _ => None,
                 }
             })
             .collect();
-        bindings.sort_by_key(|&(binding, _)| binding);
+        bindings.sort_by_key(|&(group, binding, _)| (group, binding));
         Ok(bindings)
     }
 
-    /// The step kernel as SPIR-V for `mode` and `columns`.
-    fn spirv(mode: StepMode, columns: u32, per_invocation: u32) -> Result<Vec<u32>, String> {
-        let (module, source) = step_module()?;
+    /// The step kernel as SPIR-V for `mode` and `columns`; with `world` (tile rows, focus holds)
+    /// the world's step, specialised as world.rs specialises it.
+    fn spirv(mode: StepMode, columns: u32, per_invocation: u32, world: Option<(u32, bool)>) -> Result<Vec<u32>, String> {
+        let (module, source) = step_module(world.is_some())?;
         let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::default())
             .validate(&module)
             .map_err(|e| e.emit_to_string(&source))?;
-        let constants: naga::back::PipelineConstants = mode.overrides(&ColumnKernel { columns, per_invocation, band_rows: None }).iter().map(|&(k, v)| (k.to_string(), v)).collect();
+        let mut constants: naga::back::PipelineConstants = mode.overrides(&ColumnKernel { columns, per_invocation, band_rows: None }).iter().map(|&(k, v)| (k.to_string(), v)).collect();
+        if let Some((tile_rows, holds)) = world {
+            let side = columns - 2 * COLUMN_HALO;
+            constants.insert("PAGE_SIDE".into(), side as f64);
+            constants.insert("TILE_ROWS".into(), tile_rows as f64);
+            constants.insert("FOCUS_HOLDS".into(), if holds { 1.0 } else { 0.0 });
+        }
         let (module, info) = naga::back::pipeline_constants::process_overrides(&module, &info, None, &constants).map_err(|e| e.to_string())?;
         let unchecked = naga::proc::BoundsCheckPolicy::Unchecked;
         let options = naga::back::spv::Options {
@@ -93,6 +104,8 @@ mod stats {
         let wanted = arg(&args, "--device");
         let dump = arg(&args, "--dump").map(std::path::PathBuf::from);
         let per_invocation: u32 = arg(&args, "--per-invocation").and_then(|v| v.parse().ok()).unwrap_or(1);
+        let world_rows: Option<u32> = arg(&args, "--world").map(|v| v.parse().map_err(|_| format!("--world {v}: tile rows expected"))).transpose()?;
+        let world = world_rows.is_some();
         // SAFETY: loads the system's Vulkan loader; every call below follows the Vulkan spec's
         // valid usage (objects created and destroyed on the same device, sizes as queried).
         unsafe {
@@ -125,9 +138,13 @@ mod stats {
                 .map_err(|e| e.to_string())?;
             let executables = ash::khr::pipeline_executable_properties::Device::new(&instance, &device);
             let binding = |b: u32, ty: vk::DescriptorType| vk::DescriptorSetLayoutBinding::default().binding(b).descriptor_type(ty).descriptor_count(1).stage_flags(vk::ShaderStageFlags::COMPUTE);
-            let bindings: Vec<_> = step_bindings()?.into_iter().map(|(b, ty)| binding(b, ty)).collect();
-            let set_layout = device.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings), None).map_err(|e| e.to_string())?;
-            let layouts = [set_layout];
+            let bindings = step_bindings(world)?;
+            let groups = bindings.iter().map(|&(group, _, _)| group + 1).max().unwrap_or(0);
+            let mut layouts = Vec::new();
+            for group in 0..groups {
+                let of_group: Vec<_> = bindings.iter().filter(|&&(g, _, _)| g == group).map(|&(_, b, ty)| binding(b, ty)).collect();
+                layouts.push(device.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&of_group), None).map_err(|e| e.to_string())?);
+            }
             let layout = device.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&layouts), None).map_err(|e| e.to_string())?;
             let modes = [
                 ("8 neighbours, advection", StepMode { eight_neighbours: true, triangular: false, depth_dependent: true, advection: true, edge_exchange: false }),
@@ -135,9 +152,19 @@ mod stats {
                 ("8 neighbours, advection, open edges", StepMode { eight_neighbours: true, triangular: false, depth_dependent: true, advection: true, edge_exchange: true }),
                 ("4 neighbours, advection", StepMode { eight_neighbours: false, triangular: false, depth_dependent: true, advection: true, edge_exchange: false }),
             ];
+            // The world's step with and without the focus policy's held pages; the dense one once.
+            let variants: Vec<Option<(u32, bool)>> = match world_rows {
+                Some(rows) => vec![Some((rows, false)), Some((rows, true))],
+                None => vec![None],
+            };
             for &c in &columns {
-                for (label, mode) in modes {
-                    let words = spirv(mode, c, per_invocation)?;
+                for (variant, (mode_label, mode)) in variants.iter().flat_map(|v| modes.iter().map(move |m| (v, m))) {
+                    let (mode, label) = match variant {
+                        Some((rows, holds)) => (*mode, format!("world, {rows}-row tiles, focus holds {holds}, {mode_label}")),
+                        None => (*mode, mode_label.to_string()),
+                    };
+                    let label = label.as_str();
+                    let words = spirv(mode, c, per_invocation, *variant)?;
                     let module = device.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&words), None).map_err(|e| e.to_string())?;
                     let name = c"step_columns";
                     let stage = vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::COMPUTE).module(module).name(name);
@@ -201,7 +228,9 @@ mod stats {
                 }
             }
             device.destroy_pipeline_layout(layout, None);
-            device.destroy_descriptor_set_layout(set_layout, None);
+            for set_layout in layouts {
+                device.destroy_descriptor_set_layout(set_layout, None);
+            }
             device.destroy_device(None);
             instance.destroy_instance(None);
         }
