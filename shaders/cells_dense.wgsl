@@ -15,6 +15,32 @@ fn planned_tile(id: u32) -> u32 {
     return id;
 }
 
+// The step runs each tile of a dense grid as a workgroup of its own: an awake list's entry is
+// the tile (cells_paged.wgsl may run several of a page's tiles as one).
+fn merge_tiles() -> u32 {
+    return 1u;
+}
+
+fn list_entry(tile: u32, tiles_run: u32) -> u32 {
+    return tile;
+}
+
+fn listed_tile(entry: u32) -> u32 {
+    return entry;
+}
+
+fn listed_tiles(entry: u32) -> u32 {
+    return 1u;
+}
+
+fn last_row_of_tile(y: i32) -> bool {
+    return false;
+}
+
+// A dense grid finds its cells without a table: nothing to prepare.
+fn begin_tile(t: u32, strip: u32, band: u32) {
+}
+
 // Every tile of a dense grid holds its fields, so every tile may step.
 fn tile_steppable(x: u32, y: u32) -> bool {
     return true;
@@ -23,7 +49,7 @@ fn tile_steppable(x: u32, y: u32) -> bool {
 // A dense grid holds no page back (cells_paged.wgsl's focus): these fold away.
 const FOCUS_HOLDS: bool = false;
 
-fn released_owing(x: u32, y: u32, flags: u32) -> bool {
+fn owes_step(flags: u32) -> bool {
     return false;
 }
 
@@ -38,8 +64,13 @@ fn held_window(x: i32, y: i32) -> u32 {
     return 0u;
 }
 
-fn wet_edges(cell: vec2<i32>) -> u32 {
+// A dense grid keeps no wet flags (cells_paged.wgsl's tell a world where its water lies).
+fn wet_mark(y: i32, depth: i32) -> u32 {
     return 0u;
+}
+
+fn tile_flags_seen(flags: u32, x: i32) -> u32 {
+    return flags;
 }
 
 fn water_beside_a_page_that_cannot_step(x: u32, y: u32, flags: u32) -> bool {

@@ -16,7 +16,7 @@ const ZERO_SLOT: u32 = 0u;
 
 @group(1) @binding(0) var<storage, read> page_slots: array<vec2<u32>>;
 // The tiles the plan runs: those of the pages with water fields (no other tile can step), as a
-// count and the tiles.
+// count, the tiles the step may run as one workgroup (merge_tiles), and the tiles.
 @group(1) @binding(1) var<storage, read> planned_tiles: array<u32>;
 // Pages the host holds back this frame (world_water.rs's focus: far from every focus, on a
 // frame the far pages sit out), one bit a page. A held page does not step, and every pipe
@@ -40,18 +40,79 @@ override PAGE_SIDE: u32 = 56u;
 override TILE_ROWS: u32 = 56u;
 override PAGE_TILES: u32 = PAGE_SIDE / TILE_ROWS;
 
+// Words of planned_tiles in front of the tiles.
+const PLANNED_HEADER: u32 = 2u;
+
 fn planned_tile(id: u32) -> u32 {
     if id < planned_tiles[0] {
-        return planned_tiles[1u + id];
+        return planned_tiles[PLANNED_HEADER + id];
     }
     return NO_PAGE;
 }
 
+// Tiles of a page, one above the other, that the step runs as one workgroup when all of them
+// step (world.rs chooses it from how many tiles are awake, a divisor of PAGE_TILES; 1: each
+// tile its own). A workgroup walking more rows recomputes fewer halo rows, one walking fewer
+// gives a few awake pages more workgroups side by side.
+fn merge_tiles() -> u32 {
+    return max(planned_tiles[1], 1u);
+}
+
+// An awake list's entry: a tile, and in its top bits how many tiles from it down its page the
+// workgroup runs, less one (world.rs keeps tile numbers below 1 << MERGED_SHIFT).
+const MERGED_SHIFT: u32 = 28u;
+
+fn list_entry(tile: u32, tiles_run: u32) -> u32 {
+    return tile | ((tiles_run - 1u) << MERGED_SHIFT);
+}
+
+fn listed_tile(entry: u32) -> u32 {
+    return entry & ((1u << MERGED_SHIFT) - 1u);
+}
+
+fn listed_tiles(entry: u32) -> u32 {
+    return (entry >> MERGED_SHIFT) + 1u;
+}
+
+// Where the step finds the cells of a tile: the 3 × 3 pages around the tile's page (rows of
+// pages, then columns, from the one above and to the left), each as its (terrain, water) slots
+// times the cells of a page, less the index of its first cell in a grid PAGE_SIDE cells wide
+// (wrapping), so that a cell's index is an entry plus y · PAGE_SIDE + x. A workgroup's rows (the
+// tiles' and three on each side) and columns (the strip's and HALO on each side) lie in these
+// pages, so each load reads an entry of workgroup memory instead of dividing by the page's side
+// and waiting for page_slots before it can start. 72 bytes: with the step's rings 6 144, the
+// 6 KiB a workgroup may take for eight to share a multiprocessor (docs/BENCHMARKS.md).
+var<workgroup> s_page_bases: array<vec2<u32>, 9>;
+// The first cell of the workgroup's page, set by begin_tile.
+var<private> page_origin: vec2<i32>;
+
+fn begin_tile(t: u32, strip: u32, band: u32) {
+    let page = vec2<i32>(i32(strip), i32(band / PAGE_TILES));
+    page_origin = page * i32(PAGE_SIDE);
+    if t < 9u {
+        let p = page + vec2<i32>(i32(t % 3u), i32(t / 3u)) - vec2<i32>(1);
+        var base = vec2<u32>(0u);
+        // Pages beyond the world's edge hold no cell the step reads (cell_in_grid).
+        if p.x >= 0 && p.y >= 0 && p.x < i32(tiles.tiles.x) && p.y < i32(pages_high()) {
+            let first = vec2<u32>(p) * PAGE_SIDE;
+            base = page_slots[u32(p.y) * tiles.tiles.x + u32(p.x)] * (PAGE_SIDE * PAGE_SIDE) - vec2<u32>(first.y * PAGE_SIDE + first.x);
+        }
+        s_page_bases[t] = base;
+    }
+    workgroupBarrier();
+}
+
+// Whether row y (>= 0) is the last of its tile: a workgroup running several tiles adds each one's
+// flags there.
+fn last_row_of_tile(y: i32) -> bool {
+    return (u32(y) + 1u) % TILE_ROWS == 0u;
+}
+
 fn cell_slots(cell: vec2<i32>) -> vec2<u32> {
-    let side = PAGE_SIDE;
-    let page = vec2<u32>(cell) / side;
-    let within = vec2<u32>(cell) - page * side;
-    return page_slots[page.y * tiles.tiles.x + page.x] * (side * side) + within.y * side + within.x;
+    let side = i32(PAGE_SIDE);
+    let column = select(select(1u, 2u, cell.x >= page_origin.x + side), 0u, cell.x < page_origin.x);
+    let row = select(select(1u, 2u, cell.y >= page_origin.y + side), 0u, cell.y < page_origin.y);
+    return s_page_bases[row * 3u + column] + (u32(cell.y) * PAGE_SIDE + u32(cell.x));
 }
 
 // Pages along y (along x there are as many as strips of tiles).
@@ -100,9 +161,10 @@ fn tile_steppable(x: u32, y: u32) -> bool {
     return page_steppable(x, y / PAGE_TILES) && !tile_held(x, y);
 }
 
-// Whether a tile skipped while held, and owing the step it wanted, steps now: it is released.
-fn released_owing(x: u32, y: u32, flags: u32) -> bool {
-    return (flags & TILE_OWED) != 0u && tile_steppable(x, y);
+// Whether a tile whose last flags are `flags` was skipped while held, owing the step it wanted:
+// it steps once it may (released).
+fn owes_step(flags: u32) -> bool {
+    return (flags & TILE_OWED) != 0u;
 }
 
 // Flags a tile the plan skips keeps: what TILE_KEPT keeps, and TILE_OWED while it is owed a step
@@ -112,14 +174,12 @@ fn skipped_flags(x: u32, y: u32, before: u32, wanted: bool) -> u32 {
     return (before & TILE_KEPT) | select(0u, TILE_OWED, owed);
 }
 
-// The held pages among the 3×3 around the page a workgroup steps (bit (dy + 1)·3 + dx + 1), and
-// that page's first cell: set by hold_tile once per workgroup.
+// The held pages among the 3×3 around the page a workgroup steps (bit (dy + 1)·3 + dx + 1): set
+// by hold_tile once per workgroup, after begin_tile.
 var<private> held_around: u32;
-var<private> held_origin: vec2<i32>;
 
 fn hold_tile(strip: u32, band: u32) {
     let page = vec2<i32>(i32(strip), i32(band / PAGE_TILES));
-    held_origin = page * i32(PAGE_SIDE);
     var bits = 0u;
     for (var dy = -1; dy <= 1; dy++) {
         for (var dx = -1; dx <= 1; dx++) {
@@ -145,8 +205,8 @@ fn held_window(x: i32, y: i32) -> u32 {
     }
     let side = i32(PAGE_SIDE);
     // Window columns (and rows) k < first lie in the page before, k >= last in the page after.
-    let first = vec2<i32>(clamp(held_origin.x - x + 2, 0, 5), clamp(held_origin.y - y + 2, 0, 5));
-    let last = vec2<i32>(clamp(held_origin.x + side - x + 2, 0, 5), clamp(held_origin.y + side - y + 2, 0, 5));
+    let first = vec2<i32>(clamp(page_origin.x - x + 2, 0, 5), clamp(page_origin.y - y + 2, 0, 5));
+    let last = vec2<i32>(clamp(page_origin.x + side - x + 2, 0, 5), clamp(page_origin.y + side - y + 2, 0, 5));
     let before = (1u << u32(first.x)) - 1u;
     let through = (1u << u32(last.x)) - 1u;
     let columns = array<u32, 3>(before, through & ~before, 0x1fu & ~through);
@@ -172,7 +232,7 @@ fn water_beside_a_page_that_cannot_step(x: u32, y: u32, flags: u32) -> bool {
         return false;
     }
     let page = vec2<i32>(i32(x), i32(y / PAGE_TILES));
-    // For each neighbour (dx, dy): the wet_edges bit (before TILE_WET_NORTH) of the page's
+    // For each neighbour (dx, dy): the tile_flags_seen bit (before TILE_WET_NORTH) of the page's
     // border towards it.
     let towards = array<u32, 9>(128u, 1u, 16u, 8u, 0u, 2u, 64u, 4u, 32u);
     for (var dy = -1; dy <= 1; dy++) {
@@ -187,27 +247,58 @@ fn water_beside_a_page_that_cannot_step(x: u32, y: u32, flags: u32) -> bool {
     return false;
 }
 
-// The flags of a wet cell: TILE_WET, and the neighbours of its page it lies beside, from
-// TILE_WET_NORTH on: bits N, E, S, W for the page's edge rows and columns, then NE, SE, SW, NW
-// for its corner cells. The next step may move its water into those pages. From TILE_NEAR_NORTH
-// on, the same for a cell within half a page of those borders: the host gives a neighbour water
-// fields only when its bit is set, and runs fewer steps past the flags it saw than the water
-// needs to cross half a page (World::margin_steps).
-fn wet_edges(cell: vec2<i32>) -> u32 {
-    let last = PAGE_SIDE - 1u;
-    let within = vec2<u32>(cell) % PAGE_SIDE;
-    let n = within.y == 0u;
-    let e = within.x == last;
-    let s = within.y == last;
-    let w = within.x == 0u;
+// Bits of a column's flags while the step walks it, never stored: a wet cell on the page's first
+// row, on its last, within half a page of its first row, of its last (tile_flags_seen turns them
+// into the edges' and the near neighbours').
+const WET_NEAR_TOP: u32 = 0x10000000u;
+const WET_NEAR_BOTTOM: u32 = 0x20000000u;
+const WET_TOP_ROW: u32 = 0x40000000u;
+const WET_BOTTOM_ROW: u32 = 0x80000000u;
+const WET_ROW_MARKS: u32 = WET_NEAR_TOP | WET_NEAR_BOTTOM | WET_TOP_ROW | WET_BOTTOM_ROW;
+
+// Cells from a page's border within which water may reach the neighbour beyond it within the
+// host's margin (World::margin_steps): half a page.
+fn near_band() -> i32 {
+    return i32(PAGE_SIDE / 2u);
+}
+
+// The flags a cell of the workgroup's page on row y with `depth` quanta after the step adds to
+// its column's: TILE_WET when wet, and where it lies among the page's rows.
+fn wet_mark(y: i32, depth: i32) -> u32 {
+    let row = y - page_origin.y;
+    let side = i32(PAGE_SIDE);
+    let top = select(0u, WET_TOP_ROW, row == 0);
+    let bottom = select(0u, WET_BOTTOM_ROW, row == side - 1);
+    let near_top = select(0u, WET_NEAR_TOP, row < near_band());
+    let near_bottom = select(0u, WET_NEAR_BOTTOM, row >= side - near_band());
+    return select(0u, TILE_WET | top | bottom | near_top | near_bottom, depth > 0);
+}
+
+// A column's flags as its tile stores them, for the page's column x: TILE_WET, and the
+// neighbours of its page it holds water beside, from TILE_WET_NORTH on: bits N, E, S, W for the
+// page's edge rows and columns, then NE, SE, SW, NW for its corner cells. The next step may move
+// that water into those pages. Water on the first row lies beside the page to the north, in the
+// last column beside the one to the east, and so on; a column of the page's first or last holds
+// all its wet cells beside the page to the west or east. From TILE_NEAR_NORTH on, the same for
+// water within half a page of those borders (a corner: of both, which one column's cells are
+// when the column is and the cell's row is): the host gives a neighbour water fields only when
+// its bit is set, and runs fewer steps past the flags it saw than the water needs to cross half
+// a page (World::margin_steps).
+fn tile_flags_seen(flags: u32, x: i32) -> u32 {
+    let last = i32(PAGE_SIDE) - 1;
+    let within = x - page_origin.x;
+    let wet = (flags & TILE_WET) != 0u;
+    let n = (flags & WET_TOP_ROW) != 0u;
+    let s = (flags & WET_BOTTOM_ROW) != 0u;
+    let e = wet && within == last;
+    let w = wet && within == 0;
     var bits = select(0u, 1u, n) | select(0u, 2u, e) | select(0u, 4u, s) | select(0u, 8u, w);
     bits |= select(0u, 16u, n && e) | select(0u, 32u, s && e) | select(0u, 64u, s && w) | select(0u, 128u, n && w);
-    let band = PAGE_SIDE / 2u;
-    let near_n = within.y < band;
-    let near_e = within.x >= PAGE_SIDE - band;
-    let near_s = within.y >= PAGE_SIDE - band;
-    let near_w = within.x < band;
+    let near_n = (flags & WET_NEAR_TOP) != 0u;
+    let near_s = (flags & WET_NEAR_BOTTOM) != 0u;
+    let near_e = wet && within >= i32(PAGE_SIDE) - near_band();
+    let near_w = wet && within < near_band();
     var near = select(0u, 1u, near_n) | select(0u, 2u, near_e) | select(0u, 4u, near_s) | select(0u, 8u, near_w);
     near |= select(0u, 16u, near_n && near_e) | select(0u, 32u, near_s && near_e) | select(0u, 64u, near_s && near_w) | select(0u, 128u, near_n && near_w);
-    return TILE_WET | (bits * TILE_WET_NORTH) | (near * TILE_NEAR_NORTH);
+    return (flags & ~WET_ROW_MARKS) | (bits * TILE_WET_NORTH) | (near * TILE_NEAR_NORTH);
 }

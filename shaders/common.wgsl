@@ -533,7 +533,7 @@ const TILES_CHANGE_MODE: u32 = 2u;
 // Bits of a tile's flags word, per step: whether a bit of its depth or pipes changed (or it
 // moved a ledger counter), whether a pipe of it carries flow, whether the step stepped it, and
 // in a world of pages whether a cell of it holds water, and which of its eight neighbours a wet
-// cell of it touches (cells_paged.wgsl wet_edges: the north, east, south and west rows and
+// cell of it touches (cells_paged.wgsl tile_flags_seen: the north, east, south and west rows and
 // columns, then the four corner cells), then the same eight for a wet cell within half a page of
 // that border (of both borders, for a corner): the neighbours its water may reach within the
 // host's margin (backend/gpu/world.rs).

@@ -515,12 +515,9 @@ fn transfer(cell: vec2<i32>, lanes: Lanes, own: Loaded, fluxes: vec4<f32>, store
     flux_out[i] = kept;
     // Bits, not values: -0.0 and 0.0 differ, as they do for the CPU backend's comparison.
     let changed = exchanged || new_depth != d || any(bitcast<vec4<u32>>(kept) != bitcast<vec4<u32>>(own_flows(cell.y, own, lanes)));
-    var flags = select(0u, TILE_CHANGED, changed) | select(0u, TILE_MOVING, any(kept != vec4<f32>(0.0)));
-    if PAGED && new_depth > 0 {
-        // A world in pages learns from these which pages hold water, and where (cells_paged.wgsl).
-        flags |= wet_edges(cell);
-    }
-    return flags;
+    let flags = select(0u, TILE_CHANGED, changed) | select(0u, TILE_MOVING, any(kept != vec4<f32>(0.0)));
+    // A world in pages learns from these which pages hold water, and where (cells_paged.wgsl).
+    return flags | wet_mark(cell.y, new_depth);
 }
 
 // One column's state as its invocation walks down the band: its own cells, and what it read of
@@ -732,15 +729,35 @@ fn phase_f(col: ptr<function, Column>, r: i32, y0: i32, stored_next: vec4<f32>) 
     }
 }
 
+// The flags the workgroup's columns saw, into tile `tile`'s: one atomic per invocation that saw
+// something. Gathering them in workgroup memory first (a workgroup atomic each, a barrier, one
+// store) made the step 8 % slower on an H100 at 4096², with the same registers; the workgroup
+// word alone costs 0.5 %, so it is the gathering (docs/BENCHMARKS.md).
+fn add_tile_flags(tile: u32, one: ptr<function, Column>, two: ptr<function, Column>) {
+    var flags = tile_flags_seen((*one).flags, (*one).x);
+    (*one).flags = 0u;
+    if PER_INVOCATION == 2u {
+        flags |= tile_flags_seen((*two).flags, (*two).x);
+        (*two).flags = 0u;
+    }
+    if flags != 0u {
+        atomicOr(&tile_flags[tile], flags);
+    }
+}
+
 @compute @workgroup_size(INVOCATIONS)
 fn step_columns(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     // The tile: the strip and band the awake list names for this workgroup (every tile, in
-    // order, with sleeping off). Bands share the grid's rows out evenly (step_kernel.rs).
-    let tile = awake_list[AWAKE_LIST_HEADER + wid.x];
+    // order, with sleeping off), and in a world of pages the tiles below it in its page that the
+    // workgroup runs too. Bands share the grid's rows out evenly (step_kernel.rs).
+    let entry = awake_list[AWAKE_LIST_HEADER + wid.x];
+    let tile = listed_tile(entry);
+    let tiles_run = listed_tiles(entry);
     let strip = tile % tiles.tiles.x;
     let band = tile / tiles.tiles.x;
     let y0 = i32(band * tiles.size.y);
-    let y_end = min(y0 + i32(tiles.size.y), i32(c.height));
+    let y_end = min(y0 + i32(tiles_run * tiles.size.y), i32(c.height));
+    begin_tile(t, strip, band);
     if FOCUS_HOLDS {
         hold_tile(strip, band);
     }
@@ -797,16 +814,17 @@ fn step_columns(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
         if pairs {
             phase_f(&two, r, y0, stored_two);
         }
+        // Running several tiles, the flags of each as its last row is written (the last tile's
+        // after the walk).
+        let written = r - 3 - y0;
+        if PAGED && tiles_run > 1u && written >= 0 && r - 3 < y_end - 1 && last_row_of_tile(r - 3) {
+            add_tile_flags(tile + u32(written / i32(tiles.size.y)) * tiles.tiles.x, &one, &two);
+        }
     }
-    // The tile's flags: one atomic per invocation that saw something, once per band. Gathering
-    // them in workgroup memory first (a workgroup atomic each, a barrier, one store) made the
-    // step 8 % slower on an H100 at 4096², with the same registers; the workgroup word alone
-    // costs 0.5 %, so it is the gathering (docs/BENCHMARKS.md).
-    var flags = one.flags;
-    if pairs {
-        flags |= two.flags;
+    // The tile's flags (of the last tile run), once per band.
+    var last = tile;
+    if tiles_run > 1u {
+        last += u32((y_end - 1 - y0) / i32(tiles.size.y)) * tiles.tiles.x;
     }
-    if flags != 0u {
-        atomicOr(&tile_flags[tile], flags);
-    }
+    add_tile_flags(last, &one, &two);
 }

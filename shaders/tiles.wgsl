@@ -25,9 +25,10 @@
 @group(0) @binding(5) var<storage, read_write> awake_list: array<atomic<u32>>;
 @group(0) @binding(6) var<storage, read_write> next_awake_list: array<atomic<u32>>;
 // The frame's sleeping report, read back behind the snapshot: cells stepped over the frame (low
-// and high words), the awake tiles of its last step, and in a world of pages the faults (tiles
-// with water nearby that could not step, cells_paged.wgsl). The host clears it before a
-// frame with steps.
+// and high words), the awake list's entries of its last step (its awake tiles; a world counts
+// them from their flags, since it may list a page's tiles as one), and in a world of pages the
+// faults (tiles with water nearby that could not step, cells_paged.wgsl). The host clears it
+// before a frame with steps.
 @group(0) @binding(7) var<storage, read_write> sleep_stats: array<atomic<u32>, 4>;
 // Tiles whose snapshot texels are stale (snapshot.wgsl, which clears them): those the step runs.
 // A cell's texels read the cells around it, but that needs no more: a change within one cell of
@@ -55,6 +56,48 @@ fn on_exchanging_edge(x: u32, y: u32) -> bool {
         || (x == 0u && b.w != BOUNDARY_WALL);
 }
 
+// Whether tile (x, y) would step: a tile of its 3×3 neighbourhood changed or was marked, it lies
+// on an exchanging edge, or the constants changed as the header says.
+fn wants_step(x: u32, y: u32, change: u32, wakes: u32) -> bool {
+    var awake = tiles.sleeping == 0u || change == TILES_CHANGE_MODE || on_exchanging_edge(x, y);
+    for (var dy = -1; dy <= 1; dy++) {
+        for (var dx = -1; dx <= 1; dx++) {
+            let nx = i32(x) + dx;
+            let ny = i32(y) + dy;
+            if nx >= 0 && ny >= 0 && nx < i32(tiles.tiles.x) && ny < i32(tiles.tiles.y) {
+                let n = u32(ny) * tiles.tiles.x + u32(nx);
+                let flags = tile_flags_before[n];
+                awake = awake || (flags & TILE_CHANGED) != 0u || (tile_wakes[n] & wakes) != 0u;
+                awake = awake || (change == TILES_CHANGE_STEP_LENGTH && (flags & TILE_MOVING) != 0u);
+            }
+        }
+    }
+    return awake;
+}
+
+// The tiles the awake list's entry for running tile (x, y) runs: 1, its own; merge_tiles() when
+// it is the first of that many that all run (a world's page, cells_paged.wgsl), and 0 when
+// another tile's entry runs it. Every tile of such a group asks the same of the same words, so
+// they agree. The group lies in one page, which may step (tile (x, y) runs): so a tile of it
+// runs when it wants to step or owes a step.
+fn tiles_listed(x: u32, y: u32, change: u32, wakes: u32) -> u32 {
+    let merge = merge_tiles();
+    if merge <= 1u {
+        return 1u;
+    }
+    let first = y - y % merge;
+    if first + merge > tiles.tiles.y {
+        return 1u;
+    }
+    for (var k = 0u; k < merge; k++) {
+        let other = first + k;
+        if other != y && !(wants_step(x, other, change, wakes) || owes_step(tile_flags_before[other * tiles.tiles.x + x])) {
+            return 1u;
+        }
+    }
+    return select(0u, merge, y == first);
+}
+
 fn plan(id: u32, first_step: bool) {
     if id == 0u {
         atomicStore(&next_awake_list[0], 0u);
@@ -73,27 +116,11 @@ fn plan(id: u32, first_step: bool) {
         change = tiles.change;
         wakes |= WAKE_FIRST_STEP;
     }
-    var awake = tiles.sleeping == 0u || change == TILES_CHANGE_MODE || on_exchanging_edge(x, y);
-    for (var dy = -1; dy <= 1; dy++) {
-        for (var dx = -1; dx <= 1; dx++) {
-            let nx = i32(x) + dx;
-            let ny = i32(y) + dy;
-            if nx >= 0 && ny >= 0 && nx < i32(tiles.tiles.x) && ny < i32(tiles.tiles.y) {
-                let n = u32(ny) * tiles.tiles.x + u32(nx);
-                let flags = tile_flags_before[n];
-                awake = awake || (flags & TILE_CHANGED) != 0u || (tile_wakes[n] & wakes) != 0u;
-                awake = awake || (change == TILES_CHANGE_STEP_LENGTH && (flags & TILE_MOVING) != 0u);
-            }
-        }
-    }
-    let wanted = awake;
-    if awake && !tile_steppable(x, y) {
-        // A page of a world whose neighbourhood does not hold its terrain yet: stepping it would
-        // read pages that hold none. Or one the world's focus holds back this frame, which owes
-        // the step until it is released (cells_paged.wgsl).
-        awake = false;
-    }
-    awake = awake || released_owing(x, y, tile_flags_before[t]);
+    let wanted = wants_step(x, y, change, wakes);
+    // A page of a world whose neighbourhood does not hold its terrain yet: stepping it would read
+    // pages that hold none. Or one the world's focus holds back this frame, which owes the step
+    // until it is released (cells_paged.wgsl).
+    let awake = (wanted || owes_step(tile_flags_before[t])) && tile_steppable(x, y);
     // The host keeps the pages around water resident far enough ahead that no water lies
     // beside a page that cannot step (world.rs); a fault if it does, counted in the report's
     // last word.
@@ -101,8 +128,11 @@ fn plan(id: u32, first_step: bool) {
         atomicAdd(&sleep_stats[3], 1u);
     }
     if awake {
-        let slot = atomicAdd(&awake_list[0], 1u);
-        atomicStore(&awake_list[AWAKE_LIST_HEADER + slot], t);
+        let listed = tiles_listed(x, y, change, wakes);
+        if listed > 0u {
+            let slot = atomicAdd(&awake_list[0], 1u);
+            atomicStore(&awake_list[AWAKE_LIST_HEADER + slot], list_entry(t, listed));
+        }
         // The step adds the bits it sees.
         tile_flags[t] = TILE_AWAKE;
         tile_stale[t] = 1u;

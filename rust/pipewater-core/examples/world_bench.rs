@@ -103,13 +103,13 @@ mod bench {
         time_dense(&mut dense, &c, 64);
         time_world(&mut world, &c, 64);
         let cell_steps = n as f64 * n as f64 * steps as f64;
-        println!("\n| {n}² every page awake | dense G cell-steps/s | world G cell-steps/s | world / dense | pages awake / with water fields |");
+        println!("\n| {n}² every page awake | dense G cell-steps/s | world G cell-steps/s | world / dense | tiles awake / workgroups / pages with water fields |");
         println!("|---|---|---|---|---|");
         for round in 1..=rounds {
             let d = time_dense(&mut dense, &c, steps);
             let w = time_world(&mut world, &c, steps);
             let report = world.report();
-            println!("| round {round} | {:.2} | {:.2} | {:.3} | {} / {} |", cell_steps / d / 1e9, cell_steps / w / 1e9, d / w, report.awake, report.watered);
+            println!("| round {round} | {:.2} | {:.2} | {:.3} | {} / {} / {} |", cell_steps / d / 1e9, cell_steps / w / 1e9, d / w, report.awake, report.workgroups, report.watered);
         }
         let report = world.report();
         println!("faults {}, waits {}", report.faults, report.waits);
@@ -146,13 +146,13 @@ mod bench {
         time_dense(&mut dense, &cd, 64);
         time_world(&mut world, &cw, 64);
         let wet = water.len();
-        println!("\n| river of {wet} wet cells | 512² dense µs/step | {n}² world µs/step | world / dense | pages awake / with water fields / world |");
+        println!("\n| river of {wet} wet cells | 512² dense µs/step | {n}² world µs/step | world / dense | tiles awake / workgroups / pages with water fields / world |");
         println!("|---|---|---|---|---|");
         for round in 1..=rounds {
             let d = time_dense(&mut dense, &cd, steps);
             let w = time_world(&mut world, &cw, steps);
             let report = world.report();
-            println!("| round {round} | {:.1} | {:.1} | {:.2} | {} / {} / {} |", d / steps as f64 * 1e6, w / steps as f64 * 1e6, w / d, report.awake, report.watered, report.pages);
+            println!("| round {round} | {:.1} | {:.1} | {:.2} | {} / {} / {} / {} |", d / steps as f64 * 1e6, w / steps as f64 * 1e6, w / d, report.awake, report.workgroups, report.watered, report.pages);
         }
         let report = world.report();
         println!("device {:.1} MiB, faults {}, waits {}", world.device_bytes() as f64 / (1u64 << 20) as f64, report.faults, report.waits);

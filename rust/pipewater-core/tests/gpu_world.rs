@@ -1,7 +1,8 @@
 //! A world stored in pages (`backend/gpu/world.rs`) steps exactly as the dense grid: the same
 //! depth and pipes bit for bit as the dense wgpu backend on the same scene, through a flood that
-//! crosses page corners diagonally, with the ledger exact at every check; pages come in as the
-//! flood arrives and leave when the water is gone; a world far past what the dense grid's buffers
+//! crosses page corners diagonally, with the ledger exact at every check, and through a lake
+//! awake everywhere with each page's tiles stepped as one workgroup; pages come in as the flood
+//! arrives and leave when the water is gone; a world far past what the dense grid's buffers
 //! hold steps with memory that follows its water; and the plan's fault count, which the host's
 //! residency keeps at zero, does count water left beside a page that cannot step. Every test
 //! prints what it compares. Figures come from whatever adapter runs the tests (in CI, Mesa's
@@ -174,6 +175,55 @@ fn a_lake_away_from_its_pages_borders_brings_no_ring_of_water_fields() {
     // Beyond the lake's four pages and the two east of its shore (the channel crosses a border of
     // pages along y), those the running water came near.
     assert!(watered.iter().max() > Some(&6), "pages came in ahead of the water running east: {watered:?}");
+}
+
+/// With every page awake the step runs each page's tiles as one workgroup (the floor of
+/// workgroups set to 0, as a large world awake everywhere would choose it): depth and pipes stay
+/// identical to the dense grid's to the bit and the ledger exact, on a world whose last column
+/// and row of pages are partial (its last row of pages has a single, short tile, which runs
+/// alone), and the report shows fewer workgroups than tiles awake.
+#[test]
+fn pages_stepped_whole_step_as_the_dense_grid_bit_for_bit() {
+    if !gpu_or_skip("pages_stepped_whole_step_as_the_dense_grid_bit_for_bit") {
+        return;
+    }
+    let (w, h) = (230u32, 170u32);
+    let terrain = sloped_terrain(w, h);
+    // A lake over the whole slope, deepest where the ground is lowest: every pipe carries flow.
+    let water: Vec<(u32, u32, i32)> = (0..h).flat_map(|y| (0..w).map(move |x| (x, y, depth_to_quanta(0.5 + 0.02 * (x + y) as f32 * 0.5)))).collect();
+    let grid = Grid::new(w, h, 1.0).unwrap();
+    let mut dense = GpuBackend::new(&State::with_terrain(grid, terrain.clone()).unwrap()).unwrap();
+    dense.edit_water(&water.iter().map(|&(x, y, q)| CellWater { cell: y * w + x, quanta: q }).collect::<Vec<_>>()).unwrap();
+    let mut world = World::new(w, h, 0.0).unwrap();
+    world.set_merge_floor(0);
+    world.set_terrain_region(0, 0, w, h, &terrain).unwrap();
+    world.add_water(&water).unwrap();
+    let added: i64 = water.iter().map(|&(_, _, q)| q as i64).sum();
+    let c = constants(w, h);
+    let mut merged_seen = false;
+    for frame in 1..=30u32 {
+        dense.advance(&FramePlan { constants: c, substeps: 4, forcing: &[] }).unwrap();
+        world.advance(&c, 4).unwrap();
+        if frame % 6 == 0 {
+            let state = dense.read_state().unwrap();
+            let depth = world.read_depth(0, 0, w, h).unwrap();
+            let flow = world.read_flow(0, 0, w, h).unwrap();
+            let depth_differs = depth.iter().zip(&state.depth).filter(|(a, b)| a != b).count();
+            let flow_differs = flow.iter().zip(&state.flow).filter(|(a, b)| a.map(f32::to_bits) != b.map(f32::to_bits)).count();
+            let held = world.total_quanta().unwrap();
+            let report = world.report();
+            println!(
+                "frame {frame}: {} tiles awake in {} workgroups, {} pages with water fields; depth differs in {depth_differs} cells, pipes in {flow_differs}; held {held}, added {added}, faults {}",
+                report.awake, report.workgroups, report.watered, report.faults
+            );
+            merged_seen |= report.workgroups < report.awake;
+            assert_eq!(depth_differs, 0, "frame {frame}: depth of the world stepped in whole pages differs from the dense grid's");
+            assert_eq!(flow_differs, 0, "frame {frame}: pipes of the world stepped in whole pages differ from the dense grid's");
+            assert_eq!(held, added, "frame {frame}: the world holds {held} quanta, {added} were added");
+            assert_eq!(report.faults, 0, "frame {frame}: a page with water beside it could not step");
+        }
+    }
+    assert!(merged_seen, "the step never ran a page's tiles as one workgroup: the test compared nothing new");
 }
 
 /// Pages come in where water is put and leave once it is taken away again: after the water of a

@@ -10,7 +10,10 @@
 //!   grid's WGSL compiled with `cells_paged.wgsl` ([`shaders::WORLD_STEP`],
 //!   [`shaders::WORLD_TILES`]): the plan steps a page only when it has water fields and its eight
 //!   neighbours their terrain, so what the step reads of a page's cells (four columns and three
-//!   rows around them) is on the device and the step is the dense grid's, bit for bit.
+//!   rows around them) is on the device and the step is the dense grid's, bit for bit. Where
+//!   the awake tiles are many, the plan lists the tiles of a page that all step as one entry, which
+//!   one workgroup walks ([`World::set_merge_floor`]): fewer halo rows recomputed for the same
+//!   cells, the same water.
 //! * Which pages are resident is the host's decision, from the pages' wet flags the device
 //!   reports after each frame ([`TILE_WET`], and for each of a page's eight neighbours whether a
 //!   wet cell lies within half a page of it, [`TILE_NEAR_NORTH`]) and the cells edits put water
@@ -45,7 +48,7 @@ use super::list::DeviceList;
 use super::shaders;
 use crate::backend::gpu_host::GpuHost;
 use crate::backend::recovery::COUNTER_BYTES;
-use crate::backend::sleep::{constants_change, TileGrid, TileParams, AWAKE_LIST_HEADER, EMPTY_AWAKE_LIST, TILE_NEAR_NORTH, TILE_WET, WAKE_FIRST_STEP};
+use crate::backend::sleep::{constants_change, TileGrid, TileParams, AWAKE_LIST_HEADER, EMPTY_AWAKE_LIST, TILE_AWAKE, TILE_NEAR_NORTH, TILE_WET, WAKE_FIRST_STEP};
 use crate::backend::step_kernel::{StepMode, COLUMN_HALO};
 use crate::error::{Error, Result};
 use crate::pipes::StepConstants;
@@ -79,6 +82,21 @@ const BYTES_PER_TILE: u64 = 8 + 8 + 4 + 4;
 /// the host to keep ahead of the water, and a workgroup walks its tile's rows one after another,
 /// so shorter tiles give a few pages more workgroups to run side by side.
 pub const DEFAULT_TILE_ROWS_PER_PAGE: u32 = 4;
+/// Workgroups the step should still have after running the tiles of awake pages together
+/// ([`World::merge_for`]): about eight rounds of what a large GPU runs at once (132
+/// multiprocessors of eight workgroups on an H100 or H200). With fewer, a page's tiles step apart,
+/// side by side: one river's pages then run four workgroups each instead of one, and the GPU is
+/// not left waiting on a few long walks. On an H200 (docs/BENCHMARKS.md), a 4096² world awake
+/// everywhere stepped 6 % faster in pairs of tiles (10 878 workgroups) and 5 % in whole pages
+/// (5 476); a 2048² one 16 % slower in whole pages (1 443), where its tiles apart (5 439) ran as
+/// before.
+const MERGED_WORKGROUPS_FLOOR: usize = 8192;
+/// Tile numbers stay below this: an awake list's entry holds how many tiles it runs in the bits
+/// above (`cells_paged.wgsl` MERGED_SHIFT).
+const MAX_TILES: usize = 1 << 28;
+/// Words of the plan's tiles buffer in front of the tiles: their count, and the tiles of a page
+/// the step runs as one workgroup when all of them are awake (`cells_paged.wgsl`).
+const PLANNED_HEADER: usize = 2;
 /// Readbacks of the pages' flags that may be on their way at once: enough that the host never
 /// waits for the newest frame's (the device would then idle while the host records the next);
 /// the margin ([`World::margin_steps`]) bounds how far behind the flags may be in any case.
@@ -118,8 +136,11 @@ pub struct WorldReport {
     pub waits: u64,
     /// Steps run.
     pub steps: u64,
-    /// Pages the last step of the last frame read back ran.
+    /// Tiles the last step of the last frame read back ran.
     pub awake: u32,
+    /// Workgroups that step ran them in: fewer than `awake` where it ran pages' tiles as one
+    /// ([`World::set_merge_floor`]).
+    pub workgroups: u32,
     /// Pages held back now by the focus policy ([`World::set_held_pages`]).
     pub held: usize,
 }
@@ -230,12 +251,19 @@ pub struct World {
     wetted: Vec<(usize, u8, u64)>,
     fields: Fields,
     page_slots: wgpu::Buffer,
-    /// The pages the plan runs (`cells_paged.wgsl`): a count, then the pages with water fields.
+    /// The tiles the plan runs (`cells_paged.wgsl`): a count, the tiles of a page the step runs
+    /// as one workgroup when all step (`merge`), then the tiles of the pages with water fields.
     planned: wgpu::Buffer,
     planned_flags: wgpu::Buffer,
     /// The tiles in `planned`, and how many it has room for.
     planned_tiles: Vec<u32>,
     planned_capacity: usize,
+    /// The tiles of a page the step runs as one workgroup when all of them step, as `planned`
+    /// holds it ([`World::merge_for`]).
+    merge: u32,
+    /// `PIPEWATER_WORLD_MERGE_FLOOR`: workgroups below which the step stops running pages whole
+    /// ([`MERGED_WORKGROUPS_FLOOR`] unless set; tests set 0 to run every page that can be whole).
+    merge_floor: usize,
     uniforms: wgpu::Buffer,
     counters: wgpu::Buffer,
     tile_params: wgpu::Buffer,
@@ -380,6 +408,10 @@ impl World {
         let tiles = TileGrid::new(width, height, [side, side / tiles_per_page]);
         let count = pages.count();
         let tile_count = tiles.count();
+        let merge_floor = match std::env::var("PIPEWATER_WORLD_MERGE_FLOOR") {
+            Ok(v) => v.parse::<usize>().map_err(|_| Error::invalid("PIPEWATER_WORLD_MERGE_FLOOR", &v, "a count of workgroups"))?,
+            Err(_) => MERGED_WORKGROUPS_FLOOR,
+        };
         let limit = ctx.limits.max_storage_buffer_binding_size.min(ctx.limits.max_buffer_size);
         let list_bytes = 4 * (AWAKE_LIST_HEADER + tile_count) as u64;
         let plan_groups = (tile_count as u64).div_ceil(TILES_WORKGROUP as u64);
@@ -388,6 +420,9 @@ impl World {
                 "a world of {width}x{height} cells has {count} pages of {side}x{side}: its page lists need {list_bytes} bytes and its plan {plan_groups} workgroups, past the {limit} bytes one binding of {} holds or its {} workgroups a dispatch",
                 ctx.adapter.name, ctx.limits.max_compute_workgroups_per_dimension
             )));
+        }
+        if tile_count >= MAX_TILES {
+            return Err(Error::invalid("world size", format!("{width}x{height}"), format!("fewer than {MAX_TILES} tiles of {side}x{} cells in its {count} pages", side / tiles_per_page)));
         }
         let device = &ctx.device;
         use wgpu::BufferUsages as U;
@@ -404,7 +439,7 @@ impl World {
         // The plan marks the pages it steps stale for a snapshot the world does not take yet.
         let stale = buffer("world stale pages", 4 * n, U::STORAGE);
         let pipelines = WorldPipelines::new(&ctx, side, side / tiles_per_page);
-        let planned = buffer("planned tiles", 4 * 64, U::STORAGE | U::COPY_DST);
+        let planned = buffer("planned tiles", 4 * (63 + PLANNED_HEADER as u64), U::STORAGE | U::COPY_DST);
         let planned_flags = buffer("planned flags", 4 * 64, U::STORAGE | U::COPY_SRC);
         let page_cells = (side * side) as u64;
         let fields = Fields::new(device, 16, 17, page_cells);
@@ -445,6 +480,8 @@ impl World {
             planned_flags,
             planned_tiles: Vec::new(),
             planned_capacity: 63,
+            merge: 1,
+            merge_floor,
             uniforms,
             counters,
             tile_params,
@@ -619,6 +656,23 @@ impl World {
     }
 
     /// The tiles of `page`, top to bottom.
+    /// Sets the workgroups below which the step runs the tiles of a page apart even when all of
+    /// them step ([`MERGED_WORKGROUPS_FLOOR`] by default, or `PIPEWATER_WORLD_MERGE_FLOOR`); 0
+    /// runs every page whole whose tiles all step, `usize::MAX` none. The water steps the same
+    /// to the bit whichever it is: a choice of speed, for tests and benchmarks.
+    pub fn set_merge_floor(&mut self, workgroups: usize) {
+        self.merge_floor = workgroups;
+    }
+
+    /// The tiles of a page the step runs as one workgroup when all of them step, with `awake`
+    /// tiles awake (as last read back): the most, a divisor of the page's tiles, that leaves the
+    /// step at least `merge_floor` workgroups. Fewer halo rows to recompute for the same cells
+    /// (a 56-row walk computes 62 rows, four 14-row walks 80) where there is work enough to
+    /// fill the GPU. Any choice steps the same water.
+    fn merge_for(&self, awake: usize) -> u32 {
+        (1..=self.tiles_per_page).rev().find(|&m| self.tiles_per_page % m == 0 && awake / m as usize >= self.merge_floor).unwrap_or(1)
+    }
+
     fn tiles_of(&self, page: usize) -> impl Iterator<Item = usize> {
         let [px, tiles_x] = [(page % self.pages.tiles[0] as usize) as u32, self.tiles.tiles[0]];
         let top = (page / self.pages.tiles[0] as usize) as u32 * self.tiles_per_page;
@@ -742,6 +796,11 @@ impl World {
             }
         }
         self.update_residency(Some(c))?;
+        let merge = self.merge_for(self.report.awake as usize);
+        if merge != self.merge {
+            self.merge = merge;
+            self.ctx.queue.write_buffer(&self.planned, 4, bytemuck::bytes_of(&merge));
+        }
         let queue = &self.ctx.queue;
         let change = constants_change(self.last_constants.as_ref(), c);
         self.last_constants = Some(*c);
@@ -984,12 +1043,12 @@ impl World {
                 self.planned_capacity = self.planned_tiles.len() + self.planned_tiles.len() / 8 + 64;
                 use wgpu::BufferUsages as U;
                 let buffer = |label: &str, bytes: u64, usage: U| self.ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: bytes, usage, mapped_at_creation: false });
-                self.planned = buffer("planned tiles", 4 * (self.planned_capacity as u64 + 1), U::STORAGE | U::COPY_DST);
+                self.planned = buffer("planned tiles", 4 * (self.planned_capacity + PLANNED_HEADER) as u64, U::STORAGE | U::COPY_DST);
                 self.planned_flags = buffer("planned flags", 4 * self.planned_capacity as u64, U::STORAGE | U::COPY_SRC);
                 self.page_group = bind(&self.ctx.device, &self.pipelines.page_layout, "world pages", &[&self.page_slots, &self.planned, &self.planned_flags, &self.page_held]);
             }
-            let mut words = Vec::with_capacity(self.planned_tiles.len() + 1);
-            words.push(self.planned_tiles.len() as u32);
+            let mut words = Vec::with_capacity(self.planned_tiles.len() + PLANNED_HEADER);
+            words.extend([self.planned_tiles.len() as u32, self.merge]);
             words.extend(&self.planned_tiles);
             self.ctx.queue.write_buffer(&self.planned, 0, bytemuck::cast_slice(&words));
         }
@@ -1140,7 +1199,9 @@ impl World {
                 let bytes = read.buffer.get_mapped_range(..).map_err(|e| Error::Gpu(e.to_string()))?;
                 let words: &[u32] = bytemuck::cast_slice(&bytes[..4 * n + 16]);
                 if read.step >= self.observed_step {
-                    self.report.awake = words[n + 2];
+                    // The tiles, whether they ran alone or with the rest of their page.
+                    self.report.awake = words[..n].iter().filter(|&&w| w & TILE_AWAKE != 0).count() as u32;
+                    self.report.workgroups = words[n + 2];
                     // Only the planned tiles can hold water.
                     let (tiles_x, per_page) = (self.tiles.tiles[0] as usize, self.tiles_per_page as usize);
                     let mut wet = std::collections::BTreeMap::new();
