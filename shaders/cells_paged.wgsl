@@ -120,27 +120,52 @@ fn pages_high() -> u32 {
     return (tiles.tiles.y + PAGE_TILES - 1u) / PAGE_TILES;
 }
 
-fn page_resident(x: i32, y: i32) -> bool {
-    if x < 0 || y < 0 || x >= i32(tiles.tiles.x) || y >= i32(pages_high()) {
-        // Beyond the world's edge: the step reads nothing there.
-        return true;
-    }
-    return page_slots[u32(y) * tiles.tiles.x + u32(x)].x != NO_PAGE;
+// The pages within two of page `page`, for the plan's tests of it and of its neighbours, read
+// in one go: `resident` has bit (dy + 2)·5 + dx + 2 for page (dx, dy) away when its terrain is on
+// the device or it lies beyond the world's edge (the step reads nothing there), `watered` bit
+// (dy + 1)·3 + dx + 1 for one of the 3×3 with water fields of its own. Each load reads a page
+// clamped onto the world, so all 25 are in bounds and none waits on the answer of another: a
+// plan invocation's tests cost one trip to memory instead of a chain of up to a hundred.
+struct PagesAround {
+    page: vec2<i32>,
+    resident: u32,
+    watered: u32,
 }
 
-// Whether page (x, y) may step: it has water fields, its eight neighbours their terrain.
-fn page_steppable(x: u32, y: u32) -> bool {
-    if page_slots[y * tiles.tiles.x + x].y == ZERO_SLOT {
-        return false;
+// The plan invocation's pages around, once read (one invocation plans one tile).
+var<private> around: PagesAround;
+var<private> around_read: bool;
+
+fn pages_around(x: u32, py: u32) -> PagesAround {
+    let page = vec2<i32>(i32(x), i32(py));
+    if around_read && all(around.page == page) {
+        return around;
     }
-    for (var dy = -1; dy <= 1; dy++) {
-        for (var dx = -1; dx <= 1; dx++) {
-            if !page_resident(i32(x) + dx, i32(y) + dy) {
-                return false;
-            }
+    let last = vec2<i32>(i32(tiles.tiles.x), i32(pages_high())) - vec2<i32>(1);
+    var resident = 0u;
+    var watered = 0u;
+    for (var dy = -2; dy <= 2; dy++) {
+        for (var dx = -2; dx <= 2; dx++) {
+            let n = page + vec2<i32>(dx, dy);
+            let inside = all(n >= vec2<i32>(0)) && all(n <= last);
+            let at = clamp(n, vec2<i32>(0), last);
+            let slots = page_slots[u32(at.y) * tiles.tiles.x + u32(at.x)];
+            resident |= select(0u, 1u << u32((dy + 2) * 5 + dx + 2), !inside || slots.x != NO_PAGE);
+            let near = abs(dx) <= 1 && abs(dy) <= 1;
+            watered |= select(0u, 1u << u32((dy + 1) * 3 + dx + 1), near && inside && slots.y != ZERO_SLOT);
         }
     }
-    return true;
+    around = PagesAround(page, resident, watered);
+    around_read = true;
+    return around;
+}
+
+// Whether the page (dx, dy) away from `a`'s (each within one) may step: it has water fields, its
+// eight neighbours their terrain.
+fn steppable_around(a: PagesAround, dx: i32, dy: i32) -> bool {
+    // The 3×3 around it in the 5×5 bits of `resident`.
+    let block = 0x1ce7u << u32((dy + 1) * 5 + dx + 1);
+    return ((a.watered >> u32((dy + 1) * 3 + dx + 1)) & 1u) != 0u && (a.resident & block) == block;
 }
 
 fn page_held_at(x: i32, y: i32) -> bool {
@@ -155,10 +180,10 @@ fn tile_held(x: u32, y: u32) -> bool {
     return page_held_at(i32(x), i32(y / PAGE_TILES));
 }
 
-// Whether the plan may step tile (x, y): its page has its fields around it (page_steppable) and
-// is not held back.
+// Whether the plan may step tile (x, y): its page has water fields and its neighbours their
+// terrain (steppable_around), and it is not held back.
 fn tile_steppable(x: u32, y: u32) -> bool {
-    return page_steppable(x, y / PAGE_TILES) && !tile_held(x, y);
+    return steppable_around(pages_around(x, y / PAGE_TILES), 0, 0) && !tile_held(x, y);
 }
 
 // Whether a tile whose last flags are `flags` was skipped while held, owing the step it wanted:
@@ -231,20 +256,21 @@ fn water_beside_a_page_that_cannot_step(x: u32, y: u32, flags: u32) -> bool {
     if (flags & TILE_WET) == 0u {
         return false;
     }
-    let page = vec2<i32>(i32(x), i32(y / PAGE_TILES));
+    let a = pages_around(x, y / PAGE_TILES);
+    let last = vec2<i32>(i32(tiles.tiles.x), i32(pages_high())) - vec2<i32>(1);
     // For each neighbour (dx, dy): the tile_flags_seen bit (before TILE_WET_NORTH) of the page's
     // border towards it.
     let towards = array<u32, 9>(128u, 1u, 16u, 8u, 0u, 2u, 64u, 4u, 32u);
+    var beside = false;
     for (var dy = -1; dy <= 1; dy++) {
         for (var dx = -1; dx <= 1; dx++) {
-            let n = page + vec2<i32>(dx, dy);
+            let n = a.page + vec2<i32>(dx, dy);
             let bit = towards[(dy + 1) * 3 + dx + 1] * TILE_WET_NORTH;
-            if (flags & bit) != 0u && n.x >= 0 && n.y >= 0 && n.x < i32(tiles.tiles.x) && n.y < i32(pages_high()) && !page_steppable(u32(n.x), u32(n.y)) {
-                return true;
-            }
+            let inside = all(n >= vec2<i32>(0)) && all(n <= last);
+            beside = beside || ((flags & bit) != 0u && inside && !steppable_around(a, dx, dy));
         }
     }
-    return false;
+    return beside;
 }
 
 // Bits of a column's flags while the step walks it, never stored: a wet cell on the page's first
