@@ -69,7 +69,7 @@ fn wet_mark(y: i32, depth: i32) -> u32 {
     return 0u;
 }
 
-fn tile_flags_seen(flags: u32, x: i32) -> u32 {
+fn tile_flags_seen(flags: u32, x: i32, tile: u32) -> u32 {
     return flags;
 }
 

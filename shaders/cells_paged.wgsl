@@ -274,30 +274,22 @@ fn water_beside_a_page_that_cannot_step(x: u32, y: u32, flags: u32) -> bool {
 }
 
 // Bits of a column's flags while the step walks it, never stored: a wet cell on the page's first
-// row, on its last, within half a page of its first row, of its last (tile_flags_seen turns them
-// into the edges' and the near neighbours').
-const WET_NEAR_TOP: u32 = 0x10000000u;
-const WET_NEAR_BOTTOM: u32 = 0x20000000u;
+// row, on its last (tile_flags_seen turns them into the edges').
 const WET_TOP_ROW: u32 = 0x40000000u;
 const WET_BOTTOM_ROW: u32 = 0x80000000u;
-const WET_ROW_MARKS: u32 = WET_NEAR_TOP | WET_NEAR_BOTTOM | WET_TOP_ROW | WET_BOTTOM_ROW;
 
 // Cells from a page's border within which water may reach the neighbour beyond it within the
 // host's margin (World::margin_steps): half a page.
-fn near_band() -> i32 {
-    return i32(PAGE_SIDE / 2u);
+fn near_band() -> u32 {
+    return PAGE_SIDE / 2u;
 }
 
 // The flags a cell of the workgroup's page on row y with `depth` quanta after the step adds to
-// its column's: TILE_WET when wet, and where it lies among the page's rows.
+// its column's: TILE_WET when wet, and whether it lies on the page's first or last row.
 fn wet_mark(y: i32, depth: i32) -> u32 {
-    let row = y - page_origin.y;
-    let side = i32(PAGE_SIDE);
-    let top = select(0u, WET_TOP_ROW, row == 0);
-    let bottom = select(0u, WET_BOTTOM_ROW, row == side - 1);
-    let near_top = select(0u, WET_NEAR_TOP, row < near_band());
-    let near_bottom = select(0u, WET_NEAR_BOTTOM, row >= side - near_band());
-    return select(0u, TILE_WET | top | bottom | near_top | near_bottom, depth > 0);
+    let top = select(0u, WET_TOP_ROW, y == page_origin.y);
+    let bottom = select(0u, WET_BOTTOM_ROW, y == page_origin.y + i32(PAGE_SIDE) - 1);
+    return select(0u, TILE_WET | top | bottom, depth > 0);
 }
 
 // A column's flags as its tile stores them, for the page's column x: TILE_WET, and the
@@ -306,11 +298,13 @@ fn wet_mark(y: i32, depth: i32) -> u32 {
 // that water into those pages. Water on the first row lies beside the page to the north, in the
 // last column beside the one to the east, and so on; a column of the page's first or last holds
 // all its wet cells beside the page to the west or east. From TILE_NEAR_NORTH on, the same for
-// water within half a page of those borders (a corner: of both, which one column's cells are
-// when the column is and the cell's row is): the host gives a neighbour water fields only when
-// its bit is set, and runs fewer steps past the flags it saw than the water needs to cross half
-// a page (World::margin_steps).
-fn tile_flags_seen(flags: u32, x: i32) -> u32 {
+// water within half a page of those borders (a corner: of both): the host gives a neighbour water
+// fields only when its bit is set, and runs fewer steps past the flags it saw than the water
+// needs to cross half a page (World::margin_steps). Along y they come from where `tile` lies in
+// its page, not from each cell: a tile's rows all lie within half a page of the first row, or of
+// the last, when its rows divide half a page (14 and 28 do); one that straddles the middle says
+// both, which gives a neighbour water fields it may not need and never one too few.
+fn tile_flags_seen(flags: u32, x: i32, tile: u32) -> u32 {
     let last = i32(PAGE_SIDE) - 1;
     let within = x - page_origin.x;
     let wet = (flags & TILE_WET) != 0u;
@@ -320,11 +314,12 @@ fn tile_flags_seen(flags: u32, x: i32) -> u32 {
     let w = wet && within == 0;
     var bits = select(0u, 1u, n) | select(0u, 2u, e) | select(0u, 4u, s) | select(0u, 8u, w);
     bits |= select(0u, 16u, n && e) | select(0u, 32u, s && e) | select(0u, 64u, s && w) | select(0u, 128u, n && w);
-    let near_n = (flags & WET_NEAR_TOP) != 0u;
-    let near_s = (flags & WET_NEAR_BOTTOM) != 0u;
-    let near_e = wet && within >= i32(PAGE_SIDE) - near_band();
-    let near_w = wet && within < near_band();
+    let first_row = (tile / tiles.tiles.x) % PAGE_TILES * TILE_ROWS;
+    let near_n = wet && first_row < near_band();
+    let near_s = wet && first_row + TILE_ROWS > PAGE_SIDE - near_band();
+    let near_e = wet && u32(within) >= PAGE_SIDE - near_band();
+    let near_w = wet && u32(within) < near_band();
     var near = select(0u, 1u, near_n) | select(0u, 2u, near_e) | select(0u, 4u, near_s) | select(0u, 8u, near_w);
     near |= select(0u, 16u, near_n && near_e) | select(0u, 32u, near_s && near_e) | select(0u, 64u, near_s && near_w) | select(0u, 128u, near_n && near_w);
-    return (flags & ~WET_ROW_MARKS) | (bits * TILE_WET_NORTH) | (near * TILE_NEAR_NORTH);
+    return (flags & ~(WET_TOP_ROW | WET_BOTTOM_ROW)) | (bits * TILE_WET_NORTH) | (near * TILE_NEAR_NORTH);
 }

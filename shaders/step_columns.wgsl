@@ -734,10 +734,10 @@ fn phase_f(col: ptr<function, Column>, r: i32, y0: i32, stored_next: vec4<f32>) 
 // store) made the step 8 % slower on an H100 at 4096², with the same registers; the workgroup
 // word alone costs 0.5 %, so it is the gathering (docs/BENCHMARKS.md).
 fn add_tile_flags(tile: u32, one: ptr<function, Column>, two: ptr<function, Column>) {
-    var flags = tile_flags_seen((*one).flags, (*one).x);
+    var flags = tile_flags_seen((*one).flags, (*one).x, tile);
     (*one).flags = 0u;
     if PER_INVOCATION == 2u {
-        flags |= tile_flags_seen((*two).flags, (*two).x);
+        flags |= tile_flags_seen((*two).flags, (*two).x, tile);
         (*two).flags = 0u;
     }
     if flags != 0u {
