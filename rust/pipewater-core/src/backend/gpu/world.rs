@@ -655,7 +655,6 @@ impl World {
         }
     }
 
-    /// The tiles of `page`, top to bottom.
     /// Sets the workgroups below which the step runs the tiles of a page apart even when all of
     /// them step ([`MERGED_WORKGROUPS_FLOOR`] by default, or `PIPEWATER_WORLD_MERGE_FLOOR`); 0
     /// runs every page whole whose tiles all step, `usize::MAX` none. The water steps the same
@@ -673,6 +672,7 @@ impl World {
         (1..=self.tiles_per_page).rev().find(|&m| self.tiles_per_page % m == 0 && awake / m as usize >= self.merge_floor).unwrap_or(1)
     }
 
+    /// The tiles of `page`, top to bottom.
     fn tiles_of(&self, page: usize) -> impl Iterator<Item = usize> {
         let [px, tiles_x] = [(page % self.pages.tiles[0] as usize) as u32, self.tiles.tiles[0]];
         let top = (page / self.pages.tiles[0] as usize) as u32 * self.tiles_per_page;
@@ -1056,8 +1056,8 @@ impl World {
     }
 
     /// Room for `terrain` pages' terrain and `water` pages' water fields: new buffers an eighth
-    /// larger than needed (at most [`MOST_SPARE_PAGES`] larger), the old slots copied over, refused with the figure when the device
-    /// cannot hold them.
+    /// larger than needed (at most [`MOST_SPARE_PAGES`] larger), the old slots copied over,
+    /// refused with the figure when the device cannot hold them.
     fn grow(&mut self, terrain: usize, water: usize) -> Result<()> {
         let page_cells = (self.side * self.side) as u64;
         let limit = self.ctx.limits.max_storage_buffer_binding_size.min(self.ctx.limits.max_buffer_size);
