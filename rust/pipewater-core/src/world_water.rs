@@ -489,20 +489,23 @@ impl WorldWater {
         }
         start.sort_unstable();
         start.dedup();
-        let mut reach = std::collections::BTreeSet::new();
+        // One flag a page rather than a set: thousands of wet pages each mark dozens around them
+        // every frame while a source is read.
+        let mut reach = vec![false; tx_ * ty_];
         for page in start {
-            let (px, py) = ((page % tx as usize) as i64, (page / tx as usize) as i64);
+            let (px, py) = ((page % tx_) as i64, (page / tx_) as i64);
             for y in (py - rings).max(0)..=(py + rings).min(ty as i64 - 1) {
-                for x in (px - rings).max(0)..=(px + rings).min(tx as i64 - 1) {
-                    reach.insert((y * tx as i64 + x) as u32);
-                }
+                let row = y as usize * tx_;
+                reach[row + (px - rings).max(0) as usize..=row + (px + rings).min(tx as i64 - 1) as usize].fill(true);
             }
         }
         let [w, h] = self.size();
         reach
-            .into_iter()
-            .map(|page| {
-                let (x, y) = (page % tx * side, page / tx * side);
+            .iter()
+            .enumerate()
+            .filter(|(_, &near)| near)
+            .map(|(page, _)| {
+                let (x, y) = (page as u32 % tx * side, page as u32 / tx * side);
                 CellRect { x, y, width: side.min(w - x), height: side.min(h - y) }
             })
             .collect()
