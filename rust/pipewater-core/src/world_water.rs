@@ -474,23 +474,13 @@ impl WorldWater {
         let rings = 2 + steps.div_ceil(side) as i64;
         let mut start = self.world.pages_in_play();
         start.extend(self.sources.iter().flat_map(|s| s.cells.iter().map(|&(x, y, _)| (y / side * tx + x / side) as usize)));
-        // The pages along an edge that exchanges water (north, east, south, west).
-        let (tx_, ty_) = (tx as usize, ty as usize);
-        for (e, boundary) in self.params.boundaries.iter().enumerate() {
-            if *boundary != Boundary::Wall {
-                let along: Vec<usize> = match e {
-                    0 => (0..tx_).collect(),
-                    1 => (0..ty_).map(|y| y * tx_ + tx_ - 1).collect(),
-                    2 => (0..tx_).map(|x| (ty_ - 1) * tx_ + x).collect(),
-                    _ => (0..ty_).map(|y| y * tx_).collect(),
-                };
-                start.extend(along);
-            }
-        }
+        let edges = self.texel_constants();
+        start.extend(self.world.exchanging_edge_pages(&edges));
         start.sort_unstable();
         start.dedup();
         // One flag a page rather than a set: thousands of wet pages each mark dozens around them
         // every frame while a source is read.
+        let (tx_, ty_) = (tx as usize, ty as usize);
         let mut reach = vec![false; tx_ * ty_];
         for page in start {
             let (px, py) = ((page % tx_) as i64, (page / tx_) as i64);

@@ -945,10 +945,8 @@ impl World {
                 needed.insert(page, if self.slots[page][1] != ZERO_SLOT { 2 } else { 1 });
             }
         } else if let Some(c) = c {
-            for page in self.pages.edge_tiles() {
-                if self.pages.on_exchanging_edge(c, page) {
-                    keep_around(page, ALL_NEIGHBOURS, &mut needed);
-                }
+            for page in self.exchanging_edge_pages(c) {
+                keep_around(page, ALL_NEIGHBOURS, &mut needed);
             }
         }
         if !self.residency_held {
@@ -1394,6 +1392,12 @@ impl World {
     /// Pages count along x and y.
     pub fn pages(&self) -> [u32; 2] {
         self.pages.tiles
+    }
+
+    /// The pages along the world's edges that exchange water under constants `c` (an open,
+    /// inflow or level edge): on the device whatever the water does.
+    pub fn exchanging_edge_pages<'a>(&'a self, c: &'a StepConstants) -> impl Iterator<Item = usize> + 'a {
+        self.pages.edge_tiles().filter(move |&page| self.pages.on_exchanging_edge(c, page))
     }
 
     /// The pages the next frame starts from (row-major over [`World::pages`], ascending): those
