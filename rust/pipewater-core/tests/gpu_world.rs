@@ -12,7 +12,7 @@
 mod gpu_support;
 
 use gpu_support::gpu_or_skip;
-use pipewater_core::backend::gpu::world::{World, BYTES_PER_RESIDENT_CELL};
+use pipewater_core::backend::gpu::world::{World, WorldReport, BYTES_PER_RESIDENT_CELL};
 use pipewater_core::backend::gpu::{GpuBackend, GpuContext};
 use pipewater_core::backend::{Backend, CellWater, FramePlan};
 use pipewater_core::pipes::StepConstants;
@@ -31,6 +31,36 @@ fn block(x0: u32, y0: u32, side: u32, depth: f32) -> Vec<(u32, u32, i32)> {
 
 fn constants(w: u32, h: u32) -> StepConstants {
     StepConstants::new(&Params::default(), w, h, 1.0, 0.02, [0; 4])
+}
+
+/// The `w × h` world against the dense grid stepped alike, at `when`: prints the figures, and
+/// asserts depth and pipes identical to the bit, the world holding the `added` quanta, no fault.
+/// The world's report, for what a test checks beyond that.
+fn compare_with_dense(world: &mut World, dense: &mut GpuBackend, w: u32, h: u32, added: i64, when: &str) -> WorldReport {
+    let state = dense.read_state().unwrap();
+    let depth = world.read_depth(0, 0, w, h).unwrap();
+    let flow = world.read_flow(0, 0, w, h).unwrap();
+    let depth_differs = depth.iter().zip(&state.depth).filter(|(a, b)| a != b).count();
+    let flow_differs = flow.iter().zip(&state.flow).filter(|(a, b)| a.map(f32::to_bits) != b.map(f32::to_bits)).count();
+    let held = world.total_quanta().unwrap();
+    let report = world.report();
+    let wet_cells = depth.iter().filter(|&&d| d > 0).count();
+    println!(
+        "{when}: {wet_cells} wet cells, {} of {} pages resident ({} with water fields, {} wet), {} tiles awake in {} workgroups; depth differs in {depth_differs} cells, pipes in {flow_differs}; held {held}, dense {}, added {added}; faults {}",
+        report.resident,
+        report.pages,
+        report.watered,
+        report.wet,
+        report.awake,
+        report.workgroups,
+        state.total_quanta(),
+        report.faults
+    );
+    assert_eq!(depth_differs, 0, "{when}: depth of the paged world differs from the dense grid's");
+    assert_eq!(flow_differs, 0, "{when}: pipes of the paged world differ from the dense grid's");
+    assert_eq!(held, added, "{when}: the world holds {held} quanta, {added} were added");
+    assert_eq!(report.faults, 0, "{when}: a page with water beside it could not step");
+    report
 }
 
 /// The paged world and the dense wgpu backend, stepped through the same frames of a flood that
@@ -62,30 +92,10 @@ fn a_world_in_pages_steps_as_the_dense_grid_bit_for_bit() {
         dense.advance(&FramePlan { constants: c, substeps: 4, forcing: &[] }).unwrap();
         world.advance(&c, 4).unwrap();
         if frame % 10 == 0 || frame == 1 {
-            let state = dense.read_state().unwrap();
-            let depth = world.read_depth(0, 0, w, h).unwrap();
-            let flow = world.read_flow(0, 0, w, h).unwrap();
-            let depth_differs = depth.iter().zip(&state.depth).filter(|(a, b)| a != b).count();
-            let flow_differs = flow.iter().zip(&state.flow).filter(|(a, b)| a.map(f32::to_bits) != b.map(f32::to_bits)).count();
-            let held = world.total_quanta().unwrap();
+            let report = compare_with_dense(&mut world, &mut dense, w, h, added, &format!("frame {frame}"));
             let counters = world.counters().unwrap();
-            let report = world.report();
-            let wet_cells = depth.iter().filter(|&&d| d > 0).count();
-            println!(
-                "frame {frame}: {wet_cells} wet cells, {} of {} pages resident ({} with water fields, {} wet), depth differs in {depth_differs} cells, pipes in {flow_differs}; held {held}, dense {}, added {added} (counted {}), faults {}",
-                report.resident,
-                report.pages,
-                report.watered,
-                report.wet,
-                state.total_quanta(),
-                counters.added,
-                report.faults
-            );
-            assert_eq!(depth_differs, 0, "frame {frame}: depth of the paged world differs from the dense grid's");
-            assert_eq!(flow_differs, 0, "frame {frame}: pipes of the paged world differ from the dense grid's");
-            assert_eq!(held, added, "frame {frame}: the world holds {held} quanta, {added} were added");
+            println!("frame {frame}: the ledger counted {} added", counters.added);
             assert_eq!(counters.added as i64, added, "frame {frame}: the ledger counted {} added", counters.added);
-            assert_eq!(report.faults, 0, "frame {frame}: a page with water beside it could not step");
             resident_seen.push(report.resident);
         }
     }
@@ -122,34 +132,11 @@ fn a_lake_away_from_its_pages_borders_brings_no_ring_of_water_fields() {
     world.add_water(&water).unwrap();
     let added: i64 = water.iter().map(|&(_, _, q)| q as i64).sum();
     let c = constants(w, h);
-    let compare = |world: &mut World, dense: &mut GpuBackend, when: &str| {
-        let state = dense.read_state().unwrap();
-        let depth = world.read_depth(0, 0, w, h).unwrap();
-        let flow = world.read_flow(0, 0, w, h).unwrap();
-        let depth_differs = depth.iter().zip(&state.depth).filter(|(a, b)| a != b).count();
-        let flow_differs = flow.iter().zip(&state.flow).filter(|(a, b)| a.map(f32::to_bits) != b.map(f32::to_bits)).count();
-        let held = world.total_quanta().unwrap();
-        let report = world.report();
-        let wet_cells = depth.iter().filter(|&&d| d > 0).count();
-        println!(
-            "{when}: {wet_cells} wet cells, {} pages with water fields, {} with terrain, {} wet; depth differs in {depth_differs} cells, pipes in {flow_differs}; held {held}, dense {}, added {added}; faults {}",
-            report.watered,
-            report.resident,
-            report.wet,
-            state.total_quanta(),
-            report.faults
-        );
-        assert_eq!(depth_differs, 0, "{when}: depth of the paged world differs from the dense grid's");
-        assert_eq!(flow_differs, 0, "{when}: pipes of the paged world differ from the dense grid's");
-        assert_eq!(held, added, "{when}: the world holds {held} quanta, {added} were added");
-        assert_eq!(report.faults, 0, "{when}: a page with water beside it could not step");
-        report
-    };
     for _ in 0..10 {
         dense.advance(&FramePlan { constants: c, substeps: 4, forcing: &[] }).unwrap();
         world.advance(&c, 4).unwrap();
     }
-    let still = compare(&mut world, &mut dense, "lake at rest");
+    let still = compare_with_dense(&mut world, &mut dense, w, h, added, "lake at rest");
     assert_eq!(still.wet, 4, "the lake lies in four pages");
     assert_eq!(still.watered, 4, "only the lake's own pages hold water fields: its shore is more than half a page from every other page");
     assert_eq!(still.resident, 16, "the lake's pages and their twelve neighbours hold terrain");
@@ -169,7 +156,7 @@ fn a_lake_away_from_its_pages_borders_brings_no_ring_of_water_fields() {
         dense.advance(&FramePlan { constants: c, substeps: 4, forcing: &[] }).unwrap();
         world.advance(&c, 4).unwrap();
         if frame % 50 == 0 {
-            watered.push(compare(&mut world, &mut dense, &format!("breached, frame {frame}")).watered);
+            watered.push(compare_with_dense(&mut world, &mut dense, w, h, added, &format!("breached, frame {frame}")).watered);
         }
     }
     // Beyond the lake's four pages and the two east of its shore (the channel crosses a border of
@@ -205,22 +192,8 @@ fn pages_stepped_whole_step_as_the_dense_grid_bit_for_bit() {
         dense.advance(&FramePlan { constants: c, substeps: 4, forcing: &[] }).unwrap();
         world.advance(&c, 4).unwrap();
         if frame % 6 == 0 {
-            let state = dense.read_state().unwrap();
-            let depth = world.read_depth(0, 0, w, h).unwrap();
-            let flow = world.read_flow(0, 0, w, h).unwrap();
-            let depth_differs = depth.iter().zip(&state.depth).filter(|(a, b)| a != b).count();
-            let flow_differs = flow.iter().zip(&state.flow).filter(|(a, b)| a.map(f32::to_bits) != b.map(f32::to_bits)).count();
-            let held = world.total_quanta().unwrap();
-            let report = world.report();
-            println!(
-                "frame {frame}: {} tiles awake in {} workgroups, {} pages with water fields; depth differs in {depth_differs} cells, pipes in {flow_differs}; held {held}, added {added}, faults {}",
-                report.awake, report.workgroups, report.watered, report.faults
-            );
+            let report = compare_with_dense(&mut world, &mut dense, w, h, added, &format!("frame {frame}, pages stepped whole"));
             merged_seen |= report.workgroups < report.awake;
-            assert_eq!(depth_differs, 0, "frame {frame}: depth of the world stepped in whole pages differs from the dense grid's");
-            assert_eq!(flow_differs, 0, "frame {frame}: pipes of the world stepped in whole pages differ from the dense grid's");
-            assert_eq!(held, added, "frame {frame}: the world holds {held} quanta, {added} were added");
-            assert_eq!(report.faults, 0, "frame {frame}: a page with water beside it could not step");
         }
     }
     assert!(merged_seen, "the step never ran a page's tiles as one workgroup: the test compared nothing new");
