@@ -51,6 +51,26 @@ func _terrain3d_slope(region_size: int, locations: Array) -> Node3D:
 	return terrain
 
 
+## Region locations of an [param across]² square of them, [param gap] left out (a gap; off the
+## square: none).
+func _regions(across: int, gap: Vector2i) -> Array:
+	var locations: Array = []
+	for v in across:
+		for u in across:
+			if Vector2i(u, v) != gap:
+				locations.append(Vector2i(u, v))
+	return locations
+
+
+## A node at global [param at] in the tree, [param world]'s focus_node.
+func _focus_of(world: PipeWaterWorld, at: Vector3) -> Node3D:
+	var focus := Node3D.new()
+	_t.root.add_child(focus)
+	focus.global_position = at
+	world.focus_node = world.get_path_to(focus)
+	return focus
+
+
 ## A world of [param cells]² 1 m cells whose cell (x, y) is centred on global (x, 0, y), over
 ## [param terrain]: vertex (u, v) of a Terrain3D at 1 m lies under cell (u, v).
 func _world_over(terrain: Node3D, cells: int, budget_ms: float) -> PipeWaterWorld:
@@ -77,18 +97,10 @@ func _world_over(terrain: Node3D, cells: int, budget_ms: float) -> PipeWaterWorl
 ## lies on the edited ground.
 func _test_ground_from_a_terrain3d_read_in_slices() -> void:
 	print("-- terrain_source: a world over a Terrain3D, read in slices over frames")
-	var locations: Array = []
-	for v in 4:
-		for u in 4:
-			if u != 3 or v != 3:
-				locations.append(Vector2i(u, v))
-	var terrain: Node3D = _terrain3d_slope(128, locations)
+	var terrain: Node3D = _terrain3d_slope(128, _regions(4, Vector2i(3, 3)))
 	_t.root.add_child(terrain)
-	var focus := Node3D.new()
-	_t.root.add_child(focus)
-	focus.global_position = Vector3(100.0, 0.0, 100.0)
 	var world := _world_over(terrain, 512, 0.1)
-	world.focus_node = world.get_path_to(focus)
+	var focus := _focus_of(world, Vector3(100.0, 0.0, 100.0))
 	world.window_cells = 512
 	var waited_for_ground: bool = not world.is_terrain_source_read()
 	world.step(1.0 / 30.0)
@@ -208,17 +220,10 @@ func _test_ground_from_a_terrain3d_read_in_slices() -> void:
 ## rest of the ground comes in behind, one slice a frame, and terrain_source_read is emitted once.
 func _test_water_steps_on_ground_read_around_it_first() -> void:
 	print("-- terrain_source: water steps on the ground read around it first")
-	var locations: Array = []
-	for v in 8:
-		for u in 8:
-			locations.append(Vector2i(u, v))
-	var terrain: Node3D = _terrain3d_slope(128, locations)
+	var terrain: Node3D = _terrain3d_slope(128, _regions(8, Vector2i(-1, -1)))
 	_t.root.add_child(terrain)
-	var focus := Node3D.new()
-	_t.root.add_child(focus)
-	focus.global_position = Vector3(100.0, 0.0, 100.0)
 	var world := _world_over(terrain, 1024, 0.1)
-	world.focus_node = world.get_path_to(focus)
+	var focus := _focus_of(world, Vector3(100.0, 0.0, 100.0))
 	var signals: Array = []
 	world.terrain_source_read.connect(func() -> void: signals.append(true))
 	var source_ground := func(x: float, y: float) -> float:
