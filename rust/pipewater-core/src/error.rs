@@ -38,7 +38,9 @@ pub enum Error {
     /// newer format version, inconsistent, or made for another grid. Says which.
     InvalidSave(String),
     /// The simulation is applying a load ([`crate::Simulation::poll_restore`]): until it lands the
-    /// water waits and calls that read, edit or step it are refused. Says which call.
+    /// water waits and calls that read, edit or step it are refused; or a world is asked to step
+    /// while a change record is open ([`crate::world_water::WorldWater::begin_record`]). Says
+    /// which call.
     Busy(String),
 }
 

@@ -29,8 +29,10 @@ use crate::sources::SourceId;
 use crate::world_save::{WorldSave, WorldSource};
 use crate::state::{Snapshot, State};
 
+mod authoring;
 mod bodies;
 mod detail;
+pub use authoring::{RecordedChanges, RegionValues, FILL_REACH, RECORD_BLOCK};
 pub use bodies::MAX_BODY_REGION_SIDE;
 pub use detail::{WorldDetail, WorldDetailWindow};
 
@@ -134,6 +136,8 @@ pub struct WorldWater {
     detail: Option<WorldDetail>,
     /// Whether the detail layer runs on the host's reference kernel rather than the device.
     detail_on_host: bool,
+    /// What the edits change while an editor's stroke is open (`world_water/authoring.rs`).
+    record: Option<authoring::ChangeRecord>,
 }
 
 impl WorldWater {
@@ -164,6 +168,7 @@ impl WorldWater {
             sources_at_copy: None,
             detail: None,
             detail_on_host: false,
+            record: None,
         };
         water.raise_depth_bound_for_edges();
         water
@@ -318,6 +323,9 @@ impl WorldWater {
     pub fn add_water(&mut self, x: f32, z: f32, volume: f32, radius: f32) -> Result<f64> {
         let shares = self.shares(x, z, volume, radius)?;
         let cells: Vec<(u32, u32, i32)> = shares.iter().map(|&(cx, cy, q)| (cx, cy, q as i32)).collect();
+        if let Some(rect) = authoring::rect_of(cells.iter().map(|c| (c.0, c.1))) {
+            self.note_change(rect)?;
+        }
         self.world.add_water(&cells)?;
         let peak = shares.iter().map(|s| s.2).max().unwrap_or(0);
         self.depth_bound = self.depth_bound.max(peak as f32 * DEPTH_QUANTUM);
@@ -337,6 +345,9 @@ impl WorldWater {
         let indexed: Vec<(u32, f32)> = footprint.iter().enumerate().map(|(k, &(_, _, weight))| (k as u32, weight)).collect();
         let cells: Vec<(u32, u32, i32)> =
             distribute_quanta(&indexed, quanta).into_iter().filter(|s| s.1 != 0).map(|(k, q)| (footprint[k as usize].0, footprint[k as usize].1, -(q.min(MAX_DEPTH_QUANTA as i64) as i32))).collect();
+        if let Some(rect) = authoring::rect_of(cells.iter().map(|c| (c.0, c.1))) {
+            self.note_change(rect)?;
+        }
         self.world.add_water(&cells)
     }
 
@@ -355,11 +366,16 @@ impl WorldWater {
             let at = ((cy - y0) * w + (cx - x0)) as usize;
             heights[at] = (heights[at] + delta * weight).clamp(-MAX_TERRAIN_ABS, MAX_TERRAIN_ABS);
         }
+        self.note_change(CellRect { x: x0, y: y0, width: w, height: h })?;
         self.world.set_terrain_region(x0, y0, w, h, &heights)
     }
 
     /// Sets the ground of the `w × h` cells from cell (x, y), row-major, keeping the water.
     pub fn set_terrain_region(&mut self, x: u32, y: u32, w: u32, h: u32, heights: &[f32]) -> Result<()> {
+        let rect = CellRect { x, y, width: w, height: h };
+        if self.check_rect(rect).is_ok() && heights.len() == rect.cell_count() {
+            self.note_change(rect)?;
+        }
         self.world.set_terrain_region(x, y, w, h, heights)
     }
 
@@ -435,6 +451,7 @@ impl WorldWater {
     /// past that, time is dropped), as [`crate::Simulation::advance`].
     pub fn advance(&mut self, delta: f32) -> Result<FrameReport> {
         check_range("delta", delta, 0.0, MAX_FRAME_DELTA)?;
+        self.refuse_while_recording()?;
         let delta = delta + self.carried_time;
         if delta < MIN_STEP {
             self.carried_time = delta;
@@ -592,6 +609,7 @@ impl WorldWater {
     /// focus policy, far pages may sit the frame out ([`WorldWater::set_far_step_every`]).
     pub fn run_steps(&mut self, step: f32, substeps: u32) -> Result<()> {
         check_range("step", step, MIN_STEP, crate::simulation::MAX_STEP_LENGTH)?;
+        self.refuse_while_recording()?;
         if substeps == 0 {
             return Ok(());
         }

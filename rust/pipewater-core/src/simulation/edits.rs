@@ -277,20 +277,29 @@ impl Simulation {
 /// Fails when `level` stands more than [`MAX_DEPTH`] above the basin's lowest ground: the
 /// error names the limit and the highest level that fits.
 pub fn basin_fill(state: &State, start: (u32, u32), level: f32, neighbours: NeighbourMode) -> Result<Vec<CellWater>> {
+    basin_fill_within(state, start, level, neighbours).map(|(cells, _)| cells)
+}
+
+/// [`basin_fill`], and the smallest rectangle holding every cell of the basin (those at or
+/// above `level` that connect it among them; empty when `start` is not below `level`): whether
+/// the basin reaches the edge of `state`, which a caller filling part of a larger grid needs.
+pub fn basin_fill_within(state: &State, start: (u32, u32), level: f32, neighbours: NeighbourMode) -> Result<(Vec<CellWater>, CellRect)> {
     let grid = state.grid;
     let (w, h) = (grid.width as i64, grid.height as i64);
     let below = |i: usize| state.terrain[i] < level;
     let first = grid.index(start.0, start.1);
     if !below(first) {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), CellRect::default()));
     }
     let mut seen = vec![false; grid.cell_count()];
     let mut stack = vec![(start.0 as i64, start.1 as i64)];
     seen[first] = true;
     let mut cells = Vec::new();
     let mut lowest = first;
+    let mut extent = CellRect { x: start.0, y: start.1, width: 1, height: 1 };
     while let Some((x, y)) = stack.pop() {
         let i = grid.index(x as u32, y as u32);
+        extent = extent.union(CellRect { x: x as u32, y: y as u32, width: 1, height: 1 });
         if state.terrain[i] < state.terrain[lowest] {
             lowest = i;
         }
@@ -321,7 +330,7 @@ pub fn basin_fill(state: &State, start: (u32, u32), level: f32, neighbours: Neig
             format!("-{MAX_TERRAIN_ABS} ..= {} m for this basin: its lowest ground is {floor} m (cell ({x}, {y})), and a cell holds at most {MAX_DEPTH} m of water", floor as f64 + MAX_DEPTH as f64),
         ));
     }
-    Ok(cells)
+    Ok((cells, extent))
 }
 
 /// Splits `quanta` over a footprint in proportion to its weights, exactly (largest remainder):

@@ -25,7 +25,7 @@ mod recovery;
 mod save_jobs;
 mod sources;
 
-pub use edits::basin_fill;
+pub use edits::{basin_fill, basin_fill_within};
 pub use queries::{sample_surface, sample_surface_on};
 // For the world in pages (world_water.rs), which splits an edit as the dense grid does.
 #[cfg(feature = "gpu")]
