@@ -340,7 +340,7 @@ func _test_a_world_starts_from_its_initial_state() -> void:
 	var heights := PackedFloat32Array()
 	for i in 80 * 80:
 		heights.append(2.0 if (i % 80 >= 8 and i % 80 < 72 and i / 80 >= 8 and i / 80 < 72) else 6.0)
-	world.set_terrain_region(Vector2i(80, 80), Vector2i(80, 80), heights)
+	world.set_terrain_region(Rect2i(Vector2i(80, 80), Vector2i(80, 80)), heights)
 	var centre := Vector3(120.5 - 450.0, 0.0, 120.5 - 350.0)
 	world.add_water(centre, 3000.0, 20.0)
 	var source: int = world.add_source(centre + Vector3(10, 0, 0), 2.0, 3.0)

@@ -62,7 +62,7 @@ func _test_a_lake_in_a_world_past_the_dense_limit() -> void:
 	for i in 40 * 40:
 		var inside: bool = i % 40 >= 5 and i % 40 < 35 and i / 40 >= 5 and i / 40 < 35
 		heights.append(4.0 if inside else 10.0)
-	world.set_terrain_region(Vector2i(100, 100), Vector2i(40, 40), heights)
+	world.set_terrain_region(Rect2i(Vector2i(100, 100), Vector2i(40, 40)), heights)
 	var centre: Vector3 = _cell_position(120, 120) - Vector3(0.5, 0.0, 0.5)
 	var placed: float = world.add_water(centre, 900.0, 14.0)
 	_near(placed, 900.0, 0.001, "add_water places 900 m³")
@@ -219,11 +219,13 @@ func _test_bad_input_is_refused_with_no_effect() -> void:
 	var placed: float = world.add_water(Vector3.ZERO, 1.0e6, 0.1)
 	_check(placed == 0.0 and world.get_last_error().contains("volume"),
 			"a volume too deep for a cell is refused: %s" % world.get_last_error())
-	world.set_terrain_region(Vector2i(SIDE - 2, 0), Vector2i(4, 1), PackedFloat32Array([1, 2, 3, 4]))
-	_check(world.get_last_error().contains("terrain region"),
+	var past: bool = world.set_terrain_region(Rect2i(Vector2i(SIDE - 2, 0), Vector2i(4, 1)),
+			PackedFloat32Array([1, 2, 3, 4]))
+	_check(not past and world.get_last_error().contains("set_terrain_region: region"),
 			"a terrain region past the world is refused: %s" % world.get_last_error())
-	world.set_terrain_region(Vector2i(0, 0), Vector2i(2, 1), PackedFloat32Array([1, NAN]))
-	_check(world.get_last_error().contains("terrain height"),
+	var nan_height: bool = world.set_terrain_region(Rect2i(Vector2i(0, 0), Vector2i(2, 1)),
+			PackedFloat32Array([1, NAN]))
+	_check(not nan_height and world.get_last_error().contains("heights"),
 			"a NaN height is refused: %s" % world.get_last_error())
 	world.step(-1.0)
 	_check(world.get_last_error().contains("delta"), "a negative step is refused")
@@ -343,7 +345,7 @@ func _test_far_water_is_drawn_beyond_the_window() -> void:
 	for i in 40 * 40:
 		var inside: bool = i % 40 >= 5 and i % 40 < 35 and i / 40 >= 5 and i / 40 < 35
 		heights.append(4.0 if inside else 10.0)
-	world.set_terrain_region(Vector2i(100, 100), Vector2i(40, 40), heights)
+	world.set_terrain_region(Rect2i(Vector2i(100, 100), Vector2i(40, 40)), heights)
 	var cell := func(x: float, y: float) -> Vector3: return Vector3(x - 1024.0, 0.0, y - 1024.0)
 	var lake: Vector3 = cell.call(120.0, 120.0)
 	world.add_water(lake, 900.0, 14.0)
@@ -470,7 +472,7 @@ func _test_a_crate_floats_on_a_world_at_its_draft() -> void:
 	for i in 64 * 64:
 		var inside: bool = i % 64 >= 8 and i % 64 < 56 and i / 64 >= 8 and i / 64 < 56
 		heights.append(0.0 if inside else 10.0)
-	world.set_terrain_region(Vector2i(side - 32, side - 32), Vector2i(64, 64), heights)
+	world.set_terrain_region(Rect2i(Vector2i(side - 32, side - 32), Vector2i(64, 64)), heights)
 	var poured: float = 0.0
 	for y in range(side - 24, side + 24):
 		for x in range(side - 24, side + 24):

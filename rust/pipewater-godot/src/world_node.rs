@@ -27,6 +27,7 @@ use pipewater_core::world_water::{WorldWater, MAX_FAR_STEP_EVERY, MAX_FOCUS_RADI
 use crate::node::WaterBoundary;
 use pipewater_core::{Boundary, Params};
 
+mod authoring;
 mod bodies;
 mod detail;
 mod terrain;
@@ -109,7 +110,7 @@ pub fn world_state_kind(bytes: &[u8]) -> Result<(), String> {
 /// `add_ripple`, `get_height(position, true)`, `detail_texture`), the same across page borders
 /// as on a grid. Needs a wgpu device.
 #[derive(GodotClass)]
-#[class(init, base = Node3D)]
+#[class(init, tool, base = Node3D)]
 pub struct PipeWaterWorld {
     /// Cells along local X and Z. Each side 1 ..= 1 073 741 823; a world far past 16384² is what
     /// this node is for. Changing it starts a new, dry world.
@@ -203,6 +204,12 @@ pub struct PipeWaterWorld {
     #[export]
     #[init(val = true)]
     running: bool,
+    /// When true, the world also steps in the editor (its water flows while you build the
+    /// level); otherwise the editor shows the water as it stands: baked in `initial_state`, and
+    /// as the editor's brushes paint it. In the editor the window of water drawn follows the
+    /// editor's 3D camera.
+    #[export]
+    simulate_in_editor: bool,
     /// Water baked into the scene: a `PipeWaterState` whose `data` is this node's save (the bytes
     /// of `save_state()` or of `state_saved`; `docs/BACKENDS.md` shows a script that stores
     /// one as a resource). The world starts from it instead of dry: its water, ground, sources and
@@ -395,11 +402,14 @@ impl INode3D for PipeWaterWorld {
         self.poll_save();
         self.poll_load();
         self.read_terrain_source(Some(self.terrain_read_budget()));
-        if self.running && self.terrain_link.may_step() {
+        let in_editor = godot::classes::Engine::singleton().is_editor_hint();
+        // A stroke's record holds the edits alone: the water waits while one is open.
+        let recording = self.water.as_ref().is_some_and(|w| w.is_recording());
+        if self.running && (!in_editor || self.simulate_in_editor) && !recording && self.terrain_link.may_step() {
             self.read_ground_within_reach((delta as f32).clamp(0.0, 10.0));
             self.sync_focus();
             self.sync_detail();
-            if !godot::classes::Engine::singleton().is_editor_hint() {
+            if !in_editor {
                 self.couple_bodies(delta.clamp(0.0, 10.0));
             }
             let result = self.water.as_mut().map(|w| w.advance((delta as f32).clamp(0.0, 10.0)));
@@ -736,22 +746,6 @@ impl PipeWaterWorld {
             self.show_far_water(0.0, true);
             self.show_detail_now();
         }
-    }
-
-    /// Sets the ground (local Y, m) of `size` cells from cell `origin`, row-major `heights`,
-    /// keeping the water.
-    #[func]
-    fn set_terrain_region(&mut self, origin: Vector2i, size: Vector2i, heights: PackedFloat32Array) {
-        if !self.ensure_world() {
-            return;
-        }
-        if origin.x < 0 || origin.y < 0 || size.x < 1 || size.y < 1 {
-            self.errors.reject(format!("set_terrain_region: origin {origin} and size {size}: origin must be ≥ 0 and size ≥ 1 cell"));
-            return;
-        }
-        self.window_stale = true;
-        let result = self.water.as_mut().map(|w| w.set_terrain_region(origin.x as u32, origin.y as u32, size.x as u32, size.y as u32, heights.as_slice()));
-        self.core("set_terrain_region", result);
     }
 
     /// Sets the ground from an image from cell `origin`: red channel (or luminance) ×
@@ -1189,7 +1183,9 @@ impl PipeWaterWorld {
     fn focus_cells(&self) -> [f64; 2] {
         let Some(water) = self.water.as_ref() else { return [0.0; 2] };
         let [w, h] = water.size();
-        let focus = if self.focus_node.is_empty() {
+        let focus = if let Some(camera) = editor_camera() {
+            Some(camera.get_global_position())
+        } else if self.focus_node.is_empty() {
             None
         } else {
             self.base().get_node_or_null(&self.focus_node).and_then(|n| n.try_cast::<Node3D>().ok()).map(|n| n.get_global_position())
@@ -1293,6 +1289,15 @@ impl PipeWaterWorld {
         }
         self.default_material.clone()
     }
+}
+
+/// The editor's 3D camera, in the editor (where the window of water follows it: the scene's
+/// own cameras stand still there).
+fn editor_camera() -> Option<Gd<godot::classes::Camera3D>> {
+    if !godot::classes::Engine::singleton().is_editor_hint() {
+        return None;
+    }
+    godot::classes::EditorInterface::singleton().get_editor_viewport_3d_ex().idx(0).done()?.get_camera_3d()
 }
 
 #[cfg(test)]
