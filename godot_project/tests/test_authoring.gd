@@ -21,6 +21,8 @@ const Stroke := preload("res://addons/pipe_water/editor/stroke.gd")
 const SCENE_DIR := "res://tests/authoring_pond"
 const SCENE_PATH := SCENE_DIR + "/pond.tscn"
 const GRID := Vector2i(48, 32)
+## Cells of the world the world test paints (six pages of 56²).
+const WORLD_CELLS := Vector2i(300, 200)
 ## The pond's level, local m: the bowl's floor lies 2 m below it.
 const POND_LEVEL := 1.0
 ## Rate of the test's spring, m³/s.
@@ -80,6 +82,7 @@ func _run() -> void:
 	await _test_the_source_gizmo()
 	await _test_a_stroke_pauses_the_water_the_editor_runs()
 	await _test_fit_to_terrain_is_one_undo_step()
+	await _test_a_world_is_painted_undone_and_baked_in_the_editor()
 	_remove_the_pond()
 	_finish()
 
@@ -112,6 +115,175 @@ func _test_fit_to_terrain_is_one_undo_step() -> void:
 	history.undo()
 	_water.terrain_source = NodePath()
 	holder.free()
+
+
+## A PipeWaterWorld in the edited scene, 300 × 200 cells (six pages): made in the editor, it
+## stands still unless simulate_in_editor; its drawn window follows the editor's camera; the
+## brushes paint it across page borders through the plugin, each stroke one undo step given back
+## to the quantum and the bit; the mouse picks its surface; Bake stores its save beside the
+## scene, and the scene loaded again starts from those depths and that ground.
+func _test_a_world_is_painted_undone_and_baked_in_the_editor() -> void:
+	print("-- a PipeWaterWorld in the editor")
+	var world: PipeWaterWorld = ClassDB.instantiate(&"PipeWaterWorld")
+	world.name = "World"
+	world.world_size = WORLD_CELLS
+	world.window_cells = 64
+	world.position = Vector3(400, 0, 0)
+	_root.add_child(world)
+	world.owner = _root
+	await process_frame
+	_check(world.is_ready(), "the world is made in the editor (%s)" % world.get_last_error())
+	if not world.is_ready():
+		world.free()
+		return
+	var whole := Rect2i(Vector2i.ZERO, WORLD_CELLS)
+	var ground := PackedFloat32Array()
+	for y in WORLD_CELLS.y:
+		for x in WORLD_CELLS.x:
+			ground.append(0.04 * Vector2(x - 150.0, y - 100.0).length() - 2.0)
+	_check(world.set_terrain_region(whole, ground), "the ground is set (a bowl, 2 m deep)")
+	world.add_water(world.to_global(Vector3(0, 0, 0)), 3000.0, 25.0)
+	await process_frame
+	var poured: PackedInt32Array = world.get_water_region(whole)
+	for i in 10:
+		await physics_frame
+	var standing := world.get_water_region(whole) == poured
+	world.simulate_in_editor = true
+	for i in 10:
+		await physics_frame
+	var flowing := world.get_water_region(whole) != poured
+	world.simulate_in_editor = false
+	print("   poured water after 10 physics frames: %s; with simulate_in_editor: %s" % [
+			"unchanged" if standing else "moved", "moved" if flowing else "unchanged"])
+	_check(standing, "the editor shows the water as it stands")
+	_check(flowing, "simulate_in_editor makes it flow")
+	await process_frame
+	var camera := EditorInterface.get_editor_viewport_3d(0).get_camera_3d()
+	var seen := world.to_local(camera.global_position)
+	var half := Vector2(WORLD_CELLS) / 2.0
+	var nearest := Vector2(clampf(seen.x, -half.x, half.x), clampf(seen.z, -half.y, half.y))
+	var window: Rect2 = world.get_window_rect()
+	print("   the editor's camera at local %s; the window %s" % [seen, window])
+	_check(window.grow(1.0).has_point(nearest) and not window.has_point(Vector2.ZERO),
+			"the drawn window follows the editor's camera, not the node's centre")
+
+	EditorInterface.edit_node(world)
+	await process_frame
+	var toolbar: Control = _plugin.get("toolbar")
+	_check(_plugin.get("water") == world and toolbar.visible,
+			"selecting the world gives it to the plugin and shows the toolbar")
+	_check(not (toolbar.get("_fit") as Button).visible,
+			"without Fit to terrain (a world's size is its own)")
+	var history := _world_history(world)
+	var version: int = history.get_version()
+	var before: PackedInt32Array = world.get_water_region(whole)
+	var ledger_before: Dictionary = world.get_water_ledger()
+	toolbar.set("radius", 6.0)
+	toolbar.set("strength", 2.0)
+	# Across the border between the first and second columns of pages (cell 56, local x −94).
+	_plugin.call("begin_stroke", world, Stroke.Tool.ADD_WATER, world.to_global(Vector3(-100, 0, -40)))
+	for x in [-98.0, -95.0, -92.0, -89.0]:
+		_plugin.call("stroke_to", world.to_global(Vector3(x, 0, -42)), 0.25)
+	var recording_during: bool = world.is_recording_changes()
+	_check(_plugin.call("end_stroke"), "the stroke on the world ends in the history")
+	var painted: PackedInt32Array = world.get_water_region(whole)
+	var ledger_painted: Dictionary = world.get_water_ledger()
+	print("   the stroke changed %d cells, added %.4f m³; history %d -> %d (%s)" % [
+			_differing(before, painted), ledger_painted["added"] - ledger_before["added"], version,
+			history.get_version(), history.get_current_action_name()])
+	_check(recording_during and not world.is_recording_changes(),
+			"the world records the stroke from press to release")
+	_check(history.get_version() == version + 1
+			and history.get_current_action_name() == "PipeWater: add water",
+			"the stroke is one undo step named after its brush")
+	history.undo()
+	var undone: PackedInt32Array = world.get_water_region(whole)
+	_check(undone == before, "undo gives the world's depths back bit for bit (%d cells differ)"
+			% _differing(before, undone))
+	history.redo()
+	_check(world.get_water_region(whole) == painted, "redo gives the stroke's water back")
+	var terrain: PackedFloat32Array = world.get_terrain_region(whole)
+	for brush: Stroke.Tool in [Stroke.Tool.RAISE, Stroke.Tool.SMOOTH, Stroke.Tool.LOWER]:
+		_plugin.call("begin_stroke", world, brush, world.to_global(Vector3(-94, 0, 10)))
+		_plugin.call("stroke_to", world.to_global(Vector3(-90, 0, 14)), 0.5)
+		_plugin.call("end_stroke")
+	var shaped: PackedFloat32Array = world.get_terrain_region(whole)
+	for i in 3:
+		history.undo()
+	var ground_back: PackedFloat32Array = world.get_terrain_region(whole)
+	var heights_differ := 0
+	for i in terrain.size():
+		if ground_back[i] != terrain[i]:
+			heights_differ += 1
+	print("   raise, smooth and lower changed the ground: %s; undone, %d heights differ" % [
+			shaped != terrain, heights_differ])
+	_check(shaped != terrain and heights_differ == 0,
+			"terrain strokes on the world undo to the bit")
+	# A bank up the bowl's side, above the water poured in it.
+	var bank := world.to_global(Vector3(130, 0, 0))
+	bank.y = world.get_terrain_height(bank)
+	var fill_before: PackedInt32Array = world.get_water_region(whole)
+	_plugin.call("begin_stroke", world, Stroke.Tool.FILL, bank)
+	_plugin.call("end_stroke")
+	var filled_to: float = world.get_height(world.to_global(Vector3.ZERO))
+	print("   a fill to the bank at %.4f m: the pond's surface at the centre %.4f m" % [bank.y,
+			filled_to])
+	_check(absf(filled_to - bank.y) < 1.0e-3, "the fill raises the world's pond to the clicked bank")
+	history.undo()
+	_check(world.get_water_region(whole) == fill_before, "its undo restores the water bit for bit")
+	var ledger: Dictionary = world.get_water_ledger()
+	_check(ledger["exact"], "the world's ledger is exact after the strokes and their undos "
+			+ "(held %.6f m³, added %.6f, removed %.6f)" % [ledger["held"], ledger["added"],
+			ledger["removed"]])
+
+	var picker := Camera3D.new()
+	root.add_child(picker)
+	picker.look_at_from_position(world.to_global(Vector3(-20, 60, -30)), world.to_global(Vector3.ZERO),
+			Vector3.UP)
+	var centre: Vector2 = picker.get_viewport().get_visible_rect().size / 2.0
+	var picked: Variant = _plugin.call("pick", picker, centre)
+	var surface: float = world.get_height(picked) if picked is Vector3 else NAN
+	print("   the viewport's centre picks %s; the surface there %.4f m" % [picked, surface])
+	_check(picked is Vector3 and absf((picked as Vector3).y - surface) < 1.0e-3
+			and world.get_depth(picked) > 0.0, "the mouse picks the world's water surface")
+	picker.free()
+
+	var baked_depths: PackedInt32Array = world.get_water_region(whole)
+	var error: int = _plugin.call("bake", world)
+	var baked: PipeWaterState = world.initial_state
+	var expected_path := SCENE_DIR + "/pond_World.res"
+	_check(error == OK and baked != null and baked.resource_path == expected_path,
+			"Bake stores the world's save in initial_state as %s (error %d)" % [expected_path, error])
+	if baked == null:
+		world.free()
+		return
+	await physics_frame
+	_check(world.get_water_region(whole) == baked_depths,
+			"the world after the bake (made again from it) holds the water as it stood")
+	_check(EditorInterface.save_scene() == OK, "the editor saves the scene with the world")
+	var packed := ResourceLoader.load(SCENE_PATH, "", ResourceLoader.CACHE_MODE_IGNORE) as PackedScene
+	var again: Node3D = packed.instantiate() if packed != null else null
+	_check(again != null, "the saved scene loads again")
+	if again != null:
+		root.add_child(again)
+		var reloaded := again.get_node("World") as PipeWaterWorld
+		var reloaded_depths: PackedInt32Array = reloaded.get_water_region(whole)
+		print("   baked %d bytes; the reloaded world: %d of %d cells differ, ground equal: %s" % [
+				baked.data.size(), _differing(baked_depths, reloaded_depths), baked_depths.size(),
+				reloaded.get_terrain_region(whole) == world.get_terrain_region(whole)])
+		_check(reloaded_depths == baked_depths, "the reloaded scene's world starts from the baked depths")
+		_check(reloaded.get_terrain_region(whole) == world.get_terrain_region(whole),
+				"and the baked ground")
+		again.free()
+	history.undo()
+	_check(world.initial_state == null, "the world's bake is one undo step")
+	world.free()
+
+
+## The undo history the editor keeps for [param node].
+func _world_history(node: Node) -> UndoRedo:
+	var manager: EditorUndoRedoManager = _plugin.get_undo_redo()
+	return manager.get_history_undo_redo(manager.get_object_history_id(node))
 
 
 ## Removes the pond's folder, so that the run leaves the project as it found it.

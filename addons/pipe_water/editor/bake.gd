@@ -1,15 +1,34 @@
 @tool
 extends RefCounted
-## Water baked into a scene: where the editor's "Bake" stores a [PipeWater]'s water, and how.
+## Water baked into a scene: where the editor's "Bake" stores a [PipeWater]'s or a
+## [PipeWaterWorld]'s water, and how.
 ##
-## A [PipeWaterState] holds about 24 bytes a cell, too much for a text scene, so it lives in a
+## A [PipeWaterState] holds up to a few bytes a cell (a world's, its pages with water or set
+## ground), too much for a text scene, so it lives in a
 ## binary resource beside the scene, [code]<scene>_<node path>.res[/code] (for
 ## [code]res://levels/valley.tscn[/code] and a node [code]Water[/code]:
 ## [code]res://levels/valley_Water.res[/code]), saved with [constant ResourceSaver.FLAG_COMPRESS],
-## and the scene refers to it through [member PipeWater.initial_state].
+## and the scene refers to it through the node's [code]initial_state[/code].
 
 ## Flags the state is saved with: compressed (Zstandard, as Godot compresses binary resources).
 const SAVE_FLAGS := ResourceSaver.FLAG_COMPRESS
+
+
+## The water of [param target] as it stands, as a state for its [code]initial_state[/code]: a
+## [PipeWater]'s [method PipeWater.save_state], or a [PipeWaterWorld]'s save wrapped in a
+## [PipeWaterState]. Null when the water cannot be read (the reason in its
+## [code]get_last_error()[/code]).
+static func state_of(target: Node3D) -> PipeWaterState:
+	var world := target as PipeWaterWorld
+	if world == null:
+		return (target as PipeWater).save_state()
+	var bytes := world.save_state()
+	if bytes.is_empty():
+		return null
+	var state := PipeWaterState.new()
+	state.data = bytes
+	state.grid_size = world.world_size
+	return state
 
 
 ## The file beside [param scene_path] that holds the baked water of the node at

@@ -2,20 +2,22 @@
 extends EditorPlugin
 ## PipeWater's editor tools (Project Settings → Plugins → PipeWater).
 ##
-## [br]- With a [PipeWater] selected, the toolbar above the 3D viewport offers brushes: add and
+## [br]- With a [PipeWater] or a [PipeWaterWorld] selected, the toolbar above the 3D viewport
+## offers brushes: add and
 ## remove water, fill a basin to a clicked shore, raise, lower and smooth the terrain, with a
 ## radius and a strength. The left button paints; each stroke, press to release, is one step of
 ## the editor's undo history (Ctrl+Z), whose payload is the rectangle of cells the stroke
 ## changed, before and after, exact to the quantum (see stroke.gd).
-## [br]- "Bake" stores the water as it stands (painted, and after [member
-## PipeWater.simulate_in_editor] ran) in [member PipeWater.initial_state], as a compressed binary
-## resource beside the scene (bake.gd): running the scene starts from exactly that water.
+## [br]- "Bake" stores the water as it stands (painted, and after [code]simulate_in_editor[/code]
+## ran) in the node's [code]initial_state[/code], as a compressed binary resource beside the
+## scene (bake.gd): running the scene starts from exactly that water.
 ## "Clear" empties it. Both are undoable. Painting without baking is not saved with the scene;
 ## the toolbar says so.
 ## [br]- Every PipeWaterSource is drawn with its radius (source_gizmo.gd).
 ##
 ## The brushes run on the node's own methods ([method PipeWater.paint_water],
-## [method PipeWater.get_water_changes], …), which work without the editor too.
+## [method PipeWater.get_water_changes], [method PipeWaterWorld.begin_change_record], …), which
+## work without the editor too.
 
 const Stroke := preload("res://addons/pipe_water/editor/stroke.gd")
 const Toolbar := preload("res://addons/pipe_water/editor/toolbar.gd")
@@ -32,8 +34,8 @@ const TERRAIN_OUTLINE := Color(1.0, 0.78, 0.35)
 ## The toolbar (its [code]tool[/code], [code]radius[/code] and [code]strength[/code] are the
 ## brush's).
 var toolbar: Toolbar
-## The water being edited, or null.
-var water: PipeWater
+## The water being edited (a [PipeWater] or a [PipeWaterWorld]), or null.
+var water: Node3D
 
 var _gizmo: SourceGizmo
 var _stroke: Stroke
@@ -60,7 +62,7 @@ func _enter_tree() -> void:
 	toolbar = Toolbar.new()
 	toolbar.bake_pressed.connect(func() -> void: bake(water))
 	toolbar.clear_pressed.connect(func() -> void: clear_bake(water))
-	toolbar.fit_pressed.connect(func() -> void: fit_to_terrain(water))
+	toolbar.fit_pressed.connect(func() -> void: fit_to_terrain(water as PipeWater))
 	add_control_to_container(CONTAINER_SPATIAL_EDITOR_MENU, toolbar)
 	toolbar.hide()
 
@@ -73,12 +75,13 @@ func _exit_tree() -> void:
 
 
 func _handles(object: Object) -> bool:
-	return object is PipeWater
+	return object is PipeWater or object is PipeWaterWorld
 
 
 func _edit(object: Object) -> void:
 	end_stroke()
-	water = object as PipeWater
+	water = object as Node3D if _handles(object) else null
+	toolbar.set_fit_available(water is PipeWater)
 	_show_bake_status()
 
 
@@ -98,7 +101,7 @@ func _process(delta: float) -> void:
 ## Before the scene is saved: painting that was not baked is not part of the scene.
 func _apply_changes() -> void:
 	for id: int in _unbaked:
-		var node := instance_from_id(id) as PipeWater
+		var node := instance_from_id(id) as Node3D
 		if node != null and node.is_inside_tree():
 			push_warning(("PipeWater %s: the water painted since the last bake is not saved with "
 					+ "the scene; press Bake in its toolbar to keep it.") % node.name)
@@ -137,7 +140,8 @@ func _forward_3d_draw_over_viewport(overlay: Control) -> void:
 	for i in OUTLINE_POINTS + 1:
 		var angle := TAU * i / OUTLINE_POINTS
 		var at := centre + Vector3(cos(angle), 0.0, sin(angle)) * toolbar.radius
-		var height := water.get_height(at)
+		# A world's heights wait for its device each: its outline stays level with the centre.
+		var height: float = centre.y if water is PipeWaterWorld else water.get_height(at)
 		at.y = height if is_finite(height) else centre.y
 		if _camera.is_position_behind(at):
 			return
@@ -157,7 +161,7 @@ func pick(camera: Camera3D, screen_position: Vector2) -> Variant:
 
 ## Starts a stroke of [param brush] on [param on_water] at the global point [param at] (a fill
 ## acts at once), with the toolbar's radius and strength. Ends a stroke still open first.
-func begin_stroke(on_water: PipeWater, brush: Stroke.Tool, at: Vector3) -> void:
+func begin_stroke(on_water: Node3D, brush: Stroke.Tool, at: Vector3) -> void:
 	end_stroke()
 	_stroke = Stroke.new(on_water, brush, toolbar.radius, toolbar.strength, at)
 
@@ -192,16 +196,17 @@ func end_stroke() -> bool:
 	return true
 
 
-## Stores [param target]'s water as it stands in its [member PipeWater.initial_state], saved
-## beside the edited scene (see bake.gd), as one undoable action. Needs the scene saved once.
-func bake(target: PipeWater) -> Error:
+## Stores [param target]'s water (a [PipeWater]'s or a [PipeWaterWorld]'s) as it stands in its
+## [code]initial_state[/code], saved beside the edited scene (see bake.gd), as one undoable
+## action. Needs the scene saved once.
+func bake(target: Node3D) -> Error:
 	var root := EditorInterface.get_edited_scene_root()
 	if target == null or root == null or not (root == target or root.is_ancestor_of(target)):
 		return ERR_INVALID_PARAMETER
 	if root.scene_file_path == "":
 		toolbar.show_status("Save the scene first: the water is stored beside it.", true)
 		return ERR_UNCONFIGURED
-	var state := target.save_state()
+	var state := Bake.state_of(target)
 	if state == null:
 		toolbar.show_status("Could not read the water: %s" % target.get_last_error(), true)
 		return FAILED
@@ -220,7 +225,7 @@ func bake(target: PipeWater) -> Error:
 
 ## Empties [param target]'s [member PipeWater.initial_state] as one undoable action (the file
 ## stays, for the undo).
-func clear_bake(target: PipeWater) -> void:
+func clear_bake(target: Node3D) -> void:
 	if target == null or target.initial_state == null:
 		return
 	var undo_redo := get_undo_redo()
@@ -253,7 +258,7 @@ func fit_to_terrain(target: PipeWater) -> void:
 
 ## Sets [param state] as [param target]'s baked water, saved to [param path] first when it has
 ## one (the undo of a bake saves the older state back over the newer one).
-func _set_baked(target: PipeWater, state: PipeWaterState, path: String) -> void:
+func _set_baked(target: Node3D, state: PipeWaterState, path: String) -> void:
 	if state != null and path != "":
 		var error := Bake.store(state, path)
 		if error != OK:

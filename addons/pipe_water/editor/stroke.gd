@@ -1,20 +1,25 @@
 @tool
 extends RefCounted
-## One stroke of a PipeWater brush in the editor, from the press of the mouse button to its
-## release: the dabs it makes, and the undo payload it leaves.
+## One stroke of a PipeWater brush in the editor, on a [PipeWater] or a [PipeWaterWorld], from
+## the press of the mouse button to its release: the dabs it makes, and the undo payload it
+## leaves.
 ##
-## When it starts, the stroke reads the field its tool changes (the water depths, or the terrain
-## heights) over the whole grid; when it ends, [method finish] asks the water what changed since
-## ([method PipeWater.get_water_changes]) and returns the smallest rectangle of cells holding
-## every change, with its values before and after. Those are exact (depths in quanta, heights
-## bit for bit), so [method PipeWater.set_water_region] with [code]before[/code] undoes the stroke
-## exactly and with [code]after[/code] redoes it, and the ledger counts both as water added or
-## removed. Reading the whole grid waits for the GPU once at each end of a stroke.
+## On a [PipeWater], the stroke reads the field its tool changes (the water depths, or the
+## terrain heights) over the whole grid when it starts; when it ends, [method finish] asks the
+## water what changed since ([method PipeWater.get_water_changes]). A world is too large to read
+## whole: the stroke opens a change record instead ([method PipeWaterWorld.begin_change_record]),
+## in which each dab first keeps the blocks of cells it is about to change, and
+## [method PipeWaterWorld.finish_change_record] compares those. Either way the stroke returns the
+## smallest rectangle of cells holding every change, with its values before and after. Those are
+## exact (depths in quanta, heights bit for bit), so [code]set_water_region[/code] with
+## [code]before[/code] undoes the stroke exactly and with [code]after[/code] redoes it, and the
+## ledger counts both as water added or removed.
 ##
-## The water is paused from the press to the release (then runs again if it ran before), also
-## with [member PipeWater.simulate_in_editor] on: the stroke's change is then the brush's alone,
-## so its payload is the rectangle the brush covered (not all the water that moved meanwhile, up
-## to 128 MiB at 4096² cells) and undoing it takes back the paint without rewinding the flow.
+## The water does not flow from the press to the release (a grid is paused, then runs again if
+## it ran before; a world does not step while its record is open), also with
+## [code]simulate_in_editor[/code] on: the stroke's change is then the brush's alone, so its
+## payload is the rectangle the brush covered (not all the water that moved meanwhile, up to
+## 128 MiB at 4096² cells) and undoing it takes back the paint without rewinding the flow.
 
 ## The brushes. [constant FILL] acts once, where the stroke starts.
 enum Tool { NONE, ADD_WATER, REMOVE_WATER, FILL, RAISE, LOWER, SMOOTH }
@@ -29,8 +34,8 @@ const ACTION_NAMES := {
 	Tool.SMOOTH: "PipeWater: smooth terrain",
 }
 
-## The water painted on.
-var water: PipeWater
+## The water painted on: a [PipeWater] or a [PipeWaterWorld].
+var water: Node3D
 ## The brush.
 var tool: Tool = Tool.NONE
 ## Radius of the brush, m.
@@ -47,20 +52,23 @@ var _was_paused := false
 
 ## Starts a stroke of [param brush] on [param on_water] at the global point [param at]: reads the
 ## field the brush changes, and fills the basin at once for [constant FILL].
-func _init(on_water: PipeWater, brush: Tool, brush_radius: float, brush_strength: float,
+func _init(on_water: Node3D, brush: Tool, brush_radius: float, brush_strength: float,
 		at: Vector3) -> void:
 	water = on_water
 	tool = brush
 	radius = brush_radius
 	strength = brush_strength
 	point = at
-	_was_paused = water.paused
-	water.paused = true
-	var whole := Rect2i(Vector2i.ZERO, water.grid_size)
-	if changes_terrain(tool):
-		_before = water.get_terrain_region(whole)
+	if water is PipeWaterWorld:
+		(water as PipeWaterWorld).begin_change_record()
 	else:
-		_before = water.get_water_region(whole)
+		_was_paused = water.paused
+		water.paused = true
+		var whole := Rect2i(Vector2i.ZERO, water.grid_size)
+		if changes_terrain(tool):
+			_before = water.get_terrain_region(whole)
+		else:
+			_before = water.get_water_region(whole)
 	if tool == Tool.FILL:
 		water.fill_to_shore(at)
 
@@ -93,12 +101,16 @@ func apply(delta: float) -> void:
 ## when the stroke changed nothing.
 func finish() -> Dictionary:
 	var changes: Dictionary
-	if changes_terrain(tool):
+	if water is PipeWaterWorld:
+		var recorded := (water as PipeWaterWorld).finish_change_record()
+		changes = recorded.get("terrain" if changes_terrain(tool) else "water", {})
+	elif changes_terrain(tool):
 		changes = water.get_terrain_changes(_before)
 	else:
 		changes = water.get_water_changes(_before)
 	_before = null
-	water.paused = _was_paused
+	if water is PipeWater:
+		water.paused = _was_paused
 	if changes.is_empty() or not (changes["region"] as Rect2i).has_area():
 		return {}
 	changes["name"] = ACTION_NAMES[tool]

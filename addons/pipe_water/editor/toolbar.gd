@@ -1,7 +1,8 @@
 @tool
 extends HBoxContainer
-## The PipeWater tools above the 3D viewport while a PipeWater is selected: the brushes, their
-## radius and strength, Bake / Clear for the water stored in the scene, and Fit to terrain.
+## The PipeWater tools above the 3D viewport while a PipeWater or a PipeWaterWorld is selected:
+## the brushes, their radius and strength, Bake / Clear for the water stored in the scene, and
+## (for a PipeWater) Fit to terrain.
 
 ## The "Bake" button was pressed.
 signal bake_pressed
@@ -40,6 +41,7 @@ var _buttons := {}
 var _radius_box := SpinBox.new()
 var _strength_box := SpinBox.new()
 var _status := Label.new()
+var _fit: Button
 
 
 func _init() -> void:
@@ -67,7 +69,8 @@ func _init() -> void:
 	add_child(bake)
 	var clear := Button.new()
 	clear.text = "Clear"
-	clear.tooltip_text = "Empty initial_state: the water starts from initial_water_level again."
+	clear.tooltip_text = ("Empty initial_state: the water starts from initial_water_level again "
+			+ "(a world: dry).")
 	clear.pressed.connect(clear_pressed.emit)
 	add_child(clear)
 	var fit := Button.new()
@@ -76,6 +79,7 @@ func _init() -> void:
 			+ "one cell per terrain vertex, lined up with them. Undoable.")
 	fit.pressed.connect(fit_pressed.emit)
 	add_child(fit)
+	_fit = fit
 	add_child(_status)
 
 
@@ -84,6 +88,11 @@ func choose(brush: Stroke.Tool) -> void:
 	for key: Stroke.Tool in _buttons:
 		(_buttons[key] as Button).set_pressed_no_signal(key == brush)
 	tool = brush
+
+
+## Shows "Fit to terrain" (a [PipeWater] fits itself to its terrain; a world's size is its own).
+func set_fit_available(available: bool) -> void:
+	_fit.visible = available
 
 
 func set_radius(value: float) -> void:
