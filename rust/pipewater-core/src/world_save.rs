@@ -47,6 +47,8 @@ const SOURCE_BYTES: usize = 4 + 4 + 8 + 4 + 4;
 const SOURCE_BYTES_WITHOUT_FLAGS: usize = 4 + 4 + 8 + 4;
 /// A source's flags: it drains a hole of the world's terrain source ([`WorldSource::hole_drain`]).
 const SOURCE_HOLE_DRAIN: u32 = 1;
+/// A source's flags: a source node of the scene placed it ([`WorldSource::for_node`]).
+const SOURCE_FOR_NODE: u32 = 2;
 /// Bytes of a source's cell: x, y, share.
 const SOURCE_CELL_BYTES: usize = 4 + 4 + 8;
 /// Largest rate of a saved source, m³/s (what `WorldWater::add_source` takes).
@@ -66,6 +68,9 @@ pub struct WorldSource {
     /// Whether the world's terrain link placed it for a hole of its terrain source (the link
     /// replaces those where the source changes; a game's own are its to keep).
     pub hole_drain: bool,
+    /// Whether a source node of the scene (`PipeWaterSource`) placed it: a world made from the
+    /// save drops those, since the nodes place their sources again.
+    pub for_node: bool,
     /// (x, y, share of the rate) of each of its cells.
     pub cells: Vec<(u32, u32, f64)>,
 }
@@ -172,7 +177,8 @@ impl WorldSave {
             out.extend_from_slice(&source.id.to_le_bytes());
             out.extend_from_slice(&source.rate.to_bits().to_le_bytes());
             out.extend_from_slice(&source.carry.to_bits().to_le_bytes());
-            out.extend_from_slice(&(if source.hole_drain { SOURCE_HOLE_DRAIN } else { 0 }).to_le_bytes());
+            let flags = if source.hole_drain { SOURCE_HOLE_DRAIN } else { 0 } | if source.for_node { SOURCE_FOR_NODE } else { 0 };
+            out.extend_from_slice(&flags.to_le_bytes());
             out.extend_from_slice(&(source.cells.len() as u32).to_le_bytes());
             for &(x, y, share) in &source.cells {
                 out.extend_from_slice(&x.to_le_bytes());
@@ -218,8 +224,9 @@ impl WorldSave {
             let flags = if source_bytes == SOURCE_BYTES { u32_at(bytes, at + 16) } else { 0 };
             let cells = u32_at(bytes, at + source_bytes - 4) as usize;
             at += source_bytes;
-            if flags & !SOURCE_HOLE_DRAIN != 0 {
-                return Err(invalid(format!("source {id}: flags {flags:#x}, of which only {SOURCE_HOLE_DRAIN:#x} has a meaning")));
+            let known = SOURCE_HOLE_DRAIN | SOURCE_FOR_NODE;
+            if flags & !known != 0 {
+                return Err(invalid(format!("source {id}: flags {flags:#x}, of which only {known:#x} have a meaning")));
             }
             if id == 0 || sources.iter().any(|s| s.id == id) {
                 return Err(invalid(format!("source {k}: id {id}, which must be above 0 and not another source's")));
@@ -250,7 +257,7 @@ impl WorldSave {
             if (total - 1.0).abs() > 1e-6 {
                 return Err(invalid(format!("source {id}: shares summing to {total}, not 1")));
             }
-            sources.push(WorldSource { id, rate, carry, hole_drain: flags & SOURCE_HOLE_DRAIN != 0, cells: list });
+            sources.push(WorldSource { id, rate, carry, hole_drain: flags & SOURCE_HOLE_DRAIN != 0, for_node: flags & SOURCE_FOR_NODE != 0, cells: list });
         }
         if at != bytes.len() {
             return Err(invalid(format!("{} bytes after the last source", bytes.len() - at)));
@@ -368,8 +375,8 @@ mod tests {
             terrain: vec![(1, (0..n).map(|i| i as f32 * 0.25).collect()), (5, vec![-3.0; n])],
             water: vec![(5, depth, (0..n).map(|i| [i as f32, -0.5, 0.0, 1e-3]).collect())],
             sources: vec![
-                WorldSource { id: 3, rate: 2.5, carry: 0.75, hole_drain: false, cells: vec![(4, 4, 0.5), (5, 4, 0.25), (4, 5, 0.25)] },
-                WorldSource { id: 7, rate: -1.0, carry: -0.5, hole_drain: true, cells: vec![(29, 19, 1.0)] },
+                WorldSource { id: 3, rate: 2.5, carry: 0.75, hole_drain: false, for_node: true, cells: vec![(4, 4, 0.5), (5, 4, 0.25), (4, 5, 0.25)] },
+                WorldSource { id: 7, rate: -1.0, carry: -0.5, hole_drain: true, for_node: false, cells: vec![(29, 19, 1.0)] },
             ],
             inflow_carry: [0.0, 12.5, 0.0, 3.25],
         }
@@ -398,7 +405,7 @@ mod tests {
             at += SOURCE_BYTES + source.cells.len() * SOURCE_CELL_BYTES;
         }
         let mut expected = WorldSave { inflow_carry: [0.0; 4], ..s.clone() };
-        expected.sources.iter_mut().for_each(|source| source.hole_drain = false);
+        expected.sources.iter_mut().for_each(|source| (source.hole_drain, source.for_node) = (false, false));
         assert_eq!(WorldSave::decode(&first_version).unwrap(), expected);
         // Sources put in place of a save's own: what a world's save gets from where they are kept.
         let mut replaced = without.encode();

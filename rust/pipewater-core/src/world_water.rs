@@ -385,6 +385,48 @@ impl WorldWater {
         self.place_source(x, z, rate, radius, false)
     }
 
+    /// A source placed for a source node of the scene, as [`WorldWater::add_source`], marked so
+    /// (and in the save): [`WorldWater::remove_node_sources`] takes those out of a world made
+    /// from a save, whose nodes place their sources again.
+    pub fn add_node_source(&mut self, x: f32, z: f32, rate: f32, radius: f32) -> Result<SourceId> {
+        let id = self.place_source(x, z, rate, radius, false)?;
+        if let Some(source) = self.sources.iter_mut().find(|s| s.id == id.0) {
+            source.for_node = true;
+        }
+        Ok(id)
+    }
+
+    /// Removes the sources placed for source nodes ([`WorldWater::add_node_source`]); returns
+    /// how many.
+    pub fn remove_node_sources(&mut self) -> usize {
+        let before = self.sources.len();
+        self.sources.retain(|s| !s.for_node);
+        before - self.sources.len()
+    }
+
+    /// The ids of the sources and drains, in the order they were placed.
+    pub fn source_ids(&self) -> Vec<SourceId> {
+        self.sources.iter().map(|s| SourceId(s.id)).collect()
+    }
+
+    /// Moves source `id` to the cells within `radius` m of local `(x, z)`, keeping its id, rate
+    /// and what it owes its next frame. Refused, the source kept where it was, off the world or
+    /// for an unknown id.
+    pub fn move_source(&mut self, id: SourceId, x: f32, z: f32, radius: f32) -> Result<()> {
+        let cells = self.source_cells(x, z, radius)?;
+        let source = self.sources.iter_mut().find(|s| s.id == id.0).ok_or_else(|| Error::invalid("source id", id.0, "the id of a source of this world"))?;
+        source.cells = cells;
+        Ok(())
+    }
+
+    /// Sets the rate (m³/s; negative drains) of source `id`.
+    pub fn set_source_rate(&mut self, id: SourceId, rate: f32) -> Result<()> {
+        check_range("rate", rate, -MAX_EDIT_VOLUME, MAX_EDIT_VOLUME)?;
+        let source = self.sources.iter_mut().find(|s| s.id == id.0).ok_or_else(|| Error::invalid("source id", id.0, "the id of a source of this world"))?;
+        source.rate = rate;
+        Ok(())
+    }
+
     /// A drain of `rate` m³/s (negative) at local `(x, z)` for a hole of the world's terrain
     /// source, marked so (and in the save): [`WorldWater::hole_drains`] finds it again after a
     /// load.
@@ -404,15 +446,22 @@ impl WorldWater {
 
     fn place_source(&mut self, x: f32, z: f32, rate: f32, radius: f32, hole_drain: bool) -> Result<SourceId> {
         check_range("rate", rate, -MAX_EDIT_VOLUME, MAX_EDIT_VOLUME)?;
+        let cells = self.source_cells(x, z, radius)?;
+        let id = SourceId(self.next_source);
+        self.next_source += 1;
+        self.sources.push(WorldSource { id: id.0, rate, cells, carry: 0.0, hole_drain, for_node: false });
+        Ok(id)
+    }
+
+    /// A source's cells within `radius` m of local `(x, z)` and their shares of its rate.
+    fn source_cells(&self, x: f32, z: f32, radius: f32) -> Result<Vec<(u32, u32, f64)>> {
+        check_range("radius", radius, 0.0, 1.0e6)?;
         let footprint = self.footprint(x, z, radius);
         if footprint.is_empty() {
             return Err(Error::invalid("position", format!("({x}, {z})"), format!("within the world's {:?} m around its centre", self.extent())));
         }
         let total: f64 = footprint.iter().map(|c| c.2 as f64).sum();
-        let id = SourceId(self.next_source);
-        self.next_source += 1;
-        self.sources.push(WorldSource { id: id.0, rate, cells: footprint.iter().map(|&(cx, cy, weight)| (cx, cy, weight as f64 / total)).collect(), carry: 0.0, hole_drain });
-        Ok(id)
+        Ok(footprint.iter().map(|&(cx, cy, weight)| (cx, cy, weight as f64 / total)).collect())
     }
 
     /// Removes a source; `false` when no source has that id.
