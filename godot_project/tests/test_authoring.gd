@@ -248,6 +248,29 @@ func _test_a_world_is_painted_undone_and_baked_in_the_editor() -> void:
 			and world.get_depth(picked) > 0.0, "the mouse picks the world's water surface")
 	picker.free()
 
+	var spring := PipeWaterSource.new()
+	spring.rate = 4.0
+	spring.radius = 3.0
+	spring.position = Vector3(-60, 0, 30)
+	world.add_child(spring)
+	spring.owner = _root
+	await physics_frame
+	await physics_frame
+	var placed_id: int = spring.source_id
+	var sources_placed: int = world.get_world_report()["sources"]
+	spring.position = Vector3(-50, 0, 30)
+	await physics_frame
+	print("   a PipeWaterSource under the world: id %d, %d source(s); moved: id %d, %d source(s)" % [
+			placed_id, sources_placed, spring.source_id, world.get_world_report()["sources"]])
+	_check(placed_id > 0 and sources_placed == 1 and spring.source_id == placed_id
+			and world.get_world_report()["sources"] == 1,
+			"a source node under the world places one source, which follows the node")
+	spring.clear_last_error()
+	spring.water = _root
+	_check(spring.get_last_error().contains("PipeWaterWorld") and spring.water == null,
+			"a source's water that is neither a PipeWater nor a world is refused: %s"
+			% spring.get_last_error())
+
 	var baked_depths: PackedInt32Array = world.get_water_region(whole)
 	var error: int = _plugin.call("bake", world)
 	var baked: PipeWaterState = world.initial_state
@@ -260,6 +283,9 @@ func _test_a_world_is_painted_undone_and_baked_in_the_editor() -> void:
 	await physics_frame
 	_check(world.get_water_region(whole) == baked_depths,
 			"the world after the bake (made again from it) holds the water as it stood")
+	_check(world.get_world_report()["sources"] == 1 and spring.source_id > 0,
+			"made from its bake, the world holds the spring node's source once (%d sources)"
+			% world.get_world_report()["sources"])
 	_check(EditorInterface.save_scene() == OK, "the editor saves the scene with the world")
 	var packed := ResourceLoader.load(SCENE_PATH, "", ResourceLoader.CACHE_MODE_IGNORE) as PackedScene
 	var again: Node3D = packed.instantiate() if packed != null else null
@@ -267,6 +293,10 @@ func _test_a_world_is_painted_undone_and_baked_in_the_editor() -> void:
 	if again != null:
 		root.add_child(again)
 		var reloaded := again.get_node("World") as PipeWaterWorld
+		await physics_frame
+		_check(reloaded.get_world_report()["sources"] == 1,
+				"the reloaded world holds its spring node's source once (%d sources)"
+				% reloaded.get_world_report()["sources"])
 		var reloaded_depths: PackedInt32Array = reloaded.get_water_region(whole)
 		print("   baked %d bytes; the reloaded world: %d of %d cells differ, ground equal: %s" % [
 				baked.data.size(), _differing(baked_depths, reloaded_depths), baked_depths.size(),

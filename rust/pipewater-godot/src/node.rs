@@ -19,7 +19,7 @@ mod multiplayer;
 mod persistence;
 mod queries;
 mod simulation;
-mod sources;
+pub mod sources;
 pub(crate) mod terrain_source;
 pub mod water_source;
 

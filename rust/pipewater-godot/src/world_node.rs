@@ -30,6 +30,7 @@ use pipewater_core::{Boundary, Params};
 mod authoring;
 mod bodies;
 mod detail;
+mod sources;
 mod terrain;
 
 /// Cells the window moves by at least: a focus walking about does not shift the textures (and
@@ -380,6 +381,8 @@ pub struct PipeWaterWorld {
     had_bodies: bool,
     /// The link to `terrain_source`: what it is, what is left to read, its drains.
     terrain_link: terrain::WorldTerrainLink,
+    /// The sources placed for `PipeWaterSource` nodes (`world_node/sources.rs`).
+    source_placements: crate::node::sources::SourcePlacements,
     #[init(val = ErrorLog::for_class("PipeWaterWorld"))]
     errors: ErrorLog,
     base: Base<Node3D>,
@@ -401,6 +404,7 @@ impl INode3D for PipeWaterWorld {
         }
         self.poll_save();
         self.poll_load();
+        self.sync_sources();
         self.read_terrain_source(Some(self.terrain_read_budget()));
         let in_editor = godot::classes::Engine::singleton().is_editor_hint();
         // A stroke's record holds the edits alone: the water waits while one is open.
@@ -606,6 +610,7 @@ impl PipeWaterWorld {
         if !self.ensure_world() {
             return PackedByteArray::new();
         }
+        self.sync_sources();
         let result = self.water.as_mut().map(|w| w.save());
         self.core("save_state", result).map_or_else(PackedByteArray::new, |bytes| PackedByteArray::from(bytes.as_slice()))
     }
@@ -623,6 +628,7 @@ impl PipeWaterWorld {
             self.errors.reject("save_state_async: a save is already on its way; wait for state_saved".into());
             return false;
         }
+        self.sync_sources();
         let result = self.water.as_mut().map(|w| w.begin_save());
         match self.core("save_state_async", result) {
             Some(job) => {
@@ -725,6 +731,7 @@ impl PipeWaterWorld {
             self.errors.reject(format!("step: the world waits for terrain_source ({}) to be found; it steps once its reading has begun", self.terrain_source));
             return;
         }
+        self.sync_sources();
         self.read_ground_within_reach(delta as f32);
         self.sync_focus();
         self.sync_detail();
@@ -984,9 +991,13 @@ impl PipeWaterWorld {
         }
         if let Some(state) = self.initial_state.clone() {
             match WorldWater::load(state.bind().bytes().as_slice(), self.cell_size as f32, params) {
-                Ok(water) => {
+                Ok(mut water) => {
+                    // Baked water: its nodes place their sources again in this world.
+                    water.remove_node_sources();
+                    self.source_placements.clear();
                     self.install_loaded(water);
                     self.base_mut().emit_signal("world_rebuilt", &[]);
+                    self.sync_sources();
                     return true;
                 }
                 Err(e) => self.errors.reject(format!("initial_state: {}; the world starts dry", core_message(&e))),
@@ -995,8 +1006,10 @@ impl PipeWaterWorld {
         match WorldWater::new(size.x as u32, size.y as u32, self.cell_size as f32, self.ground_height as f32, params) {
             Ok(water) => {
                 self.water = Some(water);
+                self.source_placements.clear();
                 self.terrain_link.world_made();
                 self.base_mut().emit_signal("world_rebuilt", &[]);
+                self.sync_sources();
                 true
             }
             Err(e) => {
@@ -1008,6 +1021,9 @@ impl PipeWaterWorld {
 
     /// The world of a save in place of this one, its window read again.
     fn install_loaded(&mut self, water: WorldWater) {
+        // The nodes whose sources the save holds (the same run saved it) go on with them; the
+        // others are placed again.
+        self.source_placements.keep_live(&water.source_ids().iter().map(|id| id.0).collect());
         let [w, h] = water.size();
         self.world_size = Vector2i::new(w as i32, h as i32);
         self.built_with = Some((self.world_size, self.cell_size, self.ground_height));

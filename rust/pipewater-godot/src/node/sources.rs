@@ -3,6 +3,7 @@
 
 use super::PipeWater;
 use super::water_source::{PipeWaterSource, SourceSpec, SOURCE_GROUP};
+use godot::classes::Node3D;
 use godot::prelude::*;
 use pipewater_core::{Result as CoreResult, Simulation, SourceId};
 use std::collections::{HashMap, HashSet};
@@ -14,61 +15,99 @@ impl PipeWater {
         if !self.base().is_inside_tree() {
             return;
         }
-        let me = self.base().instance_id();
-        let transform = self.global_transform();
-        let tree = self.base().get_tree();
-        let mut nodes: HashMap<i64, Gd<PipeWaterSource>> = HashMap::new();
-        let mut wanted = Vec::new();
-        for node in tree.get_nodes_in_group(SOURCE_GROUP).iter_shared() {
-            let Ok(source) = node.try_cast::<PipeWaterSource>() else { continue };
-            let (mine, spec) = {
-                let s = source.bind();
-                (s.water_node().is_some_and(|w| w.instance_id() == me), s.spec(&transform))
-            };
-            if let (true, Some(spec)) = (mine, spec) {
-                let key = source.instance_id().to_i64();
-                wanted.push((key, spec));
-                nodes.insert(key, source);
-            }
-        }
+        let base = self.base().clone().upcast::<Node3D>();
         let Some(sim) = self.sim.as_mut() else { return };
-        let live: HashSet<u32> = sim.source_ids().iter().map(|id| id.0).collect();
-        let changes = self.source_placements.plan(&wanted, &live);
-        for change in changes {
-            let (node, outcome) = match change {
-                SourceChange::Add { node, spec } => (node, Some((sim.add_source(spec.xz[0], spec.xz[1], spec.rate, spec.radius), spec))),
-                SourceChange::Move { node, id, spec } => (node, Some((moved(sim, id, spec.xz, spec.rate, spec.radius), spec))),
-                SourceChange::Rate { node, id, spec } => (node, Some((sim.set_source_rate(id, spec.rate).map(|_| id), spec))),
-                SourceChange::Remove { node, id } => {
-                    sim.remove_source(id);
-                    self.source_placements.forget(node);
-                    (node, None)
-                }
-            };
-            let Some((result, spec)) = outcome else { continue };
-            let (id, problem) = match result {
-                Ok(id) => (Some(id), String::new()),
-                Err(e) => (None, format!("{e} (the node stands at local X {:.2}, Z {:.2} of the water, radius {} m)", spec.xz[0], spec.xz[1], spec.radius)),
-            };
-            self.source_placements.record(node, id, spec);
-            if let Some(source) = nodes.get_mut(&node) {
-                source.bind_mut().placed(id, &problem);
-            }
-        }
-        self.source_placements.forget_absent(&nodes.keys().copied().collect());
+        sync_source_nodes(&base, &mut self.source_placements, sim);
     }
 }
 
-/// Moves source `id` and sets its rate; a move the simulation refuses removes the source, so a
-/// refused node holds none.
-fn moved(sim: &mut Simulation, id: SourceId, xz: [f32; 2], rate: f32, radius: f32) -> CoreResult<SourceId> {
-    match sim.move_source(id, xz[0], xz[1], radius) {
-        Ok(_) => sim.set_source_rate(id, rate).map(|_| id),
-        Err(e) => {
-            sim.remove_source(id);
-            Err(e)
+/// What keeping its sources in step with the source nodes asks of a water: a grid's simulation
+/// or a world.
+pub trait NodeSources {
+    /// The ids of the sources it holds now.
+    fn live_ids(&self) -> HashSet<u32>;
+    /// Places a source for a node.
+    fn add_for_node(&mut self, spec: SourceSpec) -> CoreResult<SourceId>;
+    /// Moves source `id` and sets its rate; a move refused removes the source, so a refused node
+    /// holds none.
+    fn move_for_node(&mut self, id: SourceId, spec: SourceSpec) -> CoreResult<SourceId>;
+    /// Sets the rate of source `id`.
+    fn set_rate_for_node(&mut self, id: SourceId, rate: f32) -> CoreResult<SourceId>;
+    /// Removes source `id`.
+    fn remove_for_node(&mut self, id: SourceId);
+}
+
+impl NodeSources for Simulation {
+    fn live_ids(&self) -> HashSet<u32> {
+        self.source_ids().iter().map(|id| id.0).collect()
+    }
+
+    fn add_for_node(&mut self, spec: SourceSpec) -> CoreResult<SourceId> {
+        self.add_source(spec.xz[0], spec.xz[1], spec.rate, spec.radius)
+    }
+
+    fn move_for_node(&mut self, id: SourceId, spec: SourceSpec) -> CoreResult<SourceId> {
+        match self.move_source(id, spec.xz[0], spec.xz[1], spec.radius) {
+            Ok(_) => self.set_source_rate(id, spec.rate).map(|_| id),
+            Err(e) => {
+                self.remove_source(id);
+                Err(e)
+            }
         }
     }
+
+    fn set_rate_for_node(&mut self, id: SourceId, rate: f32) -> CoreResult<SourceId> {
+        self.set_source_rate(id, rate).map(|_| id)
+    }
+
+    fn remove_for_node(&mut self, id: SourceId) {
+        self.remove_source(id);
+    }
+}
+
+/// Brings `water`'s sources in step with the source nodes that pour into the node `me` (the
+/// water's node) now, as `placements` planned them, and tells each node where it stands.
+pub fn sync_source_nodes(me: &Gd<Node3D>, placements: &mut SourcePlacements, water: &mut impl NodeSources) {
+    let id = me.instance_id();
+    let transform = me.get_global_transform();
+    let tree = me.get_tree();
+    let mut nodes: HashMap<i64, Gd<PipeWaterSource>> = HashMap::new();
+    let mut wanted = Vec::new();
+    for node in tree.get_nodes_in_group(SOURCE_GROUP).iter_shared() {
+        let Ok(source) = node.try_cast::<PipeWaterSource>() else { continue };
+        let (mine, spec) = {
+            let s = source.bind();
+            (s.water_node().is_some_and(|w| w.instance_id() == id), s.spec(&transform))
+        };
+        if let (true, Some(spec)) = (mine, spec) {
+            let key = source.instance_id().to_i64();
+            wanted.push((key, spec));
+            nodes.insert(key, source);
+        }
+    }
+    let changes = placements.plan(&wanted, &water.live_ids());
+    for change in changes {
+        let (node, outcome) = match change {
+            SourceChange::Add { node, spec } => (node, Some((water.add_for_node(spec), spec))),
+            SourceChange::Move { node, id, spec } => (node, Some((water.move_for_node(id, spec), spec))),
+            SourceChange::Rate { node, id, spec } => (node, Some((water.set_rate_for_node(id, spec.rate), spec))),
+            SourceChange::Remove { node, id } => {
+                water.remove_for_node(id);
+                placements.forget(node);
+                (node, None)
+            }
+        };
+        let Some((result, spec)) = outcome else { continue };
+        let (id, problem) = match result {
+            Ok(id) => (Some(id), String::new()),
+            Err(e) => (None, format!("{e} (the node stands at local X {:.2}, Z {:.2} of the water, radius {} m)", spec.xz[0], spec.xz[1], spec.radius)),
+        };
+        placements.record(node, id, spec);
+        if let Some(source) = nodes.get_mut(&node) {
+            source.bind_mut().placed(id, &problem);
+        }
+    }
+    placements.forget_absent(&nodes.keys().copied().collect());
 }
 
 /// One change that brings the simulation's sources in step with the nodes.

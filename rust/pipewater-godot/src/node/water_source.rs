@@ -1,5 +1,5 @@
-//! `PipeWaterSource`: a spring or a drain as a node of the scene. Place it over a `PipeWater`
-//! and the water gets a source (or drain) there; move it, disable it or free it and the source
+//! `PipeWaterSource`: a spring or a drain as a node of the scene. Place it over a `PipeWater` or
+//! a `PipeWaterWorld` and the water gets a source (or drain) there; move it, disable it or free it and the source
 //! moves, pauses or goes.
 //!
 //! The node only describes what it asks for. Its water keeps the simulation's sources in step
@@ -14,6 +14,8 @@
 
 use crate::errors::ErrorLog;
 use super::{PipeWater, WATER_GROUP};
+use crate::water_body::WORLD_GROUP;
+use crate::world_node::PipeWaterWorld;
 use crate::validate;
 use godot::classes::{INode3D, Node, Node3D};
 use godot::prelude::*;
@@ -25,8 +27,8 @@ pub const SOURCE_GROUP: &str = "pipe_water_sources";
 
 /// A spring (`rate` > 0) or drain (`rate` < 0) of water, placed in the scene.
 ///
-/// Put it under a `PipeWater` (or anywhere, with `water` set, or in a scene with one
-/// `PipeWater`): the water gets a source of `rate` m³/s spread over the cells within `radius` m
+/// Put it under a `PipeWater` or a `PipeWaterWorld` (or anywhere, with `water` set, or in a
+/// scene with one of them): the water gets a source of `rate` m³/s spread over the cells within `radius` m
 /// of the node (more at the centre, fading smoothly to nothing at `radius`). A drain removes up
 /// to `|rate|` m³/s and never more water than is there. Moving the node moves the source,
 /// `enabled = false` pauses it, freeing the node removes it; the water takes each change at its
@@ -44,11 +46,12 @@ pub const SOURCE_GROUP: &str = "pipe_water_sources";
 #[derive(GodotClass)]
 #[class(init, tool, base = Node3D)]
 pub struct PipeWaterSource {
-    /// The water to pour into. Empty: the nearest `PipeWater` above this node, else the first
-    /// node of the group `pipe_water` (every `PipeWater` joins it).
+    /// The water to pour into: a `PipeWater` or a `PipeWaterWorld` (another node is refused,
+    /// keeping the previous one). Empty: the nearest of them above this node, else the first
+    /// `PipeWater` of the scene, else its first `PipeWaterWorld`.
     #[export]
     #[var(set)]
-    water: Option<Gd<PipeWater>>,
+    water: Option<Gd<Node3D>>,
     /// Water the source adds, m³/s, `-1000000 ..= 1000000`: positive pours (a spring), negative
     /// drains, never more than is there.
     #[export(range = (-100.0, 100.0, 0.01, or_greater, or_less, suffix = "m³/s"))]
@@ -106,9 +109,14 @@ impl PipeWaterSource {
         self.source_id
     }
 
-    /// Sets `water`.
+    /// Sets `water`: a `PipeWater`, a `PipeWaterWorld` or nothing; another node is refused,
+    /// keeping the previous one.
     #[func]
-    fn set_water(&mut self, value: Option<Gd<PipeWater>>) {
+    fn set_water(&mut self, value: Option<Gd<Node3D>>) {
+        if let Some(node) = value.as_ref().filter(|n| !is_water(n)) {
+            self.errors.reject(format!("water = {} (a {}): valid are a PipeWater, a PipeWaterWorld or nothing; the previous water is kept", node.get_name(), node.get_class()));
+            return;
+        }
         self.water = value;
         self.base_mut().update_configuration_warnings();
     }
@@ -160,22 +168,24 @@ impl PipeWaterSource {
     }
 
     /// The water this node pours into: `water` when it is valid, else the nearest `PipeWater`
-    /// above it, else the first node of the group `pipe_water`.
-    pub fn water_node(&self) -> Option<Gd<PipeWater>> {
+    /// or `PipeWaterWorld` above it, else the first node of the group `pipe_water` (every
+    /// `PipeWater` joins it), else the first `PipeWaterWorld`.
+    pub fn water_node(&self) -> Option<Gd<Node3D>> {
         if let Some(w) = self.water.as_ref().filter(|w| w.is_instance_valid()) {
             return Some(w.clone());
         }
         let mut node: Option<Gd<Node>> = self.base().get_parent();
         while let Some(n) = node {
-            match n.try_cast::<PipeWater>() {
-                Ok(water) => return Some(water),
-                Err(n) => node = n.get_parent(),
+            if let Some(water) = n.clone().try_cast::<Node3D>().ok().filter(is_water) {
+                return Some(water);
             }
+            node = n.get_parent();
         }
         if !self.base().is_inside_tree() {
             return None;
         }
-        self.base().get_tree().get_first_node_in_group(WATER_GROUP).and_then(|n| n.try_cast::<PipeWater>().ok())
+        let tree = self.base().get_tree();
+        [WATER_GROUP, WORLD_GROUP].into_iter().find_map(|group| tree.get_first_node_in_group(group).and_then(|n| n.try_cast::<Node3D>().ok()).filter(is_water))
     }
 
     /// What this node asks of the water whose global transform is `water`: its place in the
@@ -200,11 +210,16 @@ impl PipeWaterSource {
     }
 }
 
+/// Whether `node` is a water a source pours into.
+fn is_water(node: &Gd<Node3D>) -> bool {
+    node.clone().try_cast::<PipeWater>().is_ok() || node.clone().try_cast::<PipeWaterWorld>().is_ok()
+}
+
 /// The editor's warnings for a source node.
 pub fn configuration_warnings(water_found: bool, rate: f64, placement_problem: &str) -> Vec<String> {
     let mut warnings = Vec::new();
     if !water_found {
-        warnings.push("No PipeWater to pour into: put this node under a PipeWater, set `water`, or add a PipeWater to the scene.".to_string());
+        warnings.push("No water to pour into: put this node under a PipeWater or a PipeWaterWorld, set `water`, or add one to the scene.".to_string());
     }
     if rate == 0.0 {
         warnings.push("rate is 0 m³/s: the source does nothing (positive pours, negative drains).".to_string());
@@ -236,6 +251,6 @@ mod tests {
         let all = configuration_warnings(false, 0.0, "position off the grid");
         println!("{all:#?}");
         assert_eq!(all.len(), 3);
-        assert!(all[0].contains("No PipeWater") && all[1].contains("rate is 0") && all[2].contains("off the grid"));
+        assert!(all[0].contains("No water") && all[1].contains("rate is 0") && all[2].contains("off the grid"));
     }
 }
