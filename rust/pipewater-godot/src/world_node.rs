@@ -110,6 +110,11 @@ pub fn world_state_kind(bytes: &[u8]) -> Result<(), String> {
 /// around `detail_follow` within the drawn one (`detail_waves`, on by default as on a grid:
 /// `add_ripple`, `get_height(position, true)`, `detail_texture`), the same across page borders
 /// as on a grid. Needs a wgpu device.
+///
+/// In the editor the world is made when its scene opens and stands still unless
+/// `simulate_in_editor`; the window drawn follows the editor's camera, and the addon's plugin
+/// paints, undoes and bakes it as it does a `PipeWater` (the undo payload from
+/// `begin_change_record` / `finish_change_record`). `PipeWaterSource` nodes pour into it.
 #[derive(GodotClass)]
 #[class(init, tool, base = Node3D)]
 pub struct PipeWaterWorld {
