@@ -1834,3 +1834,20 @@ impl World {
         Ok(world)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::moved_runs;
+
+    #[test]
+    fn a_shrink_copies_each_live_slot_once_in_runs() {
+        // Pages in page order, their old slots scattered as a free list leaves them.
+        let moves = [(5, 1), (6, 2), (7, 3), (2, 4), (3, 5), (9, 6), (11, 7), (12, 8)];
+        let runs = moved_runs(&moves);
+        let copied: Vec<(u32, u32)> = runs.iter().flat_map(|&(from, to, n)| (0..n).map(move |k| ((from + k) as u32, (to + k) as u32))).collect();
+        println!("moves {moves:?} -> runs (from, to, slots) {runs:?}");
+        assert_eq!(runs, vec![(5, 1, 3), (2, 4, 2), (9, 6, 1), (11, 7, 2)]);
+        assert_eq!(copied, moves, "each live slot copied once, to its new slot");
+        assert!(moved_runs(&[]).is_empty());
+    }
+}
