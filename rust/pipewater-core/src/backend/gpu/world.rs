@@ -1148,9 +1148,10 @@ impl World {
     /// use fall to half the room or less, and [`LEAST_SHRINK_PAGES`] or more below it, new
     /// buffers of the room the grow rule gives them ([`with_spare`]), the live slots moved into
     /// the lowest slot numbers in page order ([`ShrinkRule`] for tests). A world drained dry
-    /// comes back to a new world's room. The halving is the hysteresis: a shrunk world grows again only past the spare
-    /// room it keeps, and shrinks again only once its water halves, so a world hovering about a
-    /// size does not make buffers every frame. Returns whether the slots moved.
+    /// comes back to a new world's room. The halving is the hysteresis: a shrunk world grows
+    /// again only past the spare room it keeps, and shrinks again only once its water halves, so
+    /// a world hovering about a size does not make buffers every frame. Returns whether the
+    /// slots moved.
     ///
     /// Called where the host decides residency, before the frame's work is recorded, so nothing
     /// recorded later names an old slot. Nothing in flight does either: the flag reads and the
