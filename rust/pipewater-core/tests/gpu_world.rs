@@ -4,15 +4,17 @@
 //! awake everywhere with each page's tiles stepped as one workgroup; pages come in as the flood
 //! arrives and leave when the water is gone; a world far past what the dense grid's buffers
 //! hold steps with memory that follows its water; and the plan's fault count, which the host's
-//! residency keeps at zero, does count water left beside a page that cannot step. Every test
-//! prints what it compares. Figures come from whatever adapter runs the tests (in CI, Mesa's
-//! software Vulkan).
+//! residency keeps at zero, does count water left beside a page that cannot step; and the device
+//! memory a flood took falls back as it drains, the water stepping the same to the bit with the
+//! slots moved at every frame, and a save on its way holding its water across the moves.
+//! Every test prints what it compares. Figures come from whatever adapter runs the tests (in
+//! CI, Mesa's software Vulkan).
 #![cfg(feature = "gpu")]
 
 mod gpu_support;
 
 use gpu_support::gpu_or_skip;
-use pipewater_core::backend::gpu::world::{World, WorldReport, BYTES_PER_RESIDENT_CELL};
+use pipewater_core::backend::gpu::world::{ShrinkRule, World, WorldReport, BYTES_PER_RESIDENT_CELL};
 use pipewater_core::backend::gpu::{GpuBackend, GpuContext};
 use pipewater_core::backend::{Backend, CellWater, FramePlan};
 use pipewater_core::pipes::StepConstants;
@@ -368,4 +370,234 @@ fn the_fault_count_catches_water_beside_a_page_that_cannot_step() {
     }
     assert_eq!(faults[0], 0, "residency that follows the water leaves no fault");
     assert!(faults[1] > 0, "water beside pages that cannot step is counted");
+}
+
+/// What [`flood_then_drain`] saw.
+struct FloodRun {
+    /// The most bytes the world held on the device, and its report then.
+    peak_bytes: u64,
+    peak: WorldReport,
+    /// Bytes and report once the water is gone.
+    after_bytes: u64,
+    after: WorldReport,
+    /// The least water slots the buffers had room for while the pool in the low corner was left.
+    pool_capacity: usize,
+    /// Depth and pipes of the whole world after every frame.
+    frames: Vec<(Vec<i32>, Vec<[f32; 4]>)>,
+}
+
+/// A flood poured over most of the sloped `w × h` world (1 m over the cells from (28, 28) to 56
+/// short of the far corner) runs downhill for 16 frames of 7 steps (odd, so that frames start
+/// from either copy of depth and pipes), the fourth page column held back (the focus policy)
+/// over frames 4 to 8; then the water is taken out (each wet cell's depth, read back, removed by
+/// edits) outside a pool in the low corner, which steps on for 10 frames, settling; then the pool
+/// is taken out and the world steps 6 frames dry. After every frame the ledger is exact (water
+/// held = added − removed; the edges are walls) and the plan faults nowhere; prints the figures
+/// each phase ends with.
+fn flood_then_drain(world: &mut World, w: u32, h: u32) -> FloodRun {
+    world.set_terrain_region(0, 0, w, h, &sloped_terrain(w, h)).unwrap();
+    let c = constants(w, h);
+    let pour: Vec<(u32, u32, i32)> = (28..h - 56).flat_map(|y| (28..w - 56).map(move |x| (x, y, depth_to_quanta(1.0)))).collect();
+    world.add_water(&pour).unwrap();
+    let mut run = FloodRun { peak_bytes: 0, peak: WorldReport::default(), after_bytes: 0, after: WorldReport::default(), pool_capacity: usize::MAX, frames: Vec::new() };
+    // Removes the water of the cells `take` names, as read back now.
+    let drain = |world: &mut World, take: &dyn Fn(u32, u32) -> bool| {
+        let depth = world.read_depth(0, 0, w, h).unwrap();
+        let removal: Vec<(u32, u32, i32)> = depth.iter().enumerate().filter(|(_, &d)| d > 0).map(|(i, &d)| (i as u32 % w, i as u32 / w, -d)).filter(|&(x, y, _)| take(x, y)).collect();
+        world.add_water(&removal).unwrap();
+    };
+    let (pool_x, pool_y) = (w - 120, h - 120);
+    for (phase, frames) in [("flood", 16u32), ("pool left", 10), ("drained", 6)] {
+        match phase {
+            "pool left" => drain(world, &|x, y| x < pool_x || y < pool_y),
+            "drained" => drain(world, &|_, _| true),
+            _ => {}
+        }
+        for frame in 1..=frames {
+            if phase == "flood" && (frame == 4 || frame == 9) {
+                let held: Vec<bool> = (0..world.report().pages).map(|page| frame == 4 && page as u32 % world.pages()[0] == 3).collect();
+                world.set_held_pages(&held).unwrap();
+            }
+            world.advance(&c, 7).unwrap();
+            let held = world.total_quanta().unwrap();
+            let counters = world.counters().unwrap();
+            let report = world.report();
+            assert_eq!(held, counters.net(), "{phase}, frame {frame}: the world holds {held} quanta, the ledger says {} ({counters:?})", counters.net());
+            assert_eq!(report.faults, 0, "{phase}, frame {frame}: a page with water beside it could not step");
+            let bytes = world.device_bytes();
+            if bytes > run.peak_bytes {
+                (run.peak_bytes, run.peak) = (bytes, report);
+            }
+            if phase == "pool left" {
+                run.pool_capacity = run.pool_capacity.min(report.capacity);
+            }
+            run.frames.push((world.read_depth(0, 0, w, h).unwrap(), world.read_flow(0, 0, w, h).unwrap()));
+            if frame == frames {
+                println!(
+                    "{phase}, frame {frame}: {held} quanta held (ledger {}), {} pages resident, {} with water fields, {} wet; room for {} water slots; device {} bytes; shrunk {} times",
+                    counters.net(),
+                    report.resident,
+                    report.watered,
+                    report.wet,
+                    report.capacity,
+                    bytes,
+                    report.shrinks
+                );
+            }
+        }
+    }
+    (run.after_bytes, run.after) = (world.device_bytes(), world.report());
+    run
+}
+
+/// Memory follows the water down as well as up (issue #48): after a flood over most of the world
+/// is drained, the world's device memory falls back to about what the same world held dry (the
+/// page lists the flood grew stay a few kilobytes larger), and a pool left behind keeps far less
+/// room than the flood's peak; the ledger exact at every frame throughout.
+#[test]
+fn device_memory_falls_back_when_a_flood_drains() {
+    if !gpu_or_skip("device_memory_falls_back_when_a_flood_drains") {
+        return;
+    }
+    let (w, h) = (448u32, 392u32);
+    let dry = World::new(w, h, 0.0).unwrap().device_bytes();
+    let mut world = World::new(w, h, 0.0).unwrap();
+    let page_bytes = (world.page_side() as u64).pow(2) * BYTES_PER_RESIDENT_CELL;
+    let run = flood_then_drain(&mut world, w, h);
+    println!(
+        "world {w}x{h}: dry {dry} bytes; peak {} bytes ({} pages with water fields, room for {}); the pool left kept room for {} water slots; drained {} bytes (room for {}, {} above dry), {} shrinks",
+        run.peak_bytes,
+        run.peak.watered,
+        run.peak.capacity,
+        run.pool_capacity,
+        run.after_bytes,
+        run.after.capacity,
+        run.after_bytes as i64 - dry as i64,
+        run.after.shrinks
+    );
+    assert!(run.peak.watered >= 40, "the flood spread over many pages: {}", run.peak.watered);
+    assert!(run.pool_capacity < run.peak.capacity / 2, "the pool left keeps room for {} water slots, the flood's peak had {}", run.pool_capacity, run.peak.capacity);
+    assert!(run.after_bytes < dry + page_bytes, "drained, the world holds {} bytes, dry it held {dry}: more than a page of water fields ({page_bytes} bytes) above", run.after_bytes);
+    assert_eq!(run.after.watered, 0, "no page keeps water fields once the water is gone");
+}
+
+/// Moving the live slots does not move the water: the flood of [`flood_then_drain`] on a world
+/// whose fields never shrink and on one whose slots are compacted into new buffers at every
+/// frame (and every edit flushed) holds the same depth and pipes to the bit after every frame,
+/// through the flood, the pool left stepping on, and the drain.
+#[test]
+fn a_world_shrunk_every_frame_steps_as_one_never_shrunk_bit_for_bit() {
+    if !gpu_or_skip("a_world_shrunk_every_frame_steps_as_one_never_shrunk_bit_for_bit") {
+        return;
+    }
+    let (w, h) = (448u32, 392u32);
+    let runs: Vec<FloodRun> = [ShrinkRule::Never, ShrinkRule::EveryFrame]
+        .map(|rule| {
+            let mut world = World::new(w, h, 0.0).unwrap();
+            world.set_shrink_rule(rule);
+            flood_then_drain(&mut world, w, h)
+        })
+        .into_iter()
+        .collect();
+    let (never, every) = (&runs[0], &runs[1]);
+    assert_eq!(never.frames.len(), every.frames.len());
+    let mut differing = Vec::new();
+    for (frame, ((d0, f0), (d1, f1))) in never.frames.iter().zip(&every.frames).enumerate() {
+        let depth = d0.iter().zip(d1).filter(|(a, b)| a != b).count();
+        let flow = f0.iter().zip(f1).filter(|(a, b)| a.map(f32::to_bits) != b.map(f32::to_bits)).count();
+        if depth + flow > 0 {
+            differing.push((frame + 1, depth, flow));
+        }
+    }
+    let wet_frames = never.frames.iter().filter(|(d, _)| d.iter().any(|&q| q > 0)).count();
+    println!(
+        "{} frames compared ({wet_frames} with water); never shrunk: {} shrinks, room for {} water slots at the end, {} bytes; shrunk every frame: {} shrinks, room for {}, {} bytes; frames differing (frame, depth cells, pipe cells): {differing:?}",
+        never.frames.len(),
+        never.after.shrinks,
+        never.after.capacity,
+        never.after_bytes,
+        every.after.shrinks,
+        every.after.capacity,
+        every.after_bytes
+    );
+    assert_eq!(never.after.shrinks, 0, "the world told never to shrink shrank");
+    // At every frame but the flood's first, whose pages came in by growing the buffers instead.
+    assert!(every.after.shrinks + 1 >= every.frames.len() as u64, "the slots moved at every frame: {} shrinks over {} frames", every.after.shrinks, every.frames.len());
+    assert!(wet_frames >= 26, "the frames compared hold water: {wet_frames}");
+    assert!(differing.is_empty(), "the water differs where the slots moved: {differing:?}");
+}
+
+/// A save begun before the fields shrink holds the water of the step its copy was recorded at:
+/// begun over a flood, the world then drained to a pool and its slots compacted into new buffers
+/// at every frame before the copy is recorded (the copy reads the slots of that moment) and
+/// after it (the copy is on the queue ahead of the move, the old buffers dropped while it is
+/// read back); loaded, it holds that water and ledger to the bit.
+#[test]
+fn a_save_begun_before_a_shrink_loads_to_the_water_of_its_copy() {
+    if !gpu_or_skip("a_save_begun_before_a_shrink_loads_to_the_water_of_its_copy") {
+        return;
+    }
+    let (w, h) = (448u32, 392u32);
+    let mut world = World::new(w, h, 0.0).unwrap();
+    world.set_shrink_rule(ShrinkRule::EveryFrame);
+    world.set_terrain_region(0, 0, w, h, &sloped_terrain(w, h)).unwrap();
+    let c = constants(w, h);
+    world.add_water(&block(28, 28, 300, 1.0)).unwrap();
+    for _ in 0..8 {
+        world.advance(&c, 8).unwrap();
+    }
+    let begun = world.report();
+    let mut job = world.begin_save().unwrap();
+    // Most of the flood taken out: pages leave and the buffers shrink, before the first poll.
+    let depth = world.read_depth(0, 0, w, h).unwrap();
+    let removal: Vec<(u32, u32, i32)> = depth.iter().enumerate().filter(|(i, &d)| d > 0 && (*i as u32 / w) < 250).map(|(i, &d)| (i as u32 % w, i as u32 / w, -d)).collect();
+    world.add_water(&removal).unwrap();
+    for _ in 0..4 {
+        world.advance(&c, 8).unwrap();
+    }
+    let before_copy = world.report();
+    let mut at_copy = None;
+    let mut polls = 0;
+    let bytes = loop {
+        polls += 1;
+        let done = world.poll_save(&mut job);
+        if at_copy.is_none() && job.recorded_step().is_some() {
+            let (depth, flow) = (world.read_depth(0, 0, w, h).unwrap(), world.read_flow(0, 0, w, h).unwrap());
+            at_copy = Some((job.recorded_step().unwrap(), depth, flow, world.counters().unwrap(), world.report()));
+        }
+        if let Some(done) = done {
+            break done.unwrap();
+        }
+        // The world steps on, its slots moving each frame, while the copy is read back.
+        if at_copy.is_some() {
+            world.advance(&c, 8).unwrap();
+        }
+        assert!(polls < 1000, "the save never finished");
+    };
+    let (copy_step, depth, flow, counters, at_copy) = at_copy.expect("the copy was recorded before the save finished");
+    let handed = world.report();
+    let mut loaded = World::load(&bytes).unwrap();
+    let depth_differs = loaded.read_depth(0, 0, w, h).unwrap().iter().zip(&depth).filter(|(a, b)| a != b).count();
+    let flow_differs = loaded.read_flow(0, 0, w, h).unwrap().iter().zip(&flow).filter(|(a, b)| a.map(f32::to_bits) != b.map(f32::to_bits)).count();
+    let loaded_counters = loaded.counters().unwrap();
+    let held = loaded.total_quanta().unwrap();
+    println!(
+        "save begun at step {} ({} pages with water fields, room for {}, {} shrinks); copy recorded at step {copy_step} ({} with water fields, room for {}, {} shrinks); handed over at step {} after {polls} polls ({} shrinks); loaded: {depth_differs} depth and {flow_differs} pipe cells differ from the water at the copy, {held} quanta held, ledger {} (at the copy {})",
+        begun.steps,
+        begun.watered,
+        begun.capacity,
+        begun.shrinks,
+        at_copy.watered,
+        at_copy.capacity,
+        at_copy.shrinks,
+        handed.steps,
+        handed.shrinks,
+        loaded_counters.net(),
+        counters.net()
+    );
+    assert!(before_copy.shrinks > begun.shrinks && before_copy.capacity < begun.capacity, "the buffers shrank between the save's start and its copy");
+    assert!(handed.shrinks > at_copy.shrinks, "the slots moved while the copy was on its way");
+    assert_eq!(depth_differs + flow_differs, 0, "the save holds the water of its copy");
+    assert_eq!(loaded_counters, counters, "the save holds the ledger of its copy");
+    assert_eq!(held, counters.net(), "the loaded world holds what its ledger says");
 }

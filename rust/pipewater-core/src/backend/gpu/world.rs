@@ -30,6 +30,15 @@
 //!   writes both), uploaded with the page when it comes in; a page that leaves was dry (no water
 //!   near it), so nothing of it needs reading back. The ledger is the dense grid's: edits and
 //!   edges count on the device, and a page that leaves holds no water.
+//! * The fields' buffers grow with the water (new ones an eighth larger than it needs, at most
+//!   256 pages of room spare, the old slots copied over) and shrink as it recedes: once the slots
+//!   in use fall to half the room or less, and 16 pages or more below it, new buffers of the room
+//!   the growing rule gives them, the live slots moved into the lowest slot numbers in one copy
+//!   ([`WorldReport::shrinks`]). A world drained dry comes back to a new world's room; one hovering
+//!   about a size does not make buffers every frame, as it grows only past its spare room and
+//!   shrinks only once its water halves. Both happen where the host decides residency, before a
+//!   frame's work is recorded, and nothing in flight names a slot (flags name tiles; a save's copy
+//!   is recorded from the slots of its moment).
 //! * Pages may be held back for a frame ([`World::set_held_pages`], the focus policy of
 //!   [`crate::world_water::WorldWater::set_far_step_every`]): the plan does not step them, and a
 //!   pipeline of the step compiled with `FOCUS_HOLDS` closes every pipe between a cell that steps
@@ -105,6 +114,9 @@ const MAX_FLAG_READS: usize = 4;
 /// more while small, so that a spreading flood does not copy its fields every frame, but no more
 /// than this (35 MiB of water fields), which a large world's memory would otherwise carry unused.
 const MOST_SPARE_PAGES: usize = 256;
+/// Least pages of room beyond those in use before a world shrinks ([`World::shrink`]): what a
+/// new world starts with; below that the room (2 MiB of water fields) is not worth new buffers.
+const LEAST_SHRINK_PAGES: usize = 16;
 /// Longest the host waits for the device.
 const DEVICE_WAIT_LIMIT: Duration = Duration::from_secs(60);
 
@@ -143,6 +155,22 @@ pub struct WorldReport {
     pub workgroups: u32,
     /// Pages held back now by the focus policy ([`World::set_held_pages`]).
     pub held: usize,
+    /// Times the fields moved into smaller buffers as the water receded (module docs).
+    pub shrinks: u64,
+}
+
+/// When a world moves its fields into smaller buffers ([`World::set_shrink_rule`]).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShrinkRule {
+    /// Never: the buffers keep the room of the most water they held (as before issue #48).
+    Never,
+    /// When the slots in use fall to half the room or less, and 16 pages or more below it (the
+    /// default).
+    WhenSpare,
+    /// At every frame (and every edit flushed), whether or not there is room to give back: the
+    /// live slots move each time, for tests that the water steps the same.
+    EveryFrame,
 }
 
 /// A save of a world on its way ([`World::begin_save`]).
@@ -317,6 +345,8 @@ pub struct World {
     displacement: std::collections::HashMap<usize, Vec<(u32, f32)>>,
     /// The detail waves on the device, while they are on (world/detail.rs).
     detail: Option<detail::WorldDetailLayer>,
+    /// When the fields move into smaller buffers ([`World::set_shrink_rule`]).
+    shrink_rule: ShrinkRule,
 }
 
 struct WorldPipelines {
@@ -516,6 +546,7 @@ impl World {
             terrain_block_sums: std::collections::HashMap::new(),
             displacement: std::collections::HashMap::new(),
             detail: None,
+            shrink_rule: ShrinkRule::WhenSpare,
             ctx,
         })
     }
@@ -727,6 +758,25 @@ fn map_and_wait(ctx: &GpuContext, staging: &wgpu::Buffer, what: &str) -> Result<
     Ok(())
 }
 
+/// The room the buffers give `needed` slots: an eighth more, at most [`MOST_SPARE_PAGES`], and
+/// 16 (what a new world starts with).
+fn with_spare(needed: usize) -> usize {
+    needed + (needed / 8).min(MOST_SPARE_PAGES) + 16
+}
+
+/// Runs of `moves` (old slot, new slot), in new slot order, whose old slots follow each other
+/// too, as (first old slot, first new slot, slots): one copy each.
+fn moved_runs(moves: &[(u32, u32)]) -> Vec<(u64, u64, u64)> {
+    let mut runs: Vec<(u64, u64, u64)> = Vec::new();
+    for &(from, to) in moves {
+        match runs.last_mut() {
+            Some(run) if run.0 + run.2 == from as u64 && run.1 + run.2 == to as u64 => run.2 += 1,
+            _ => runs.push((from as u64, to as u64, 1)),
+        }
+    }
+    runs
+}
+
 /// Runs of consecutive values of sorted `tiles`, as (first, one past the last).
 fn runs_of(tiles: &[usize]) -> Vec<(usize, usize)> {
     let mut runs: Vec<(usize, usize)> = Vec::new();
@@ -915,7 +965,7 @@ impl World {
             self.residency_edges = edges;
             self.residency_stale = true;
         }
-        if !self.residency_stale && wetted == self.wetted.len() {
+        if !self.residency_stale && wetted == self.wetted.len() && self.shrink_rule != ShrinkRule::EveryFrame {
             return Ok(());
         }
         self.residency_stale = false;
@@ -1010,10 +1060,12 @@ impl World {
         }
         let coming_terrain: Vec<usize> = needed.keys().copied().filter(|&p| self.slots[p][0] == NO_PAGE).collect();
         let coming_water: Vec<usize> = needed.iter().filter(|&(&p, &n)| n >= 2 && self.slots[p][1] == ZERO_SLOT).map(|(&p, _)| p).collect();
+        let terrain = self.resident.len() + coming_terrain.len();
+        let water = self.watered_slot_count() + coming_water.len();
         if coming_terrain.len() > self.free_terrain.len() || coming_water.len() > self.free_water.len() {
-            let terrain = self.resident.len() + coming_terrain.len();
-            let water = self.watered_slot_count() + coming_water.len();
             self.grow(terrain, water)?;
+        } else if self.shrink(terrain, water) {
+            changed = true;
         }
         let page_cells = (self.side * self.side) as u64;
         for &page in &coming_terrain {
@@ -1071,7 +1123,7 @@ impl World {
                 most - 1
             )));
         }
-        let grown = |needed: usize, now: usize, most: usize| if needed > now { (needed + (needed / 8).min(MOST_SPARE_PAGES) + 16).min(most) } else { now };
+        let grown = |needed: usize, now: usize, most: usize| if needed > now { with_spare(needed).min(most) } else { now };
         let terrain_capacity = grown(terrain, self.fields.terrain_capacity, (limit / (page_cells * 4)) as usize);
         let water_capacity = grown(water + 1, self.fields.water_capacity, most);
         let fields = Fields::new(&self.ctx.device, terrain_capacity, water_capacity, page_cells);
@@ -1089,6 +1141,91 @@ impl World {
         self.fields = fields;
         self.rebind();
         Ok(())
+    }
+
+    /// Gives back the room the water no longer needs, with `terrain` pages' terrain and `water`
+    /// pages' water fields to hold (those coming in this frame among them): where the slots in
+    /// use fall to half the room or less, and [`LEAST_SHRINK_PAGES`] or more below it, new
+    /// buffers of the room the grow rule gives them ([`with_spare`]), the live slots moved into
+    /// the lowest slot numbers in page order ([`ShrinkRule`] for tests). A world drained dry
+    /// comes back to a new world's room. The halving is the hysteresis: a shrunk world grows
+    /// again only past the spare room it keeps, and shrinks again only once its water halves, so
+    /// a world hovering about a size does not make buffers every frame. Returns whether the
+    /// slots moved.
+    ///
+    /// Called where the host decides residency, before the frame's work is recorded, so nothing
+    /// recorded later names an old slot. Nothing in flight does either: the flag reads and the
+    /// plan name tiles, not slots; coarse and detail reads bind the fields when recorded and are
+    /// submitted by then; a save's copy is recorded from the slots of the moment it is recorded
+    /// (before a shrink, its copy is on the queue ahead of the move; after, it reads the new
+    /// slots). Writes queued to the old buffers (terrain, flows, cleared slots) run ahead of the
+    /// move's copy, which is submitted at once.
+    fn shrink(&mut self, terrain: usize, water: usize) -> bool {
+        let (terrain_now, water_now) = (self.fields.terrain_capacity, self.fields.water_capacity);
+        // The water slots in use count the zero slot, as grow's do.
+        let (terrain_room, water_room) = (with_spare(terrain).min(terrain_now), with_spare(water + 1).min(water_now));
+        let spare = |used: usize, now: usize, room: usize| used <= now / 2 && now - used >= LEAST_SHRINK_PAGES && room < now;
+        let (terrain_capacity, water_capacity) = match self.shrink_rule {
+            ShrinkRule::Never => return false,
+            ShrinkRule::EveryFrame => (terrain_room, water_room),
+            ShrinkRule::WhenSpare => {
+                let (t, w) = (spare(terrain, terrain_now, terrain_room), spare(water + 1, water_now, water_room));
+                if !t && !w {
+                    return false;
+                }
+                (if t { terrain_room } else { terrain_now }, if w { water_room } else { water_now })
+            }
+        };
+        self.compact(terrain_capacity, water_capacity);
+        self.report.shrinks += 1;
+        true
+    }
+
+    /// Moves the fields into new buffers of `terrain_capacity` terrain and `water_capacity`
+    /// water slots (room for every live slot), the resident pages' slots renumbered from the
+    /// lowest in page order: one copy of each live slot's cells, both copies of depth and pipes
+    /// (a held page's two included), submitted now; the free lists and bind groups follow.
+    fn compact(&mut self, terrain_capacity: usize, water_capacity: usize) {
+        let page_cells = (self.side * self.side) as u64;
+        let fields = Fields::new(&self.ctx.device, terrain_capacity, water_capacity, page_cells);
+        // (old slot, new slot) of each live slot, in new slot order.
+        let (mut terrain_moves, mut water_moves) = (Vec::with_capacity(self.resident.len()), Vec::new());
+        for &page in &self.resident {
+            let [terrain, water] = self.slots[page];
+            let slot = terrain_moves.len() as u32;
+            terrain_moves.push((terrain, slot));
+            self.slots[page][0] = slot;
+            if water != ZERO_SLOT {
+                let slot = water_moves.len() as u32 + 1;
+                water_moves.push((water, slot));
+                self.slots[page][1] = slot;
+            }
+        }
+        debug_assert_eq!(self.slots.iter().filter(|s| s[1] != ZERO_SLOT).count(), water_moves.len(), "a page with water fields holds its terrain");
+        debug_assert!(terrain_moves.len() <= terrain_capacity && water_moves.len() < water_capacity);
+        let old = &self.fields;
+        let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("world shrink") });
+        for (from, to, count) in moved_runs(&terrain_moves) {
+            encoder.copy_buffer_to_buffer(&old.terrain, from * page_cells * 4, &fields.terrain, to * page_cells * 4, count * page_cells * 4);
+        }
+        for (from, to, count) in moved_runs(&water_moves) {
+            for k in 0..2 {
+                encoder.copy_buffer_to_buffer(&old.depth[k], from * page_cells * 4, &fields.depth[k], to * page_cells * 4, count * page_cells * 4);
+                encoder.copy_buffer_to_buffer(&old.flux[k], from * page_cells * 16, &fields.flux[k], to * page_cells * 16, count * page_cells * 16);
+            }
+        }
+        self.ctx.queue.submit([encoder.finish()]);
+        self.free_terrain = (terrain_moves.len() as u32..terrain_capacity as u32).rev().collect();
+        self.free_water = (water_moves.len() as u32 + 1..water_capacity as u32).rev().collect();
+        self.fields = fields;
+        self.rebind();
+    }
+
+    /// When the fields move into smaller buffers as the water recedes ([`ShrinkRule`]): for
+    /// tests, which compare a world that never shrinks with one whose slots move every frame.
+    #[doc(hidden)]
+    pub fn set_shrink_rule(&mut self, rule: ShrinkRule) {
+        self.shrink_rule = rule;
     }
 
     fn rebind(&mut self) {
@@ -1696,5 +1833,22 @@ impl World {
         world.ctx.queue.write_buffer(&world.counters, 0, bytemuck::cast_slice(&save.counters.to_device_words()));
         world.ctx.check()?;
         Ok(world)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::moved_runs;
+
+    #[test]
+    fn a_shrink_copies_each_live_slot_once_in_runs() {
+        // Pages in page order, their old slots scattered as a free list leaves them.
+        let moves = [(5, 1), (6, 2), (7, 3), (2, 4), (3, 5), (9, 6), (11, 7), (12, 8)];
+        let runs = moved_runs(&moves);
+        let copied: Vec<(u32, u32)> = runs.iter().flat_map(|&(from, to, n)| (0..n).map(move |k| ((from + k) as u32, (to + k) as u32))).collect();
+        println!("moves {moves:?} -> runs (from, to, slots) {runs:?}");
+        assert_eq!(runs, vec![(5, 1, 3), (2, 4, 2), (9, 6, 1), (11, 7, 2)]);
+        assert_eq!(copied, moves, "each live slot copied once, to its new slot");
+        assert!(moved_runs(&[]).is_empty());
     }
 }
