@@ -32,7 +32,7 @@ use crate::state::{Snapshot, State};
 mod authoring;
 mod bodies;
 mod detail;
-pub use authoring::{RecordedChanges, RegionValues, FILL_REACH, RECORD_BLOCK};
+pub use authoring::{RecordedChanges, RegionValues, FILL_REACH, MAX_BRUSH_REACH, MAX_REGION_CELLS, RECORD_BLOCK};
 pub use bodies::MAX_BODY_REGION_SIDE;
 pub use detail::{WorldDetail, WorldDetailWindow};
 
@@ -292,7 +292,7 @@ impl WorldWater {
             }
         }
         check_range("volume", volume, 0.0, MAX_EDIT_VOLUME)?;
-        check_range("radius", radius, 0.0, 1.0e6)?;
+        self.check_radius(radius)?;
         let footprint = self.footprint(x, z, radius);
         if footprint.is_empty() {
             return Ok(Vec::new());
@@ -336,8 +336,9 @@ impl WorldWater {
     /// step, never more than a cell holds (the ledger counts what left).
     pub fn remove_water(&mut self, x: f32, z: f32, volume: f32, radius: f32) -> Result<()> {
         let volume = volume.min(MAX_EDIT_VOLUME);
-        let footprint = self.footprint(x, z, radius);
         check_range("volume", volume, 0.0, MAX_EDIT_VOLUME)?;
+        self.check_radius(radius)?;
+        let footprint = self.footprint(x, z, radius);
         if footprint.is_empty() {
             return Ok(());
         }
@@ -356,7 +357,7 @@ impl WorldWater {
     /// water: on resident and non-resident pages alike.
     pub fn modify_terrain(&mut self, x: f32, z: f32, delta: f32, radius: f32) -> Result<()> {
         check_range("delta", delta, -MAX_TERRAIN_DELTA, MAX_TERRAIN_DELTA)?;
-        check_range("radius", radius, 0.0, 1.0e6)?;
+        self.check_radius(radius)?;
         let footprint = self.footprint(x, z, radius);
         let Some(&(fx, fy, _)) = footprint.first() else { return Ok(()) };
         let (x0, y0, x1, y1) = footprint.iter().fold((fx, fy, fx, fy), |(a, b, c, d), &(cx, cy, _)| (a.min(cx), b.min(cy), c.max(cx), d.max(cy)));
@@ -373,7 +374,9 @@ impl WorldWater {
     /// Sets the ground of the `w × h` cells from cell (x, y), row-major, keeping the water.
     pub fn set_terrain_region(&mut self, x: u32, y: u32, w: u32, h: u32, heights: &[f32]) -> Result<()> {
         let rect = CellRect { x, y, width: w, height: h };
-        if self.check_rect(rect).is_ok() && heights.len() == rect.cell_count() {
+        if self.is_recording() {
+            // What the record cannot hold is refused, not left out of it.
+            self.check_rect(rect)?;
             self.note_change(rect)?;
         }
         self.world.set_terrain_region(x, y, w, h, heights)
@@ -455,7 +458,7 @@ impl WorldWater {
 
     /// A source's cells within `radius` m of local `(x, z)` and their shares of its rate.
     fn source_cells(&self, x: f32, z: f32, radius: f32) -> Result<Vec<(u32, u32, f64)>> {
-        check_range("radius", radius, 0.0, 1.0e6)?;
+        self.check_radius(radius)?;
         let footprint = self.footprint(x, z, radius);
         if footprint.is_empty() {
             return Err(Error::invalid("position", format!("({x}, {z})"), format!("within the world's {:?} m around its centre", self.extent())));

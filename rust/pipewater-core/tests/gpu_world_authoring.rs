@@ -9,7 +9,7 @@
 mod gpu_support;
 
 use gpu_support::gpu_or_skip;
-use pipewater_core::world_water::{WorldWater, FILL_REACH};
+use pipewater_core::world_water::{WorldWater, FILL_REACH, MAX_BRUSH_REACH, MAX_REGION_CELLS};
 use pipewater_core::{BackendPreference, CellRect, Grid, Params, Simulation, State};
 
 /// A bowl whose lowest ground (0 m) lies at (cx, cy), rising 0.05 m a cell, with ripples.
@@ -198,5 +198,46 @@ fn fills_past_their_reach_are_refused_and_rays_pick_as_on_a_dense_grid() {
     let bad_depths = world.set_depth_region(CellRect { x: 0, y: 0, width: 2, height: 1 }, &[1, -3]).unwrap_err().to_string();
     println!("refused: {bad_ray}; {bad_rect}; {bad_depths}");
     assert!(bad_ray.contains("direction") && bad_rect.contains("240x180") && bad_depths.contains("-3"));
+    assert_eq!(ledger_gap(&mut world), 0);
+}
+
+/// What a careless script asks of a large world is refused by name before anything is
+/// allocated for it: a brush or a source reaching past `MAX_BRUSH_REACH` cells (a footprint of a
+/// radius of 10 km on a 16384² world would be 268 M cells), a region read past
+/// `MAX_REGION_CELLS` (1 GiB of depths), and a change record whose edits spread past what it
+/// holds, the edits made kept and the world stepping on.
+#[test]
+fn a_large_worlds_brushes_regions_and_records_are_bounded() {
+    if !gpu_or_skip("a_large_worlds_brushes_regions_and_records_are_bounded") {
+        return;
+    }
+    let side = 16384u32;
+    let mut world = WorldWater::new(side, side, 1.0, 0.0, Params::default()).unwrap();
+    let reach = MAX_BRUSH_REACH as f32;
+    let refusals = [
+        world.add_water(0.0, 0.0, 10.0, 10_000.0).unwrap_err().to_string(),
+        world.remove_water(0.0, 0.0, 10.0, 10_000.0).unwrap_err().to_string(),
+        world.modify_terrain(0.0, 0.0, 1.0, 10_000.0).unwrap_err().to_string(),
+        world.paint_water(0.0, 0.0, 1.0, reach + 1.0).unwrap_err().to_string(),
+        world.smooth_terrain(0.0, 0.0, 0.5, f32::INFINITY).unwrap_err().to_string(),
+        world.add_source(0.0, 0.0, 1.0, 1.0e6).unwrap_err().to_string(),
+        world.depth_region(CellRect { x: 0, y: 0, width: 4097, height: 4096 }).unwrap_err().to_string(),
+        world.terrain_rect(whole(side, side)).unwrap_err().to_string(),
+    ];
+    for refusal in &refusals {
+        println!("refused: {refusal}");
+    }
+    assert!(refusals[..6].iter().all(|r| r.contains(&format!("{MAX_BRUSH_REACH} cells"))));
+    assert!(refusals[6..].iter().all(|r| r.contains(&MAX_REGION_CELLS.to_string())));
+    assert_eq!(world.ledger().unwrap().1, 0, "nothing was added");
+    // Two brushes 11 km apart make a payload past what a record keeps.
+    world.begin_record();
+    let poured = world.paint_water(-4000.0, -4000.0, 0.5, 300.0).unwrap();
+    world.paint_water(4000.0, 4000.0, 0.5, 8.0).unwrap();
+    let refused = world.finish_record().unwrap_err().to_string();
+    let (ledger, held) = world.ledger().unwrap();
+    println!("a brush poured {poured:.0} m³; a record spread from it to 11 km away: {refused}; held {held} quanta, added {}", ledger.counters.added);
+    assert!(refused.contains("change record") && held > 0 && held == ledger.counters.net() && !world.is_recording());
+    world.advance(0.05).unwrap();
     assert_eq!(ledger_gap(&mut world), 0);
 }

@@ -28,6 +28,14 @@ pub const FILL_REACH: u32 = 512;
 /// Side of the blocks of cells a [`ChangeRecord`] copies.
 pub const RECORD_BLOCK: u32 = 64;
 
+/// Farthest a brush, a source or an edit reaches from its point on a world, cells: a footprint
+/// of at most 4001² cells, which a change record holds whole (64² of its blocks).
+pub const MAX_BRUSH_REACH: u32 = 2000;
+
+/// Most cells a region read (or a depth region written, which reads it first) covers at once,
+/// and a change record holds: 4096², 64 MiB of depths.
+pub const MAX_REGION_CELLS: usize = 4096 * 4096;
+
 /// Cells of horizontal travel a ray is followed through at a time ([`WorldWater::raycast`]).
 const RAY_SEGMENT_CELLS: f64 = 48.0;
 /// Most segments a ray is followed through: about 196 000 cells of travel, past the diagonal of
@@ -73,25 +81,49 @@ impl WorldWater {
         }
     }
 
-    /// The depths of `rect` in quanta of [`DEPTH_QUANTUM`] m, row-major: exact values, for
-    /// [`WorldWater::set_depth_region`]. Waits for the device (edits made before are in).
-    pub fn depth_region(&mut self, rect: CellRect) -> Result<Vec<i32>> {
+    /// Refuses a radius past [`MAX_BRUSH_REACH`] cells (or not finite, or negative).
+    pub(super) fn check_radius(&self, radius: f32) -> Result<()> {
+        let most = MAX_BRUSH_REACH as f32 * self.cell_size;
+        if radius.is_finite() && (0.0..=most).contains(&radius) {
+            return Ok(());
+        }
+        Err(Error::invalid("radius", format!("{radius} m"), format!("0 ..= {most} m ({MAX_BRUSH_REACH} cells of this world; a larger area takes several edits)")))
+    }
+
+    /// Refuses a rectangle past [`MAX_REGION_CELLS`] to read at once.
+    fn check_read(&self, rect: CellRect) -> Result<()> {
         self.check_rect(rect)?;
+        if rect.cell_count() > MAX_REGION_CELLS {
+            return Err(Error::invalid(
+                "region",
+                format!("{}x{} cells ({} cells)", rect.width, rect.height, rect.cell_count()),
+                format!("at most {MAX_REGION_CELLS} cells (4096²) at once: read or write a larger area in parts"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The depths of `rect` in quanta of [`DEPTH_QUANTUM`] m, row-major: exact values, for
+    /// [`WorldWater::set_depth_region`]. Waits for the device (edits made before are in). At
+    /// most [`MAX_REGION_CELLS`] at once.
+    pub fn depth_region(&mut self, rect: CellRect) -> Result<Vec<i32>> {
+        self.check_read(rect)?;
         self.world.read_depth(rect.x, rect.y, rect.width, rect.height)
     }
 
-    /// The ground heights of `rect` (m, as edited), row-major, from the host: no wait.
+    /// The ground heights of `rect` (m, as edited), row-major, from the host: no wait. At most
+    /// [`MAX_REGION_CELLS`] at once.
     pub fn terrain_rect(&self, rect: CellRect) -> Result<Vec<f32>> {
-        self.check_rect(rect)?;
+        self.check_read(rect)?;
         self.world.terrain_region(rect.x, rect.y, rect.width, rect.height)
     }
 
     /// Sets the depth of every cell of `rect` to `depths` (quanta, row-major, each
     /// `0 ..= MAX_DEPTH_QUANTA`), exactly, keeping the flow: each cell that differs gets the
     /// difference as a water edit, which the ledger counts as added or removed. Waits for the
-    /// device. Returns the quanta added and removed.
+    /// device. Returns the quanta added and removed. At most [`MAX_REGION_CELLS`] at once.
     pub fn set_depth_region(&mut self, rect: CellRect, depths: &[i32]) -> Result<RegionChange> {
-        self.check_rect(rect)?;
+        self.check_read(rect)?;
         if depths.len() != rect.cell_count() {
             return Err(Error::WrongLength { name: "depths", expected: rect.cell_count(), actual: depths.len() });
         }
@@ -133,7 +165,7 @@ impl WorldWater {
     pub fn paint_water(&mut self, x: f32, z: f32, depth: f32, radius: f32) -> Result<f64> {
         Self::check_point(x, z)?;
         check_range("depth", depth, -MAX_DEPTH, MAX_DEPTH)?;
-        check_range("radius", radius, 0.0, 1.0e6)?;
+        self.check_radius(radius)?;
         let footprint = self.footprint(x, z, radius);
         let Some(rect) = rect_of(footprint.iter().map(|&(cx, cy, _)| (cx, cy))) else { return Ok(0.0) };
         let weights: Vec<(u32, f32)> = footprint.iter().enumerate().map(|(k, &(_, _, weight))| (k as u32, weight)).collect();
@@ -165,7 +197,7 @@ impl WorldWater {
     pub fn smooth_terrain(&mut self, x: f32, z: f32, strength: f32, radius: f32) -> Result<()> {
         Self::check_point(x, z)?;
         check_range("strength", strength, 0.0, 1.0)?;
-        check_range("radius", radius, 0.0, 1.0e6)?;
+        self.check_radius(radius)?;
         let footprint = self.footprint(x, z, radius);
         let Some(rect) = rect_of(footprint.iter().map(|&(cx, cy, _)| (cx, cy))) else { return Ok(()) };
         if strength == 0.0 {
@@ -345,6 +377,13 @@ impl WorldWater {
         let Some(&first) = record.blocks.keys().next() else { return Ok(RecordedChanges::default()) };
         let [w, h] = self.size();
         let bounds = record.blocks.keys().fold(self.block_rect(first), |r, &key| r.union(self.block_rect(key)));
+        if bounds.cell_count() > MAX_REGION_CELLS {
+            return Err(Error::invalid(
+                "change record",
+                format!("edits spread over {}x{} cells", bounds.width, bounds.height),
+                format!("edits within {MAX_REGION_CELLS} cells (4096²): an undo payload that large is not kept; the edits stay"),
+            ));
+        }
         let depth_now = self.world.read_depth(bounds.x, bounds.y, bounds.width, bounds.height)?;
         let ground_now = self.world.terrain_region(bounds.x, bounds.y, bounds.width, bounds.height)?;
         let (mut depth_then, mut ground_then) = (depth_now.clone(), ground_now.clone());
@@ -369,9 +408,20 @@ impl WorldWater {
         let Some(record) = self.record.as_ref() else { return Ok(()) };
         let (bx0, by0) = (rect.x / RECORD_BLOCK, rect.y / RECORD_BLOCK);
         let (bx1, by1) = ((rect.x + rect.width - 1) / RECORD_BLOCK, (rect.y + rect.height - 1) / RECORD_BLOCK);
+        let most = MAX_REGION_CELLS / (RECORD_BLOCK * RECORD_BLOCK) as usize;
+        if (bx1 - bx0 + 1) as usize * (by1 - by0 + 1) as usize > most {
+            return Err(Error::invalid("edit", format!("{}x{} cells while a change record is open", rect.width, rect.height), format!("edits a record can hold: at most {MAX_REGION_CELLS} cells")));
+        }
         let missing: Vec<(u32, u32)> = (by0..=by1).flat_map(|by| (bx0..=bx1).map(move |bx| (bx, by))).filter(|key| !record.blocks.contains_key(key)).collect();
         if missing.is_empty() {
             return Ok(());
+        }
+        if record.blocks.len() + missing.len() > most {
+            return Err(Error::invalid(
+                "edit",
+                format!("one more edit while a change record holds {} blocks of {RECORD_BLOCK}² cells", record.blocks.len()),
+                format!("edits a record can hold: at most {most} blocks ({MAX_REGION_CELLS} cells); finish the record (finish_record) first"),
+            ));
         }
         // One read of the depths of every missing block, one wait.
         let span = missing.iter().fold(self.block_rect(missing[0]), |r, &key| r.union(self.block_rect(key)));

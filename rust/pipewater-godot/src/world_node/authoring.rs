@@ -25,9 +25,9 @@ impl PipeWaterWorld {
     }
 
     /// The water depths of the cells in `region` (cells from the −X, −Z corner; at least one,
-    /// inside the world), row-major, in quanta of `get_depth_quantum()` m: exact values, which
-    /// `set_water_region` puts back bit for bit. Waits for the device: for an undo history or a
-    /// tool, not every frame. Empty when refused.
+    /// inside the world, at most 4096² cells), row-major, in quanta of `get_depth_quantum()` m:
+    /// exact values, which `set_water_region` puts back bit for bit. Waits for the device: for an
+    /// undo history or a tool, not every frame. Empty when refused.
     #[func]
     fn get_water_region(&mut self, region: Rect2i) -> PackedInt32Array {
         let Some(rect) = self.cell_region("get_water_region", region) else { return PackedInt32Array::new() };
@@ -75,7 +75,8 @@ impl PipeWaterWorld {
 
     /// The water brush, as `PipeWater.paint_water`: adds (`depth` > 0) or removes (`depth` < 0)
     /// up to `|depth|` m of water (`-2048 ..= 2048`) at `global_position`, the most at the centre,
-    /// falling smoothly to nothing at `radius` m (0: the cell under the point), in whole quanta,
+    /// falling smoothly to nothing at `radius` m (0: the cell under the point; at most 2000
+    /// cells, as every brush and source of a world), in whole quanta,
     /// never more than a cell holds nor less than nothing. Returns the net volume, m³, exactly
     /// (negative when water was removed). Waits for the device.
     #[func]
