@@ -25,6 +25,7 @@ func _run() -> void:
 	await _test_ground_from_a_coarse_image_and_a_sea_at_an_edge()
 	await _test_saves_load_back_and_bad_bytes_are_refused()
 	await _test_bad_input_is_refused_with_no_effect()
+	await _test_a_games_undo_through_a_change_record()
 	await _test_far_water_sits_out_frames_and_flows_when_a_focus_comes()
 	await _test_far_water_is_drawn_beyond_the_window()
 	await _test_a_crate_floats_on_a_world_at_its_draft()
@@ -247,6 +248,58 @@ func _test_bad_input_is_refused_with_no_effect() -> void:
 	world.world_size = Vector2i(64, 64)
 	world.step(0.1)
 	_check(world.is_ready(), "a good size makes the world again")
+	world.free()
+
+
+## A game's own undo on a 20000² world (a player digs a trench by a lake and takes it back): the
+## change record gives the dig's region before and after, exact; while it is open across frames
+## the water waits and says so once; set_terrain_region and set_water_region with `before` put
+## the ground and the water back to the bit; careless sizes are refused with their figures.
+func _test_a_games_undo_through_a_change_record() -> void:
+	print("-- a game's undo through a change record")
+	var world: PipeWaterWorld = await _make_world()
+	if not world.is_ready():
+		_check(false, "the world exists: %s" % world.get_last_error())
+		world.free()
+		return
+	world.running = true
+	var lake := _cell_position(300, 300)
+	world.add_water(lake, 2000.0, 12.0)
+	for i in 5:
+		await physics_frame
+	var around := Rect2i(Vector2i(260, 260), Vector2i(120, 120))
+	var water_then: PackedInt32Array = world.get_water_region(around)
+	var ground_then: PackedFloat32Array = world.get_terrain_region(around)
+	world.begin_change_record()
+	world.modify_terrain(_cell_position(318, 300), -2.0, 4.0)
+	world.paint_water(_cell_position(304, 300), -0.5, 3.0)
+	world.clear_last_error()
+	await physics_frame
+	await physics_frame
+	var held := world.get_water_region(around)
+	var said := world.get_last_error()
+	var changes: Dictionary = world.finish_change_record()
+	var water: Dictionary = changes["water"]
+	var terrain: Dictionary = changes["terrain"]
+	print("   open over two frames: '%s'; the dig changed ground over %s, water over %s" % [said,
+			terrain["region"], water["region"]])
+	_check(said.contains("change record") and world.get_water_region(around) == held,
+			"while the record is open the water waits, and says why")
+	_check((terrain["region"] as Rect2i).has_area() and (water["region"] as Rect2i).has_area(),
+			"the record holds the dig's ground and water")
+	world.set_terrain_region(terrain["region"], terrain["before"])
+	world.set_water_region(water["region"], water["before"])
+	_check(world.get_terrain_region(around) == ground_then
+			and world.get_water_region(around) == water_then,
+			"writing `before` back gives the ground and the water to the bit")
+	_check(world.get_water_ledger()["exact"], "the ledger stays exact through the undo")
+	world.clear_last_error()
+	var everything: PackedInt32Array = world.get_water_region(Rect2i(0, 0, SIDE, SIDE))
+	_check(everything.is_empty() and world.get_last_error().contains("16777216"),
+			"reading the whole world's depths at once is refused: %s" % world.get_last_error())
+	world.paint_water(lake, 1.0, 5000.0)
+	_check(world.get_last_error().contains("2000 cells"),
+			"a brush of 5 km is refused: %s" % world.get_last_error())
 	world.free()
 
 

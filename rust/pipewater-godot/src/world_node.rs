@@ -386,6 +386,8 @@ pub struct PipeWaterWorld {
     had_bodies: bool,
     /// The link to `terrain_source`: what it is, what is left to read, its drains.
     terrain_link: terrain::WorldTerrainLink,
+    /// Whether the open change record was reported as holding the water back.
+    warned_recording: bool,
     /// The sources placed for `PipeWaterSource` nodes (`world_node/sources.rs`).
     source_placements: crate::node::sources::SourcePlacements,
     #[init(val = ErrorLog::for_class("PipeWaterWorld"))]
@@ -414,6 +416,11 @@ impl INode3D for PipeWaterWorld {
         let in_editor = godot::classes::Engine::singleton().is_editor_hint();
         // A stroke's record holds the edits alone: the water waits while one is open.
         let recording = self.water.as_ref().is_some_and(|w| w.is_recording());
+        if recording && !in_editor && !self.warned_recording {
+            // A script that forgot finish_change_record would otherwise freeze the water silently.
+            self.errors.reject("the water waits: a change record is open (begin_change_record); finish_change_record lets it step again".into());
+        }
+        self.warned_recording = recording && !in_editor;
         if self.running && (!in_editor || self.simulate_in_editor) && !recording && self.terrain_link.may_step() {
             self.read_ground_within_reach((delta as f32).clamp(0.0, 10.0));
             self.sync_focus();
