@@ -17,6 +17,10 @@ fn bowl(w: u32, h: u32, cx: f32, cy: f32) -> Vec<f32> {
     (0..h).flat_map(|y| (0..w).map(move |x| 0.05 * ((x as f32 - cx).powi(2) + (y as f32 - cy).powi(2)).sqrt() + 0.2 * (x as f32 * 0.3).sin() * (y as f32 * 0.2).cos())).collect()
 }
 
+/// One brush on a dense grid and on a world, each returning the volume it reports.
+type OnDense = Box<dyn Fn(&mut Simulation) -> f64>;
+type OnWorld = Box<dyn Fn(&mut WorldWater) -> f64>;
+
 fn whole(w: u32, h: u32) -> CellRect {
     CellRect { x: 0, y: 0, width: w, height: h }
 }
@@ -44,7 +48,7 @@ fn the_brushes_and_the_fill_change_a_world_as_they_change_a_dense_grid() {
     world.set_terrain_region(0, 0, w, h, &terrain).unwrap();
     // Local (x, z) of the corner of the first four pages: cell (56, 56).
     let corner = (56.0 - w as f32 / 2.0, 56.0 - h as f32 / 2.0);
-    let mut steps: Vec<(&str, Box<dyn Fn(&mut Simulation) -> f64>, Box<dyn Fn(&mut WorldWater) -> f64>)> = Vec::new();
+    let mut steps: Vec<(&str, OnDense, OnWorld)> = Vec::new();
     let (x, z) = corner;
     steps.push(("add 0.75 m, radius 6 m, on the page corner", Box::new(move |s| s.paint_water(x + 0.25, z - 0.5, 0.75, 6.0).unwrap()), Box::new(move |p| p.paint_water(x + 0.25, z - 0.5, 0.75, 6.0).unwrap())));
     steps.push(("remove 0.5 m, radius 3 m, beside it", Box::new(move |s| s.paint_water(x + 3.0, z + 1.5, -0.5, 3.0).unwrap()), Box::new(move |p| p.paint_water(x + 3.0, z + 1.5, -0.5, 3.0).unwrap())));
@@ -184,7 +188,7 @@ fn fills_past_their_reach_are_refused_and_rays_pick_as_on_a_dense_grid() {
         worst = worst.max(gap);
     }
     assert!(worst < 1.0e-3, "rays pick {worst} m apart");
-    assert!(wet_hits >= 3 && wet_hits <= 9, "rays hit the lake and the dry bowl: {wet_hits} of 12 on water");
+    assert!((3..=9).contains(&wet_hits), "rays hit the lake and the dry bowl: {wet_hits} of 12 on water");
     assert_eq!(world.raycast([500.0, 50.0, 0.0], [1.0, -0.1, 0.0]).unwrap(), None, "a ray beside the world misses");
     // Past the dense limit: a 20000² world, a pond poured 7 km from a camera 300 m up.
     let mut far = WorldWater::new(20000, 20000, 1.0, 0.0, Params::default()).unwrap();

@@ -127,7 +127,7 @@ impl WorldWater {
         if depths.len() != rect.cell_count() {
             return Err(Error::WrongLength { name: "depths", expected: rect.cell_count(), actual: depths.len() });
         }
-        if let Some(i) = depths.iter().position(|&d| !(0..=MAX_DEPTH_QUANTA as i32).contains(&d)) {
+        if let Some(i) = depths.iter().position(|&d| !(0..=MAX_DEPTH_QUANTA).contains(&d)) {
             return Err(Error::invalid("depths", format!("{} quanta at index {i}", depths[i]), format!("0 ..= {MAX_DEPTH_QUANTA} quanta")));
         }
         self.note_change(rect)?;
@@ -180,7 +180,7 @@ impl WorldWater {
         for q in quanta {
             let (cx, cy, _) = footprint[q.cell as usize];
             let was = now[((cy - rect.y) * rect.width + (cx - rect.x)) as usize];
-            let change = q.quanta.clamp(-was, MAX_DEPTH_QUANTA as i32 - was);
+            let change = q.quanta.clamp(-was, MAX_DEPTH_QUANTA - was);
             if change != 0 {
                 cells.push((cx, cy, change));
                 net += change as i64;
@@ -271,7 +271,7 @@ impl WorldWater {
     /// picking the point under a mouse.
     pub fn raycast(&mut self, origin: [f32; 3], direction: [f32; 3]) -> Result<Option<[f32; 3]>> {
         let length = direction.iter().map(|&d| (d as f64).powi(2)).sum::<f64>().sqrt();
-        if origin.iter().chain(&direction).any(|v| !v.is_finite()) || !(length > 0.0) {
+        if origin.iter().chain(&direction).any(|v| !v.is_finite()) || length.is_nan() || length <= 0.0 {
             return Err(Error::invalid("ray", format!("{origin:?} along {direction:?}"), "a finite origin and a finite, non-zero direction"));
         }
         let o = origin.map(f64::from);
@@ -289,7 +289,7 @@ impl WorldWater {
             t0 = t0.max(a.min(b));
             t1 = t1.min(a.max(b));
         }
-        if !(t0 <= t1) {
+        if t0.is_nan() || t1.is_nan() || t0 > t1 {
             return Ok(None);
         }
         let cell = self.cell_size as f64;
