@@ -55,6 +55,7 @@ use super::bind_buffers as bind;
 use super::context::{GpuContext, EDIT_WORKGROUP, TILES_WORKGROUP};
 use super::list::DeviceList;
 use super::shaders;
+use super::timing::{DispatchTimer, Stamp};
 use crate::backend::gpu_host::GpuHost;
 use crate::backend::recovery::COUNTER_BYTES;
 use crate::backend::sleep::{constants_change, TileGrid, TileParams, AWAKE_LIST_HEADER, EMPTY_AWAKE_LIST, TILE_AWAKE, TILE_NEAR_NORTH, TILE_WET, WAKE_FIRST_STEP};
@@ -347,6 +348,8 @@ pub struct World {
     detail: Option<detail::WorldDetailLayer>,
     /// When the fields move into smaller buffers ([`World::set_shrink_rule`]).
     shrink_rule: ShrinkRule,
+    /// Timestamps of the frames' dispatches, while a benchmark asks for them (timing.rs).
+    timer: Option<DispatchTimer>,
 }
 
 struct WorldPipelines {
@@ -547,6 +550,7 @@ impl World {
             displacement: std::collections::HashMap::new(),
             detail: None,
             shrink_rule: ShrinkRule::WhenSpare,
+            timer: None,
             ctx,
         })
     }
@@ -899,8 +903,15 @@ impl World {
         let step = &self.step_pipelines[holds].as_ref().expect("made above").1;
         // At least one workgroup: its first invocation empties the next step's list.
         let groups = (self.planned_tiles.len() as u32).div_ceil(TILES_WORKGROUP).max(1);
+        let mut timer = self.timer.take();
+        let mut stamp = |pass: &mut wgpu::ComputePass, what: Stamp| {
+            if let Some(timer) = &mut timer {
+                timer.stamp_pass(pass, what);
+            }
+        };
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("world frame"), timestamp_writes: None });
+            stamp(&mut pass, Stamp::FrameStart);
             if water > 0 && !edits_apart {
                 pass.set_pipeline(&self.ctx.apply_water);
                 pass.set_bind_group(0, &self.edit_groups[self.current], &[]);
@@ -915,10 +926,12 @@ impl World {
                 pass.set_bind_group(0, &self.plan_groups[copy], &[]);
                 pass.set_bind_group(1, &self.page_group, &[]);
                 pass.dispatch_workgroups(groups, 1, 1);
+                stamp(&mut pass, Stamp::Plan);
                 pass.set_pipeline(step);
                 pass.set_bind_group(0, &self.step_groups[copy], &[]);
                 pass.set_bind_group(1, &self.page_group, &[]);
                 pass.dispatch_workgroups_indirect(&self.lists[copy], 0);
+                stamp(&mut pass, Stamp::Step);
                 self.current = 1 - copy;
             }
             if steps > 0 {
@@ -926,8 +939,10 @@ impl World {
                 pass.set_bind_group(0, &self.plan_groups[1 - self.current], &[]);
                 pass.set_bind_group(1, &self.page_group, &[]);
                 pass.dispatch_workgroups(1, 1, 1);
+                stamp(&mut pass, Stamp::Other);
             }
         }
+        self.timer = timer;
         self.report.steps += steps as u64;
         // The marks woke their tiles for this frame's first step.
         for (first, end) in runs {
@@ -936,6 +951,9 @@ impl World {
         }
         self.marked.clear();
         let read = if steps > 0 { Some(self.record_flag_read(&mut encoder)?) } else { None };
+        if let Some(timer) = &mut self.timer {
+            timer.stamp_encoder(&mut encoder, Stamp::Other);
+        }
         let detail_read = match (&mut self.detail, detail) {
             (Some(layer), Some(prepared)) => layer.finish(&mut encoder, prepared)?,
             _ => None,
@@ -1226,6 +1244,23 @@ impl World {
     #[doc(hidden)]
     pub fn set_shrink_rule(&mut self, rule: ShrinkRule) {
         self.shrink_rule = rule;
+    }
+
+    /// Benchmarks: records timestamps between the dispatches of the next frames, up to
+    /// `queries` of them, for [`World::dispatch_times`]. False, recording nothing, when the
+    /// device was made without timestamps inside passes (`PIPEWATER_GPU_TIMESTAMPS=1` asks for
+    /// them where the adapter has them).
+    #[doc(hidden)]
+    pub fn time_dispatches(&mut self, queries: u32) -> bool {
+        self.timer = DispatchTimer::new(&self.ctx, queries);
+        self.timer.is_some()
+    }
+
+    /// Benchmarks: what ended at each timestamp recorded since [`World::time_dispatches`] and
+    /// when, in nanoseconds of the device's clock (waiting for the device); stops recording.
+    #[doc(hidden)]
+    pub fn dispatch_times(&mut self) -> Result<Vec<(Stamp, u64)>> {
+        self.timer.take().map_or(Ok(Vec::new()), |timer| timer.read(&self.ctx))
     }
 
     fn rebind(&mut self) {
