@@ -469,7 +469,8 @@ impl World {
         let lists = [0, 1].map(|k| buffer(&format!("awake pages {k}"), list_bytes, U::STORAGE | U::INDIRECT | U::COPY_DST));
         let wakes = buffer("page wakes", 4 * n, U::STORAGE | U::COPY_DST);
         let stats = buffer("world sleep stats", 16, U::STORAGE | U::COPY_SRC | U::COPY_DST);
-        // The plan marks the pages it steps stale for a snapshot the world does not take yet.
+        // Bound where a dense grid's plan marks the tiles it steps stale for a snapshot; a
+        // world's takes none, and its plan marks none (tiles.wgsl).
         let stale = buffer("world stale pages", 4 * n, U::STORAGE);
         let pipelines = WorldPipelines::new(&ctx, side, side / tiles_per_page);
         let planned = buffer("planned tiles", 4 * (63 + PLANNED_HEADER as u64), U::STORAGE | U::COPY_DST);
