@@ -25,12 +25,13 @@
 @group(0) @binding(5) var<storage, read_write> awake_list: array<atomic<u32>>;
 @group(0) @binding(6) var<storage, read_write> next_awake_list: array<atomic<u32>>;
 // The frame's sleeping report, read back behind the snapshot: cells stepped over the frame (low
-// and high words), the awake list's entries of its last step (its awake tiles; a world counts
-// them from their flags, since it may list a page's tiles as one), and in a world of pages the
-// faults (tiles with water nearby that could not step, cells_paged.wgsl). The host clears it
-// before a frame with steps.
+// and high words; a world of pages, which reads neither, leaves them 0), the awake list's
+// entries of its last step (its awake tiles; a world counts them from their flags, since it may
+// list a page's tiles as one), and in a world of pages the faults (tiles with water nearby that
+// could not step, cells_paged.wgsl). The host clears it before a frame with steps.
 @group(0) @binding(7) var<storage, read_write> sleep_stats: array<atomic<u32>, 4>;
-// Tiles whose snapshot texels are stale (snapshot.wgsl, which clears them): those the step runs.
+// Tiles whose snapshot texels are stale (snapshot.wgsl, which clears them): those the step runs
+// (a dense grid's; a world of pages takes no snapshot and marks none).
 // A cell's texels read the cells around it, but that needs no more: a change within one cell of
 // a tile's cells at a step follows from a change within the step's reach of them at the step
 // before (or from an edit there), inside the tile's 3×3 neighbourhood, and that wakes the tile.
@@ -117,10 +118,16 @@ fn plan(id: u32, first_step: bool) {
         wakes |= WAKE_FIRST_STEP;
     }
     let wanted = wants_step(x, y, change, wakes);
+    // The tiles its list entry runs, asked before whether it runs: the loads of its siblings'
+    // neighbours go out with its own instead of after them (a dense grid's is 1, no loads).
+    let listed = tiles_listed(x, y, change, wakes);
     // A page of a world whose neighbourhood does not hold its terrain yet: stepping it would read
     // pages that hold none. Or one the world's focus holds back this frame, which owes the step
     // until it is released (cells_paged.wgsl).
-    let awake = (wanted || owes_step(tile_flags_before[t])) && tile_steppable(x, y);
+    // Asked whether or not the tile wants to step, so that the loads of its pages' slots go out
+    // with those of its flags instead of after them.
+    let steppable = tile_steppable(x, y);
+    let awake = (wanted || owes_step(tile_flags_before[t])) && steppable;
     // The host keeps the pages around water resident far enough ahead that no water lies
     // beside a page that cannot step (world.rs); a fault if it does, counted in the report's
     // last word.
@@ -128,18 +135,21 @@ fn plan(id: u32, first_step: bool) {
         atomicAdd(&sleep_stats[3], 1u);
     }
     if awake {
-        let listed = tiles_listed(x, y, change, wakes);
         if listed > 0u {
             let slot = atomicAdd(&awake_list[0], 1u);
             atomicStore(&awake_list[AWAKE_LIST_HEADER + slot], list_entry(t, listed));
         }
         // The step adds the bits it sees.
         tile_flags[t] = TILE_AWAKE;
-        tile_stale[t] = 1u;
-        let cells = cells_in_tile(x, y);
-        let old = atomicAdd(&sleep_stats[0], cells);
-        if old > 0xffffffffu - cells {
-            atomicAdd(&sleep_stats[1], 1u);
+        // A world of pages takes no snapshot and reads no count of the cells stepped: it skips
+        // them, a stale mark and two atomics on one word for every tile it steps.
+        if !PAGED {
+            tile_stale[t] = 1u;
+            let cells = cells_in_tile(x, y);
+            let old = atomicAdd(&sleep_stats[0], cells);
+            if old > 0xffffffffu - cells {
+                atomicAdd(&sleep_stats[1], 1u);
+            }
         }
     } else {
         // A skipped tile's pipes and water are as they were: it keeps its moving and wet bits.

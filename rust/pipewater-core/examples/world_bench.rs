@@ -6,6 +6,9 @@
 //!
 //! * `--tax N`: an `N × N` lake sloshing everywhere (every page awake and moving), stepped by the
 //!   dense backend and by the world: cell-steps per second of each, what paging costs a full grid.
+//!   With `--timing` (and `PIPEWATER_GPU_TIMESTAMPS=1` in the environment), one more round of
+//!   each with timestamps between the dispatches: the device's time in the plans, the steps and
+//!   the rest, and its idle time between frames (the host's share).
 //! * `--river N`: one river of about 200 k wet cells running down a 512 × 512 valley, stepped as a
 //!   512² dense grid and inside an `N × N` world: time per step of each.
 //! * `--memory N`: an `N × N` world with 5 % of its cells wet in lakes at rest (a few large ones,
@@ -25,7 +28,7 @@ fn main() {
 #[cfg(feature = "gpu")]
 mod bench {
     use pipewater_core::backend::gpu::world::{World, BYTES_PER_PAGE, BYTES_PER_RESIDENT_CELL, BYTES_PER_TERRAIN_CELL};
-    use pipewater_core::backend::gpu::{GpuBackend, GpuContext};
+    use pipewater_core::backend::gpu::{GpuBackend, GpuContext, Stamp};
     use pipewater_core::backend::{Backend, CellWater, FramePlan};
     use pipewater_core::pipes::StepConstants;
     use pipewater_core::quanta::depth_to_quanta;
@@ -46,7 +49,7 @@ mod bench {
         let ctx = GpuContext::shared().expect("a GPU adapter");
         println!("adapter: {}", ctx.adapter_description());
         if let Some(n) = arg::<u32>(&args, "--tax") {
-            tax(n, rounds, steps);
+            tax(n, rounds, steps, args.iter().any(|a| a == "--timing"));
         }
         if let Some(n) = arg::<u32>(&args, "--river") {
             river(n, rounds, steps);
@@ -85,7 +88,7 @@ mod bench {
         depth_to_quanta(1.0 + 0.4 * (2.0 * k * x as f32).sin() * (3.0 * k * y as f32).cos())
     }
 
-    fn tax(n: u32, rounds: u32, steps: u32) {
+    fn tax(n: u32, rounds: u32, steps: u32, timing: bool) {
         let grid = Grid::new(n, n, 1.0).unwrap();
         let mut state = State::new(grid);
         for y in 0..n {
@@ -113,6 +116,114 @@ mod bench {
         }
         let report = world.report();
         println!("faults {}, waits {}", report.faults, report.waits);
+        if timing {
+            if !(dense.time_dispatches(4096) && world.time_dispatches(4096)) {
+                println!("timing: the device has no timestamps inside passes (PIPEWATER_GPU_TIMESTAMPS=1 asks for them)");
+                return;
+            }
+            let dh = host_round(steps, |wait| if wait { dense.wait_idle().unwrap() } else { dense.advance(&FramePlan { constants: c, substeps: STEPS_PER_FRAME, forcing: &[] }).unwrap() });
+            let dense_times = dense.dispatch_times().unwrap();
+            let wh = host_round(steps, |wait| if wait { world.wait_idle().unwrap() } else { world.advance(&c, STEPS_PER_FRAME).unwrap() });
+            let world_times = world.dispatch_times().unwrap();
+            let (d, w) = (dh.wall, wh.wall);
+            println!("\n| {n}², a round with timestamps, µs | dense | world |");
+            println!("|---|---|---|");
+            let (a, b) = (Split::of(&dense_times, d), Split::of(&world_times, w));
+            let row = |what: &str, f: &dyn Fn(&Split) -> String| println!("| {what} | {} | {} |", f(&a), f(&b));
+            row("frames / steps timed", &|s| format!("{} / {}", s.frames, s.steps.len()));
+            row("plan, median a step (share of the span)", &|s| format!("{:.1} ({:.2} %)", median(&s.plans), 100.0 * sum(&s.plans) / s.span));
+            row("step, median (share)", &|s| format!("{:.1} ({:.2} %)", median(&s.steps), 100.0 * sum(&s.steps) / s.span));
+            row("the rest of a frame on the device, median (share)", &|s| format!("{:.1} ({:.2} %)", median(&s.other), 100.0 * sum(&s.other) / s.span));
+            row("device idle between frames, median (share)", &|s| format!("{:.1} ({:.2} %)", median(&s.idle), 100.0 * sum(&s.idle) / s.span));
+            row("device span / wall, ms", &|s| format!("{:.1} / {:.1}", s.span / 1e3, s.wall * 1e3));
+            let host = |what: &str, f: &dyn Fn(&Host) -> f64| println!("| {what} | {:.2} | {:.2} |", f(&dh), f(&wh));
+            host("host: the round's first frame (advance), ms", &|h| h.first * 1e3);
+            host("host: the wait for the device after the last frame, ms", &|h| h.last_wait * 1e3);
+            host("host: the calling thread's CPU time a frame, ms", &|h| h.cpu * 1e3 / (steps / STEPS_PER_FRAME) as f64);
+            row("G cell-steps/s: wall / steps and plans / steps alone", &|s| {
+                let per_step = |us: f64| n as f64 * n as f64 / (us * 1e3);
+                format!("{:.2} / {:.2} / {:.2}", cell_steps / s.wall / 1e9, per_step((sum(&s.steps) + sum(&s.plans)) / s.steps.len() as f64), per_step(median(&s.steps)))
+            });
+        }
+    }
+
+    /// The host's side of a round: its wall time, the first frame's (the device idle until it is
+    /// submitted), the wait for the device after the last, and the calling thread's CPU time.
+    struct Host {
+        wall: f64,
+        first: f64,
+        last_wait: f64,
+        cpu: f64,
+    }
+
+    /// A round of `steps` steps through `frame(false)` a frame, then `frame(true)` to wait.
+    fn host_round(steps: u32, mut frame: impl FnMut(bool)) -> Host {
+        let (start, cpu) = (Instant::now(), thread_cpu_time());
+        let mut first = 0.0;
+        for k in 0..steps / STEPS_PER_FRAME {
+            frame(false);
+            if k == 0 {
+                first = start.elapsed().as_secs_f64();
+            }
+        }
+        let waiting = Instant::now();
+        frame(true);
+        Host { wall: start.elapsed().as_secs_f64(), first, last_wait: waiting.elapsed().as_secs_f64(), cpu: thread_cpu_time() - cpu }
+    }
+
+    /// CPU seconds the calling thread has used (the host's own work, not its waits).
+    fn thread_cpu_time() -> f64 {
+        let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: clock_gettime writes the timespec it is given and nothing else.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+        t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+    }
+
+    fn median(v: &[f64]) -> f64 {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+    }
+
+    fn sum(v: &[f64]) -> f64 {
+        v.iter().sum()
+    }
+
+    /// A timed round's device time, µs: each plan, each step, the rest of each frame, the idle
+    /// time between frames.
+    struct Split {
+        frames: usize,
+        plans: Vec<f64>,
+        steps: Vec<f64>,
+        other: Vec<f64>,
+        idle: Vec<f64>,
+        span: f64,
+        wall: f64,
+    }
+
+    impl Split {
+        fn of(stamps: &[(Stamp, u64)], wall: f64) -> Split {
+            let mut s = Split { frames: 0, plans: vec![], steps: vec![], other: vec![], idle: vec![], span: 0.0, wall };
+            let mut frame_other = 0.0;
+            for (i, &(what, t)) in stamps.iter().enumerate() {
+                let Some(&(_, before)) = i.checked_sub(1).map(|j| &stamps[j]) else { continue };
+                let us = t.saturating_sub(before) as f64 / 1e3;
+                match what {
+                    Stamp::FrameStart => {
+                        s.idle.push(us);
+                        s.other.push(frame_other);
+                        frame_other = 0.0;
+                    }
+                    Stamp::Plan => s.plans.push(us),
+                    Stamp::Step => s.steps.push(us),
+                    Stamp::Other => frame_other += us,
+                }
+            }
+            s.other.push(frame_other);
+            s.frames = stamps.iter().filter(|(w, _)| *w == Stamp::FrameStart).count();
+            s.span = stamps.last().map_or(0, |l| l.1 - stamps[0].1) as f64 / 1e3;
+            s
+        }
     }
 
     /// Terrain of the valley at (x, y) of its 512 × 512: falling 5 m along y, banks rising 3 m at

@@ -229,10 +229,15 @@ impl GpuContext {
         // Ask for everything the adapter offers: large grids need storage bindings beyond the
         // WebGPU defaults (a 4096² flux field is 256 MiB).
         let limits = adapter.limits();
+        // `PIPEWATER_GPU_TIMESTAMPS=1`: timestamps between the frames' dispatches, for the
+        // benchmarks (timing.rs); never asked for otherwise.
+        let timestamps = super::timing::TIMESTAMP_FEATURES;
+        let wants_timestamps = std::env::var("PIPEWATER_GPU_TIMESTAMPS").is_ok_and(|v| v == "1");
+        let required_features = if wants_timestamps && adapter.features().contains(timestamps) { timestamps } else { wgpu::Features::empty() };
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("pipewater"),
-                required_features: wgpu::Features::empty(),
+                required_features,
                 required_limits: limits.clone(),
                 experimental_features: wgpu::ExperimentalFeatures::disabled(),
                 memory_hints: wgpu::MemoryHints::Performance,

@@ -43,9 +43,11 @@ pub mod overrides;
 pub mod overwrite;
 pub mod shaders;
 pub mod tile_changes;
+mod timing;
 pub mod world;
 
 pub use context::{GpuContext, EDIT_WORKGROUP, TILES_WORKGROUP};
+pub use timing::Stamp;
 
 /// A bind group of `buffers`, whole, at bindings 0, 1, 2, … of `layout`.
 pub(super) fn bind_buffers(device: &wgpu::Device, layout: &wgpu::BindGroupLayout, label: &str, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
@@ -328,6 +330,8 @@ pub struct GpuBackend {
     riding: Riding,
     /// A sync client's write of cells (`overwrite.rs`), made by its first write.
     overwrite: Option<overwrite::GpuOverwrite>,
+    /// Timestamps of the frames' dispatches, while a benchmark asks for them (timing.rs).
+    timer: Option<timing::DispatchTimer>,
 }
 
 impl GpuBackend {
@@ -429,6 +433,7 @@ impl GpuBackend {
             tile_changes: None,
             riding: Riding::default(),
             overwrite: None,
+            timer: None,
         };
         backend.upload(state, Counters::default(), 0)?;
         Ok(backend)
@@ -558,6 +563,23 @@ impl GpuBackend {
             }
             self.slots[k].state.store(SLOT_FREE, Ordering::Release);
         }
+    }
+
+    /// Benchmarks: records timestamps between the dispatches of the next frames, up to
+    /// `queries` of them, for [`GpuBackend::dispatch_times`]. False, recording nothing, when the
+    /// device was made without timestamps inside passes (`PIPEWATER_GPU_TIMESTAMPS=1` asks for
+    /// them where the adapter has them).
+    #[doc(hidden)]
+    pub fn time_dispatches(&mut self, queries: u32) -> bool {
+        self.timer = timing::DispatchTimer::new(&self.ctx, queries);
+        self.timer.is_some()
+    }
+
+    /// Benchmarks: what ended at each timestamp recorded since [`GpuBackend::time_dispatches`]
+    /// and when, in nanoseconds of the device's clock (waiting for the device); stops recording.
+    #[doc(hidden)]
+    pub fn dispatch_times(&mut self) -> Result<Vec<(Stamp, u64)>> {
+        self.timer.take().map_or(Ok(Vec::new()), |timer| timer.read(&self.ctx))
     }
 
     /// A free staging buffer large enough for `read`. Before `advance` records a frame every
@@ -1217,10 +1239,23 @@ impl Backend for GpuBackend {
         let mut at = 0;
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("frame"), timestamp_writes: None });
+            let mut timer = self.timer.take();
+            if let Some(timer) = &mut timer {
+                timer.stamp_pass(&mut pass, Stamp::FrameStart);
+            }
             while let Some(frame_pass) = self.host.pass(at).filter(|p| !p.is_read()) {
                 self.record_pass(&mut pass, frame_pass, &step, detail_frame.as_ref());
+                if let Some(timer) = &mut timer {
+                    let what = match frame_pass {
+                        FramePass::PlanTiles { .. } => Stamp::Plan,
+                        FramePass::Step { .. } => Stamp::Step,
+                        _ => Stamp::Other,
+                    };
+                    timer.stamp_pass(&mut pass, what);
+                }
                 at += 1;
             }
+            self.timer = timer;
         }
         self.host.current = self.host.current_after_recipe();
         let detail_read = match (&mut self.detail, detail_frame) {
@@ -1237,6 +1272,9 @@ impl Backend for GpuBackend {
                 _ => {}
             }
             at += 1;
+        }
+        if let Some(timer) = &mut self.timer {
+            timer.stamp_encoder(&mut encoder, Stamp::Other);
         }
         let (submitted, _) = self.submit(encoder);
         if let Some(work) = riding {

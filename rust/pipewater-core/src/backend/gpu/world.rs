@@ -55,6 +55,7 @@ use super::bind_buffers as bind;
 use super::context::{GpuContext, EDIT_WORKGROUP, TILES_WORKGROUP};
 use super::list::DeviceList;
 use super::shaders;
+use super::timing::{DispatchTimer, Stamp};
 use crate::backend::gpu_host::GpuHost;
 use crate::backend::recovery::COUNTER_BYTES;
 use crate::backend::sleep::{constants_change, TileGrid, TileParams, AWAKE_LIST_HEADER, EMPTY_AWAKE_LIST, TILE_AWAKE, TILE_NEAR_NORTH, TILE_WET, WAKE_FIRST_STEP};
@@ -347,6 +348,8 @@ pub struct World {
     detail: Option<detail::WorldDetailLayer>,
     /// When the fields move into smaller buffers ([`World::set_shrink_rule`]).
     shrink_rule: ShrinkRule,
+    /// Timestamps of the frames' dispatches, while a benchmark asks for them (timing.rs).
+    timer: Option<DispatchTimer>,
 }
 
 struct WorldPipelines {
@@ -466,7 +469,8 @@ impl World {
         let lists = [0, 1].map(|k| buffer(&format!("awake pages {k}"), list_bytes, U::STORAGE | U::INDIRECT | U::COPY_DST));
         let wakes = buffer("page wakes", 4 * n, U::STORAGE | U::COPY_DST);
         let stats = buffer("world sleep stats", 16, U::STORAGE | U::COPY_SRC | U::COPY_DST);
-        // The plan marks the pages it steps stale for a snapshot the world does not take yet.
+        // Bound where a dense grid's plan marks the tiles it steps stale for a snapshot; a
+        // world's takes none, and its plan marks none (tiles.wgsl).
         let stale = buffer("world stale pages", 4 * n, U::STORAGE);
         let pipelines = WorldPipelines::new(&ctx, side, side / tiles_per_page);
         let planned = buffer("planned tiles", 4 * (63 + PLANNED_HEADER as u64), U::STORAGE | U::COPY_DST);
@@ -547,6 +551,7 @@ impl World {
             displacement: std::collections::HashMap::new(),
             detail: None,
             shrink_rule: ShrinkRule::WhenSpare,
+            timer: None,
             ctx,
         })
     }
@@ -777,6 +782,36 @@ fn moved_runs(moves: &[(u32, u32)]) -> Vec<(u64, u64, u64)> {
     runs
 }
 
+/// The pages whose tiles' flags (`words`, for `tiles` in the same order) hold water, each with
+/// the neighbours its water is near (bits in [`NEIGHBOURS`]' order), in page order. The plan's
+/// tiles come a page's after another, the pages in order (update_residency), so one pass
+/// gathers each page's bits: an entry of a map for each wet tile took 0.95 ms a read of a 4096²
+/// world awake everywhere on the 2-core development machine, this pass 0.05–0.08 ms, and the
+/// host's time a frame on an H200's host fell from 2.1–2.3 ms to 0.5–0.6 (docs/BENCHMARKS.md).
+/// Tiles in another order are sorted first.
+fn wet_pages(tiles: &[u32], words: &[u32], tiles_x: usize, per_page: usize) -> Vec<(usize, u8)> {
+    let mut wet: Vec<(usize, u8)> = Vec::new();
+    for (&t, &w) in tiles.iter().zip(words).filter(|(_, &w)| w & TILE_WET != 0) {
+        let page = (t as usize / tiles_x / per_page) * tiles_x + t as usize % tiles_x;
+        let near = (w / TILE_NEAR_NORTH) as u8;
+        match wet.last_mut() {
+            Some((last, bits)) if *last == page => *bits |= near,
+            _ => wet.push((page, near)),
+        }
+    }
+    if !wet.windows(2).all(|pair| pair[0].0 < pair[1].0) {
+        wet.sort_by_key(|&(page, _)| page);
+        wet.dedup_by(|next, kept| {
+            let same = next.0 == kept.0;
+            if same {
+                kept.1 |= next.1;
+            }
+            same
+        });
+    }
+    wet
+}
+
 /// Runs of consecutive values of sorted `tiles`, as (first, one past the last).
 fn runs_of(tiles: &[usize]) -> Vec<(usize, usize)> {
     let mut runs: Vec<(usize, usize)> = Vec::new();
@@ -899,8 +934,15 @@ impl World {
         let step = &self.step_pipelines[holds].as_ref().expect("made above").1;
         // At least one workgroup: its first invocation empties the next step's list.
         let groups = (self.planned_tiles.len() as u32).div_ceil(TILES_WORKGROUP).max(1);
+        let mut timer = self.timer.take();
+        let mut stamp = |pass: &mut wgpu::ComputePass, what: Stamp| {
+            if let Some(timer) = &mut timer {
+                timer.stamp_pass(pass, what);
+            }
+        };
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("world frame"), timestamp_writes: None });
+            stamp(&mut pass, Stamp::FrameStart);
             if water > 0 && !edits_apart {
                 pass.set_pipeline(&self.ctx.apply_water);
                 pass.set_bind_group(0, &self.edit_groups[self.current], &[]);
@@ -915,10 +957,12 @@ impl World {
                 pass.set_bind_group(0, &self.plan_groups[copy], &[]);
                 pass.set_bind_group(1, &self.page_group, &[]);
                 pass.dispatch_workgroups(groups, 1, 1);
+                stamp(&mut pass, Stamp::Plan);
                 pass.set_pipeline(step);
                 pass.set_bind_group(0, &self.step_groups[copy], &[]);
                 pass.set_bind_group(1, &self.page_group, &[]);
                 pass.dispatch_workgroups_indirect(&self.lists[copy], 0);
+                stamp(&mut pass, Stamp::Step);
                 self.current = 1 - copy;
             }
             if steps > 0 {
@@ -926,8 +970,10 @@ impl World {
                 pass.set_bind_group(0, &self.plan_groups[1 - self.current], &[]);
                 pass.set_bind_group(1, &self.page_group, &[]);
                 pass.dispatch_workgroups(1, 1, 1);
+                stamp(&mut pass, Stamp::Other);
             }
         }
+        self.timer = timer;
         self.report.steps += steps as u64;
         // The marks woke their tiles for this frame's first step.
         for (first, end) in runs {
@@ -936,6 +982,9 @@ impl World {
         }
         self.marked.clear();
         let read = if steps > 0 { Some(self.record_flag_read(&mut encoder)?) } else { None };
+        if let Some(timer) = &mut self.timer {
+            timer.stamp_encoder(&mut encoder, Stamp::Other);
+        }
         let detail_read = match (&mut self.detail, detail) {
             (Some(layer), Some(prepared)) => layer.finish(&mut encoder, prepared)?,
             _ => None,
@@ -1228,6 +1277,23 @@ impl World {
         self.shrink_rule = rule;
     }
 
+    /// Benchmarks: records timestamps between the dispatches of the next frames, up to
+    /// `queries` of them, for [`World::dispatch_times`]. False, recording nothing, when the
+    /// device was made without timestamps inside passes (`PIPEWATER_GPU_TIMESTAMPS=1` asks for
+    /// them where the adapter has them).
+    #[doc(hidden)]
+    pub fn time_dispatches(&mut self, queries: u32) -> bool {
+        self.timer = DispatchTimer::new(&self.ctx, queries);
+        self.timer.is_some()
+    }
+
+    /// Benchmarks: what ended at each timestamp recorded since [`World::time_dispatches`] and
+    /// when, in nanoseconds of the device's clock (waiting for the device); stops recording.
+    #[doc(hidden)]
+    pub fn dispatch_times(&mut self) -> Result<Vec<(Stamp, u64)>> {
+        self.timer.take().map_or(Ok(Vec::new()), |timer| timer.read(&self.ctx))
+    }
+
     fn rebind(&mut self) {
         let (step, edits) = field_groups(&self.ctx, &self.fields, &self.uniforms, &self.counters, &self.tile_params, &self.lists, &self.flags, &self.water_edits, &self.terrain_edits);
         self.step_groups = step;
@@ -1338,14 +1404,9 @@ impl World {
                     self.report.awake = words[..n].iter().filter(|&&w| w & TILE_AWAKE != 0).count() as u32;
                     self.report.workgroups = words[n + 2];
                     // Only the planned tiles can hold water.
-                    let (tiles_x, per_page) = (self.tiles.tiles[0] as usize, self.tiles_per_page as usize);
-                    let mut wet = std::collections::BTreeMap::new();
-                    for (&t, &w) in read.tiles.iter().zip(&words[..n]).filter(|(_, &w)| w & TILE_WET != 0) {
-                        let page = (t as usize / tiles_x / per_page) * tiles_x + t as usize % tiles_x;
-                        *wet.entry(page).or_insert(0u8) |= (w / TILE_NEAR_NORTH) as u8;
-                    }
-                    if wet != self.wet {
-                        self.wet = wet;
+                    let wet = wet_pages(&read.tiles, &words[..n], self.tiles.tiles[0] as usize, self.tiles_per_page as usize);
+                    if !wet.iter().copied().eq(self.wet.iter().map(|(&page, &near)| (page, near))) {
+                        self.wet = wet.into_iter().collect();
                         self.residency_stale = true;
                     }
                     self.observed_step = read.step;
@@ -1838,7 +1899,31 @@ impl World {
 
 #[cfg(test)]
 mod tests {
-    use super::moved_runs;
+    use super::{moved_runs, wet_pages, TILE_NEAR_NORTH, TILE_WET};
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn the_wet_pages_gather_each_pages_near_bits_in_any_order_of_tiles() {
+        // A world 3 pages wide and 2 high of 4 tiles a page: each tile's flags wet or dry, near
+        // bits from its number; the planned order (a page's tiles after another, pages in order),
+        // that order reversed, and tiles interleaved across pages.
+        let (tiles_x, per_page) = (3usize, 4usize);
+        let planned: Vec<u32> = (0..6).flat_map(|p: usize| (0..per_page).map(move |k| ((p / tiles_x * per_page + k) * tiles_x + p % tiles_x) as u32)).collect();
+        let flags = |t: u32| if t % 5 == 3 { 0 } else { TILE_WET | (((t * 37) % 256) * TILE_NEAR_NORTH) };
+        let mut interleaved = planned.clone();
+        interleaved.sort_by_key(|&t| (t % 7, t));
+        for tiles in [planned.clone(), planned.iter().rev().copied().collect(), interleaved] {
+            let words: Vec<u32> = tiles.iter().map(|&t| flags(t)).collect();
+            let mut expected: BTreeMap<usize, u8> = BTreeMap::new();
+            for (&t, &w) in tiles.iter().zip(&words).filter(|(_, &w)| w & TILE_WET != 0) {
+                let page = (t as usize / tiles_x / per_page) * tiles_x + t as usize % tiles_x;
+                *expected.entry(page).or_insert(0) |= (w / TILE_NEAR_NORTH) as u8;
+            }
+            let got = wet_pages(&tiles, &words, tiles_x, per_page);
+            println!("tiles {tiles:?}\n  -> {got:?}");
+            assert_eq!(got, expected.into_iter().collect::<Vec<_>>(), "one entry a wet page, its tiles' near bits together, in page order");
+        }
+    }
 
     #[test]
     fn a_shrink_copies_each_live_slot_once_in_runs() {
