@@ -79,14 +79,8 @@ pub(crate) fn check_region_heights(name: &'static str, values: &[f32], rect: Cel
 /// The smallest rectangle holding every cell where the whole-grid fields `before` and `after`
 /// differ (as `same` judges); `None` when nothing changed.
 pub fn changed_rect<T>(grid: &Grid, before: &[T], after: &[T], same: impl Fn(&T, &T) -> bool) -> Option<CellRect> {
-    let mut rect: Option<CellRect> = None;
-    for (i, (b, a)) in before.iter().zip(after).enumerate() {
-        if !same(b, a) {
-            let one = CellRect { x: i as u32 % grid.width, y: i as u32 / grid.width, width: 1, height: 1 };
-            rect = Some(rect.map_or(one, |r| r.union(one)));
-        }
-    }
-    rect
+    let differing = before.iter().zip(after).enumerate().filter(|(_, (b, a))| !same(b, a));
+    CellRect::bounding(differing.map(|(i, _)| (i as u32 % grid.width, i as u32 / grid.width)))
 }
 
 /// The water edits that turn the depths of `rect` in the whole-grid field `current` into

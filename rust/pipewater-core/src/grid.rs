@@ -52,6 +52,14 @@ impl CellRect {
         CellRect { x, y, width: right - x, height: bottom - y }
     }
 
+    /// The smallest rectangle holding every cell `(x, y)` of `cells`; `None` when there is none.
+    pub fn bounding(cells: impl IntoIterator<Item = (u32, u32)>) -> Option<CellRect> {
+        cells.into_iter().fold(None, |rect: Option<CellRect>, (x, y)| {
+            let one = CellRect { x, y, width: 1, height: 1 };
+            Some(rect.map_or(one, |r| r.union(one)))
+        })
+    }
+
     /// Whether cell `(cx, cy)` lies inside.
     pub fn contains(&self, cx: u32, cy: u32) -> bool {
         cx >= self.x && cy >= self.y && cx - self.x < self.width && cy - self.y < self.height
@@ -187,11 +195,7 @@ impl Grid {
     /// The smallest rectangle holding every cell of [`Grid::footprint`]; `None` when the
     /// footprint misses the grid.
     pub fn footprint_rect(&self, local_x: f32, local_z: f32, radius: f32) -> Option<CellRect> {
-        self.footprint(local_x, local_z, radius).into_iter().fold(None, |rect: Option<CellRect>, (cell, _)| {
-            let (cx, cy) = (cell % self.width, cell / self.width);
-            let one = CellRect { x: cx, y: cy, width: 1, height: 1 };
-            Some(rect.map_or(one, |r| r.union(one)))
-        })
+        CellRect::bounding(self.footprint(local_x, local_z, radius).into_iter().map(|(cell, _)| (cell % self.width, cell / self.width)))
     }
 
     /// Cells whose centres lie within `radius` metres of a local XZ point, with a smooth weight

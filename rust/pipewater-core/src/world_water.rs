@@ -286,11 +286,7 @@ impl WorldWater {
     /// Shares of `volume` m³ over the footprint, exact to the quantum: refused naming `volume`
     /// when a cell would hold more than [`MAX_DEPTH`].
     fn shares(&self, x: f32, z: f32, volume: f32, radius: f32) -> Result<Vec<(u32, u32, i64)>> {
-        for (name, v) in [("x", x), ("z", z)] {
-            if !v.is_finite() {
-                return Err(Error::invalid(name, v, "a finite local position, m"));
-            }
-        }
+        Self::check_point(x, z)?;
         check_range("volume", volume, 0.0, MAX_EDIT_VOLUME)?;
         self.check_radius(radius)?;
         let footprint = self.footprint(x, z, radius);
@@ -323,7 +319,7 @@ impl WorldWater {
     pub fn add_water(&mut self, x: f32, z: f32, volume: f32, radius: f32) -> Result<f64> {
         let shares = self.shares(x, z, volume, radius)?;
         let cells: Vec<(u32, u32, i32)> = shares.iter().map(|&(cx, cy, q)| (cx, cy, q as i32)).collect();
-        if let Some(rect) = authoring::rect_of(cells.iter().map(|c| (c.0, c.1))) {
+        if let Some(rect) = CellRect::bounding(cells.iter().map(|c| (c.0, c.1))) {
             self.note_change(rect)?;
         }
         self.world.add_water(&cells)?;
@@ -346,7 +342,7 @@ impl WorldWater {
         let indexed: Vec<(u32, f32)> = footprint.iter().enumerate().map(|(k, &(_, _, weight))| (k as u32, weight)).collect();
         let cells: Vec<(u32, u32, i32)> =
             distribute_quanta(&indexed, quanta).into_iter().filter(|s| s.1 != 0).map(|(k, q)| (footprint[k as usize].0, footprint[k as usize].1, -(q.min(MAX_DEPTH_QUANTA as i64) as i32))).collect();
-        if let Some(rect) = authoring::rect_of(cells.iter().map(|c| (c.0, c.1))) {
+        if let Some(rect) = CellRect::bounding(cells.iter().map(|c| (c.0, c.1))) {
             self.note_change(rect)?;
         }
         self.world.add_water(&cells)
@@ -359,9 +355,7 @@ impl WorldWater {
         check_range("delta", delta, -MAX_TERRAIN_DELTA, MAX_TERRAIN_DELTA)?;
         self.check_radius(radius)?;
         let footprint = self.footprint(x, z, radius);
-        let Some(&(fx, fy, _)) = footprint.first() else { return Ok(()) };
-        let (x0, y0, x1, y1) = footprint.iter().fold((fx, fy, fx, fy), |(a, b, c, d), &(cx, cy, _)| (a.min(cx), b.min(cy), c.max(cx), d.max(cy)));
-        let (w, h) = (x1 - x0 + 1, y1 - y0 + 1);
+        let Some(CellRect { x: x0, y: y0, width: w, height: h }) = CellRect::bounding(footprint.iter().map(|c| (c.0, c.1))) else { return Ok(()) };
         let mut heights = self.world.terrain_region(x0, y0, w, h)?;
         for &(cx, cy, weight) in &footprint {
             let at = ((cy - y0) * w + (cx - x0)) as usize;

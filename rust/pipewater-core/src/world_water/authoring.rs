@@ -167,7 +167,7 @@ impl WorldWater {
         check_range("depth", depth, -MAX_DEPTH, MAX_DEPTH)?;
         self.check_radius(radius)?;
         let footprint = self.footprint(x, z, radius);
-        let Some(rect) = rect_of(footprint.iter().map(|&(cx, cy, _)| (cx, cy))) else { return Ok(0.0) };
+        let Some(rect) = CellRect::bounding(footprint.iter().map(|&(cx, cy, _)| (cx, cy))) else { return Ok(0.0) };
         let weights: Vec<(u32, f32)> = footprint.iter().enumerate().map(|(k, &(_, _, weight))| (k as u32, weight)).collect();
         let quanta = brush_quanta(&weights, depth);
         if quanta.is_empty() {
@@ -199,7 +199,7 @@ impl WorldWater {
         check_range("strength", strength, 0.0, 1.0)?;
         self.check_radius(radius)?;
         let footprint = self.footprint(x, z, radius);
-        let Some(rect) = rect_of(footprint.iter().map(|&(cx, cy, _)| (cx, cy))) else { return Ok(()) };
+        let Some(rect) = CellRect::bounding(footprint.iter().map(|&(cx, cy, _)| (cx, cy))) else { return Ok(()) };
         if strength == 0.0 {
             return Ok(());
         }
@@ -212,7 +212,7 @@ impl WorldWater {
         let grid = Grid { width: around.width, height: around.height, cell_size: self.cell_size };
         let local: Vec<(u32, f32)> = footprint.iter().map(|&(cx, cy, weight)| ((cy - y0) * around.width + (cx - x0), weight)).collect();
         let moves = smoothing(&Lattice::square(grid), &heights, &local, strength);
-        let mut smoothed = self.world.terrain_region(rect.x, rect.y, rect.width, rect.height)?;
+        let mut smoothed = crop(&grid, &heights, CellRect { x: rect.x - x0, y: rect.y - y0, ..rect });
         for m in moves {
             let (cx, cy) = (x0 + m.cell % around.width, y0 + m.cell / around.width);
             let at = ((cy - rect.y) * rect.width + (cx - rect.x)) as usize;
@@ -254,7 +254,7 @@ impl WorldWater {
                 format!("a level whose basin lies within {FILL_REACH} cells of the point: the basin below it reaches farther (pour it with add_water or a source)"),
             ));
         }
-        let Some(rect) = rect_of(cells.iter().map(|c| (x0 + c.cell % grid.width, y0 + c.cell / grid.width))) else { return Ok(0.0) };
+        let Some(rect) = CellRect::bounding(cells.iter().map(|c| (x0 + c.cell % grid.width, y0 + c.cell / grid.width))) else { return Ok(0.0) };
         self.note_change(rect)?;
         let placed: Vec<(u32, u32, i32)> = cells.iter().map(|c| (x0 + c.cell % grid.width, y0 + c.cell / grid.width, c.quanta)).collect();
         self.world.add_water(&placed)?;
@@ -451,7 +451,7 @@ impl WorldWater {
     }
 
     /// Refuses a local point that is not finite.
-    fn check_point(x: f32, z: f32) -> Result<()> {
+    pub(super) fn check_point(x: f32, z: f32) -> Result<()> {
         for (name, v) in [("x", x), ("z", z)] {
             if !v.is_finite() {
                 return Err(Error::invalid(name, v, "a finite local position, m"));
@@ -459,20 +459,6 @@ impl WorldWater {
         }
         Ok(())
     }
-
-    /// The cells within `radius` m of local `(x, z)` (the brushes' footprint), as a rectangle
-    /// clipped to the world: what an edit there may change. `None` off the world.
-    pub fn cells_within(&self, x: f32, z: f32, radius: f32) -> Option<CellRect> {
-        rect_of(self.footprint(x, z, radius).into_iter().map(|(cx, cy, _)| (cx, cy)))
-    }
-}
-
-/// The smallest rectangle holding the cells.
-pub(super) fn rect_of(cells: impl Iterator<Item = (u32, u32)>) -> Option<CellRect> {
-    cells.fold(None, |rect: Option<CellRect>, (x, y)| {
-        let one = CellRect { x, y, width: 1, height: 1 };
-        Some(rect.map_or(one, |r| r.union(one)))
-    })
 }
 
 /// The cells of `bounds` whose values differ (as `same` judges), as the smallest rectangle with
