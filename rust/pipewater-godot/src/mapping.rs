@@ -29,6 +29,22 @@ pub fn global_to_local_point(global_transform: &Transform3D, global: Vector3) ->
     local.is_finite().then_some(local)
 }
 
+/// Refuses a ray for picking that is not a finite origin and a finite, non-zero direction.
+pub fn check_ray(method: &str, from: Vector3, direction: Vector3) -> Result<(), String> {
+    if from.is_finite() && direction.is_finite() && direction.length_squared() != 0.0 {
+        return Ok(());
+    }
+    Err(format!("{method}: from = {from}, direction = {direction}: valid are finite vectors and a non-zero direction"))
+}
+
+/// A global ray (a point and a direction) in the node's local space, as plain arrays for the
+/// core's `raycast`; `None` when the transform or the points cannot be mapped.
+pub fn global_ray_to_local(global_transform: &Transform3D, from: Vector3, direction: Vector3) -> Option<([f32; 3], [f32; 3])> {
+    let origin = global_to_local_point(global_transform, from)?;
+    let d = global_to_local_point(global_transform, from + direction)? - origin;
+    Some(([origin.x, origin.y, origin.z], [d.x, d.y, d.z]))
+}
+
 /// Global Y of the local point `(x, height, z)`.
 pub fn local_height_to_global(global_transform: &Transform3D, local_xz: [f32; 2], height: f32) -> f32 {
     (*global_transform * Vector3::new(local_xz[0], height, local_xz[1])).y

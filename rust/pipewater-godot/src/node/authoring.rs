@@ -3,7 +3,7 @@
 //! and redo carry (see [`pipewater_core::authoring`]).
 
 use super::PipeWater;
-use crate::mapping::global_to_local_point;
+use crate::mapping::{check_ray, global_ray_to_local};
 use crate::validate;
 use godot::classes::Engine;
 use godot::prelude::*;
@@ -162,19 +162,12 @@ impl PipeWater {
     /// newest snapshot (never waits for the GPU): for picking the point under the mouse.
     #[func]
     fn intersect_ray(&mut self, from: Vector3, direction: Vector3) -> Variant {
-        if !(from.is_finite() && direction.is_finite()) || direction.length_squared() == 0.0 {
-            self.errors.reject(format!("intersect_ray: from = {from}, direction = {direction}: valid are finite vectors and a non-zero direction"));
-            return Variant::nil();
-        }
-        if !self.ensure_sim() {
+        if self.errors.accept(check_ray("intersect_ray", from, direction)).is_none() || !self.ensure_sim() {
             return Variant::nil();
         }
         let t = self.global_transform();
-        let (Some(origin), Some(ahead)) = (global_to_local_point(&t, from), global_to_local_point(&t, from + direction)) else {
-            return Variant::nil();
-        };
-        let d = ahead - origin;
-        let hit = self.sim.as_mut().and_then(|s| s.raycast([origin.x, origin.y, origin.z], [d.x, d.y, d.z]));
+        let Some((origin, d)) = global_ray_to_local(&t, from, direction) else { return Variant::nil() };
+        let hit = self.sim.as_mut().and_then(|s| s.raycast(origin, d));
         hit.map_or(Variant::nil(), |p| (t * Vector3::new(p[0], p[1], p[2])).to_variant())
     }
 }

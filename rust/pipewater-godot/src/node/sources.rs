@@ -28,9 +28,17 @@ pub trait NodeSources {
     fn live_ids(&self) -> HashSet<u32>;
     /// Places a source for a node.
     fn add_for_node(&mut self, spec: SourceSpec) -> CoreResult<SourceId>;
+    /// Moves source `id` to the node's place and radius, keeping its rate.
+    fn move_only(&mut self, id: SourceId, spec: SourceSpec) -> CoreResult<()>;
     /// Moves source `id` and sets its rate; a move refused removes the source, so a refused node
     /// holds none.
-    fn move_for_node(&mut self, id: SourceId, spec: SourceSpec) -> CoreResult<SourceId>;
+    fn move_for_node(&mut self, id: SourceId, spec: SourceSpec) -> CoreResult<SourceId> {
+        if let Err(e) = self.move_only(id, spec) {
+            self.remove_for_node(id);
+            return Err(e);
+        }
+        self.set_rate_for_node(id, spec.rate)
+    }
     /// Sets the rate of source `id`.
     fn set_rate_for_node(&mut self, id: SourceId, rate: f32) -> CoreResult<SourceId>;
     /// Removes source `id`.
@@ -46,14 +54,8 @@ impl NodeSources for Simulation {
         self.add_source(spec.xz[0], spec.xz[1], spec.rate, spec.radius)
     }
 
-    fn move_for_node(&mut self, id: SourceId, spec: SourceSpec) -> CoreResult<SourceId> {
-        match self.move_source(id, spec.xz[0], spec.xz[1], spec.radius) {
-            Ok(_) => self.set_source_rate(id, spec.rate).map(|_| id),
-            Err(e) => {
-                self.remove_source(id);
-                Err(e)
-            }
-        }
+    fn move_only(&mut self, id: SourceId, spec: SourceSpec) -> CoreResult<()> {
+        self.move_source(id, spec.xz[0], spec.xz[1], spec.radius).map(|_| ())
     }
 
     fn set_rate_for_node(&mut self, id: SourceId, rate: f32) -> CoreResult<SourceId> {

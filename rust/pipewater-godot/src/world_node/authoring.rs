@@ -5,7 +5,7 @@
 //! [`pipewater_core::world_water::WorldWater::begin_record`]).
 
 use super::PipeWaterWorld;
-use crate::mapping::global_to_local_point;
+use crate::mapping::{check_ray, global_ray_to_local};
 use crate::validate;
 use godot::prelude::*;
 use pipewater_core::world_water::{RegionValues, FILL_REACH};
@@ -128,17 +128,12 @@ impl PipeWaterWorld {
     /// under the mouse.
     #[func]
     fn intersect_ray(&mut self, from: Vector3, direction: Vector3) -> Variant {
-        if !(from.is_finite() && direction.is_finite()) || direction.length_squared() == 0.0 {
-            self.errors.reject(format!("intersect_ray: from = {from}, direction = {direction}: valid are finite vectors and a non-zero direction"));
-            return Variant::nil();
-        }
-        if !self.ensure_world() {
+        if self.errors.accept(check_ray("intersect_ray", from, direction)).is_none() || !self.ensure_world() {
             return Variant::nil();
         }
         let t = self.base().get_global_transform();
-        let (Some(origin), Some(ahead)) = (global_to_local_point(&t, from), global_to_local_point(&t, from + direction)) else { return Variant::nil() };
-        let d = ahead - origin;
-        let result = self.water.as_mut().map(|w| w.raycast([origin.x, origin.y, origin.z], [d.x, d.y, d.z]));
+        let Some((origin, d)) = global_ray_to_local(&t, from, direction) else { return Variant::nil() };
+        let result = self.water.as_mut().map(|w| w.raycast(origin, d));
         match self.core("intersect_ray", result).flatten() {
             Some(p) => (t * Vector3::new(p[0], p[1], p[2])).to_variant(),
             None => Variant::nil(),

@@ -21,14 +21,8 @@ impl NodeSources for WorldWater {
         self.add_node_source(spec.xz[0], spec.xz[1], spec.rate, spec.radius)
     }
 
-    fn move_for_node(&mut self, id: SourceId, spec: SourceSpec) -> CoreResult<SourceId> {
-        match self.move_source(id, spec.xz[0], spec.xz[1], spec.radius).and_then(|()| self.set_source_rate(id, spec.rate)) {
-            Ok(()) => Ok(id),
-            Err(e) => {
-                self.remove_source(id);
-                Err(e)
-            }
-        }
+    fn move_only(&mut self, id: SourceId, spec: SourceSpec) -> CoreResult<()> {
+        self.move_source(id, spec.xz[0], spec.xz[1], spec.radius)
     }
 
     fn set_rate_for_node(&mut self, id: SourceId, rate: f32) -> CoreResult<SourceId> {
