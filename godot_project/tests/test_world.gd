@@ -228,6 +228,20 @@ func _test_bad_input_is_refused_with_no_effect() -> void:
 			PackedFloat32Array([1, NAN]))
 	_check(not nan_height and world.get_last_error().contains("heights"),
 			"a NaN height is refused: %s" % world.get_last_error())
+	var missed: Variant = world.intersect_ray(Vector3(0, 50, 0), Vector3.ZERO)
+	_check(missed == null and world.get_last_error().contains("non-zero direction"),
+			"a ray with no direction is refused: %s" % world.get_last_error())
+	missed = world.intersect_ray(Vector3(NAN, 50, 0), Vector3.DOWN)
+	_check(missed == null and world.get_last_error().contains("finite"),
+			"a ray from NaN is refused: %s" % world.get_last_error())
+	var negative: bool = world.set_water_region(Rect2i(0, 0, 2, 1), PackedInt32Array([5, -5]))
+	_check(not negative and world.get_last_error().contains("-5"),
+			"a negative depth is refused: %s" % world.get_last_error())
+	var empty_region: PackedInt32Array = world.get_water_region(Rect2i(3, 3, -2, 4))
+	_check(empty_region.is_empty() and world.get_last_error().contains("get_water_region: region"),
+			"a region of negative size is refused: %s" % world.get_last_error())
+	_check(world.finish_change_record().is_empty(),
+			"finishing a change record that was never begun gives nothing")
 	world.step(-1.0)
 	_check(world.get_last_error().contains("delta"), "a negative step is refused")
 	world.set_terrain_from_image(null, 1.0, 0.0, Vector2i.ZERO, 1)
