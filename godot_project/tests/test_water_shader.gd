@@ -25,7 +25,8 @@ const SHADER_PATH := "res://addons/pipe_water/water_surface.gdshader"
 const NODE_PARAMETERS: Array[String] = [
 	"height_texture", "flux_texture", "grid_size", "cell_size", "triangular_lattice", "clipmap_snap",
 	"clipmap_spacing", "clipmap_quads", "clipmap_levels", "detail_texture", "detail_on",
-	"detail_period", "detail_offset", "detail_rect", "hole",
+	"detail_period", "detail_offset", "detail_rect", "hole", "far_height_texture", "far_flux_texture",
+	"far_rect", "far_blend",
 ]
 ## The groups the tunable parameters belong to.
 const GROUPS: Array[String] = ["water_body", "detail", "detail_waves", "foam", "cut_off"]
@@ -52,6 +53,7 @@ const WORLD_WINDOW := 64
 const FAR_OWN_PARAMETERS: Array[String] = [
 	"height_texture", "flux_texture", "grid_size", "cell_size", "clipmap_levels", "clipmap_snap",
 	"hole", "detail_texture", "detail_on", "detail_period", "detail_offset", "detail_rect",
+	"far_height_texture", "far_flux_texture", "far_rect", "far_blend",
 ]
 ## Largest difference of a channel (0..1) between the median colours of the still lake just
 ## inside and just outside the window's edge (drawn from 1 m cells and from 16 m texels): 2.5 of
@@ -472,9 +474,60 @@ func _test_the_far_water_of_a_world_is_drawn_in_the_colours_of_its_window() -> v
 	_check(apart.is_empty(), "a colour set, a parameter cleared and one set to its default on the "
 			+ "node's material reach the far material (apart: %s)" % ", ".join(apart))
 	await _check_the_seam(camera, edge, surface)
+	await _check_the_window_turns_into_the_far_water(world, material, camera, edge, surface)
 	scene.queue_free()
 	await process_frame
 	await process_frame
+
+
+## A mound of water poured on the window's east edge (at [param edge], over the lake whose
+## surface is at [param surface]) is drawn at full height by the window's 1 m cells and spread
+## over its 16 m texel by the far water: without the band along the window's edge the two meshes
+## meet in a step. With the band the window draws the far water's surface on its edge, so the
+## colours 1..3 m either side of the edge over the mound must be as close as over the flat lake
+## beside it. The band is then taken off the window's material (what main drew before it) and
+## the step must show in the picture, so that the check can see one.
+func _check_the_window_turns_into_the_far_water(world: PipeWaterWorld, material: ShaderMaterial,
+		camera: Camera3D, edge: float, surface: float) -> void:
+	world.add_water(Vector3(edge, 0.0, 0.0), 200.0, 6.0)
+	world.step(1.0 / 30.0)
+	world.refresh_window()
+	for i in 3:
+		await process_frame
+	var band: Vector4 = material.get_shader_parameter("far_blend")
+	print("   the window's band along its edges (-X, -Z, +X, +Z): %s m; the mound %.3f m high on "
+			% [band, world.get_height(Vector3(edge, 0.0, 0.0)) - surface]
+			+ "the edge, the far water there %.3f m" % (world.get_far_height_image().get_pixelv(
+			Vector2i(10, 8)).r - surface))
+	_check(band.x > 0.0 and band.z > 0.0, "the window's material has the band along the edges past "
+			+ "which far water is drawn")
+	var with_band: Array[float] = await _seam_steps(camera, edge, surface)
+	material.set_shader_parameter("far_blend", Vector4.ZERO)
+	var without_band: Array[float] = await _seam_steps(camera, edge, surface)
+	material.set_shader_parameter("far_blend", band)
+	print("   colours 1..3 m either side of the edge, apart in a channel: over the mound %.4f, "
+			% with_band[0] + "over the flat lake %.4f; without the band %.4f and %.4f"
+			% [with_band[1], without_band[0], without_band[1]])
+	_check(with_band[0] <= with_band[1] + 0.02, "with the band the mound's edge is drawn as the "
+			+ "flat lake's (%.4f apart, the flat lake %.4f)" % [with_band[0], with_band[1]])
+	_check(without_band[0] >= with_band[1] + 0.05, "without the band the step shows (%.4f apart)"
+			% without_band[0])
+
+
+## The largest channel difference between the median colours 1..3 m inside and outside the
+## window's east edge, over the mound (z = -3..3 m) and over the flat lake (z = -22..-16 m).
+func _seam_steps(camera: Camera3D, edge: float, surface: float) -> Array[float]:
+	for i in 2:
+		await process_frame
+	await RenderingServer.frame_post_draw
+	var picture: Image = root.get_texture().get_image()
+	var steps: Array[float] = []
+	for z in [Vector2(-3.0, 3.0), Vector2(-22.0, -16.0)]:
+		var inside: Color = _median_colour(picture, camera, edge - 3.0, edge - 1.0, surface, z.x, z.y)
+		var outside: Color = _median_colour(picture, camera, edge + 1.0, edge + 3.0, surface, z.x, z.y)
+		steps.append(maxf(absf(inside.r - outside.r), maxf(absf(inside.g - outside.g),
+				absf(inside.b - outside.b))))
+	return steps
 
 
 ## Each shader parameter but FAR_OWN_PARAMETERS whose value the RenderingServer holds for
@@ -519,13 +572,14 @@ func _check_the_seam(camera: Camera3D, edge: float, surface: float) -> void:
 
 
 ## The median of each channel of [param picture] at the points of the water's surface (height
-## [param y]) from x = [param x0] to [param x1] and z = -8..8 m, one a metre.
-func _median_colour(picture: Image, camera: Camera3D, x0: float, x1: float, y: float) -> Color:
+## [param y]) from x = [param x0] to [param x1] and z = [param z0] to [param z1], one a metre.
+func _median_colour(picture: Image, camera: Camera3D, x0: float, x1: float, y: float,
+		z0 := -8.0, z1 := 8.0) -> Color:
 	var reds := PackedFloat32Array()
 	var greens := PackedFloat32Array()
 	var blues := PackedFloat32Array()
 	for x in range(int(x0), int(x1) + 1):
-		for z in range(-8, 9):
+		for z in range(int(z0), int(z1) + 1):
 			var pixel: Vector2 = camera.unproject_position(Vector3(x, y, z))
 			if Rect2(Vector2.ZERO, picture.get_size()).has_point(pixel):
 				var c: Color = picture.get_pixelv(Vector2i(pixel))

@@ -33,10 +33,16 @@ pub const MAX_FAR_WATER_CELLS: i64 = 65_536;
 /// Shader parameters the far mesh sets itself (its textures, grid, the window's hole, no detail
 /// waves): the node's material holds the window's values of these (the detail layer placed in the
 /// window mesh's space), which the far material never takes.
-pub const FAR_OWN_PARAMETERS: [&str; 12] = [
+pub const FAR_OWN_PARAMETERS: [&str; 16] = [
     "height_texture", "flux_texture", "grid_size", "cell_size", "clipmap_levels", "clipmap_snap", "hole",
-    "detail_texture", "detail_on", "detail_period", "detail_offset", "detail_rect",
+    "detail_texture", "detail_on", "detail_period", "detail_offset", "detail_rect", "far_height_texture",
+    "far_flux_texture", "far_rect", "far_blend",
 ];
+/// Far texels across the band along the window's edges over which the window's water turns into
+/// the far water (the shader's `far_blend`): at the edge the window draws the far water's surface,
+/// which the far mesh continues, instead of a step from its cells to the far texels' block means.
+/// Two texels: the far mesh's surface between its first two rows of vertices beyond the hole.
+pub const FAR_BLEND_TEXELS: u32 = 2;
 /// Seconds between checks of every parameter of the node's material against the
 /// RenderingServer's (what its cache cannot show: a parameter set to the default the cache
 /// already held); a change the cache shows reaches the far material on the next drawn frame.
@@ -80,6 +86,35 @@ pub fn far_start(focus: [f64; 2], side: u32, stride: u32, world: [u32; 2]) -> [u
         start[axis] = start[axis].min(world[axis].saturating_sub(1) / stride * stride);
     }
     start
+}
+
+/// Where the window's material finds the far water: the rectangle the far texels (`far`: first
+/// cell, texels, stride; the last texel may hang past the world's edge) cover in the local XZ of
+/// the window's mesh (`window`: first cell and cells; the mesh is centred on it), m (−X, −Z, +X,
+/// +Z corners), and the width (m) of the band along each of the window's edges (−X, −Z, +X, +Z)
+/// over which its water turns into the far water's: [`FAR_BLEND_TEXELS`] far texels, at most a
+/// quarter of the window. No band along an edge the far water does not run on past (the world's
+/// border, or a far area that ends there), and none at all unless the far texels cover the window.
+pub fn far_in_window(far: ([u32; 2], [u32; 2], u32), window: ([u32; 2], [u32; 2]), world: [u32; 2], dx: f32) -> ([f32; 4], [f32; 4]) {
+    let (far_origin, texels, stride) = far;
+    let (origin, size) = window;
+    let mut rect = [0.0; 4];
+    let mut beyond = [false; 4];
+    let mut covered = true;
+    for axis in 0..2 {
+        let centre = origin[axis] as f64 + size[axis] as f64 / 2.0;
+        let far_first = far_origin[axis] as u64;
+        let far_end = far_first + texels[axis] as u64 * stride as u64;
+        rect[axis] = ((far_first as f64 - centre) * dx as f64) as f32;
+        rect[axis + 2] = ((far_end as f64 - centre) * dx as f64) as f32;
+        let (first, end) = (origin[axis] as u64, origin[axis] as u64 + size[axis] as u64);
+        let far_end_on_world = far_end.min(world[axis] as u64);
+        covered &= far_first <= first && far_end_on_world >= end;
+        beyond[axis] = far_first < first;
+        beyond[axis + 2] = far_end_on_world > end;
+    }
+    let width = (FAR_BLEND_TEXELS as f32 * stride as f32).min(size[0].min(size[1]) as f32 / 4.0) * dx;
+    (rect, beyond.map(|b| if covered && b { width } else { 0.0 }))
 }
 
 /// The far water's textures, the read on its way and the mesh that draws them.
@@ -393,6 +428,39 @@ mod tests {
             let refused = far_settings(cells, stride).unwrap_err();
             println!("{cells} cells at stride {stride}: {refused}");
             assert!(refused.starts_with(name), "{refused}");
+        }
+    }
+
+    /// The window's material finds a far texel where the far mesh draws it: the far rectangle in
+    /// the window mesh's space, moved by the window mesh's centre, is the far mesh's (centred on
+    /// its texels); the band runs along the edges past which far water is drawn, not along the
+    /// world's border, two texels wide or a quarter of a small window, and not at all where the
+    /// far texels do not cover the window.
+    #[test]
+    fn the_window_finds_the_far_water_where_the_far_mesh_draws_it() {
+        let dx = 2.0;
+        let world = [8192, 1000];
+        // (far: first cell, texels, stride), (window: first cell, cells), expected bands.
+        let cases = [
+            (([3072, 0], [128, 63], 16), ([3900, 200], [512, 512]), [64.0, 64.0, 64.0, 64.0]),
+            (([0, 0], [256, 63], 16), ([0, 488], [512, 512]), [0.0, 64.0, 64.0, 0.0]),
+            (([3072, 0], [128, 63], 16), ([3900, 200], [64, 64]), [32.0; 4]),
+            (([4096, 0], [32, 63], 16), ([4000, 200], [512, 512]), [0.0; 4]),
+            (([3072, 0], [52, 63], 16), ([3392, 200], [512, 512]), [64.0, 64.0, 0.0, 64.0]),
+        ];
+        for ((far, window, expected), case) in cases.iter().zip(0..) {
+            let (rect, band) = far_in_window(*far, *window, world, dx);
+            println!("case {case}: far {far:?}, window {window:?}: far rect {rect:?} in the window's space, bands {band:?}");
+            assert_eq!(band, *expected, "case {case}");
+            // The far mesh's centre and the window mesh's, in the world's cells.
+            let (origin, texels, stride) = *far;
+            for axis in 0..2 {
+                let far_centre = origin[axis] as f32 + texels[axis] as f32 * stride as f32 / 2.0;
+                let window_centre = window.0[axis] as f32 + window.1[axis] as f32 / 2.0;
+                let half = texels[axis] as f32 * stride as f32 * dx / 2.0;
+                let shift = (far_centre - window_centre) * dx;
+                assert_eq!([rect[axis], rect[axis + 2]], [shift - half, shift + half], "case {case}, axis {axis}");
+            }
         }
     }
 

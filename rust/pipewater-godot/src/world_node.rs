@@ -15,7 +15,7 @@ use crate::mapping::{global_to_local_point, OUTSIDE_HEIGHT};
 use crate::mesh_layout;
 use crate::validate;
 use crate::surface::{default_water_material, surface_arrays};
-use crate::world_far_water::{far_settings, update_texture, FarWater};
+use crate::world_far_water::{far_in_window, far_settings, update_texture, FarWater};
 use crate::saved_state::PipeWaterState;
 use godot::classes::image::Format;
 use godot::classes::mesh::PrimitiveType;
@@ -360,6 +360,10 @@ pub struct PipeWaterWorld {
     /// The far-water settings last accepted, and the refusal last reported.
     far_accepted: Option<Option<(u32, u32)>>,
     refused_far: Option<String>,
+    /// What the window's material was last given of the far water: the material, the far
+    /// texture, the far rectangle and the bands (set again only when one changes: a scene's
+    /// material set every frame would read as edited).
+    far_in_window_given: Option<(InstanceId, Option<InstanceId>, [f32; 4], [f32; 4])>,
     /// The images the textures were last given (what scripts read on the CPU).
     height_image: Option<Gd<Image>>,
     flux_image: Option<Gd<Image>>,
@@ -1244,6 +1248,7 @@ impl PipeWaterWorld {
         };
         let Some((side, stride)) = settings else {
             self.far.off();
+            self.show_far_in_window();
             return;
         };
         let focus = self.focus_cells();
@@ -1262,6 +1267,30 @@ impl PipeWaterWorld {
         let material = self.material();
         let mut base = self.base().clone();
         self.far.show_surface(&mut base, material, dx, extent, self.window);
+        self.show_far_in_window();
+    }
+
+    /// Gives the window's material the far water and the band along the window's edges over
+    /// which its water turns into the far water's ([`far_in_window`]); no band without far water.
+    fn show_far_in_window(&mut self) {
+        let Some(water) = self.water.as_ref() else { return };
+        let (dx, world) = (water.cell_size(), water.size());
+        let place = self.far.shown.zip(self.window).map(|(far, window)| far_in_window(far, window, world, dx));
+        let Some(mut shader) = self.material().and_then(|m| m.try_cast::<ShaderMaterial>().ok()) else { return };
+        let (rect, band) = place.unwrap_or(([0.0; 4], [0.0; 4]));
+        let given = (shader.instance_id(), self.far.height_texture.as_ref().map(|t| t.instance_id()), rect, band);
+        if self.far_in_window_given == Some(given) {
+            return;
+        }
+        self.far_in_window_given = Some(given);
+        if place.is_none() {
+            shader.set_shader_parameter("far_blend", &Vector4::ZERO.to_variant());
+            return;
+        }
+        shader.set_shader_parameter("far_height_texture", &self.far.height_texture.to_variant());
+        shader.set_shader_parameter("far_flux_texture", &self.far.flux_texture.to_variant());
+        shader.set_shader_parameter("far_rect", &Vector4::new(rect[0], rect[1], rect[2], rect[3]).to_variant());
+        shader.set_shader_parameter("far_blend", &Vector4::new(band[0], band[1], band[2], band[3]).to_variant());
     }
 
     /// The child mesh over the window, with the material and its parameters.
