@@ -231,6 +231,7 @@ impl FarWater {
     pub fn hide(&mut self) {
         if let Some(mut mesh) = self.mesh_instance.take().filter(|m| m.is_instance_valid()) {
             mesh.set_material_override(Option::<&Gd<Material>>::None);
+            mesh.set_mesh(Option::<&Gd<godot::classes::Mesh>>::None);
             mesh.queue_free();
         }
         self.mesh_cells = None;
