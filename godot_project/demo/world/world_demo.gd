@@ -36,6 +36,14 @@ const RESERVOIR_ROWS := 24
 ## Springs at the rivers' heads, m³/s each.
 const SPRING_RATE := 30.0
 const SEA_LEVEL := 0.0
+## The land's colours, set on the near and the far terrain's materials alike: Godot converts a
+## colour set on a material from sRGB to linear but feeds an unset one's default as written, so
+## a colour set on one material and left to its default on the other draws two greens.
+const LAND_COLOURS := {
+	"grass_colour": Color(0.20, 0.33, 0.10),
+	"rock_colour": Color(0.42, 0.37, 0.31),
+	"sand_colour": Color(0.62, 0.55, 0.40),
+}
 ## Pixel row of the reservoir the boat is put on, on the river's course: in the window around
 ## the point the camera looks at when the flight starts.
 const BOAT_ROW := 178.0
@@ -221,7 +229,8 @@ func _make_view() -> void:
 	near.set_shader_parameter("low_height", SEA_LEVEL - 5.0)
 	near.set_shader_parameter("high_height", 120.0)
 	# The far land's colours, so that the window's edge does not show as a patch.
-	near.set_shader_parameter("grass_colour", Color(0.20, 0.33, 0.10))
+	for colour: String in LAND_COLOURS:
+		near.set_shader_parameter(colour, LAND_COLOURS[colour])
 	near.set_shader_parameter("dry_grass_colour", Color(0.24, 0.35, 0.12))
 	_near_terrain.material_override = near
 	_near_terrain.custom_aabb = AABB(Vector3(-WINDOW, -500.0, -WINDOW),
@@ -238,6 +247,8 @@ func _make_view() -> void:
 	far.set_shader_parameter("heights", ImageTexture.create_from_image(_heightmap_image()))
 	far.set_shader_parameter("world_size", float(SIDE))
 	far.set_shader_parameter("sea_level", SEA_LEVEL)
+	for colour: String in LAND_COLOURS:
+		far.set_shader_parameter(colour, LAND_COLOURS[colour])
 	_far_terrain.material_override = far
 	_far_terrain.custom_aabb = AABB(Vector3(-SIDE, -500.0, -SIDE),
 			Vector3(2 * SIDE, 1000.0, 2 * SIDE))
