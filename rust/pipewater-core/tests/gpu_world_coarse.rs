@@ -9,7 +9,7 @@
 mod gpu_support;
 
 use gpu_support::gpu_or_skip;
-use pipewater_core::world_water::{WorldWater, WorldWindow, MAX_COARSE_STRIDE, MAX_COARSE_TEXELS};
+use pipewater_core::world_water::{WorldWater, WorldWindow, EXACT_GROUND_PAGES, MAX_COARSE_STRIDE, MAX_COARSE_TEXELS};
 use pipewater_core::{Error, Params};
 
 /// Largest difference between a coarse texel's channel and the CPU's aggregation, relative to
@@ -211,6 +211,78 @@ fn pages_not_resident_read_dry_with_their_ground() {
     let lowered = far.height.iter().zip(&dug.height).filter(|(a, b)| b[2] < a[2]).count();
     println!("after digging 1.5 m within 20 m: {lowered} texels' ground lower; worst relative difference {worst:?}");
     assert!(lowered > 0 && worst.iter().all(|&d| d <= RELATIVE_TOLERANCE), "the dug ground shows in the coarse read");
+}
+
+/// A coarse read over a whole 16384² world at stride 64 (85 849 pages, past
+/// EXACT_GROUND_PAGES): the blocks by the pool equal the CPU's aggregation of the full read, the
+/// ground cell by cell; the dry blocks over a ramp far from any water take the mean of their
+/// pages' means, each weighted by the cells it shares with the block, as the CPU works it out from
+/// the host's terrain; the same read over a small area gives those blocks their exact ground.
+#[test]
+fn over_a_large_area_the_ground_beside_no_water_is_its_pages_means() {
+    if !gpu_or_skip("over_a_large_area_the_ground_beside_no_water_is_its_pages_means") {
+        return;
+    }
+    let (side, stride) = (16384u32, 64u32);
+    let mut world = WorldWater::new(side, side, 1.0, 3.0, Params::default()).unwrap();
+    let bowl: Vec<f32> = (0..64 * 64).map(|i| 3.0 - 2.0 * (1.0 - ((i % 64) as f32 - 32.0).hypot((i / 64) as f32 - 32.0) / 32.0).max(0.0)).collect();
+    world.set_terrain_region(64, 64, 64, 64, &bowl).unwrap();
+    let ramp: Vec<f32> = (0..300 * 300).map(|i| 3.0 + 0.01 * (i % 300) as f32 + 0.02 * (i / 300) as f32 + 0.5 * ((i % 300) as f32 * 0.1).sin()).collect();
+    world.set_terrain_region(9000, 9000, 300, 300, &ramp).unwrap();
+    let half = side as f32 / 2.0;
+    world.add_water(96.0 - half, 96.0 - half, 800.0, 12.0).unwrap();
+    for _ in 0..10 {
+        world.advance(1.0 / 30.0).unwrap();
+    }
+    let page = world.world().page_side();
+    let pages = (side as u64).div_ceil(page as u64).pow(2);
+    let started = std::time::Instant::now();
+    let coarse = world.read_coarse_window(0, 0, side, side, stride).unwrap();
+    let first = started.elapsed();
+    let again = std::time::Instant::now();
+    let warm = world.read_coarse_window(0, 0, side, side, stride).unwrap();
+    println!("{pages} pages (exact ground up to {EXACT_GROUND_PAGES}); {}x{} texels read in {:.1} ms, again in {:.1} ms", coarse.size[0], coarse.size[1], first.as_secs_f64() * 1e3, again.elapsed().as_secs_f64() * 1e3);
+    assert!(pages > EXACT_GROUND_PAGES);
+    assert_eq!(coarse, warm, "the same texels read again");
+    // By the pool: the CPU's aggregation of the full read, ground included.
+    let full = world.read_window(0, 0, 4 * stride, 4 * stride).unwrap();
+    let expected = aggregate(&full, stride);
+    let pool: Vec<usize> = (0..16).map(|k| (k / 4) * 256 + k % 4).collect();
+    let near = WorldWindow { origin: [0, 0], size: [4, 4], stride, height: pool.iter().map(|&k| coarse.height[k]).collect(), flow: pool.iter().map(|&k| coarse.flow[k]).collect(), max_depth: 0.0, max_speed: 0.0 };
+    let (worst, at) = compare(&near, &expected);
+    let wet = near.height.iter().filter(|t| t[3] > 0.0).count();
+    println!("by the pool, 4x4 texels, {wet} wet: worst relative difference {worst:?} (block {at})");
+    assert!(wet > 0 && worst.iter().all(|&d| d <= RELATIVE_TOLERANCE));
+    // Over the ramp: each page's mean over its cells, then the blocks' overlap-weighted means.
+    let page_mean = |world: &WorldWater, px: u32, py: u32| -> f64 {
+        let t = world.world().terrain_region(px * page, py * page, page, page).unwrap();
+        t.iter().map(|&v| v as f64).sum::<f64>() / t.len() as f64
+    };
+    let mut worst_ramp = 0.0f32;
+    let mut exact_apart = 0.0f32;
+    for by in 9000 / stride..=9299 / stride {
+        for bx in 9000 / stride..=9299 / stride {
+            let (x0, y0) = (bx * stride, by * stride);
+            let (mut sum, mut cells) = (0.0f64, 0.0f64);
+            for py in y0 / page..=(y0 + stride - 1) / page {
+                for px in x0 / page..=(x0 + stride - 1) / page {
+                    let shared = ((x0 + stride).min((px + 1) * page) - x0.max(px * page)) as f64 * ((y0 + stride).min((py + 1) * page) - y0.max(py * page)) as f64;
+                    sum += page_mean(&world, px, py) * shared;
+                    cells += shared;
+                }
+            }
+            let texel = coarse.height[(by * 256 + bx) as usize];
+            assert_eq!((texel[1], texel[3]), (0.0, 0.0), "the ramp is dry");
+            worst_ramp = worst_ramp.max((texel[2] - (sum / cells) as f32).abs());
+            let block = world.world().terrain_region(x0, y0, stride, stride).unwrap();
+            let exact = (block.iter().map(|&v| v as f64).sum::<f64>() / block.len() as f64) as f32;
+            exact_apart = exact_apart.max((texel[2] - exact).abs());
+            let small = world.read_coarse_window(x0, y0, stride, stride, stride).unwrap();
+            assert!((small.height[0][2] - exact).abs() <= 1.0e-4, "a small area's read gives block ({bx}, {by}) its exact ground: {} against {exact}", small.height[0][2]);
+        }
+    }
+    println!("over the ramp: ground within {worst_ramp:.2e} m of the pages' means; up to {exact_apart:.3} m from the exact block means (which a small area's read gives)");
+    assert!(worst_ramp <= 1.0e-4, "the dry blocks' ground is their pages' means");
 }
 
 /// Bad arguments are refused by name, with nothing read: a stride of 0 or past the largest, a

@@ -337,10 +337,13 @@ pub struct World {
     residency_edges: Option<[u32; 4]>,
     /// The far water's pass ([`World::begin_coarse`]), made on first use.
     coarse_pipeline: Option<coarse::PagePass>,
-    /// Per page whose terrain was set: the stride last asked of it and its terrain's sums over
-    /// the blocks of that stride it meets ([`World::terrain_block_means`]); dropped when the
-    /// page's terrain changes.
-    terrain_block_sums: std::collections::HashMap<usize, (u32, Vec<f64>)>,
+    /// Per page whose terrain was set: for each stride asked of it, its terrain's sums over the
+    /// blocks of that stride it meets ([`World::terrain_block_means`]); dropped when the page's
+    /// terrain changes.
+    terrain_block_sums: std::collections::HashMap<usize, Vec<(u32, Vec<f64>)>>,
+    /// Each page's mean terrain over its cells on the world (`ground` for a page never set): the
+    /// far water's ground for blocks away from its water ([`World::terrain_block_means`]).
+    page_terrain_means: Vec<f32>,
     /// Heads of floating bodies per page: (cell within the page, head m), sorted by cell. The
     /// page's terrain slot holds its terrain plus these (world/bodies.rs).
     displacement: std::collections::HashMap<usize, Vec<(u32, f32)>>,
@@ -500,6 +503,7 @@ impl World {
             tiles_per_page,
             side,
             terrain: vec![None; count],
+            page_terrain_means: vec![ground; count],
             ground,
             slots: vec![[NO_PAGE, ZERO_SLOT]; count],
             resident: std::collections::BTreeSet::new(),
@@ -602,6 +606,16 @@ impl World {
         (self.pages.tile_of(x, y), ((y % self.side) * self.side + x % self.side) as usize)
     }
 
+    /// Page `page`'s mean terrain over its cells on the world.
+    fn page_terrain_mean(&self, page: usize) -> f32 {
+        let Some(heights) = &self.terrain[page] else { return self.ground };
+        let side = self.side;
+        let (px, py) = (page as u32 % self.pages.tiles[0], page as u32 / self.pages.tiles[0]);
+        let (across, down) = ((self.width - px * side).min(side), (self.height - py * side).min(side));
+        let sum: f64 = (0..down).map(|row| heights[(row * side) as usize..(row * side + across) as usize].iter().map(|&v| v as f64).sum::<f64>()).sum();
+        (sum / (across as f64 * down as f64)) as f32
+    }
+
     /// Sets the terrain of the `w × h` cells from (x, y), row-major `heights` (m), on the host and
     /// in resident pages, keeping depth: the pages it changes step next.
     pub fn set_terrain_region(&mut self, x: u32, y: u32, w: u32, h: u32, heights: &[f32]) -> Result<()> {
@@ -640,6 +654,7 @@ impl World {
         }
         for page in touched {
             self.terrain_block_sums.remove(&page);
+            self.page_terrain_means[page] = self.page_terrain_mean(page);
             self.mark(page);
             if self.slots[page][0] != NO_PAGE {
                 self.upload_terrain(page);

@@ -226,55 +226,54 @@ impl World {
 
     /// Mean terrain (m) of each of `blocks` blocks of `stride × stride` cells from cell `origin`
     /// (a multiple of `stride`), row-major, over the block's cells on the world: from the host's
-    /// copy, which holds every page's terrain, resident or not. A page's sums over the blocks it
-    /// meets are kept until its terrain changes, so an area read again costs a few additions a
-    /// block, not one a cell.
-    pub fn terrain_block_means(&mut self, origin: [u32; 2], blocks: [u32; 2], stride: u32) -> Result<Vec<f32>> {
+    /// copy, which holds every page's terrain, resident or not. A page's sums over the blocks of a
+    /// stride it meets are kept until its terrain changes, so an area read again costs a few
+    /// additions a block, not one a cell, and areas of several strides (the far water's levels)
+    /// keep theirs side by side. With `needed` (a flag a block, row-major), only the pages under
+    /// the blocks flagged are summed cell by cell; every other block gets the mean of its pages'
+    /// means, each weighted by the cells it shares with the block (exact where the block's pages
+    /// are level or the block is whole pages): a far level over a whole 16384² world sums the
+    /// pages near its water, not all 85 849 (15–22 ms a read on this project's machine, 0.6 ms
+    /// with 400 blocks needed).
+    pub fn terrain_block_means(&mut self, origin: [u32; 2], blocks: [u32; 2], stride: u32, needed: Option<&[bool]>) -> Result<Vec<f32>> {
         let (w, h) = (self.width as u64, self.height as u64);
+        let count = blocks[0] as usize * blocks[1] as usize;
         if stride == 0 || !origin[0].is_multiple_of(stride) || !origin[1].is_multiple_of(stride) || origin[0] as u64 >= w || origin[1] as u64 >= h || blocks[0] == 0 || blocks[1] == 0 {
             return Err(Error::invalid("blocks", format!("{}x{} of {stride} cells at ({}, {})", blocks[0], blocks[1], origin[0], origin[1]), "blocks of 1 or more cells from a multiple of the stride on the world"));
         }
+        if needed.is_some_and(|n| n.len() != count) {
+            return Err(Error::invalid("needed", needed.map_or(0, |n| n.len()), format!("one flag a block, {count}")));
+        }
         let end = [(origin[0] as u64 + blocks[0] as u64 * stride as u64).min(w) as u32, (origin[1] as u64 + blocks[1] as u64 * stride as u64).min(h) as u32];
-        let (side, pages_x) = (self.side, self.pages.tiles[0]);
+        let side = self.side;
         let first_block = [origin[0] / stride, origin[1] / stride];
-        let mut sums = vec![0.0f64; blocks[0] as usize * blocks[1] as usize];
-        for py in origin[1] / side..=(end[1] - 1) / side {
-            for px in origin[0] / side..=(end[0] - 1) / side {
-                let page = (py * pages_x + px) as usize;
-                // The page's cells on the world, and the blocks (numbered on the world) they meet.
-                let (x0, y0) = (px * side, py * side);
-                let (x1, y1) = ((x0 + side).min(self.width), (y0 + side).min(self.height));
-                let (bx0, by0) = (x0 / stride, y0 / stride);
-                let across = (x1 - 1) / stride - bx0 + 1;
-                let block_of = |x: u32, y: u32| ((y / stride - by0) * across + (x / stride - bx0)) as usize;
-                let page_sums: Vec<f64>;
-                let page_sums: &[f64] = match &self.terrain[page] {
-                    None => {
-                        // The ground times the cells each block shares with the page.
-                        let down = (y1 - 1) / stride - by0 + 1;
-                        let overlap = |b: u32, lo: u32, hi: u32| ((b + 1) * stride).min(hi) - (b * stride).max(lo);
-                        page_sums = (0..down * across).map(|k| self.ground as f64 * overlap(bx0 + k % across, x0, x1) as f64 * overlap(by0 + k / across, y0, y1) as f64).collect();
-                        &page_sums
+        let pages: Vec<[u32; 2]> = match needed {
+            None => (origin[1] / side..=(end[1] - 1) / side).flat_map(|py| (origin[0] / side..=(end[0] - 1) / side).map(move |px| [px, py])).collect(),
+            Some(needed) => {
+                let mut pages = std::collections::BTreeSet::new();
+                for k in (0..count).filter(|&k| needed[k]) {
+                    let (bx, by) = (k as u32 % blocks[0], k as u32 / blocks[0]);
+                    let x = [origin[0] + bx * stride, (origin[0] + (bx + 1) * stride).min(end[0])];
+                    let y = [origin[1] + by * stride, (origin[1] + (by + 1) * stride).min(end[1])];
+                    if x[0] >= x[1] || y[0] >= y[1] {
+                        continue;
                     }
-                    Some(heights) => {
-                        let cached = self.terrain_block_sums.get(&page).is_some_and(|(s, _)| *s == stride);
-                        if !cached {
-                            let mut s = vec![0.0; (across * ((y1 - 1) / stride - by0 + 1)) as usize];
-                            for y in y0..y1 {
-                                for x in x0..x1 {
-                                    s[block_of(x, y)] += heights[((y - y0) * side + (x - x0)) as usize] as f64;
-                                }
-                            }
-                            self.terrain_block_sums.insert(page, (stride, s));
+                    for py in y[0] / side..=(y[1] - 1) / side {
+                        for px in x[0] / side..=(x[1] - 1) / side {
+                            pages.insert([py, px]);
                         }
-                        &self.terrain_block_sums[&page].1
                     }
-                };
-                for (k, &sum) in page_sums.iter().enumerate() {
-                    let (bx, by) = (bx0 + k as u32 % across, by0 + k as u32 / across);
-                    if bx >= first_block[0] && by >= first_block[1] && bx - first_block[0] < blocks[0] && by - first_block[1] < blocks[1] {
-                        sums[((by - first_block[1]) * blocks[0] + (bx - first_block[0])) as usize] += sum;
-                    }
+                }
+                pages.into_iter().map(|[py, px]| [px, py]).collect()
+            }
+        };
+        let mut sums = vec![0.0f64; count];
+        for [px, py] in pages {
+            let (bx0, by0, across, page_sums) = self.page_block_sums(px, py, stride);
+            for (k, &sum) in page_sums.iter().enumerate() {
+                let (bx, by) = (bx0 + k as u32 % across, by0 + k as u32 / across);
+                if bx >= first_block[0] && by >= first_block[1] && bx - first_block[0] < blocks[0] && by - first_block[1] < blocks[1] {
+                    sums[((by - first_block[1]) * blocks[0] + (bx - first_block[0])) as usize] += sum;
                 }
             }
         }
@@ -285,8 +284,64 @@ impl World {
             .map(|(k, &sum)| {
                 let (bx, by) = (k as u32 % blocks[0], k as u32 / blocks[0]);
                 let n = cells(origin[0] + bx * stride, 1, end[0]) * cells(origin[1] + by * stride, 1, end[1]);
-                if n > 0.0 { (sum / n) as f32 } else { self.ground }
+                let x = origin[0] + bx * stride;
+                let y = origin[1] + by * stride;
+                match needed {
+                    _ if n <= 0.0 => self.ground,
+                    Some(needed) if !needed[k] => self.page_means_over([x, (x + stride).min(end[0])], [y, (y + stride).min(end[1])]),
+                    _ => (sum / n) as f32,
+                }
             })
             .collect())
+    }
+
+    /// The mean of the page means ([`World::page_terrain_mean`]) over the cells `x[0] ..< x[1]`,
+    /// `y[0] ..< y[1]`, each page weighted by the cells it holds of them.
+    fn page_means_over(&self, x: [u32; 2], y: [u32; 2]) -> f32 {
+        let side = self.side;
+        let (mut sum, mut cells) = (0.0f64, 0.0f64);
+        for py in y[0] / side..=(y[1] - 1) / side {
+            for px in x[0] / side..=(x[1] - 1) / side {
+                let shared = ((x[1].min((px + 1) * side) - x[0].max(px * side)) as f64) * ((y[1].min((py + 1) * side) - y[0].max(py * side)) as f64);
+                sum += self.page_terrain_means[self.pages.tile_of(px * side, py * side)] as f64 * shared;
+                cells += shared;
+            }
+        }
+        if cells > 0.0 { (sum / cells) as f32 } else { self.ground }
+    }
+
+    /// Page (px, py)'s terrain summed over the blocks of `stride` it meets (numbered on the
+    /// world): the first block's column and row, the blocks across, and the sums row-major.
+    fn page_block_sums(&mut self, px: u32, py: u32, stride: u32) -> (u32, u32, u32, Vec<f64>) {
+        let side = self.side;
+        let page = (py * self.pages.tiles[0] + px) as usize;
+        let (x0, y0) = (px * side, py * side);
+        let (x1, y1) = ((x0 + side).min(self.width), (y0 + side).min(self.height));
+        let (bx0, by0) = (x0 / stride, y0 / stride);
+        let across = (x1 - 1) / stride - bx0 + 1;
+        let down = (y1 - 1) / stride - by0 + 1;
+        let sums = match &self.terrain[page] {
+            None => {
+                // The ground times the cells each block shares with the page.
+                let overlap = |b: u32, lo: u32, hi: u32| ((b + 1) * stride).min(hi) - (b * stride).max(lo);
+                (0..down * across).map(|k| self.ground as f64 * overlap(bx0 + k % across, x0, x1) as f64 * overlap(by0 + k / across, y0, y1) as f64).collect()
+            }
+            Some(heights) => {
+                let kept = self.terrain_block_sums.entry(page).or_default();
+                if let Some((_, sums)) = kept.iter().find(|(s, _)| *s == stride) {
+                    sums.clone()
+                } else {
+                    let mut sums = vec![0.0; (across * down) as usize];
+                    for y in y0..y1 {
+                        for x in x0..x1 {
+                            sums[((y / stride - by0) * across + (x / stride - bx0)) as usize] += heights[((y - y0) * side + (x - x0)) as usize] as f64;
+                        }
+                    }
+                    kept.push((stride, sums.clone()));
+                    sums
+                }
+            }
+        };
+        (bx0, by0, across, sums)
     }
 }
