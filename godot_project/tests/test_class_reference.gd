@@ -41,7 +41,7 @@ const REQUIRED_TEXT := {
 			"load_state_file_async", "state_loaded"],
 	"PipeWaterState": ["initial_state", "get_total_water"],
 	"PipeWaterSource": ["spring", "drain", "source_id", "simulate_in_editor"],
-	"PipeWaterWorld": ["far_water_cells", "far_water_stride", "far_height_texture",
+	"PipeWaterWorld": ["far_water_cells", "far_water_stride", "far_water_levels", "far_height_texture",
 			"far_flux_texture", "get_far_height_image", "focus_nodes", "save_state_async",
 			"terrain_source", "terrain_read_budget_ms", "is_terrain_source_read"],
 }

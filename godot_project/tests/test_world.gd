@@ -28,6 +28,7 @@ func _run() -> void:
 	await _test_a_games_undo_through_a_change_record()
 	await _test_far_water_sits_out_frames_and_flows_when_a_focus_comes()
 	await _test_far_water_is_drawn_beyond_the_window()
+	await _test_a_second_far_level_draws_water_beyond_the_first()
 	await _test_a_crate_floats_on_a_world_at_its_draft()
 	await _test_detail_waves_cross_page_borders_on_a_world()
 	await _test_the_world_demo_runs_and_its_dam_breaks()
@@ -511,6 +512,125 @@ func _test_far_water_is_drawn_beyond_the_window() -> void:
 	await process_frame
 	_check(world.get_node_or_null("FarWaterSurface") == null
 			and not world.get_world_report().has("far_origin"), "far_water_cells 0 turns it off")
+	_check(world.get_water_ledger().get("exact", false), "the ledger is exact")
+	focus.free()
+	world.free()
+
+
+## far_water_levels 2: a second far level, four times as coarse and as wide, draws a lake the
+## first level (512 cells around the focus) does not reach; its texels hold the lake's water, its
+## mesh has the first level cut out, the first level's material turns into it along its edges
+## and the window's into the first level; 5 levels are refused by name and 1 takes the second away.
+func _test_a_second_far_level_draws_water_beyond_the_first() -> void:
+	print("-- far water in two levels: a lake 800 m from the focus, past the first level's 512 cells")
+	var world := PipeWaterWorld.new()
+	world.world_size = Vector2i(2048, 2048)
+	world.ground_height = 10.0
+	world.running = false
+	world.window_cells = 64
+	world.far_water_cells = 512
+	world.far_water_stride = 16
+	world.far_water_levels = 2
+	root.add_child(world)
+	await process_frame
+	if not world.is_ready():
+		_check(false, "the world exists: %s" % world.get_last_error())
+		world.free()
+		return
+	var heights := PackedFloat32Array()
+	for i in 40 * 40:
+		var inside: bool = i % 40 >= 5 and i % 40 < 35 and i / 40 >= 5 and i / 40 < 35
+		heights.append(4.0 if inside else 10.0)
+	world.set_terrain_region(Rect2i(Vector2i(100, 100), Vector2i(40, 40)), heights)
+	var cell := func(x: float, y: float) -> Vector3: return Vector3(x - 1024.0, 0.0, y - 1024.0)
+	world.add_water(cell.call(120.0, 120.0), 900.0, 14.0)
+	var focus := Node3D.new()
+	root.add_child(focus)
+	focus.global_position = cell.call(700.0, 700.0)
+	world.focus_node = world.get_path_to(focus)
+	for i in 120:
+		world.step(1.0 / 30.0)
+	world.refresh_window()
+	await process_frame
+	var levels: Array = world.get_world_report().get("far_levels", [])
+	print("   levels: %s" % [levels])
+	_check(levels.size() == 2, "two far levels are read")
+	if levels.size() != 2:
+		focus.free()
+		world.free()
+		return
+	var first: Dictionary = levels[0]
+	var second: Dictionary = levels[1]
+	_check(first["stride"] == 16 and second["stride"] == 64 and second["texels"] == Vector2i(32, 32)
+			and second["origin"] == Vector2i.ZERO,
+			"the second level: 64-cell texels over the whole 2048² world (first %s, second %s)"
+			% [first, second])
+	var first_end: Vector2i = first["origin"] + first["texels"] * 16
+	_check(first["origin"].x > 140 and first["origin"].y > 140,
+			"the lake (cells 105..134) lies beyond the first level, which starts at %s" % first["origin"])
+	var outer: Image = world.get_far_height_image(1)
+	_check(outer != null and outer.get_size() == Vector2i(32, 32)
+			and world.get_far_height_image(2) == null and world.get_far_height_image(-1) == null,
+			"get_far_height_image(1) is the second level's 32² texels; levels 2 and -1 are null")
+	if outer == null:
+		focus.free()
+		world.free()
+		return
+	var volume := 0.0
+	for y in 32:
+		for x in 32:
+			volume += outer.get_pixel(x, y).g * 64.0 * 64.0
+	print("   the second level's texels hold %.4f m³; texel (1, 1) %s, (2, 2) %s" % [volume,
+			outer.get_pixel(1, 1), outer.get_pixel(2, 2)])
+	_near(volume, 900.0, 0.05, "the second level holds the lake's 900 m³")
+	var inner_volume := 0.0
+	var inner: Image = world.get_far_height_image()
+	for y in inner.get_height():
+		for x in inner.get_width():
+			inner_volume += inner.get_pixel(x, y).g * 256.0
+	_check(inner_volume == 0.0, "the first level holds none of it (%.4f m³)" % inner_volume)
+	var first_mesh: MeshInstance3D = world.get_node_or_null("FarWaterSurface")
+	var second_mesh: MeshInstance3D = world.get_node_or_null("FarWaterSurface2")
+	_check(first_mesh != null and second_mesh != null, "each level has its mesh")
+	if first_mesh != null and second_mesh != null:
+		var second_material := second_mesh.material_override as ShaderMaterial
+		var hole: Vector4 = second_material.get_shader_parameter("hole")
+		var first_rect := Rect2(Vector2(first["origin"]) - Vector2(1024, 1024),
+				Vector2(first_end - first["origin"]))
+		var hole_rect := Rect2(Vector2(hole.x, hole.y) + Vector2(second_mesh.position.x,
+				second_mesh.position.z), Vector2(hole.z - hole.x, hole.w - hole.y))
+		print("   second level's hole %s (in the node's space %s); the first level covers %s" % [
+				hole, hole_rect, first_rect])
+		_check(hole_rect.position.is_equal_approx(first_rect.position)
+				and hole_rect.size.is_equal_approx(first_rect.size),
+				"the second level's mesh has the first level cut out")
+		var first_material := first_mesh.material_override as ShaderMaterial
+		var band: Vector4 = first_material.get_shader_parameter("far_blend")
+		var outer_band: Variant = second_material.get_shader_parameter("far_blend")
+		var window: MeshInstance3D = world.get_node_or_null("WaterSurface")
+		var window_material := window.material_override as ShaderMaterial if window != null else null
+		var window_band: Variant = window_material.get_shader_parameter("far_blend") \
+				if window_material != null else null
+		print("   bands: window %s, first level %s, second level %s" % [window_band, band, outer_band])
+		_check(window_band == Vector4(16, 16, 16, 16), "the window turns into the first level over a "
+				+ "quarter of its 64 cells along each edge (%s m)" % [window_band])
+		_check(band == Vector4(128, 128, 128, 128), "the first level turns into the second over two "
+				+ "of its texels along each edge (%s m)" % band)
+		_check(outer_band == null or outer_band == Vector4.ZERO, "the outermost level has no band")
+		var read: Variant = first_material.get_shader_parameter("far_height_texture")
+		_check(read is ImageTexture and (read as ImageTexture).get_size() == Vector2(32, 32),
+				"the first level's material reads the second level's 32² texels")
+	world.far_water_levels = 5
+	await process_frame
+	_check(world.get_last_error().contains("far_water_levels"),
+			"far_water_levels 5 is refused: %s" % world.get_last_error())
+	_check(world.get_world_report().get("far_levels", []).size() == 2, "the levels stay as they were")
+	world.far_water_levels = 1
+	await process_frame
+	await process_frame
+	_check(world.get_node_or_null("FarWaterSurface2") == null
+			and world.get_world_report().get("far_levels", []).size() == 1,
+			"far_water_levels 1 takes the second level away")
 	_check(world.get_water_ledger().get("exact", false), "the ledger is exact")
 	focus.free()
 	world.free()

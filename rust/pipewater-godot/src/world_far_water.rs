@@ -30,6 +30,13 @@ use pipewater_core::world_water::{CoarseWindowJob, WorldWater, WorldWindow, MAX_
 pub const FAR_WATER_REFRESH_SECONDS: f64 = 0.25;
 /// Largest `far_water_cells`.
 pub const MAX_FAR_WATER_CELLS: i64 = 65_536;
+/// Largest `far_water_stride` (the first far level's; each further level's is
+/// [`FAR_LEVEL_SCALE`] times the one before, up to [`MAX_COARSE_STRIDE`]).
+pub const MAX_FAR_WATER_STRIDE: i64 = 64;
+/// Most `far_water_levels`.
+pub const MAX_FAR_WATER_LEVELS: i64 = 4;
+/// How much coarser, and wider, each far level is than the one inside it.
+pub const FAR_LEVEL_SCALE: u32 = 4;
 /// Shader parameters the far mesh sets itself (its textures, grid, the window's hole, no detail
 /// waves): the node's material holds the window's values of these (the detail layer placed in the
 /// window mesh's space), which the far material never takes.
@@ -51,8 +58,8 @@ pub const MATERIAL_SWEEP_SECONDS: f64 = 0.25;
 /// The far water's side and stride checked: `(cells rounded up to a multiple of the stride,
 /// stride)`, `None` for off (0 cells), or the refusal naming the property and its range.
 pub fn far_settings(cells: i64, stride: i64) -> Result<Option<(u32, u32)>, String> {
-    if !(1..=MAX_COARSE_STRIDE as i64).contains(&stride) {
-        return Err(format!("far_water_stride = {stride} is out of range: valid range is 1 ..= {MAX_COARSE_STRIDE} cells a texel"));
+    if !(1..=MAX_FAR_WATER_STRIDE).contains(&stride) {
+        return Err(format!("far_water_stride = {stride} is out of range: valid range is 1 ..= {MAX_FAR_WATER_STRIDE} cells a texel"));
     }
     if !(0..=MAX_FAR_WATER_CELLS).contains(&cells) {
         return Err(format!("far_water_cells = {cells} is out of range: valid range is 0 (off) ..= {MAX_FAR_WATER_CELLS} cells"));
@@ -69,6 +76,25 @@ pub fn far_settings(cells: i64, stride: i64) -> Result<Option<(u32, u32)>, Strin
         ));
     }
     Ok(Some((side, stride as u32)))
+}
+
+/// The far levels drawn, innermost first, as (side, stride): the first is `first` (from
+/// [`far_settings`]); each next one [`FAR_LEVEL_SCALE`] times as coarse and as wide (its side on
+/// whole texels, at most [`MAX_COARSE_TEXELS`] of them), up to `levels` of them. A level is left
+/// out once its stride would pass [`MAX_COARSE_STRIDE`], or once the level inside it already
+/// covers the whole world (`world`: cells along x and y) wherever it is centred.
+pub fn far_levels(first: (u32, u32), levels: u32, world: [u32; 2]) -> Vec<(u32, u32)> {
+    let mut out = vec![first];
+    while out.len() < levels as usize {
+        let (side, stride) = out[out.len() - 1];
+        let next_stride = stride * FAR_LEVEL_SCALE;
+        if side >= world[0].max(world[1]) || next_stride > MAX_COARSE_STRIDE {
+            break;
+        }
+        let wanted = (side as u64 * FAR_LEVEL_SCALE as u64).min(world[0].max(world[1]) as u64).div_ceil(next_stride as u64);
+        out.push(((wanted.min(MAX_COARSE_TEXELS as u64) * next_stride as u64) as u32, next_stride));
+    }
+    out
 }
 
 /// First cell of a far area of `side` cells centred as near `focus` (continuous cell
@@ -107,7 +133,8 @@ pub fn far_in_window(far: ([u32; 2], [u32; 2], u32), window: ([u32; 2], [u32; 2]
         let far_end = far_first + texels[axis] as u64 * stride as u64;
         rect[axis] = ((far_first as f64 - centre) * dx as f64) as f32;
         rect[axis + 2] = ((far_end as f64 - centre) * dx as f64) as f32;
-        let (first, end) = (origin[axis] as u64, origin[axis] as u64 + size[axis] as u64);
+        // An outer far level's area (the inner level it holds) may hang past the world's edge.
+        let (first, end) = (origin[axis] as u64, (origin[axis] as u64 + size[axis] as u64).min(world[axis] as u64));
         let far_end_on_world = far_end.min(world[axis] as u64);
         covered &= far_first <= first && far_end_on_world >= end;
         beyond[axis] = far_first < first;
@@ -136,9 +163,64 @@ pub struct FarWater {
     material: Option<FarMaterial>,
     /// Seconds since every parameter of the node's material was last checked.
     since_material_sweep: f64,
+    /// Which far level this is: 0 the innermost, beside the window.
+    level: usize,
+    /// What the far material was last given of the next level's water ([`show_far_band`]).
+    band_given: Option<BandGiven>,
+}
+
+/// What a material was last given of the far water around it: the material, the far texture,
+/// the rectangle and the bands ([`show_far_band`] sets them again only when one changes).
+pub type BandGiven = (InstanceId, Option<InstanceId>, [f32; 4], [f32; 4]);
+
+/// Gives `material` (the window's, or a far level's) the water of `far` (the level around it),
+/// where it lies in the local space of the mesh over `area` (first cell, cells; `None`: nothing
+/// drawn) and the band along the mesh's edges over which its water turns into `far`'s
+/// ([`far_in_window`]); no band without both. `given` keeps what was given, so that nothing is set
+/// again while nothing changed: a scene's material set every frame would read as edited.
+pub fn show_far_band(material: Option<Gd<Material>>, given: &mut Option<BandGiven>, far: Option<&FarWater>, area: Option<([u32; 2], [u32; 2])>, world: [u32; 2], dx: f32) {
+    let Some(mut shader) = material.and_then(|m| m.try_cast::<ShaderMaterial>().ok()) else { return };
+    let place = far.and_then(|f| f.shown).zip(area).map(|(shown, area)| far_in_window(shown, area, world, dx));
+    let texture = far.and_then(|f| f.height_texture.as_ref());
+    let (rect, band) = place.unwrap_or(([0.0; 4], [0.0; 4]));
+    let now = (shader.instance_id(), texture.map(|t| t.instance_id()), rect, band);
+    if *given == Some(now) {
+        return;
+    }
+    *given = Some(now);
+    if let (Some(_), Some(far)) = (place, far) {
+        shader.set_shader_parameter("far_height_texture", &far.height_texture.to_variant());
+        shader.set_shader_parameter("far_flux_texture", &far.flux_texture.to_variant());
+        shader.set_shader_parameter("far_rect", &Vector4::new(rect[0], rect[1], rect[2], rect[3]).to_variant());
+    }
+    shader.set_shader_parameter("far_blend", &Vector4::new(band[0], band[1], band[2], band[3]).to_variant());
 }
 
 impl FarWater {
+    /// Far level `level` (0: beside the window), nothing read yet.
+    pub fn new(level: usize) -> Self {
+        FarWater { level, ..Default::default() }
+    }
+
+    /// The name of the mesh that draws this level: `FarWaterSurface`, then `FarWaterSurface2`, ….
+    pub fn mesh_name(&self) -> String {
+        if self.level == 0 { "FarWaterSurface".to_string() } else { format!("FarWaterSurface{}", self.level + 1) }
+    }
+
+    /// The cells this level's texels cover: first cell and cells (the last texel may hang past
+    /// the world's edge), once read.
+    pub fn area(&self) -> Option<([u32; 2], [u32; 2])> {
+        self.shown.map(|(origin, texels, stride)| (origin, [texels[0] * stride, texels[1] * stride]))
+    }
+
+    /// Gives this level's material the water of the level around it (`outer`, `None` for the
+    /// outermost): [`show_far_band`].
+    pub fn show_band(&mut self, outer: Option<&FarWater>, world: [u32; 2], dx: f32) {
+        let material = self.mesh_instance.as_ref().filter(|m| m.is_instance_valid()).and_then(|m| m.get_material_override());
+        let area = self.area();
+        show_far_band(material, &mut self.band_given, outer, area, world, dx);
+    }
+
     /// Reads the far water of `side` cells at `stride` around `focus` when due: takes a read
     /// that arrived (`true`: the textures changed), begins the next after
     /// [`FAR_WATER_REFRESH_SECONDS`] or when the area moved. With `wait`, reads now.
@@ -180,14 +262,14 @@ impl FarWater {
         self.shown = Some((window.origin, window.size, window.stride));
     }
 
-    /// Draws the far water on a child mesh of `parent` with a copy of `material`, the fine
-    /// window's rectangle (`window`: first cell and cells) cut out; `dx` the cell size (m),
-    /// `extent` the world's (m).
+    /// Draws the far water on a child mesh of `parent` with a copy of `material`, the rectangle
+    /// the finer water inside it draws (`window`: first cell and cells; the fine window, or the
+    /// far level inside this one) cut out; `dx` the cell size (m), `extent` the world's (m).
     pub fn show_surface(&mut self, parent: &mut Gd<Node3D>, material: Option<Gd<Material>>, dx: f32, extent: [f32; 2], window: Option<([u32; 2], [u32; 2])>) {
         let Some((origin, texels, stride)) = self.shown else { return };
         if !self.mesh_instance.as_ref().is_some_and(|m| m.is_instance_valid()) {
             let mut instance = MeshInstance3D::new_alloc();
-            instance.set_name("FarWaterSurface");
+            instance.set_name(&self.mesh_name());
             parent.add_child(&instance);
             self.mesh_instance = Some(instance);
             self.mesh_cells = None;
@@ -235,6 +317,7 @@ impl FarWater {
             mesh.queue_free();
         }
         self.mesh_cells = None;
+        self.band_given = None;
     }
 
     /// Off: the mesh freed and the read dropped; the textures keep what they last showed.
@@ -430,6 +513,28 @@ mod tests {
             println!("{cells} cells at stride {stride}: {refused}");
             assert!(refused.starts_with(name), "{refused}");
         }
+    }
+
+    /// Each far level is four times as coarse and as wide as the one inside it, on whole texels,
+    /// stops at the world's size and at texels of MAX_COARSE_STRIDE cells, and no level is added
+    /// once the one inside it covers the world.
+    #[test]
+    fn far_levels_widen_by_four_until_they_cover_the_world() {
+        let cases: [((u32, u32), u32, [u32; 2], Vec<(u32, u32)>); 6] = [
+            ((4096, 16), 2, [16384, 16384], vec![(4096, 16), (16384, 64)]),
+            ((4096, 16), 4, [16384, 16384], vec![(4096, 16), (16384, 64)]),
+            ((4096, 16), 4, [65536, 40000], vec![(4096, 16), (16384, 64), (65536, 256)]),
+            ((4096, 16), 2, [8192, 8192], vec![(4096, 16), (8192, 64)]),
+            ((1536, 16), 3, [2048, 2048], vec![(1536, 16), (2048, 64)]),
+            ((256, 16), 2, [256, 256], vec![(256, 16)]),
+        ];
+        for (first, levels, world, expected) in cases {
+            let got = far_levels(first, levels, world);
+            println!("first {first:?}, {levels} levels, world {world:?}: {got:?}");
+            assert_eq!(got, expected);
+        }
+        assert_eq!(far_levels((1000, 3), 3, [100_000, 100_000]), vec![(1000, 3), (4008, 12), (16032, 48)], "whole texels");
+        assert_eq!(far_levels((4096, 64), 4, [100_000, 100_000]), vec![(4096, 64), (16384, 256)], "texels of 256 cells at most");
     }
 
     /// The window's material finds a far texel where the far mesh draws it: the far rectangle in

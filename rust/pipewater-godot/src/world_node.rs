@@ -15,7 +15,7 @@ use crate::mapping::{global_to_local_point, OUTSIDE_HEIGHT};
 use crate::mesh_layout;
 use crate::validate;
 use crate::surface::{default_water_material, surface_arrays};
-use crate::world_far_water::{far_in_window, far_settings, update_texture, FarWater};
+use crate::world_far_water::{far_levels, far_settings, show_far_band, update_texture, BandGiven, FarWater, MAX_FAR_WATER_LEVELS};
 use crate::saved_state::PipeWaterState;
 use godot::classes::image::Format;
 use godot::classes::mesh::PrimitiveType;
@@ -281,6 +281,14 @@ pub struct PipeWaterWorld {
     #[export(range = (1.0, 64.0, 1.0))]
     #[init(val = 16)]
     far_water_stride: i64,
+    /// Far water levels drawn around each other, 1 ..= 4: each next level is 4 times as coarse
+    /// and as wide as the one inside it (with the defaults, 16 m texels over 4096 cells, then 64 m
+    /// texels over 16384 cells), up to texels of 256 cells and no farther than the level inside
+    /// it needs to cover the whole world. Each level's water turns into the next one's along its
+    /// edges, as the window's does into the first level's.
+    #[export(range = (1.0, 4.0, 1.0))]
+    #[init(val = 2)]
+    far_water_levels: i64,
     /// The far water's height texels (`Image.FORMAT_RGBAF`), a texel a block of
     /// `far_water_stride` cells: mean surface of its wet cells (m), mean depth over the block (m),
     /// mean ground under its wet cells (over the block when none is), share of its cells wet 0..1.
@@ -355,15 +363,16 @@ pub struct PipeWaterWorld {
     detail_texture: Option<Gd<ImageTexture>>,
     /// The detail texture's image and bytes, and the refusal of the layer last reported.
     detail_output: detail::WorldDetailOutput,
-    /// The far water's read, textures and mesh.
-    far: FarWater,
-    /// The far-water settings last accepted, and the refusal last reported.
-    far_accepted: Option<Option<(u32, u32)>>,
+    /// The far water's levels, innermost first: each one's read, textures and mesh.
+    far: Vec<FarWater>,
+    /// The far-water settings last accepted (the first level's side and stride, and the levels),
+    /// and the refusal last reported.
+    far_accepted: Option<Option<((u32, u32), u32)>>,
     refused_far: Option<String>,
     /// What the window's material was last given of the far water: the material, the far
     /// texture, the far rectangle and the bands (set again only when one changes: a scene's
     /// material set every frame would read as edited).
-    far_in_window_given: Option<(InstanceId, Option<InstanceId>, [f32; 4], [f32; 4])>,
+    far_in_window_given: Option<BandGiven>,
     /// The images the textures were last given (what scripts read on the CPU).
     height_image: Option<Gd<Image>>,
     flux_image: Option<Gd<Image>>,
@@ -455,7 +464,7 @@ impl INode3D for PipeWaterWorld {
             mesh.queue_free();
         }
         self.mesh_cells = None;
-        self.far.off();
+        self.far.iter_mut().for_each(FarWater::off);
     }
 }
 
@@ -587,14 +596,14 @@ impl PipeWaterWorld {
     /// The far water's height texels as an `Image` (what `far_height_texture` shows), for
     /// scripts that read them on the CPU; null before the first read.
     #[func]
-    fn get_far_height_image(&self) -> Option<Gd<Image>> {
-        self.far.height_image.clone()
+    fn get_far_height_image(&self, #[opt(default = 0)] level: i64) -> Option<Gd<Image>> {
+        self.far.get(usize::try_from(level).ok()?)?.height_image.clone()
     }
 
     /// The far water's flow texels as an `Image` (what `far_flux_texture` shows).
     #[func]
-    fn get_far_flux_image(&self) -> Option<Gd<Image>> {
-        self.far.flux_image.clone()
+    fn get_far_flux_image(&self, #[opt(default = 0)] level: i64) -> Option<Gd<Image>> {
+        self.far.get(usize::try_from(level).ok()?)?.flux_image.clone()
     }
 
     /// Emitted when a `save_state_async()` is done: the save's bytes (empty, with the reason in
@@ -966,10 +975,21 @@ impl PipeWaterWorld {
             out.set("window_origin", Vector2i::new(origin[0] as i32, origin[1] as i32));
             out.set("window_size", Vector2i::new(size[0] as i32, size[1] as i32));
         }
-        if let Some((origin, texels, stride)) = self.far.shown {
+        if let Some((origin, texels, stride)) = self.far.first().and_then(|f| f.shown) {
             out.set("far_origin", Vector2i::new(origin[0] as i32, origin[1] as i32));
             out.set("far_texels", Vector2i::new(texels[0] as i32, texels[1] as i32));
             out.set("far_stride", stride as i64);
+        }
+        let mut levels = VarArray::new();
+        for (origin, texels, stride) in self.far.iter().filter_map(|f| f.shown) {
+            let mut level = VarDictionary::new();
+            level.set("origin", Vector2i::new(origin[0] as i32, origin[1] as i32));
+            level.set("texels", Vector2i::new(texels[0] as i32, texels[1] as i32));
+            level.set("stride", stride as i64);
+            levels.push(&level.to_variant());
+        }
+        if !levels.is_empty() {
+            out.set("far_levels", &levels);
         }
         out
     }
@@ -1227,12 +1247,21 @@ impl PipeWaterWorld {
         [local.x as f64 / dx + w as f64 / 2.0, local.z as f64 / dx + h as f64 / 2.0]
     }
 
-    /// Reads the far water around the focus when due (at once with `wait`) into
-    /// `far_height_texture` and `far_flux_texture`, and draws it on its mesh with the window cut
-    /// out. A refused `far_water_cells` or `far_water_stride` is reported once, and the far water
-    /// keeps the settings last accepted (off when none was).
+    /// Reads the far water around the focus when due (at once with `wait`), level by level, into
+    /// `far_height_texture` and `far_flux_texture` (the first level) and the levels' own textures,
+    /// and draws each on its mesh with the finer water inside it cut out. A refused
+    /// `far_water_cells`, `far_water_stride` or `far_water_levels` is reported once, and the far
+    /// water keeps the settings last accepted (off when none were).
     fn show_far_water(&mut self, delta: f64, wait: bool) {
-        let settings = match far_settings(self.far_water_cells, self.far_water_stride) {
+        let levels = self.far_water_levels;
+        let settings = far_settings(self.far_water_cells, self.far_water_stride).and_then(|first| {
+            if (1..=MAX_FAR_WATER_LEVELS).contains(&levels) {
+                Ok(first.map(|first| (first, levels as u32)))
+            } else {
+                Err(format!("far_water_levels = {levels} is out of range: valid range is 1 ..= {MAX_FAR_WATER_LEVELS}"))
+            }
+        });
+        let settings = match settings {
             Ok(settings) => {
                 self.refused_far = None;
                 self.far_accepted = Some(settings);
@@ -1246,51 +1275,55 @@ impl PipeWaterWorld {
                 self.far_accepted.flatten()
             }
         };
-        let Some((side, stride)) = settings else {
-            self.far.off();
+        let Some(water) = self.water.as_ref() else { return };
+        let planned = settings.map_or(Vec::new(), |(first, levels)| far_levels(first, levels, water.size()));
+        while self.far.len() > planned.len() {
+            if let Some(mut gone) = self.far.pop() {
+                gone.off();
+            }
+        }
+        while self.far.len() < planned.len() {
+            self.far.push(FarWater::new(self.far.len()));
+        }
+        if planned.is_empty() {
             self.show_far_in_window();
             return;
-        };
+        }
         let focus = self.focus_cells();
-        let Some(water) = self.water.as_mut() else { return };
-        let result = self.far.update(water, focus, side, stride, delta, wait);
-        if self.core("far water", Some(result)) == Some(true) {
-            self.far_height_texture = self.far.height_texture.clone();
-            self.far_flux_texture = self.far.flux_texture.clone();
+        for (level, &(side, stride)) in planned.iter().enumerate() {
+            let Some(water) = self.water.as_mut() else { return };
+            let result = self.far[level].update(water, focus, side, stride, delta, wait);
+            if self.core("far water", Some(result)) == Some(true) && level == 0 {
+                self.far_height_texture = self.far[0].height_texture.clone();
+                self.far_flux_texture = self.far[0].flux_texture.clone();
+            }
         }
         if !self.show_mesh {
-            self.far.hide();
+            self.far.iter_mut().for_each(FarWater::hide);
             return;
         }
         let Some(water) = self.water.as_ref() else { return };
-        let (dx, extent) = (water.cell_size(), water.extent());
+        let (dx, extent, world) = (water.cell_size(), water.extent(), water.size());
         let material = self.material();
         let mut base = self.base().clone();
-        self.far.show_surface(&mut base, material, dx, extent, self.window);
+        for level in 0..self.far.len() {
+            let inside = if level == 0 { self.window } else { self.far[level - 1].area() };
+            self.far[level].show_surface(&mut base, material.clone(), dx, extent, inside);
+        }
+        for level in 0..self.far.len() {
+            let (this, outer) = self.far.split_at_mut(level + 1);
+            this[level].show_band(outer.first(), world, dx);
+        }
         self.show_far_in_window();
     }
 
-    /// Gives the window's material the far water and the band along the window's edges over
-    /// which its water turns into the far water's ([`far_in_window`]); no band without far water.
+    /// Gives the window's material the first far level's water and the band along the window's
+    /// edges over which its water turns into it ([`show_far_band`]).
     fn show_far_in_window(&mut self) {
         let Some(water) = self.water.as_ref() else { return };
         let (dx, world) = (water.cell_size(), water.size());
-        let place = self.far.shown.zip(self.window).map(|(far, window)| far_in_window(far, window, world, dx));
-        let Some(mut shader) = self.material().and_then(|m| m.try_cast::<ShaderMaterial>().ok()) else { return };
-        let (rect, band) = place.unwrap_or(([0.0; 4], [0.0; 4]));
-        let given = (shader.instance_id(), self.far.height_texture.as_ref().map(|t| t.instance_id()), rect, band);
-        if self.far_in_window_given == Some(given) {
-            return;
-        }
-        self.far_in_window_given = Some(given);
-        if place.is_none() {
-            shader.set_shader_parameter("far_blend", &Vector4::ZERO.to_variant());
-            return;
-        }
-        shader.set_shader_parameter("far_height_texture", &self.far.height_texture.to_variant());
-        shader.set_shader_parameter("far_flux_texture", &self.far.flux_texture.to_variant());
-        shader.set_shader_parameter("far_rect", &Vector4::new(rect[0], rect[1], rect[2], rect[3]).to_variant());
-        shader.set_shader_parameter("far_blend", &Vector4::new(band[0], band[1], band[2], band[3]).to_variant());
+        let material = self.material();
+        show_far_band(material, &mut self.far_in_window_given, self.far.first(), self.window, world, dx);
     }
 
     /// The child mesh over the window, with the material and its parameters.

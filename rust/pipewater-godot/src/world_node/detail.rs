@@ -161,8 +161,10 @@ impl PipeWaterWorld {
         // The far water's mesh copies the node's material (world_far_water.rs): its own local
         // space is not the window's, and the fine window is cut out of it, so it draws no
         // detail waves.
-        if let Some(mut far) = self.far.mesh().filter(|m| m.is_instance_valid()).and_then(|m| m.get_material_override()).and_then(|m| m.try_cast::<ShaderMaterial>().ok()) {
-            far.set_shader_parameter("detail_on", &0.0f32.to_variant());
+        for level in &self.far {
+            if let Some(mut far) = level.mesh().filter(|m| m.is_instance_valid()).and_then(|m| m.get_material_override()).and_then(|m| m.try_cast::<ShaderMaterial>().ok()) {
+                far.set_shader_parameter("detail_on", &0.0f32.to_variant());
+            }
         }
         let Some(instance) = self.mesh_instance.as_ref().filter(|m| m.is_instance_valid()) else { return };
         let Some(mut shader) = instance.get_material_override().and_then(|m| m.try_cast::<ShaderMaterial>().ok()) else { return };
