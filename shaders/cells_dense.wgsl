@@ -33,10 +33,6 @@ fn listed_tiles(entry: u32) -> u32 {
     return 1u;
 }
 
-fn last_row_of_tile(y: i32) -> bool {
-    return false;
-}
-
 // A dense grid finds its cells without a table: nothing to prepare.
 fn begin_tile(t: u32, strip: u32, band: u32) {
 }

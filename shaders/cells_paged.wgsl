@@ -102,12 +102,6 @@ fn begin_tile(t: u32, strip: u32, band: u32) {
     workgroupBarrier();
 }
 
-// Whether row y (>= 0) is the last of its tile: a workgroup running several tiles adds each one's
-// flags there.
-fn last_row_of_tile(y: i32) -> bool {
-    return (u32(y) + 1u) % TILE_ROWS == 0u;
-}
-
 fn cell_slots(cell: vec2<i32>) -> vec2<u32> {
     let side = i32(PAGE_SIDE);
     let column = select(select(1u, 2u, cell.x >= page_origin.x + side), 0u, cell.x < page_origin.x);

@@ -776,6 +776,15 @@ fn step_columns(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
         share_pipes(pad, vec4<f32>(0.0));
         s_centre[pad] = vec2<f32>(1.0);
     }
+    // Running several tiles of a page, the walk adds each finished tile's flags at the row that
+    // writes its last row (r - 3), but for the last tile's, after the walk: the row where it next
+    // does, and the tile. A compare a row: testing each row for a tile's end (a remainder, and a
+    // division for the tile) cost the world's step some 17 instructions a row (docs/BENCHMARKS.md).
+    var flags_row = NO_FLAGS_ROW;
+    var flags_tile = tile;
+    if PAGED && tiles_run > 1u {
+        flags_row = next_flags_row(y0 - 1, y_end);
+    }
     var one = column_at(strip, t * PER_INVOCATION, y0);
     var two: Column;
     if pairs {
@@ -814,17 +823,23 @@ fn step_columns(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
         if pairs {
             phase_f(&two, r, y0, stored_two);
         }
-        // Running several tiles, the flags of each as its last row is written (the last tile's
-        // after the walk).
-        let written = r - 3 - y0;
-        if PAGED && tiles_run > 1u && written >= 0 && r - 3 < y_end - 1 && last_row_of_tile(r - 3) {
-            add_tile_flags(tile + u32(written / i32(tiles.size.y)) * tiles.tiles.x, &one, &two);
+        if PAGED && r == flags_row {
+            add_tile_flags(flags_tile, &one, &two);
+            flags_tile += tiles.tiles.x;
+            flags_row = next_flags_row(r - 3, y_end);
         }
     }
-    // The tile's flags (of the last tile run), once per band.
-    var last = tile;
-    if tiles_run > 1u {
-        last += u32((y_end - 1 - y0) / i32(tiles.size.y)) * tiles.tiles.x;
-    }
-    add_tile_flags(last, &one, &two);
+    // The flags of the tile (the last tile run), once per band.
+    add_tile_flags(flags_tile, &one, &two);
+}
+
+// A flags_row that no row of the walk reaches.
+const NO_FLAGS_ROW: i32 = -0x7fffffff;
+
+// The walk's row that writes the last row of the tile after the one whose last row is `last`
+// (its r - 3), or NO_FLAGS_ROW when that tile is the last of the walk (ending at y_end), whose
+// flags are added after it.
+fn next_flags_row(last: i32, y_end: i32) -> i32 {
+    let next = last + i32(tiles.size.y);
+    return select(NO_FLAGS_ROW, next + 3, next < y_end - 1);
 }
