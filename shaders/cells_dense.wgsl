@@ -10,6 +10,11 @@ fn cell_slots(cell: vec2<i32>) -> vec2<u32> {
     return vec2<u32>(i, i);
 }
 
+// The water slot of a cell the step writes: cell_slots's.
+fn own_water_slot(cell: vec2<i32>) -> u32 {
+    return u32(cell.y) * c.width + u32(cell.x);
+}
+
 // The plan runs every tile of a dense grid, one invocation each.
 fn planned_tile(id: u32) -> u32 {
     return id;

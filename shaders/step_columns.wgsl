@@ -478,7 +478,7 @@ fn move_pipe(limits: vec2<f32>, f: f32, stored: f32, far: vec2<f32>, g: f32, own
 // TILE_CHANGED and TILE_MOVING bits: whether a bit of its depth or pipes changed or it moved a
 // ledger counter, and whether a pipe it keeps carries flow.
 fn transfer(cell: vec2<i32>, lanes: Lanes, own: Loaded, fluxes: vec4<f32>, stored: vec4<f32>, incoming: vec4<f32>, above: LimitsRow, row: LimitsRow, below: LimitsRow) -> u32 {
-    let i = cell_slots(cell).y;
+    let i = own_water_slot(cell);
     let d = own.depth;
     let limits = row.here;
     let e = move_pipe(limits, fluxes.x, stored.x, row.right, incoming.x, row.left);
