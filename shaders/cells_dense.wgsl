@@ -4,8 +4,13 @@
 
 const PAGED: bool = false;
 
+// A dense grid has no pages (cells_paged.wgsl page_column).
+fn page_column(x: i32) -> u32 {
+    return 0u;
+}
+
 // A cell's index in the terrain, and in the depth and pipes: the same here.
-fn cell_slots(cell: vec2<i32>) -> vec2<u32> {
+fn cell_slots(cell: vec2<i32>, column: u32) -> vec2<u32> {
     let i = u32(cell.y) * c.width + u32(cell.x);
     return vec2<u32>(i, i);
 }

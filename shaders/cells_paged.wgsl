@@ -102,9 +102,17 @@ fn begin_tile(t: u32, strip: u32, band: u32) {
     workgroupBarrier();
 }
 
-fn cell_slots(cell: vec2<i32>) -> vec2<u32> {
+// Which column of the 3 × 3 pages grid column x lies in (0, 1, 2). An invocation's column never
+// changes: the step chooses it once (column_at), not at each load.
+fn page_column(x: i32) -> u32 {
     let side = i32(PAGE_SIDE);
-    let column = select(select(1u, 2u, cell.x >= page_origin.x + side), 0u, cell.x < page_origin.x);
+    return select(select(1u, 2u, x >= page_origin.x + side), 0u, x < page_origin.x);
+}
+
+// Where the fields of `cell`, in the column of pages `column` (page_column), lie: (terrain,
+// water) slots.
+fn cell_slots(cell: vec2<i32>, column: u32) -> vec2<u32> {
+    let side = i32(PAGE_SIDE);
     let row = select(select(1u, 2u, cell.y >= page_origin.y + side), 0u, cell.y < page_origin.y);
     return s_page_bases[row * 3u + column] + (u32(cell.y) * PAGE_SIDE + u32(cell.x));
 }

@@ -183,13 +183,13 @@ struct Loaded {
     flow: vec4<f32>,
 }
 
-fn load(cell: vec2<i32>) -> Loaded {
+fn load(cell: vec2<i32>, pages_column: u32) -> Loaded {
     var l: Loaded;
     l.bed = 0.0;
     l.depth = 0;
     l.flow = vec4<f32>(0.0);
     if cell_in_grid(c, cell) {
-        let i = cell_slots(cell);
+        let i = cell_slots(cell, pages_column);
         l.bed = step_terrain[i.x];
         l.depth = with_inflow(c, cell, depth_in[i.y]);
         l.flow = flux_in[i.y];
@@ -529,6 +529,8 @@ struct Column {
     lanes: Lanes,
     // columns_on_grid(x).
     columns: u32,
+    // The column of pages x lies in, in a world's (cells_paged.wgsl page_column).
+    page_column: u32,
     // Whether this column is the strip's own (not halo) and on the grid.
     writes: bool,
     // The row loaded one iteration ago, for phase A to store.
@@ -594,7 +596,8 @@ fn column_at(strip: u32, lane_index: u32, y0: i32) -> Column {
     col.lanes.right = lane_index + 2u;
     col.columns = columns_on_grid(col.x);
     col.writes = lane_index >= HALO && lane_index < COLUMNS - HALO && col.x < i32(c.width);
-    col.next = load(vec2<i32>(col.x, y0 - 3));
+    col.page_column = page_column(col.x);
+    col.next = load(vec2<i32>(col.x, y0 - 3), col.page_column);
     return col;
 }
 
@@ -611,7 +614,7 @@ fn phase_a(col: ptr<function, Column>, r: i32, y_end: i32) {
         set_flows(at(ring(r), here), (*col).own0.flow);
     }
     if r < y_end + 2 {
-        (*col).next = load(vec2<i32>((*col).x, r + 1));
+        (*col).next = load(vec2<i32>((*col).x, r + 1), (*col).page_column);
     }
 }
 
