@@ -112,8 +112,9 @@ fn page_column(x: i32) -> u32 {
 // Where the fields of `cell`, in the column of pages `column` (page_column), lie: (terrain,
 // water) slots.
 fn cell_slots(cell: vec2<i32>, column: u32) -> vec2<u32> {
-    let side = i32(PAGE_SIDE);
-    let row = select(select(1u, 2u, cell.y >= page_origin.y + side), 0u, cell.y < page_origin.y);
+    // The step loads rows within three of its page's: (cell.y - page_origin.y + PAGE_SIDE) lies in
+    // PAGE_SIDE - 3 ..= 2 PAGE_SIDE + 2, so dividing it by PAGE_SIDE gives the row of pages.
+    let row = u32(cell.y - page_origin.y + i32(PAGE_SIDE)) / PAGE_SIDE;
     return s_page_bases[row * 3u + column] + (u32(cell.y) * PAGE_SIDE + u32(cell.x));
 }
 
