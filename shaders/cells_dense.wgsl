@@ -4,10 +4,20 @@
 
 const PAGED: bool = false;
 
+// A dense grid has no pages (cells_paged.wgsl page_column).
+fn page_column(x: i32) -> u32 {
+    return 0u;
+}
+
 // A cell's index in the terrain, and in the depth and pipes: the same here.
-fn cell_slots(cell: vec2<i32>) -> vec2<u32> {
+fn cell_slots(cell: vec2<i32>, column: u32) -> vec2<u32> {
     let i = u32(cell.y) * c.width + u32(cell.x);
     return vec2<u32>(i, i);
+}
+
+// The water slot of a cell the step writes: cell_slots's.
+fn own_water_slot(cell: vec2<i32>) -> u32 {
+    return u32(cell.y) * c.width + u32(cell.x);
 }
 
 // The plan runs every tile of a dense grid, one invocation each.
@@ -31,10 +41,6 @@ fn listed_tile(entry: u32) -> u32 {
 
 fn listed_tiles(entry: u32) -> u32 {
     return 1u;
-}
-
-fn last_row_of_tile(y: i32) -> bool {
-    return false;
 }
 
 // A dense grid finds its cells without a table: nothing to prepare.

@@ -183,13 +183,13 @@ struct Loaded {
     flow: vec4<f32>,
 }
 
-fn load(cell: vec2<i32>) -> Loaded {
+fn load(cell: vec2<i32>, pages_column: u32) -> Loaded {
     var l: Loaded;
     l.bed = 0.0;
     l.depth = 0;
     l.flow = vec4<f32>(0.0);
     if cell_in_grid(c, cell) {
-        let i = cell_slots(cell);
+        let i = cell_slots(cell, pages_column);
         l.bed = step_terrain[i.x];
         l.depth = with_inflow(c, cell, depth_in[i.y]);
         l.flow = flux_in[i.y];
@@ -478,7 +478,7 @@ fn move_pipe(limits: vec2<f32>, f: f32, stored: f32, far: vec2<f32>, g: f32, own
 // TILE_CHANGED and TILE_MOVING bits: whether a bit of its depth or pipes changed or it moved a
 // ledger counter, and whether a pipe it keeps carries flow.
 fn transfer(cell: vec2<i32>, lanes: Lanes, own: Loaded, fluxes: vec4<f32>, stored: vec4<f32>, incoming: vec4<f32>, above: LimitsRow, row: LimitsRow, below: LimitsRow) -> u32 {
-    let i = cell_slots(cell).y;
+    let i = own_water_slot(cell);
     let d = own.depth;
     let limits = row.here;
     let e = move_pipe(limits, fluxes.x, stored.x, row.right, incoming.x, row.left);
@@ -529,6 +529,8 @@ struct Column {
     lanes: Lanes,
     // columns_on_grid(x).
     columns: u32,
+    // The column of pages x lies in, in a world's (cells_paged.wgsl page_column).
+    page_column: u32,
     // Whether this column is the strip's own (not halo) and on the grid.
     writes: bool,
     // The row loaded one iteration ago, for phase A to store.
@@ -594,7 +596,8 @@ fn column_at(strip: u32, lane_index: u32, y0: i32) -> Column {
     col.lanes.right = lane_index + 2u;
     col.columns = columns_on_grid(col.x);
     col.writes = lane_index >= HALO && lane_index < COLUMNS - HALO && col.x < i32(c.width);
-    col.next = load(vec2<i32>(col.x, y0 - 3));
+    col.page_column = page_column(col.x);
+    col.next = load(vec2<i32>(col.x, y0 - 3), col.page_column);
     return col;
 }
 
@@ -611,7 +614,7 @@ fn phase_a(col: ptr<function, Column>, r: i32, y_end: i32) {
         set_flows(at(ring(r), here), (*col).own0.flow);
     }
     if r < y_end + 2 {
-        (*col).next = load(vec2<i32>((*col).x, r + 1));
+        (*col).next = load(vec2<i32>((*col).x, r + 1), (*col).page_column);
     }
 }
 
@@ -776,6 +779,15 @@ fn step_columns(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
         share_pipes(pad, vec4<f32>(0.0));
         s_centre[pad] = vec2<f32>(1.0);
     }
+    // Running several tiles of a page, the walk adds each finished tile's flags at the row that
+    // writes its last row (r - 3), but for the last tile's, after the walk: the row where it next
+    // does, and the tile. A compare a row: testing each row for a tile's end (a remainder, and a
+    // division for the tile) cost the world's step some 17 instructions a row (docs/BENCHMARKS.md).
+    var flags_row = NO_FLAGS_ROW;
+    var flags_tile = tile;
+    if PAGED && tiles_run > 1u {
+        flags_row = next_flags_row(y0 - 1, y_end);
+    }
     var one = column_at(strip, t * PER_INVOCATION, y0);
     var two: Column;
     if pairs {
@@ -814,17 +826,23 @@ fn step_columns(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
         if pairs {
             phase_f(&two, r, y0, stored_two);
         }
-        // Running several tiles, the flags of each as its last row is written (the last tile's
-        // after the walk).
-        let written = r - 3 - y0;
-        if PAGED && tiles_run > 1u && written >= 0 && r - 3 < y_end - 1 && last_row_of_tile(r - 3) {
-            add_tile_flags(tile + u32(written / i32(tiles.size.y)) * tiles.tiles.x, &one, &two);
+        if PAGED && r == flags_row {
+            add_tile_flags(flags_tile, &one, &two);
+            flags_tile += tiles.tiles.x;
+            flags_row = next_flags_row(r - 3, y_end);
         }
     }
-    // The tile's flags (of the last tile run), once per band.
-    var last = tile;
-    if tiles_run > 1u {
-        last += u32((y_end - 1 - y0) / i32(tiles.size.y)) * tiles.tiles.x;
-    }
-    add_tile_flags(last, &one, &two);
+    // The flags of the tile (the last tile run), once per band.
+    add_tile_flags(flags_tile, &one, &two);
+}
+
+// A flags_row that no row of the walk reaches.
+const NO_FLAGS_ROW: i32 = -0x7fffffff;
+
+// The walk's row that writes the last row of the tile after the one whose last row is `last`
+// (its r - 3), or NO_FLAGS_ROW when that tile is the last of the walk (ending at y_end), whose
+// flags are added after it.
+fn next_flags_row(last: i32, y_end: i32) -> i32 {
+    let next = last + i32(tiles.size.y);
+    return select(NO_FLAGS_ROW, next + 3, next < y_end - 1);
 }
