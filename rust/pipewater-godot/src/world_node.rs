@@ -1308,6 +1308,11 @@ impl PipeWaterWorld {
         let mut base = self.base().clone();
         for level in 0..self.far.len() {
             let inside = if level == 0 { self.window } else { self.far[level - 1].area() };
+            if level > 0 && inside.is_none() {
+                // Until the level inside it has arrived, an outer level would draw over it too.
+                self.far[level].hide();
+                continue;
+            }
             self.far[level].show_surface(&mut base, material.clone(), dx, extent, inside);
         }
         for level in 0..self.far.len() {
