@@ -487,9 +487,10 @@ func _test_the_far_water_of_a_world_is_drawn_in_the_colours_of_its_window() -> v
 ## colours 1..3 m either side of the edge over the mound must be as close as over the flat lake
 ## beside it. The band is then taken off the window's material (what main drew before it) and
 ## the step must show in the picture, so that the check can see one. In Mobile the figures are
-## printed, not checked: on lavapipe the band leaves the mound's edge 0.078 apart there (0.094
-## without it) while Forward+ draws it 0.008 apart (0.090 without); see _check_the_seam for the
-## other way Mobile draws the two meshes apart. Not found yet.
+## printed, not checked: on lavapipe it draws thin light lines along the triangles' edges, many
+## more a metre on the window's 1 m cells than on the far texels and brightest on the mound's
+## slopes, so the mound's edge reads 0.078 apart with the band (0.094 without) where Forward+
+## draws it 0.008 apart (0.090 without); the pictures show the same water either side.
 func _check_the_window_turns_into_the_far_water(world: PipeWaterWorld, material: ShaderMaterial,
 		camera: Camera3D, edge: float, surface: float) -> void:
 	world.add_water(Vector3(edge, 0.0, 0.0), 200.0, 6.0)
