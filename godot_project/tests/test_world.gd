@@ -393,34 +393,48 @@ func _test_far_water_sits_out_frames_and_flows_when_a_focus_comes() -> void:
 	world.free()
 
 
-func _test_far_water_is_drawn_beyond_the_window() -> void:
-	print("-- far water: a lake 800 m from the focus, outside its 64-cell window")
+## A 2048² world of 1 m cells with a 64-cell window, far water of [param far_cells] cells at
+## 16-cell texels in [param levels] levels (2 is the node's default), a 900 m³ lake in the first
+## test's basin (a 4 m floor on cells 105..134, walls at 10 m) and its focus at cell (700, 700),
+## 800 m from the lake: [world, focus], or [] (the failure checked) when the world could not be
+## made.
+func _world_with_a_far_lake(far_cells: int, levels: int) -> Array:
 	var world := PipeWaterWorld.new()
 	world.world_size = Vector2i(2048, 2048)
 	world.ground_height = 10.0
 	world.running = false
 	world.window_cells = 64
-	world.far_water_cells = 1536
+	world.far_water_cells = far_cells
 	world.far_water_stride = 16
+	world.far_water_levels = levels
 	root.add_child(world)
 	await process_frame
 	if not world.is_ready():
 		_check(false, "the world exists: %s" % world.get_last_error())
 		world.free()
-		return
-	# The basin of the first test: a 4 m floor on cells 105..134, walls at 10 m.
+		return []
 	var heights := PackedFloat32Array()
 	for i in 40 * 40:
 		var inside: bool = i % 40 >= 5 and i % 40 < 35 and i / 40 >= 5 and i / 40 < 35
 		heights.append(4.0 if inside else 10.0)
 	world.set_terrain_region(Rect2i(Vector2i(100, 100), Vector2i(40, 40)), heights)
-	var cell := func(x: float, y: float) -> Vector3: return Vector3(x - 1024.0, 0.0, y - 1024.0)
-	var lake: Vector3 = cell.call(120.0, 120.0)
-	world.add_water(lake, 900.0, 14.0)
+	world.add_water(Vector3(120.0 - 1024.0, 0.0, 120.0 - 1024.0), 900.0, 14.0)
 	var focus := Node3D.new()
 	root.add_child(focus)
-	focus.global_position = cell.call(700.0, 700.0)
+	focus.global_position = Vector3(700.0 - 1024.0, 0.0, 700.0 - 1024.0)
 	world.focus_node = world.get_path_to(focus)
+	return [world, focus]
+
+
+func _test_far_water_is_drawn_beyond_the_window() -> void:
+	print("-- far water: a lake 800 m from the focus, outside its 64-cell window")
+	var made: Array = await _world_with_a_far_lake(1536, 2)
+	if made.is_empty():
+		return
+	var world: PipeWaterWorld = made[0]
+	var focus: Node3D = made[1]
+	var cell := func(x: float, y: float) -> Vector3: return Vector3(x - 1024.0, 0.0, y - 1024.0)
+	var lake: Vector3 = cell.call(120.0, 120.0)
 	for i in 300:
 		world.step(1.0 / 30.0)
 	world.refresh_window()
@@ -523,31 +537,11 @@ func _test_far_water_is_drawn_beyond_the_window() -> void:
 ## and the window's into the first level; 5 levels are refused by name and 1 takes the second away.
 func _test_a_second_far_level_draws_water_beyond_the_first() -> void:
 	print("-- far water in two levels: a lake 800 m from the focus, past the first level's 512 cells")
-	var world := PipeWaterWorld.new()
-	world.world_size = Vector2i(2048, 2048)
-	world.ground_height = 10.0
-	world.running = false
-	world.window_cells = 64
-	world.far_water_cells = 512
-	world.far_water_stride = 16
-	world.far_water_levels = 2
-	root.add_child(world)
-	await process_frame
-	if not world.is_ready():
-		_check(false, "the world exists: %s" % world.get_last_error())
-		world.free()
+	var made: Array = await _world_with_a_far_lake(512, 2)
+	if made.is_empty():
 		return
-	var heights := PackedFloat32Array()
-	for i in 40 * 40:
-		var inside: bool = i % 40 >= 5 and i % 40 < 35 and i / 40 >= 5 and i / 40 < 35
-		heights.append(4.0 if inside else 10.0)
-	world.set_terrain_region(Rect2i(Vector2i(100, 100), Vector2i(40, 40)), heights)
-	var cell := func(x: float, y: float) -> Vector3: return Vector3(x - 1024.0, 0.0, y - 1024.0)
-	world.add_water(cell.call(120.0, 120.0), 900.0, 14.0)
-	var focus := Node3D.new()
-	root.add_child(focus)
-	focus.global_position = cell.call(700.0, 700.0)
-	world.focus_node = world.get_path_to(focus)
+	var world: PipeWaterWorld = made[0]
+	var focus: Node3D = made[1]
 	for i in 120:
 		world.step(1.0 / 30.0)
 	world.refresh_window()
