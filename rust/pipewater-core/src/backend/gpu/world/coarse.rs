@@ -269,13 +269,11 @@ impl World {
         };
         let mut sums = vec![0.0f64; count];
         for [px, py] in pages {
-            let (bx0, by0, across, page_sums) = self.page_block_sums(px, py, stride);
-            for (k, &sum) in page_sums.iter().enumerate() {
-                let (bx, by) = (bx0 + k as u32 % across, by0 + k as u32 / across);
+            self.add_page_block_sums(px, py, stride, |bx, by, sum| {
                 if bx >= first_block[0] && by >= first_block[1] && bx - first_block[0] < blocks[0] && by - first_block[1] < blocks[1] {
                     sums[((by - first_block[1]) * blocks[0] + (bx - first_block[0])) as usize] += sum;
                 }
-            }
+            });
         }
         let cells = |first: u32, count: u32, end: u32| (first + count * stride).min(end).saturating_sub(first) as f64;
         Ok(sums
@@ -310,9 +308,10 @@ impl World {
         if cells > 0.0 { (sum / cells) as f32 } else { self.ground }
     }
 
-    /// Page (px, py)'s terrain summed over the blocks of `stride` it meets (numbered on the
-    /// world): the first block's column and row, the blocks across, and the sums row-major.
-    fn page_block_sums(&mut self, px: u32, py: u32, stride: u32) -> (u32, u32, u32, Vec<f64>) {
+    /// Page (px, py)'s terrain summed over each block of `stride` it meets, handed to `add` as
+    /// (block column, block row, sum), blocks numbered on the world; a page whose terrain was set
+    /// keeps its sums for the stride until its terrain changes.
+    fn add_page_block_sums(&mut self, px: u32, py: u32, stride: u32, mut add: impl FnMut(u32, u32, f64)) {
         let side = self.side;
         let page = (py * self.pages.tiles[0] + px) as usize;
         let (x0, y0) = (px * side, py * side);
@@ -320,28 +319,31 @@ impl World {
         let (bx0, by0) = (x0 / stride, y0 / stride);
         let across = (x1 - 1) / stride - bx0 + 1;
         let down = (y1 - 1) / stride - by0 + 1;
-        let sums = match &self.terrain[page] {
-            None => {
-                // The ground times the cells each block shares with the page.
-                let overlap = |b: u32, lo: u32, hi: u32| ((b + 1) * stride).min(hi) - (b * stride).max(lo);
-                (0..down * across).map(|k| self.ground as f64 * overlap(bx0 + k % across, x0, x1) as f64 * overlap(by0 + k / across, y0, y1) as f64).collect()
+        let Some(heights) = &self.terrain[page] else {
+            // The ground times the cells each block shares with the page.
+            let overlap = |b: u32, lo: u32, hi: u32| ((b + 1) * stride).min(hi) - (b * stride).max(lo);
+            for k in 0..down * across {
+                let (bx, by) = (bx0 + k % across, by0 + k / across);
+                add(bx, by, self.ground as f64 * overlap(bx, x0, x1) as f64 * overlap(by, y0, y1) as f64);
             }
-            Some(heights) => {
-                let kept = self.terrain_block_sums.entry(page).or_default();
-                if let Some((_, sums)) = kept.iter().find(|(s, _)| *s == stride) {
-                    sums.clone()
-                } else {
-                    let mut sums = vec![0.0; (across * down) as usize];
-                    for y in y0..y1 {
-                        for x in x0..x1 {
-                            sums[((y / stride - by0) * across + (x / stride - bx0)) as usize] += heights[((y - y0) * side + (x - x0)) as usize] as f64;
-                        }
+            return;
+        };
+        let kept = self.terrain_block_sums.entry(page).or_default();
+        let at = match kept.iter().position(|(s, _)| *s == stride) {
+            Some(at) => at,
+            None => {
+                let mut sums = vec![0.0; (across * down) as usize];
+                for y in y0..y1 {
+                    for x in x0..x1 {
+                        sums[((y / stride - by0) * across + (x / stride - bx0)) as usize] += heights[((y - y0) * side + (x - x0)) as usize] as f64;
                     }
-                    kept.push((stride, sums.clone()));
-                    sums
                 }
+                kept.push((stride, sums));
+                kept.len() - 1
             }
         };
-        (bx0, by0, across, sums)
+        for (k, &sum) in kept[at].1.iter().enumerate() {
+            add(bx0 + k as u32 % across, by0 + k as u32 / across, sum);
+        }
     }
 }
