@@ -532,9 +532,13 @@ func _seam_steps(camera: Camera3D, edge: float, surface: float) -> Array[float]:
 	for z in [Vector2(-3.0, 3.0), Vector2(-22.0, -16.0)]:
 		var inside: Color = _median_colour(picture, camera, edge - 3.0, edge - 1.0, surface, z.x, z.y)
 		var outside: Color = _median_colour(picture, camera, edge + 1.0, edge + 3.0, surface, z.x, z.y)
-		steps.append(maxf(absf(inside.r - outside.r), maxf(absf(inside.g - outside.g),
-				absf(inside.b - outside.b))))
+		steps.append(_channels_apart(inside, outside))
 	return steps
+
+
+## The largest difference between [param a] and [param b] in a colour channel (R, G, B).
+func _channels_apart(a: Color, b: Color) -> float:
+	return maxf(absf(a.r - b.r), maxf(absf(a.g - b.g), absf(a.b - b.b)))
 
 
 ## Each shader parameter but FAR_OWN_PARAMETERS whose value the RenderingServer holds for
@@ -566,8 +570,7 @@ func _check_the_seam(camera: Camera3D, edge: float, surface: float) -> void:
 	var picture: Image = root.get_texture().get_image()
 	var inside: Color = _median_colour(picture, camera, edge - 12.0, edge - 4.0, surface)
 	var outside: Color = _median_colour(picture, camera, edge + 4.0, edge + 12.0, surface)
-	var apart: float = maxf(absf(inside.r - outside.r), maxf(absf(inside.g - outside.g),
-			absf(inside.b - outside.b)))
+	var apart: float = _channels_apart(inside, outside)
 	print("   seam: window side %s = %s, far side %s = %s" % [inside, _bytes(inside), outside,
 			_bytes(outside)])
 	if _argument("renderer", "") == "mobile":
